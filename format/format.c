@@ -1,0 +1,215 @@
+/*
+ * format.c - chunk framing and record decoding of the mallock trace format
+ * (see trace_format.h and docs/trace-format.md).
+ *
+ * Nothing here allocates: the shim calls fmt_chunk_seal() from its hooks, and
+ * the reader calls fmt_decode() on buffers it owns.
+ */
+#include "trace_format.h"
+
+#include <zlib.h>
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	       (uint32_t)p[3] << 24;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+void fmt_file_header(uint8_t out[FMT_FILE_HEADER_SIZE])
+{
+	memcpy(out, FMT_FILE_MAGIC, FMT_FILE_MAGIC_LEN);
+	out[8] = FMT_VERSION_MAJOR;
+	out[9] = 0;
+	out[10] = FMT_VERSION_MINOR;
+	out[11] = 0;
+	put32(out + 12, FMT_FILE_HEADER_SIZE);
+}
+
+int fmt_file_header_check(const uint8_t *in, size_t n, unsigned *major,
+                          unsigned *minor)
+{
+	if (n < FMT_FILE_HEADER_SIZE ||
+	    memcmp(in, FMT_FILE_MAGIC, FMT_FILE_MAGIC_LEN) != 0)
+		return -1;
+	*major = (unsigned)in[8] | (unsigned)in[9] << 8;
+	*minor = (unsigned)in[10] | (unsigned)in[11] << 8;
+	if (*major != FMT_VERSION_MAJOR || get32(in + 12) != FMT_FILE_HEADER_SIZE)
+		return -2;
+	return 0;
+}
+
+static uint32_t chunk_crc(const uint8_t *hdr, const uint8_t *payload,
+                          uint32_t len)
+{
+	uLong c = crc32(0L, Z_NULL, 0);
+	c = crc32(c, hdr + 12, FMT_CHUNK_HEADER_SIZE - 12);
+	if (len)
+		c = crc32(c, payload, len);
+	return (uint32_t)c;
+}
+
+void fmt_chunk_seal(uint8_t out[FMT_CHUNK_HEADER_SIZE], fmt_chunk_header_t *h,
+                    const uint8_t *payload)
+{
+	h->magic = FMT_CHUNK_MAGIC;
+	put32(out + 0, h->magic);
+	put32(out + 4, h->payload_len);
+	put32(out + 12, h->tid);
+	put32(out + 16, h->seq);
+	put32(out + 20, h->flags);
+	put64(out + 24, h->tsc_base);
+	put64(out + 32, h->tsc_flush);
+	put64(out + 40, h->mono_flush_ns);
+	h->crc32 = chunk_crc(out, payload, h->payload_len);
+	put32(out + 8, h->crc32);
+}
+
+int fmt_chunk_parse(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
+                    fmt_chunk_header_t *h)
+{
+	h->magic = get32(in + 0);
+	h->payload_len = get32(in + 4);
+	h->crc32 = get32(in + 8);
+	h->tid = get32(in + 12);
+	h->seq = get32(in + 16);
+	h->flags = get32(in + 20);
+	h->tsc_base = get64(in + 24);
+	h->tsc_flush = get64(in + 32);
+	h->mono_flush_ns = get64(in + 40);
+	if (h->magic != FMT_CHUNK_MAGIC || h->payload_len > FMT_CHUNK_MAX_PAYLOAD)
+		return -1;
+	return 0;
+}
+
+int fmt_chunk_verify(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
+                     const fmt_chunk_header_t *h, const uint8_t *payload)
+{
+	return chunk_crc(in, payload, h->payload_len) == h->crc32 ? 0 : -1;
+}
+
+/* The layout of each core type, indexed by type byte (NULL: not a core type). */
+static const char *const core_layout[0x80] = {
+#define FMT_LAYOUT_(name, code, layout) [code] = layout,
+	FMT_CORE_RECORDS(FMT_LAYOUT_)
+#undef FMT_LAYOUT_
+};
+
+void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
+                  const uint8_t *payload)
+{
+	d->start = d->p = payload;
+	d->end = payload + h->payload_len;
+	d->tsc = h->tsc_base;
+	d->last_ptr = 0;
+}
+
+int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
+{
+	const uint8_t *rec = d->p;
+	uint64_t v;
+
+	if (d->p >= d->end)
+		return 0;
+	r->type = *d->p++;
+	r->nf = 0;
+	r->body = NULL;
+	r->body_len = 0;
+	if (FMT_IS_META(r->type)) {
+		if (fmt_get_u(&d->p, d->end, &v) < 0 ||
+		    v > (uint64_t)(d->end - d->p))
+			goto bad;
+		r->body = d->p;
+		r->body_len = (size_t)v;
+		r->tsc = d->tsc;
+		d->p += v;
+		return 1;
+	}
+	const char *layout = core_layout[r->type];
+	if (!layout || fmt_get_u(&d->p, d->end, &v) < 0)
+		goto bad;
+	d->tsc += v;
+	r->tsc = d->tsc;
+	for (const char *l = layout; *l; l++) {
+		if (fmt_get_u(&d->p, d->end, &v) < 0)
+			goto bad;
+		if (*l == 'p') {
+			v = d->last_ptr + (uint64_t)fmt_unzigzag(v);
+			d->last_ptr = v;
+		} else if (*l == 'r') {
+			v = r->f[r->nf - 1] + (uint64_t)fmt_unzigzag(v);
+			d->last_ptr = v;
+		}
+		r->f[r->nf++] = v;
+	}
+	return 1;
+bad:
+	*err_off = (size_t)(rec - d->start);
+	d->p = d->end;
+	return -1;
+}
+
+int fmt_get_str(const uint8_t **p, const uint8_t *end, const char **s,
+                size_t *n)
+{
+	uint64_t len;
+	if (fmt_get_u(p, end, &len) < 0 || len > (uint64_t)(end - *p))
+		return -1;
+	*s = (const char *)*p;
+	*n = (size_t)len;
+	*p += len;
+	return 0;
+}
+
+const char *fmt_type_name(unsigned type)
+{
+	switch (type) {
+#define FMT_NAME_(name, code, layout)                                          \
+	case code:                                                             \
+		return #name;
+		FMT_CORE_RECORDS(FMT_NAME_)
+		FMT_META_RECORDS(FMT_NAME_)
+#undef FMT_NAME_
+	}
+	return NULL;
+}
+
+const char *fmt_alloc_fn_name(unsigned fn)
+{
+	switch (fn) {
+#define FMT_FN_NAME_(name, code, str)                                          \
+	case code:                                                             \
+		return str;
+		FMT_ALLOC_FNS(FMT_FN_NAME_)
+#undef FMT_FN_NAME_
+	}
+	return "?";
+}
+
+const char *fmt_lock_kind_name(unsigned kind)
+{
+	switch (kind) {
+#define FMT_KIND_NAME_(name, code, str)                                        \
+	case code:                                                             \
+		return str;
+		FMT_LOCK_KINDS(FMT_KIND_NAME_)
+#undef FMT_KIND_NAME_
+	}
+	return "?";
+}

@@ -1,0 +1,337 @@
+/*
+ * trace_format.h - the mallock trace format, version 1: what the shim writes
+ * and the analyzer reads. docs/trace-format.md is its specification; this
+ * header is the one place the byte layout is written down in code, so the
+ * writer and the reader cannot disagree.
+ *
+ * Layout: a 16-byte file header, then chunks. A chunk is a 48-byte header
+ * (length, CRC-32, thread, clock pair) and a payload of records. A record is
+ * one type byte, then either a fixed list of varint fields (core events,
+ * types below 0x80) or a varint length and that many bytes (metadata, types
+ * 0x80 and above, skippable by a reader that does not know them).
+ *
+ * Invariants:
+ * - All integers are little-endian (fixed fields) or LEB128 varints.
+ * - Every core event starts with dt: TSC ticks since the previous core event
+ *   of the same chunk (the first: since the chunk's tsc_base).
+ * - Pointers in ALLOC/FREE/REALLOC are zigzag deltas from the previous pointer
+ *   of the chunk (starting at 0).
+ * - One chunk holds the events of one thread, in that thread's order.
+ * - The encoders here never allocate and never call out of this header:
+ *   the shim calls them inside its hooks.
+ */
+#ifndef MALLOCK_TRACE_FORMAT_H
+#define MALLOCK_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define FMT_FILE_MAGIC "MALLOCK\x1a"
+#define FMT_FILE_MAGIC_LEN 8
+#define FMT_VERSION_MAJOR 1
+#define FMT_VERSION_MINOR 0
+#define FMT_FILE_HEADER_SIZE 16
+
+#define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
+#define FMT_CHUNK_HEADER_SIZE 48
+#define FMT_CHUNK_MAX_PAYLOAD (16u << 20) /* a reader refuses larger chunks */
+#define FMT_VARINT_MAX 10                 /* bytes in a 64-bit LEB128 */
+#define FMT_STR_MAX 4096                  /* longest string field */
+#define FMT_STACK_MAX 256                 /* most frames in one STACK record */
+
+/*
+ * Core events: X(name, code, layout). After the type byte and dt, the fields
+ * follow the layout, one letter each: 'u' unsigned varint; 'p' a pointer, as
+ * a zigzag delta from the chunk's previous pointer; 'r' a pointer, as a
+ * zigzag delta from the field before it (REALLOC's new pointer vs its old).
+ * fmt_decode() reads the fields by this table, so it is the single truth.
+ * Field names, in order:
+ *   ALLOC            ptr, size, stack, ticks (in the real allocator), fn
+ *   FREE             ptr, ticks
+ *   REALLOC          old ptr, new ptr, size, stack, ticks
+ *   ACQ, ACQ_SHARED  lock, site (stack id of the one-frame call site)
+ *   ACQ_WAIT, ACQ_SHARED_WAIT  lock, stack, wait ticks, waiters (incl. self)
+ *   TRY_FAIL         lock, site
+ *   REL              lock
+ *   REL_CONTENDED    lock, stack (the holder's, at release)
+ *   COND_WAIT        cond, lock (the mutex, released by the wait)
+ *   COND_WAKE        cond, lock (re-acquired), flags
+ *   COND_SIGNAL      cond, flags
+ *   ALLOC_LOCK_WAIT  lock (the futex word's object id), wait ticks
+ *   THREAD_START     parent tid
+ *   THREAD_EXIT      (none)
+ *   DROP             count of events lost before this point
+ *   LOCK_INIT        lock, stack (the init site)
+ *   LOCK_DESTROY     lock
+ *   MARK             what (FMT_MARK_*)
+ * Adding a core event needs a new major version.
+ */
+#define FMT_CORE_RECORDS(X)                                                    \
+	X(ALLOC, 0x01, "puuuu")                                                \
+	X(FREE, 0x02, "pu")                                                    \
+	X(REALLOC, 0x03, "pruuu")                                              \
+	X(ACQ, 0x04, "uu")                                                     \
+	X(ACQ_SHARED, 0x05, "uu")                                              \
+	X(ACQ_WAIT, 0x06, "uuuu")                                              \
+	X(ACQ_SHARED_WAIT, 0x07, "uuuu")                                       \
+	X(TRY_FAIL, 0x08, "uu")                                                \
+	X(REL, 0x09, "u")                                                      \
+	X(REL_CONTENDED, 0x0a, "uu")                                           \
+	X(COND_WAIT, 0x0b, "uu")                                               \
+	X(COND_WAKE, 0x0c, "uuu")                                              \
+	X(COND_SIGNAL, 0x0d, "uu")                                             \
+	X(ALLOC_LOCK_WAIT, 0x0e, "uu")                                         \
+	X(THREAD_START, 0x0f, "u")                                             \
+	X(THREAD_EXIT, 0x10, "")                                               \
+	X(DROP, 0x11, "u")                                                     \
+	X(LOCK_INIT, 0x12, "uu")                                               \
+	X(LOCK_DESTROY, 0x13, "u")                                             \
+	X(MARK, 0x14, "u")
+
+/* Metadata records: X(name, code, fields), each framed by a varint length. */
+#define FMT_META_RECORDS(X)                                                    \
+	X(PROCESS, 0x80, "pid u, ppid u, realtime_ns u, tsc u, mono_ns u, "    \
+	                 "tsc_hz u, depth u, unwinder u, flags u, exe str, "   \
+	                 "cmdline str, hostname str, version str")             \
+	X(MODULE, 0x81, "bias u, lo u, hi u, path str, build_id bytes")        \
+	X(STACK, 0x82, "id u, n u, frame0 u, frame[i] s(vs frame[i-1])")       \
+	X(LOCK_NEW, 0x83, "id u, addr u, kind u, flags u")                     \
+	X(LOCK_NAME, 0x84, "id u, flags u, name str")                          \
+	X(THREAD_NAME, 0x85, "tid u, name str")                                \
+	X(END, 0x86, "events u, dropped u, flags u")                           \
+	X(NOTE, 0x87, "level u, text str")
+
+enum fmt_type {
+#define FMT_ENUM_(name, code, fields) FMT_##name = code,
+	FMT_CORE_RECORDS(FMT_ENUM_) FMT_META_RECORDS(FMT_ENUM_)
+#undef FMT_ENUM_
+};
+
+#define FMT_IS_META(type) (((type)&0x80u) != 0)
+
+/* ALLOC fn: which entry point allocated. */
+#define FMT_ALLOC_FNS(X)                                                       \
+	X(MALLOC, 0, "malloc") X(CALLOC, 1, "calloc")                          \
+	X(MEMALIGN, 2, "memalign") X(POSIX_MEMALIGN, 3, "posix_memalign")      \
+	X(ALIGNED_ALLOC, 4, "aligned_alloc") X(VALLOC, 5, "valloc")            \
+	X(PVALLOC, 6, "pvalloc") X(NEW, 7, "operator new")                     \
+	X(NEW_ARRAY, 8, "operator new[]") X(HOOK, 9, "allocator hook")         \
+	X(REALLOCARRAY, 10, "reallocarray")
+enum fmt_alloc_fn {
+#define FMT_FN_ENUM_(name, code, str) FMT_FN_##name = code,
+	FMT_ALLOC_FNS(FMT_FN_ENUM_)
+#undef FMT_FN_ENUM_
+};
+
+/* LOCK_NEW kind: what the object is. */
+#define FMT_LOCK_KINDS(X)                                                      \
+	X(MUTEX, 0, "mutex") X(RWLOCK, 1, "rwlock") X(SPIN, 2, "spinlock")     \
+	X(COND, 3, "cond") X(ALLOC_INTERNAL, 4, "allocator-internal")
+enum fmt_lock_kind {
+#define FMT_KIND_ENUM_(name, code, str) FMT_KIND_##name = code,
+	FMT_LOCK_KINDS(FMT_KIND_ENUM_)
+#undef FMT_KIND_ENUM_
+};
+
+/* LOCK_NEW flags */
+#define FMT_LOCKF_INIT 1u   /* first seen at pthread_*_init */
+#define FMT_LOCKF_STATIC 2u /* first seen at an acquisition (static init) */
+/* LOCK_NAME flags */
+#define FMT_NAMEF_QUEUE 1u /* the user marked the lock queue-like */
+/* COND_WAKE flags */
+#define FMT_WAKEF_TIMEDOUT 1u
+#define FMT_WAKEF_ERROR 2u
+/* COND_SIGNAL flags */
+#define FMT_SIGF_BROADCAST 1u
+/* MARK what */
+#define FMT_MARK_PAUSE 0u
+#define FMT_MARK_RESUME 1u
+/* PROCESS unwinder */
+#define FMT_UNWIND_LIBUNWIND 0u
+#define FMT_UNWIND_FP 1u
+#define FMT_UNWIND_NONE 2u
+/* END flags */
+#define FMT_ENDF_CLEAN 1u /* written by the final flush at exit */
+/* NOTE level */
+#define FMT_NOTE_INFO 0u
+#define FMT_NOTE_WARN 1u
+
+/* The chunk header, as decoded; on disk it is 48 little-endian bytes:
+ *   0 magic u32 | 4 payload_len u32 | 8 crc32 u32 | 12 tid u32 |
+ *  16 seq u32   | 20 flags u32      | 24 tsc_base u64 | 32 tsc_flush u64 |
+ *  40 mono_flush_ns u64
+ * crc32 is zlib's CRC-32 of bytes 12..47 followed by the payload. */
+typedef struct fmt_chunk_header {
+	uint32_t magic;
+	uint32_t payload_len;
+	uint32_t crc32;
+	uint32_t tid; /* 0: process-level chunk (PROCESS, MODULE...) */
+	uint32_t seq; /* per-thread chunk sequence number, from 0 */
+	uint32_t flags;
+	uint64_t tsc_base;
+	uint64_t tsc_flush;
+	uint64_t mono_flush_ns;
+} fmt_chunk_header_t;
+
+/* ---- varints: inline, allocation-free, used by the shim's hot path ---- */
+
+static inline uint8_t *fmt_put_u(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint64_t fmt_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline int64_t fmt_unzigzag(uint64_t v)
+{
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static inline uint8_t *fmt_put_s(uint8_t *p, int64_t v)
+{
+	return fmt_put_u(p, fmt_zigzag(v));
+}
+
+/* Writes a string field: varint length, then the bytes (no NUL). */
+static inline uint8_t *fmt_put_str(uint8_t *p, const char *s, size_t n)
+{
+	if (n > FMT_STR_MAX)
+		n = FMT_STR_MAX;
+	p = fmt_put_u(p, n);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/*
+ * Reads one varint at *p (not past end). Returns 0 and advances *p, or -1
+ * when the varint runs past end or is longer than 10 bytes.
+ */
+static inline int fmt_get_u(const uint8_t **p, const uint8_t *end,
+                            uint64_t *out)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		if (q >= end)
+			return -1;
+		uint8_t b = *q++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*p = q;
+			*out = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* ---- encoder state: one per chunk being filled ---- */
+
+typedef struct fmt_enc {
+	uint64_t last_tsc; /* timestamp of the previous core event */
+	uint64_t last_ptr; /* previous pointer (ALLOC/FREE/REALLOC) */
+} fmt_enc_t;
+
+/* Worst-case bytes of one core event (type byte + 7 varints). */
+#define FMT_EVENT_MAX (1 + 7 * FMT_VARINT_MAX)
+
+static inline uint8_t *fmt_put_head(uint8_t *p, fmt_enc_t *e, unsigned type,
+                                    uint64_t tsc)
+{
+	*p++ = (uint8_t)type;
+	/* A clock that steps back (another core's TSC read earlier) is clamped:
+	 * dt is never negative. */
+	uint64_t dt = tsc > e->last_tsc ? tsc - e->last_tsc : 0;
+	e->last_tsc += dt;
+	return fmt_put_u(p, dt);
+}
+
+static inline uint8_t *fmt_put_ptr(uint8_t *p, fmt_enc_t *e, uint64_t ptr)
+{
+	p = fmt_put_s(p, (int64_t)(ptr - e->last_ptr));
+	e->last_ptr = ptr;
+	return p;
+}
+
+/* ---- chunk framing (format.c) ---- */
+
+/* Writes the 16-byte file header into out. */
+void fmt_file_header(uint8_t out[FMT_FILE_HEADER_SIZE]);
+
+/*
+ * Checks a file header. Returns 0, or -1 (not a mallock trace) or -2 (a
+ * version this code cannot read); the version found goes to major and minor.
+ */
+int fmt_file_header_check(const uint8_t *in, size_t n, unsigned *major,
+                          unsigned *minor);
+
+/*
+ * Fills the 48 header bytes out[] from h (computing the CRC over h and the
+ * payload). Allocation-free; safe in the shim's hooks.
+ */
+void fmt_chunk_seal(uint8_t out[FMT_CHUNK_HEADER_SIZE], fmt_chunk_header_t *h,
+                    const uint8_t *payload);
+
+/* Decodes 48 header bytes. Returns 0, or -1 on a bad magic or a payload
+ * length over FMT_CHUNK_MAX_PAYLOAD. Does not check the CRC. */
+int fmt_chunk_parse(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
+                    fmt_chunk_header_t *h);
+
+/* Returns 0 when the CRC of raw header bytes and payload matches h->crc32. */
+int fmt_chunk_verify(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
+                     const fmt_chunk_header_t *h, const uint8_t *payload);
+
+/* ---- record decoding (format.c) ---- */
+
+/*
+ * One decoded record. For core events, tsc is absolute (chunk base plus the
+ * sum of dts) and f[] holds the fields in wire order, with pointer deltas
+ * already resolved to absolute pointers. For metadata, body/body_len give the
+ * record's bytes (use fmt_get_u and fmt_get_str on them).
+ */
+typedef struct fmt_record {
+	unsigned type;
+	uint64_t tsc;
+	uint64_t f[7];
+	unsigned nf;
+	const uint8_t *body;
+	size_t body_len;
+} fmt_record_t;
+
+/* Decoder state over one chunk payload. */
+typedef struct fmt_dec {
+	const uint8_t *p, *end, *start;
+	uint64_t tsc;
+	uint64_t last_ptr;
+} fmt_dec_t;
+
+void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
+                  const uint8_t *payload);
+
+/*
+ * Decodes the next record. Returns 1 with *r filled, 0 at the end of the
+ * payload, -1 on a malformed record (bad varint, length past the payload,
+ * unknown core type); then *err_off is its offset inside the payload.
+ */
+int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off);
+
+/* Reads a string field (varint length + bytes) from a metadata body.
+ * Returns 0 with s and n pointing into the body, or -1. */
+int fmt_get_str(const uint8_t **p, const uint8_t *end, const char **s,
+                size_t *n);
+
+/* The record's name ("ALLOC", ...), or NULL for an unknown type. */
+const char *fmt_type_name(unsigned type);
+const char *fmt_alloc_fn_name(unsigned fn);
+const char *fmt_lock_kind_name(unsigned kind);
+
+#endif /* MALLOCK_TRACE_FORMAT_H */
