@@ -1,0 +1,238 @@
+/*
+ * record.c - `mallock record [options] -- CMD ARGS...`: runs CMD with
+ * libmallock.so preloaded, passes its exit status through, and says on
+ * stderr where the trace went.
+ *
+ * The shim is found relative to this executable (../lib/libmallock.so), which
+ * holds in the build tree and once installed. The trace path is expanded here,
+ * in the child just before exec, so that the path printed is the path the
+ * shim opens: %p becomes the child's pid (exec keeps it), %e the base name of
+ * the program run. Processes the program forks see a path without %p and
+ * append ".<pid>" to it (see docs/configuration.md).
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define DEFAULT_OUTPUT "mallock.%e.%p.trace"
+
+static void record_usage(FILE *f)
+{
+	fprintf(f,
+	        "usage: mallock record [options] -- CMD [ARGS...]\n"
+	        "  -o FILE            write the trace to FILE (%%p: pid, %%e: program name)\n"
+	        "  --depth N          stack depth (MALLOCK_STACK_DEPTH, default 16)\n"
+	        "  --unwind KIND      libunwind | fp | none (MALLOCK_UNWIND)\n"
+	        "  --no-follow-exec   do not trace programs the command execs\n"
+	        "  --shim PATH        use this libmallock.so\n"
+	        "Without -o, MALLOCK_OUTPUT or %s is used.\n",
+	        DEFAULT_OUTPUT);
+}
+
+/* Finds libmallock.so beside this executable: <dir>/../lib/libmallock.so.
+ * Returns 0 with the path in out, or -1. */
+static int find_shim(char *out, size_t n)
+{
+	char self[PATH_MAX];
+	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (len <= 0)
+		return -1;
+	self[len] = '\0';
+	char *slash = strrchr(self, '/');
+	if (!slash)
+		return -1;
+	*slash = '\0';
+	if ((size_t)snprintf(out, n, "%s/../lib/libmallock.so", self) >= n)
+		return -1;
+	char real[PATH_MAX];
+	if (!realpath(out, real))
+		return -1;
+	snprintf(out, n, "%s", real);
+	return 0;
+}
+
+/* Expands %p, %e and %% of pattern into out. Returns 0, or -1 if too long. */
+static int expand_output(const char *pattern, pid_t pid, const char *exe,
+                         char *out, size_t n)
+{
+	size_t o = 0;
+	for (const char *s = pattern; *s; s++) {
+		char buf[32];
+		const char *piece = buf;
+		if (s[0] == '%' && s[1] == 'p') {
+			snprintf(buf, sizeof buf, "%ld", (long)pid);
+			s++;
+		} else if (s[0] == '%' && s[1] == 'e') {
+			piece = exe;
+			s++;
+		} else if (s[0] == '%' && s[1] == '%') {
+			buf[0] = '%', buf[1] = '\0';
+			s++;
+		} else {
+			buf[0] = *s, buf[1] = '\0';
+		}
+		size_t k = strlen(piece);
+		if (o + k >= n)
+			return -1;
+		memcpy(out + o, piece, k);
+		o += k;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* The base name of cmd, resolved through PATH when it has no slash. */
+static const char *program_name(const char *cmd)
+{
+	const char *slash = strrchr(cmd, '/');
+	return slash ? slash + 1 : cmd;
+}
+
+/* Prepends shim to LD_PRELOAD. Returns 0 or -1. */
+static int set_preload(const char *shim)
+{
+	const char *old = getenv("LD_PRELOAD");
+	if (!old || !*old)
+		return setenv("LD_PRELOAD", shim, 1);
+	size_t n = strlen(shim) + strlen(old) + 2;
+	char *v = malloc(n);
+	if (!v)
+		return -1;
+	snprintf(v, n, "%s:%s", shim, old);
+	int rc = setenv("LD_PRELOAD", v, 1);
+	free(v);
+	return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	const char *output = NULL, *shim_arg = NULL;
+	int i = 1;
+
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			record_usage(stdout);
+			return 0;
+		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
+			output = argv[++i];
+		} else if (strcmp(a, "--depth") == 0 && i + 1 < argc) {
+			setenv("MALLOCK_STACK_DEPTH", argv[++i], 1);
+		} else if (strcmp(a, "--unwind") == 0 && i + 1 < argc) {
+			setenv("MALLOCK_UNWIND", argv[++i], 1);
+		} else if (strcmp(a, "--no-follow-exec") == 0) {
+			setenv("MALLOCK_FOLLOW_EXEC", "0", 1);
+		} else if (strcmp(a, "--shim") == 0 && i + 1 < argc) {
+			shim_arg = argv[++i];
+		} else if (a[0] == '-') {
+			fprintf(stderr, "mallock record: unknown or incomplete option '%s'\n", a);
+			record_usage(stderr);
+			return 2;
+		} else {
+			break; /* the command starts here (no "--") */
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "mallock record: no command given\n");
+		record_usage(stderr);
+		return 2;
+	}
+
+	char shim[PATH_MAX];
+	if (shim_arg) {
+		if (!realpath(shim_arg, shim)) {
+			fprintf(stderr, "mallock record: %s: %s\n", shim_arg, strerror(errno));
+			return 2;
+		}
+	} else if (find_shim(shim, sizeof shim) < 0) {
+		fprintf(stderr, "mallock record: libmallock.so not found beside this "
+		                "program (expected ../lib/libmallock.so); use --shim PATH\n");
+		return 2;
+	}
+	if (!output)
+		output = getenv("MALLOCK_OUTPUT");
+	if (!output || !*output)
+		output = DEFAULT_OUTPUT;
+	if (set_preload(shim) < 0) {
+		fprintf(stderr, "mallock record: cannot set LD_PRELOAD\n");
+		return 2;
+	}
+
+	/* The child expands the path (it knows its pid, which exec keeps) and
+	 * writes it back through a pipe, so the parent can name the file. */
+	int fds[2];
+	if (pipe2(fds, O_CLOEXEC) < 0) {
+		perror("mallock record: pipe");
+		return 2;
+	}
+	const char *exe = program_name(argv[i]);
+	pid_t pid = fork();
+	if (pid < 0) {
+		perror("mallock record: fork");
+		return 2;
+	}
+	if (pid == 0) {
+		char path[PATH_MAX];
+		close(fds[0]);
+		if (expand_output(output, getpid(), exe, path, sizeof path) < 0) {
+			fprintf(stderr, "mallock record: output path too long\n");
+			_exit(127);
+		}
+		if (write(fds[1], path, strlen(path)) < 0)
+			_exit(127);
+		setenv("MALLOCK_OUTPUT", path, 1);
+		execvp(argv[i], argv + i);
+		fprintf(stderr, "mallock record: cannot run %s: %s\n", argv[i],
+		        strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	char path[PATH_MAX];
+	ssize_t got = 0, r;
+	while ((r = read(fds[0], path + got, sizeof path - 1 - (size_t)got)) > 0)
+		got += r;
+	path[got > 0 ? got : 0] = '\0';
+	close(fds[0]);
+
+	/* Signals meant for the program (^C) reach it through the process
+	 * group; this process waits for it and does not die first. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	int status;
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			perror("mallock record: waitpid");
+			return 2;
+		}
+	}
+	struct stat st;
+	if (path[0] && stat(path, &st) == 0)
+		fprintf(stderr, "mallock: trace written to %s (%lld bytes)\n", path,
+		        (long long)st.st_size);
+	else if (path[0])
+		fprintf(stderr, "mallock: no trace at %s (see the shim's warnings above)\n",
+		        path);
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status)) {
+		/* Die of the same signal, as a shell would report it. */
+		int sig = WTERMSIG(status);
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return 128 + sig;
+	}
+	return 2;
+}
