@@ -1,0 +1,739 @@
+/*
+ * aggregate.c - the per-event loop: folds each merged event into the model
+ * (model.h). This is the analyzer's hot path: no allocation per event (the
+ * tables only grow when a new lock, stack, pair or live block appears), one
+ * hash lookup per lock or allocator event, times converted to ns once.
+ *
+ * Semantics follow trace_format.h:
+ * - ACQ, ACQ_WAIT (and shared forms) and COND_WAKE start a hold on the acting thread; REL, REL_CONTENDED and
+ *   COND_WAIT end it (hold = release tsc - acquire tsc). A thread may hold
+ *   several locks; rwlocks may be held shared by many threads at once.
+ * - ACQ_WAIT's tsc is the time acquired; its wait began wait ticks before.
+ * - ALLOC_LOCK_WAIT belongs to the same thread's next allocator event.
+ * - An allocator call made while locks are held is charged to each of them.
+ * - A free of a block the live map does not know (allocated before
+ *   recording, or lost in a truncation) is an unknown free, never a
+ *   cross-thread one.
+ */
+#include "aggregate.h"
+
+#include "meta.h"
+#include "thresholds.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static inline uint64_t to_ns(const model_t *m, uint64_t ticks)
+{
+	return (uint64_t)((double)ticks * m->ns_per_tick + 0.5);
+}
+
+/* The lock with id (created on first use). Index first: model_lock() may
+ * move the array. */
+static lock_t *lock_at(model_t *m, uint64_t id)
+{
+	uint32_t i = model_lock(m, id);
+	return &m->lock[i];
+}
+
+static site_t *site_of(model_t *m, uint32_t stack)
+{
+	if (stack == NONE32)
+		return &m->nostack_site;
+	stack_t *s = &m->stk[stack];
+	if (!s->site)
+		s->site = xcalloc(1, sizeof *s->site);
+	return s->site;
+}
+
+/* Counts one call by thread t (index) in a site's small thread table. */
+static void site_thread(uint32_t *thr, uint64_t *cnt, uint32_t t)
+{
+	for (int i = 0; i < SITE_THREADS; i++) {
+		if (thr[i] == t + 1) {
+			cnt[i]++;
+			return;
+		}
+		if (!thr[i]) {
+			thr[i] = t + 1;
+			cnt[i] = 1;
+			return;
+		}
+	}
+	/* table full: counted in the last slot's "others" by convention */
+}
+
+/* Space-saving count of the site's most frequent sizes. */
+static void site_size(site_t *s, uint64_t size)
+{
+	int min = 0;
+	for (int i = 0; i < SITE_SIZES; i++) {
+		if (s->size_n[i] && s->size[i] == size) {
+			s->size_n[i]++;
+			return;
+		}
+		if (s->size_n[i] < s->size_n[min])
+			min = i;
+	}
+	s->size[min] = size;
+	s->size_n[min]++;
+}
+
+static lockthr_t *lockthr(model_t *m, thread_t *t, uint32_t ti, uint32_t lock)
+{
+	if (t->lt_lock == lock)
+		return &m->lt[t->lt_idx];
+	int added;
+	uint32_t *v = u64map_put(&m->lt_map, (uint64_t)lock << 32 | ti, &added);
+	if (added) {
+		VEC_RESERVE(m->lt, m->caplt, m->nlt);
+		lockthr_t *p = &m->lt[m->nlt];
+		memset(p, 0, sizeof *p);
+		p->lock = lock;
+		p->thread = ti;
+		*v = (uint32_t)m->nlt++;
+	}
+	t->lt_lock = lock;
+	t->lt_idx = *v;
+	return &m->lt[*v];
+}
+
+static uint32_t nest_of(model_t *m, uint32_t outer, uint32_t inner,
+                        uint32_t site)
+{
+	int added;
+	uint32_t *v =
+	    u64map_put(&m->nest_map, (uint64_t)outer << 32 | inner, &added);
+	if (added) {
+		VEC_RESERVE(m->nest, m->capnest, m->nnest);
+		nest_t *p = &m->nest[m->nnest];
+		memset(p, 0, sizeof *p);
+		p->outer = outer;
+		p->inner = inner;
+		p->site = site;
+		*v = (uint32_t)m->nnest++;
+	}
+	return *v;
+}
+
+/* ---- locks ---- */
+
+static void owner(lock_t *l, uint32_t ti)
+{
+	if (l->last_owner && l->last_owner != ti + 1)
+		l->s.owner_switches++;
+	l->last_owner = ti + 1;
+}
+
+static held_t *push_hold(model_t *m, thread_t *t, uint32_t li, uint32_t site,
+                         uint64_t tsc)
+{
+	uint32_t nest = 0;
+	if (t->nheld) {
+		uint32_t outer = t->held[t->nheld - 1].lock;
+		if (outer != li) {
+			nest = nest_of(m, outer, li, site) + 1;
+			m->nest[nest - 1].n++;
+		}
+	}
+	VEC_RESERVE(t->held, t->capheld, t->nheld);
+	held_t *h = &t->held[t->nheld++];
+	h->lock = li;
+	h->site = site;
+	h->nest = nest;
+	h->allocs = 0;
+	h->tsc = tsc;
+	return h;
+}
+
+static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
+                    bool shared, bool waited)
+{
+	uint32_t li = model_lock(m, r->f[0]);
+	lock_t *l = &m->lock[li];
+	uint32_t stack = model_stack(m, r->f[1]);
+	l->s.acq++;
+	m->tot.acq++;
+	t->acq++;
+	if (shared)
+		l->s.acq_shared++;
+	if (l->first_site == NONE32)
+		l->first_site = stack;
+	owner(l, ti);
+	lockthr_t *lt = lockthr(m, t, ti, li);
+	lt->acq++;
+	held_t *h = push_hold(m, t, li, stack, r->tsc);
+	if (!waited)
+		return;
+	uint64_t w = to_ns(m, r->f[2]);
+	l = &m->lock[li];
+	l->s.contended++;
+	l->s.wait_ns += w;
+	if (w > l->s.wait_max)
+		l->s.wait_max = w;
+	if (r->f[3] > l->s.max_waiters)
+		l->s.max_waiters = r->f[3];
+	hist_add(&l->s.wait_hist, w);
+	m->tot.contended++;
+	m->tot.wait_ns += w;
+	t->contended++;
+	t->wait_ns += w;
+	lt->contended++;
+	lt->wait_ns += w;
+	lspair_t *p = model_pair(m, LS_WAITER, li, stack);
+	p->n++;
+	p->ns += w;
+	if (l->last_holder)
+		m->ls[LS_HOLDER].v[l->last_holder - 1].ns2 += w;
+	if (h->nest) {
+		nest_t *n = &m->nest[h->nest - 1];
+		n->inner_contended++;
+		n->inner_wait_ns += w;
+	}
+}
+
+/* Ends t's hold of lock li at tsc. Returns the hold's duration, or -1 when
+ * t did not hold it (a hold that began before recording). */
+static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
+{
+	lock_t *l = &m->lock[li];
+	size_t i = t->nheld;
+	while (i > 0 && t->held[i - 1].lock != li)
+		i--;
+	if (i == 0) {
+		l->s.unmatched_rel++;
+		return -1;
+	}
+	held_t h = t->held[i - 1];
+	memmove(&t->held[i - 1], &t->held[i], (t->nheld - i) * sizeof h);
+	t->nheld--;
+	uint64_t hold = tsc > h.tsc ? to_ns(m, tsc - h.tsc) : 0;
+	l->s.holds++;
+	l->s.hold_ns += hold;
+	if (hold > l->s.hold_max)
+		l->s.hold_max = hold;
+	hist_add(&l->s.hold_hist, hold);
+	if (h.allocs)
+		l->s.holds_with_alloc++;
+	if (h.site != NONE32) {
+		lspair_t *p = model_pair(m, LS_ACQSITE, li, h.site);
+		p->n++;
+		p->ns += hold;
+	}
+	if (h.nest)
+		m->nest[h.nest - 1].inner_hold_ns += hold;
+	return (int64_t)hold;
+}
+
+/* ---- allocator ---- */
+
+/* Charges one allocator call to every lock t holds. */
+static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
+                         uint64_t lw_ns, uint64_t lw_n, bool slow, bool alloc)
+{
+	m->tot.alloc_calls_in_holds++;
+	for (size_t i = 0; i < t->nheld; i++) {
+		held_t *h = &t->held[i];
+		lock_t *l = &m->lock[h->lock];
+		h->allocs++;
+		l->s.alloc_calls++;
+		l->s.alloc_allocs += alloc;
+		l->s.alloc_ns += ns;
+		l->s.alloc_slow += slow;
+		l->s.alloc_lw_ns += lw_ns;
+		l->s.alloc_lw_n += lw_n;
+		lspair_t *p = model_pair(m, LS_ALLOC, h->lock, stack);
+		p->n++;
+		p->ns += ns;
+		p->ns2 += lw_ns;
+		p->n2 += alloc;
+		p->n3 += slow;
+	}
+}
+
+/* Common accounting of one allocator call; returns whether it was slow. */
+static bool alloc_call(model_t *m, thread_t *t, site_t *s, uint64_t ticks,
+                       uint64_t ns, uint64_t lw_ns)
+{
+	bool slow = ticks > m->slow_ticks;
+	bool held = t->nheld != 0;
+	m->tot.alloc_ns += ns;
+	t->alloc_ns += ns;
+	hist_add(&m->alloc_hist, ns);
+	s->calls[held]++;
+	if (slow) {
+		m->tot.alloc_slow++;
+		s->slow_n[held]++;
+		s->slow_ns[held] += ns;
+		s->slow_lw_ns[held] += lw_ns;
+	}
+	return slow;
+}
+
+static void block_new(model_t *m, uint64_t ptr, uint64_t size, uint64_t tsc,
+                      uint32_t stack, uint32_t ti, uint64_t ns)
+{
+	int added;
+	if (ptr == U64MAP_EMPTY)
+		return;
+	uint32_t *v = u64map_put(&m->live, ptr, &added);
+	uint32_t slot;
+	if (!added) {
+		slot = *v; /* a free we did not see: reuse the slot */
+	} else if (m->blk_free) {
+		slot = m->blk_free - 1;
+		m->blk_free = m->blk[slot].next_free;
+	} else {
+		VEC_RESERVE(m->blk, m->capblk, m->nblk);
+		slot = (uint32_t)m->nblk++;
+	}
+	*v = slot;
+	block_t *b = &m->blk[slot];
+	b->tsc = tsc;
+	b->size = size;
+	b->stack = stack;
+	b->thread = ti;
+	b->alloc_ns = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+/* Removes ptr's block; returns its stack index (NONE32 when unknown) and
+ * accounts its lifetime and who freed it. */
+static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
+                           uint64_t tsc, uint64_t free_ns, bool *known)
+{
+	uint32_t slot;
+	*known = false;
+	if (!u64map_del(&m->live, ptr, &slot)) {
+		m->tot.unknown_frees++;
+		return NONE32;
+	}
+	*known = true;
+	block_t *b = &m->blk[slot];
+	uint32_t stack = b->stack;
+	site_t *s = site_of(m, stack);
+	uint64_t life = tsc > b->tsc ? to_ns(m, tsc - b->tsc) : 0;
+	s->frees++;
+	s->live--;
+	s->free_ns += free_ns;
+	s->life_ns += life;
+	if (life > s->life_max)
+		s->life_max = life;
+	if (tsc - b->tsc < m->churn_ticks || tsc < b->tsc) {
+		s->short_n++;
+		s->short_ns += b->alloc_ns + free_ns;
+	}
+	site_thread(s->fthr, s->fthr_n, ti);
+	if (b->thread != ti) {
+		s->xfree_n++;
+		s->xfree_ns += b->alloc_ns + free_ns;
+		s->xfree_bytes += b->size;
+		m->tot.xfrees++;
+		t->xfrees++;
+	}
+	b->next_free = m->blk_free;
+	m->blk_free = slot + 1;
+	return stack;
+}
+
+static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
+                     uint64_t ptr, uint64_t size, uint64_t stack_id,
+                     uint64_t ticks, bool realloc_)
+{
+	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns, lw_n = t->pend_lw_n;
+	t->pend_lw_ns = t->pend_lw_n = 0;
+	uint32_t stack = model_stack(m, stack_id);
+	site_t *s = site_of(m, stack);
+	if (realloc_) {
+		s->reallocs++;
+		m->tot.reallocs++;
+	} else {
+		s->allocs++;
+		m->tot.allocs++;
+	}
+	s->bytes += size;
+	s->alloc_ns += ns;
+	s->lw_ns += lw_ns;
+	s->lw_n += lw_n;
+	s->live++;
+	site_size(s, size);
+	site_thread(s->athr, s->athr_n, ti);
+	m->tot.bytes += size;
+	t->allocs++;
+	t->bytes += size;
+	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
+	if (t->nheld)
+		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true);
+	if (ptr)
+		block_new(m, ptr, size, tsc, stack, ti, ns);
+}
+
+static void on_free(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
+                    uint64_t ptr, uint64_t ticks)
+{
+	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns, lw_n = t->pend_lw_n;
+	t->pend_lw_ns = t->pend_lw_n = 0;
+	bool known = false;
+	uint32_t stack = ptr ? block_free(m, t, ti, ptr, tsc, ns, &known)
+	                     : NONE32;
+	site_t *s = site_of(m, stack);
+	m->tot.frees++;
+	t->frees++;
+	s->lw_ns += lw_ns;
+	s->lw_n += lw_n;
+	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
+	if (t->nheld)
+		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, false);
+}
+
+static void on_realloc(model_t *m, thread_t *t, uint32_t ti,
+                       const fmt_record_t *r)
+{
+	/* One allocator call: the old block ends, the new one begins; the
+	 * call's time goes to the new block's site. */
+	uint64_t old = r->f[0], new_ = r->f[1], size = r->f[2];
+	bool known;
+	if (old && (new_ || size == 0))
+		block_free(m, t, ti, old, r->tsc, 0, &known);
+	on_alloc(m, t, ti, r->tsc, size ? new_ : 0, size, r->f[3], r->f[4],
+	         true);
+}
+
+/* ---- metadata ---- */
+
+static char *copy_str(model_t *m, meta_str_t s)
+{
+	return arena_strndup(&m->arena, s.s, s.n);
+}
+
+static bool thread_matches(const model_t *m, const thread_t *t)
+{
+	if (!m->thread_filter)
+		return true;
+	for (const char **f = m->thread_filter; *f; f++) {
+		char *end;
+		unsigned long v = strtoul(*f, &end, 10);
+		if (!*end && v == t->tid)
+			return true;
+		if (t->name && strcmp(t->name, *f) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void on_meta(model_t *m, const fmt_record_t *r)
+{
+	switch (r->type) {
+	case FMT_PROCESS: {
+		meta_process_t p;
+		if (meta_process(r, &p) < 0)
+			goto bad;
+		if (m->exe)
+			break;
+		m->pid = p.pid;
+		m->ppid = p.ppid;
+		m->tsc_hz = p.tsc_hz;
+		m->unwinder = p.unwinder;
+		m->depth = p.depth;
+		m->exe = copy_str(m, p.exe);
+		m->cmdline = copy_str(m, p.cmdline);
+		m->hostname = copy_str(m, p.hostname);
+		m->version = copy_str(m, p.version);
+		break;
+	}
+	case FMT_MODULE: {
+		meta_module_t p;
+		if (meta_module(r, &p) < 0)
+			goto bad;
+		for (size_t i = 0; i < m->nmod; i++)
+			if (m->mod[i].bias == p.bias &&
+			    strlen(m->mod[i].path) == p.path.n &&
+			    memcmp(m->mod[i].path, p.path.s, p.path.n) == 0)
+				return;
+		VEC_RESERVE(m->mod, m->capmod, m->nmod);
+		module_t *x = &m->mod[m->nmod++];
+		memset(x, 0, sizeof *x);
+		x->bias = p.bias;
+		x->lo = p.lo;
+		x->hi = p.hi;
+		x->path = copy_str(m, p.path);
+		x->build_id_len = p.build_id.n > sizeof x->build_id
+		                      ? (uint32_t)sizeof x->build_id
+		                      : (uint32_t)p.build_id.n;
+		memcpy(x->build_id, p.build_id.s, x->build_id_len);
+		char hex[2 * sizeof x->build_id + 1];
+		for (uint32_t i = 0; i < x->build_id_len; i++) {
+			static const char d[] = "0123456789abcdef";
+			hex[2 * i] = d[x->build_id[i] >> 4];
+			hex[2 * i + 1] = d[x->build_id[i] & 15];
+		}
+		hex[2 * x->build_id_len] = 0;
+		x->build_id_hex = arena_strdup(&m->arena, hex);
+		break;
+	}
+	case FMT_STACK: {
+		static meta_stack_t p; /* 2 KB: not on the stack */
+		if (meta_stack(r, &p) < 0)
+			goto bad;
+		uint32_t si = model_stack(m, p.id);
+		if (si == NONE32 || m->stk[si].defined)
+			break;
+		VEC_RESERVE(m->frames, m->capframes, m->nframes + p.n);
+		memcpy(m->frames + m->nframes, p.frame, p.n * sizeof *p.frame);
+		m->stk[si].off = (uint32_t)m->nframes;
+		m->stk[si].n = p.n;
+		m->stk[si].defined = true;
+		m->nframes += p.n;
+		break;
+	}
+	case FMT_LOCK_NEW: {
+		meta_lock_new_t p;
+		if (meta_lock_new(r, &p) < 0)
+			goto bad;
+		lock_t *l = lock_at(m, p.id);
+		if (l->defined)
+			break;
+		l->defined = true;
+		l->addr = p.addr;
+		l->kind = (uint32_t)p.kind;
+		l->flags = (uint32_t)p.flags;
+		if (p.kind == FMT_KIND_COND)
+			l->is_cond = true;
+		break;
+	}
+	case FMT_LOCK_NAME: {
+		meta_lock_name_t p;
+		if (meta_lock_name(r, &p) < 0)
+			goto bad;
+		lock_t *l = lock_at(m, p.id);
+		l->name = copy_str(m, p.name);
+		l->queue_named = (p.flags & FMT_NAMEF_QUEUE) != 0;
+		break;
+	}
+	case FMT_THREAD_NAME: {
+		meta_thread_name_t p;
+		if (meta_thread_name(r, &p) < 0)
+			goto bad;
+		uint32_t ti = model_thread(m, (uint32_t)p.tid);
+		thread_t *t = &m->thr[ti];
+		t->name = copy_str(m, p.name);
+		t->excluded = !thread_matches(m, t);
+		break;
+	}
+	case FMT_END: {
+		meta_end_t p;
+		if (meta_end(r, &p) < 0)
+			goto bad;
+		m->have_end = true;
+		m->end_events += p.events;
+		m->end_dropped += p.dropped;
+		m->end_clean = (p.flags & FMT_ENDF_CLEAN) != 0;
+		break;
+	}
+	case FMT_NOTE: {
+		meta_note_t p;
+		if (meta_note(r, &p) < 0)
+			goto bad;
+		model_note(m, p.level, p.text.s, p.text.n);
+		break;
+	}
+	default:
+		break; /* a metadata type from a later minor version: skipped */
+	}
+	return;
+bad:
+	m->tot.bad_meta++;
+}
+
+/* ---- the loop ---- */
+
+static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
+{
+	thread_t *t = &m->thr[ti];
+	m->events++;
+	t->events++;
+	if (!t->seen) {
+		t->seen = true;
+		t->first_tsc = r->tsc;
+	}
+	t->last_tsc = r->tsc;
+	if (t->excluded) {
+		/* Keep the live map right for the threads we do report. */
+		uint32_t slot;
+		if (r->type == FMT_ALLOC && r->f[0])
+			block_new(m, r->f[0], r->f[1], r->tsc,
+			          model_stack(m, r->f[2]), ti, 0);
+		else if (r->type == FMT_FREE && r->f[0] &&
+		         u64map_del(&m->live, r->f[0], &slot)) {
+			m->blk[slot].next_free = m->blk_free;
+			m->blk_free = slot + 1;
+		}
+		return;
+	}
+	switch (r->type) {
+	case FMT_ALLOC:
+		on_alloc(m, t, ti, r->tsc, r->f[0], r->f[1], r->f[2], r->f[3],
+		         false);
+		break;
+	case FMT_FREE:
+		on_free(m, t, ti, r->tsc, r->f[0], r->f[1]);
+		break;
+	case FMT_REALLOC:
+		on_realloc(m, t, ti, r);
+		break;
+	case FMT_ACQ:
+		acquire(m, t, ti, r, false, false);
+		break;
+	case FMT_ACQ_SHARED:
+		acquire(m, t, ti, r, true, false);
+		break;
+	case FMT_ACQ_WAIT:
+		acquire(m, t, ti, r, false, true);
+		break;
+	case FMT_ACQ_SHARED_WAIT:
+		acquire(m, t, ti, r, true, true);
+		break;
+	case FMT_TRY_FAIL: {
+		uint32_t li = model_lock(m, r->f[0]);
+		m->lock[li].s.try_fail++;
+		lockthr(m, t, ti, li)->try_fail++;
+		break;
+	}
+	case FMT_REL:
+		release(m, t, model_lock(m, r->f[0]), r->tsc);
+		break;
+	case FMT_REL_CONTENDED: {
+		uint32_t li = model_lock(m, r->f[0]);
+		int64_t hold = release(m, t, li, r->tsc);
+		uint32_t stack = model_stack(m, r->f[1]);
+		lspair_t *p = model_pair(m, LS_HOLDER, li, stack);
+		p->n++;
+		p->ns += hold > 0 ? (uint64_t)hold : 0;
+		m->lock[li].s.contended_holds++;
+		m->lock[li].last_holder =
+		    (uint32_t)(p - m->ls[LS_HOLDER].v) + 1;
+		break;
+	}
+	case FMT_COND_WAIT: {
+		uint32_t ci = model_lock(m, r->f[0]);
+		uint32_t li = model_lock(m, r->f[1]);
+		m->lock[ci].is_cond = true;
+		m->lock[ci].s.cond_waits++;
+		m->lock[li].queue_cond = true;
+		m->lock[li].s.cond_waits++;
+		release(m, t, li, r->tsc);
+		t->cond_waits++;
+		t->cond_sleep_tsc = r->tsc;
+		break;
+	}
+	case FMT_COND_WAKE: {
+		uint32_t ci = model_lock(m, r->f[0]);
+		uint32_t li = model_lock(m, r->f[1]);
+		lock_t *l = &m->lock[li];
+		m->lock[ci].is_cond = true;
+		m->lock[ci].s.cond_wakes++;
+		l->s.cond_wakes++;
+		if (r->f[2] & FMT_WAKEF_TIMEDOUT) {
+			l->s.cond_timeouts++;
+			lockthr(m, t, ti, li)->timeouts++;
+		}
+		owner(l, ti);
+		lockthr(m, t, ti, li)->wakes++;
+		if (t->cond_sleep_tsc && r->tsc > t->cond_sleep_tsc)
+			t->sleep_ns += to_ns(m, r->tsc - t->cond_sleep_tsc);
+		t->cond_sleep_tsc = 0;
+		push_hold(m, t, li, NONE32, r->tsc);
+		break;
+	}
+	case FMT_COND_SIGNAL: {
+		uint32_t ci = model_lock(m, r->f[0]);
+		m->lock[ci].is_cond = true;
+		m->lock[ci].s.cond_signals++;
+		t->cond_signals++;
+		break;
+	}
+	case FMT_ALLOC_LOCK_WAIT: {
+		uint64_t w = to_ns(m, r->f[1]);
+		lock_t *l = lock_at(m, r->f[0]);
+		if (l->kind == LOCK_KIND_UNKNOWN)
+			l->kind = FMT_KIND_ALLOC_INTERNAL;
+		l->s.internal_waits++;
+		l->s.contended++;
+		l->s.wait_ns += w;
+		if (w > l->s.wait_max)
+			l->s.wait_max = w;
+		hist_add(&l->s.wait_hist, w);
+		t->pend_lw_ns += w;
+		t->pend_lw_n++;
+		m->tot.alloc_lw_ns += w;
+		m->tot.alloc_lw_n++;
+		break;
+	}
+	case FMT_THREAD_START:
+		t->started = true;
+		t->parent = (uint32_t)r->f[0];
+		break;
+	case FMT_THREAD_EXIT:
+		t->exited = true;
+		for (size_t i = 0; i < t->nheld; i++)
+			m->lock[t->held[i].lock].s.unmatched_rel++;
+		t->nheld = 0;
+		break;
+	case FMT_DROP:
+		m->tot.dropped += r->f[0];
+		t->dropped += r->f[0];
+		break;
+	case FMT_LOCK_INIT: {
+		lock_t *l = lock_at(m, r->f[0]);
+		if (l->init_stack == NONE32)
+			l->init_stack = model_stack(m, r->f[1]);
+		break;
+	}
+	case FMT_LOCK_DESTROY:
+		lock_at(m, r->f[0])->destroyed = true;
+		break;
+	case FMT_MARK:
+		if (r->f[0] == FMT_MARK_PAUSE)
+			m->tot.pauses++;
+		break;
+	default:
+		break;
+	}
+}
+
+int aggregate(model_t *m, reader_t *r, const char *path,
+              const char **thread_filter)
+{
+	reader_ev_t ev;
+	int rc;
+	uint32_t ns = reader_streams(r);
+
+	memset(m, 0, sizeof *m);
+	m->path = path;
+	m->info = *reader_info(r);
+	m->ns_per_tick = m->info.ns_per_tick;
+	m->slow_ticks = (uint64_t)(TH_SLOW_ALLOC_NS / m->ns_per_tick);
+	m->churn_ticks = (uint64_t)(TH_CHURN_LIFETIME_NS / m->ns_per_tick);
+	m->thread_filter = thread_filter;
+	m->pid = m->info.have_process ? m->info.process.pid : 0;
+	m->thr_of_stream = xcalloc(ns + 1, sizeof *m->thr_of_stream);
+	while ((rc = reader_next(r, &ev)) > 0) {
+		const fmt_record_t *rec = ev.rec;
+		if (FMT_IS_META(rec->type)) {
+			on_meta(m, rec);
+			continue;
+		}
+		uint32_t ti = m->thr_of_stream[ev.stream];
+		if (!ti) {
+			ti = model_thread(m, ev.tid) + 1;
+			m->thr_of_stream[ev.stream] = ti;
+			m->thr[ti - 1].excluded = !thread_matches(m, &m->thr[ti - 1]);
+		}
+		if (!m->events)
+			m->first_tsc = rec->tsc;
+		m->last_tsc = rec->tsc;
+		on_event(m, ti - 1, rec);
+	}
+	if (rc < 0)
+		m->info = *reader_info(r);
+	return rc < 0 ? -1 : 0;
+}

@@ -1,0 +1,21 @@
+/*
+ * aggregate.h - reads a trace's merged event stream into a model.
+ */
+#ifndef MALLOCK_AGGREGATE_H
+#define MALLOCK_AGGREGATE_H
+
+#include "model.h"
+#include "reader.h"
+
+/*
+ * Initialises m for the trace r (path is kept, not copied) and folds every
+ * event of pass 2 into it. thread_filter (NULL-terminated tids or names, or
+ * NULL) keeps only those threads' lock and allocation statistics. Returns 0,
+ * or -1 when a malformed record stopped the read early (m->info.truncated
+ * then says where; the model holds everything before it).
+ * Allocates; free with model_free().
+ */
+int aggregate(model_t *m, reader_t *r, const char *path,
+              const char **thread_filter);
+
+#endif

@@ -1,0 +1,19 @@
+/*
+ * cli.h - the `mallock` subcommands. main.c dispatches `mallock NAME ARGS`
+ * to cmd_NAME(argc, argv) with argv[0] = NAME. Each returns the process
+ * exit status: 0 success, 1 usage or I/O error, 2 a file that is not a
+ * mallock trace (or of an unsupported version).
+ */
+#ifndef MALLOCK_CLI_H
+#define MALLOCK_CLI_H
+
+/* mallock record [options] -- CMD ARGS... (analyzer/record.c, the lead's) */
+int cmd_record(int argc, char **argv);
+/* mallock report [options] TRACE... (report.c) */
+int cmd_report(int argc, char **argv);
+/* mallock diff [options] BEFORE AFTER (diff.c) */
+int cmd_diff(int argc, char **argv);
+/* mallock dump [--merged] TRACE (dump.c) */
+int cmd_dump(int argc, char **argv);
+
+#endif

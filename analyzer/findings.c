@@ -1,0 +1,505 @@
+/*
+ * findings.c - derives the findings from an aggregated model. Every
+ * threshold comes from thresholds.h. Scores are nanoseconds of time the
+ * finding explains, so findings of different kinds rank on one scale:
+ *
+ *   alloc_under_lock   W x S (x QUEUE_BOOST for queue-like locks), where W
+ *                      is the time waiters lost on the lock class and S the
+ *                      share of its hold time spent in the allocator from
+ *                      this stack. A lock never waited on scores 0 and is
+ *                      not reported: allocation under an uncontended lock
+ *                      costs no one else anything.
+ *   cross_thread_free  allocator time (malloc + free) of the blocks freed
+ *                      on another thread beyond two median calls each.
+ *   alloc_churn        allocator time of the short-lived blocks.
+ *   nested_lock        wait on the inner lock while holding the outer, plus
+ *                      the outer's wait x the share of its hold spent
+ *                      holding the inner.
+ *   starvation         the lock's wait x min(1, CV) of the unequal group.
+ *   slow_alloc         time of the slow calls beyond the median call.
+ */
+#include "findings.h"
+
+#include "symbols.h"
+#include "thresholds.h"
+#include "trace_format.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *finding_kind_name(int kind)
+{
+	static const char *const names[] = {
+#define FK_NAME_(e, name) name,
+	    FINDING_KINDS(FK_NAME_)
+#undef FK_NAME_
+	};
+	return kind >= 0 && kind < FK_COUNT ? names[kind] : "?";
+}
+
+const char *severity_name(int sev)
+{
+	static const char *const names[] = {
+#define SEV_NAME_(e, name) name,
+	    SEVERITIES(SEV_NAME_)
+#undef SEV_NAME_
+	};
+	return sev >= 0 && sev <= SEV_HIGH ? names[sev] : "?";
+}
+
+int severity_parse(const char *s)
+{
+	for (int i = 0; i <= SEV_HIGH; i++)
+		if (strcmp(s, severity_name(i)) == 0)
+			return i;
+	return -1;
+}
+
+double finding_ev(const finding_t *f, const char *key, double def)
+{
+	for (int i = 0; i < f->nev; i++)
+		if (strcmp(f->ev[i].key, key) == 0)
+			return f->ev[i].v;
+	return def;
+}
+
+static void ev(finding_t *f, const char *key, double v)
+{
+	if (f->nev < EV_MAX) {
+		f->ev[f->nev].key = key;
+		f->ev[f->nev].v = v;
+		f->nev++;
+	}
+}
+
+static finding_t *add(findings_t *out, model_t *m, int kind, double score)
+{
+	VEC_RESERVE(out->v, out->cap, out->n);
+	finding_t *f = &out->v[out->n++];
+	memset(f, 0, sizeof *f);
+	f->kind = kind;
+	f->m = m;
+	f->score = score;
+	f->cls = f->cls2 = f->stack = f->lock = NONE32;
+	uint64_t dur = model_duration_ns(m);
+	double ppm = dur ? score * 1e6 / (double)dur : 1e9;
+	f->severity = ppm >= TH_SEV_HIGH_PPM     ? SEV_HIGH
+	              : ppm >= TH_SEV_MEDIUM_PPM ? SEV_MEDIUM
+	              : ppm >= TH_SEV_LOW_PPM    ? SEV_LOW
+	                                         : SEV_INFO;
+	return f;
+}
+
+static double ratio(double a, double b)
+{
+	return b > 0 ? a / b : 0;
+}
+
+static const char *site_name(model_t *m, uint32_t stack, char *buf,
+                             size_t len)
+{
+	frame_t fr;
+	if (stack_site(m, stack, &fr) && fr.function)
+		return frame_label(&fr, buf, len);
+	snprintf(buf, len, "this site");
+	return buf;
+}
+
+/* ---- alloc_under_lock ---- */
+
+typedef struct aul {
+	uint32_t cls, stack;
+	uint64_t n, ns, lw, allocs, slow;
+} aul_t;
+
+static void find_alloc_under_lock(model_t *m, findings_t *out)
+{
+	lstab_t *t = &m->ls[LS_ALLOC];
+	u64map_t map = {0};
+	aul_t *v = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const lspair_t *p = &t->v[i];
+		uint32_t c = m->lock[p->lock].cls;
+		if (c == NONE32)
+			continue;
+		int added;
+		uint32_t *x = u64map_put(&map, (uint64_t)c << 32 | p->stack,
+		                         &added);
+		if (added) {
+			VEC_RESERVE(v, cap, n);
+			memset(&v[n], 0, sizeof v[n]);
+			v[n].cls = c;
+			v[n].stack = p->stack;
+			*x = (uint32_t)n++;
+		}
+		aul_t *a = &v[*x];
+		a->n += p->n;
+		a->ns += p->ns;
+		a->lw += p->ns2;
+		a->allocs += p->n2;
+		a->slow += p->n3;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const aul_t *a = &v[i];
+		const lockclass_t *c = &m->cls[a->cls];
+		double W = (double)c->s.wait_ns, H = (double)c->s.hold_ns;
+		if (c->kind == FMT_KIND_ALLOC_INTERNAL || W <= 0 || H <= 0 ||
+		    a->ns == 0)
+			continue;
+		double share = fmin(1.0, (double)a->ns / H);
+		double lock_share = fmin(1.0, (double)c->s.alloc_ns / H);
+		if (share * 1e6 < TH_AUL_MIN_SHARE_PPM)
+			continue;
+		double score = W * share * (c->queue ? TH_QUEUE_BOOST : 1);
+		finding_t *f = add(out, m, FK_ALLOC_UNDER_LOCK, score);
+		f->cls = a->cls;
+		f->stack = a->stack;
+		ev(f, "lock_wait_ns", W);
+		ev(f, "contended", (double)c->s.contended);
+		ev(f, "acquisitions", (double)c->s.acq);
+		ev(f, "hold_ns", H);
+		ev(f, "holds", (double)c->s.holds);
+		ev(f, "holds_with_alloc", (double)c->s.holds_with_alloc);
+		ev(f, "allocator_ns_in_holds", (double)c->s.alloc_ns);
+		ev(f, "allocator_share_of_hold", lock_share);
+		ev(f, "allocator_lock_wait_ns_in_holds",
+		   (double)c->s.alloc_lw_ns);
+		ev(f, "calls", (double)a->n);
+		ev(f, "allocs", (double)a->allocs);
+		ev(f, "frees", (double)(a->n - a->allocs));
+		ev(f, "site_allocator_ns", (double)a->ns);
+		ev(f, "site_share_of_hold", share);
+		ev(f, "slow_calls", (double)a->slow);
+		ev(f, "allocator_lock_wait_ns", (double)a->lw);
+		ev(f, "queue_like", c->queue);
+		ev(f, "instances", c->ninst);
+		ev(f, "gives_back_ns", W * lock_share);
+		char sn[256];
+		snprintf(f->advice, sizeof f->advice,
+		         "Move the allocation at %s out of the critical "
+		         "section (allocate before locking, hand objects over "
+		         "by value) or pre-allocate (a reserved vector, a free "
+		         "list)%s.",
+		         site_name(m, a->stack, sn, sizeof sn),
+		         c->queue ? ": every producer and consumer of this "
+		                    "queue waits for the allocator too"
+		                  : "");
+	}
+	free(v);
+	u64map_free(&map);
+}
+
+/* ---- allocation sites ---- */
+
+static uint64_t top_size(const site_t *s, uint64_t *count)
+{
+	int best = 0;
+	for (int i = 1; i < SITE_SIZES; i++)
+		if (s->size_n[i] > s->size_n[best])
+			best = i;
+	*count = s->size_n[best];
+	return s->size[best];
+}
+
+static int nthreads(const uint32_t *thr)
+{
+	int n = 0;
+	for (int i = 0; i < SITE_THREADS; i++)
+		n += thr[i] != 0;
+	return n;
+}
+
+static void find_sites(model_t *m, findings_t *out)
+{
+	double dur_s = (double)model_duration_ns(m) / 1e9;
+	double median = hist_quantile(&m->alloc_hist, 0.5) / 2;
+	char sn[256];
+	for (size_t i = 0; i < m->nstk; i++) {
+		const site_t *s = m->stk[i].site;
+		if (!s)
+			continue;
+		uint32_t si = (uint32_t)i;
+		/* cross_thread_free */
+		double xexcess =
+		    (double)s->xfree_ns - 2.0 * (double)s->xfree_n * median;
+		if (s->xfree_n >= TH_XFREE_MIN &&
+		    s->xfree_n * 100 >= s->frees * TH_XFREE_MIN_SHARE_PCT) {
+			finding_t *f = add(out, m, FK_CROSS_THREAD_FREE,
+			                   xexcess > 0 ? xexcess : 0);
+			f->stack = si;
+			ev(f, "cross_thread_frees", (double)s->xfree_n);
+			ev(f, "frees", (double)s->frees);
+			ev(f, "share", ratio((double)s->xfree_n, (double)s->frees));
+			ev(f, "bytes", (double)s->xfree_bytes);
+			ev(f, "allocator_ns", (double)s->xfree_ns);
+			ev(f, "allocating_threads", nthreads(s->athr));
+			ev(f, "freeing_threads", nthreads(s->fthr));
+			snprintf(f->advice, sizeof f->advice,
+			         "Blocks allocated at %s are freed by another "
+			         "thread, which defeats per-thread caches: free "
+			         "them where they were allocated, move the "
+			         "objects by value, or recycle them through a "
+			         "per-thread pool.",
+			         site_name(m, si, sn, sizeof sn));
+		}
+		/* alloc_churn */
+		uint64_t nsize;
+		uint64_t size = top_size(s, &nsize);
+		uint64_t allocs = s->allocs + s->reallocs;
+		if (s->short_n >= TH_CHURN_MIN_BLOCKS && dur_s > 0 &&
+		    (double)s->short_n / dur_s >= TH_CHURN_MIN_RATE &&
+		    nsize * 100 >= allocs * TH_CHURN_SIZE_SHARE_PCT) {
+			finding_t *f = add(out, m, FK_ALLOC_CHURN,
+			                   (double)s->short_ns);
+			f->stack = si;
+			ev(f, "short_lived", (double)s->short_n);
+			ev(f, "allocs", (double)allocs);
+			ev(f, "rate_per_s", (double)s->short_n / dur_s);
+			ev(f, "size", (double)size);
+			ev(f, "size_share", ratio((double)nsize, (double)allocs));
+			ev(f, "mean_lifetime_ns",
+			   ratio((double)s->life_ns, (double)s->frees));
+			ev(f, "allocator_ns", (double)s->short_ns);
+			snprintf(f->advice, sizeof f->advice,
+			         "%llu-byte blocks from %s live less than %.1f ms "
+			         "at %.0f/s (a node-based container?): use open "
+			         "addressing or a pre-allocated pool, or reuse "
+			         "the objects.",
+			         (unsigned long long)size,
+			         site_name(m, si, sn, sizeof sn),
+			         TH_CHURN_LIFETIME_NS / 1e6,
+			         (double)s->short_n / dur_s);
+		}
+		/* slow_alloc, by whether a lock was held */
+		for (int h = 0; h < 2; h++) {
+			uint64_t calls = s->calls[h], slow = s->slow_n[h];
+			if (slow < TH_SLOW_MIN_CALLS ||
+			    (double)slow * 1e6 <
+			        (double)calls * TH_SLOW_MIN_SHARE_PPM)
+				continue;
+			double excess = (double)s->slow_ns[h] - (double)slow * median;
+			if (excess <= 0)
+				continue;
+			finding_t *f = add(out, m, FK_SLOW_ALLOC, excess);
+			f->stack = si;
+			ev(f, "lock_held", h);
+			ev(f, "slow_calls", (double)slow);
+			ev(f, "calls", (double)calls);
+			ev(f, "slow_share", ratio((double)slow, (double)calls));
+			ev(f, "slow_ns", (double)s->slow_ns[h]);
+			ev(f, "mean_slow_ns", ratio((double)s->slow_ns[h], (double)slow));
+			ev(f, "median_call_ns", median);
+			ev(f, "allocator_lock_wait_ns", (double)s->slow_lw_ns[h]);
+			ev(f, "threshold_ns", TH_SLOW_ALLOC_NS);
+			snprintf(f->advice, sizeof f->advice,
+			         h ? "Allocator calls for %s often take the "
+			             "slow path while a lock is held: allocate "
+			             "before locking, or pre-allocate."
+			           : "Allocator calls for %s often take the "
+			             "slow path (central free list, page heap): "
+			             "reuse objects, reserve capacity, or give "
+			             "the allocator larger thread caches.",
+			         site_name(m, si, sn, sizeof sn));
+		}
+	}
+}
+
+/* ---- nested_lock ---- */
+
+typedef struct cnest {
+	uint32_t outer, inner, site;
+	uint64_t n, wait, hold;
+} cnest_t;
+
+static void find_nested(model_t *m, findings_t *out)
+{
+	u64map_t map = {0};
+	cnest_t *v = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < m->nnest; i++) {
+		const nest_t *p = &m->nest[i];
+		uint32_t co = m->lock[p->outer].cls, ci = m->lock[p->inner].cls;
+		if (co == NONE32 || ci == NONE32)
+			continue;
+		int added;
+		uint32_t *x = u64map_put(&map, (uint64_t)co << 32 | ci, &added);
+		if (added) {
+			VEC_RESERVE(v, cap, n);
+			memset(&v[n], 0, sizeof v[n]);
+			v[n].outer = co;
+			v[n].inner = ci;
+			v[n].site = p->site;
+			*x = (uint32_t)n++;
+		}
+		v[*x].n += p->n;
+		v[*x].wait += p->inner_wait_ns;
+		v[*x].hold += p->inner_hold_ns;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const cnest_t *p = &v[i];
+		const lockclass_t *o = &m->cls[p->outer], *in = &m->cls[p->inner];
+		if (p->n < TH_NEST_MIN || (!o->s.contended && !in->s.contended))
+			continue;
+		double share = fmin(1.0, ratio((double)p->hold, (double)o->s.hold_ns));
+		double score = (double)p->wait + (double)o->s.wait_ns * share;
+		if (score <= 0)
+			continue;
+		finding_t *f = add(out, m, FK_NESTED_LOCK, score);
+		f->cls = p->outer;
+		f->cls2 = p->inner;
+		f->stack = p->site;
+		ev(f, "nested_acquisitions", (double)p->n);
+		ev(f, "inner_wait_ns_while_outer_held", (double)p->wait);
+		ev(f, "inner_hold_ns_while_outer_held", (double)p->hold);
+		ev(f, "outer_wait_ns", (double)o->s.wait_ns);
+		ev(f, "outer_contended", (double)o->s.contended);
+		ev(f, "inner_wait_ns", (double)in->s.wait_ns);
+		ev(f, "inner_contended", (double)in->s.contended);
+		ev(f, "outer_hold_share_in_inner", share);
+		char a[128], b[128];
+		snprintf(f->advice, sizeof f->advice,
+		         "Lock %s is taken while %s is held, so waiters of the "
+		         "outer lock also wait for the inner one: use one lock "
+		         "(and a condition variable) for both, or release the "
+		         "outer lock first.",
+		         lock_label(m, &m->lock[in->rep], a, sizeof a),
+		         lock_label(m, &m->lock[o->rep], b, sizeof b));
+	}
+	free(v);
+	u64map_free(&map);
+}
+
+/* ---- starvation ---- */
+
+static int by_lock(const void *a, const void *b)
+{
+	const lockthr_t *x = a, *y = b;
+	if (x->lock != y->lock)
+		return x->lock < y->lock ? -1 : 1;
+	return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+
+/* Coefficient of variation of the group's successes; counts zeros. */
+static double group_cv(const lockthr_t *lt, size_t n, int group, double min_att,
+                       int *members, int *zeros, double *wait_cv)
+{
+	double sum = 0, sq = 0, wsum = 0, wsq = 0;
+	int k = 0, z = 0, wk = 0;
+	for (size_t i = 0; i < n; i++) {
+		const lockthr_t *p = &lt[i];
+		if ((p->wakes > 0) != group)
+			continue;
+		double att = (double)(p->acq + p->wakes + p->try_fail + p->timeouts);
+		if (att < min_att)
+			continue;
+		double ok = (double)(p->acq + p->wakes);
+		sum += ok;
+		sq += ok * ok;
+		k++;
+		z += ok == 0;
+		if (p->acq) {
+			double w = (double)p->wait_ns / (double)p->acq;
+			wsum += w;
+			wsq += w * w;
+			wk++;
+		}
+	}
+	*members = k;
+	*zeros = z;
+	*wait_cv = 0;
+	if (wk >= 2 && wsum > 0) {
+		double mean = wsum / wk;
+		*wait_cv = sqrt(fmax(0, wsq / wk - mean * mean)) / mean;
+	}
+	if (k < 2 || sum <= 0)
+		return 0;
+	double mean = sum / k;
+	return sqrt(fmax(0, sq / k - mean * mean)) / mean;
+}
+
+static void find_starvation(model_t *m, findings_t *out)
+{
+	if (!m->nlt)
+		return;
+	lockthr_t *lt = xmalloc(m->nlt * sizeof *lt);
+	memcpy(lt, m->lt, m->nlt * sizeof *lt);
+	qsort(lt, m->nlt, sizeof *lt, by_lock);
+	for (size_t i = 0, j; i < m->nlt; i = j) {
+		double maxatt = 0;
+		for (j = i; j < m->nlt && lt[j].lock == lt[i].lock; j++) {
+			double att = (double)(lt[j].acq + lt[j].wakes +
+			                      lt[j].try_fail + lt[j].timeouts);
+			maxatt = fmax(maxatt, att);
+		}
+		const lock_t *l = &m->lock[lt[i].lock];
+		if (l->cls == NONE32 || l->s.acq + l->s.cond_wakes < TH_STARVE_MIN_ACQ ||
+		    !l->s.wait_ns)
+			continue;
+		double min_att = maxatt * TH_STARVE_PARTICIPANT_PCT / 100.0;
+		double best = 0, best_wcv = 0;
+		int best_k = 0, best_z = 0, best_g = 0;
+		for (int g = 0; g < 2; g++) {
+			int k, z;
+			double wcv;
+			double cv = group_cv(lt + i, j - i, g, min_att, &k, &z, &wcv);
+			if (k >= 2 && (cv > best || !best_k)) {
+				best = cv;
+				best_wcv = wcv;
+				best_k = k;
+				best_z = z;
+				best_g = g;
+			}
+		}
+		double worst = best;
+		if (best_k < 2 || (worst * 100 < TH_STARVE_CV_PCT && !best_z))
+			continue;
+		double score = (double)l->s.wait_ns * fmin(1.0, fmax(worst, best_z ? 1 : 0));
+		finding_t *f = add(out, m, FK_STARVATION, score);
+		f->cls = l->cls;
+		f->lock = lt[i].lock;
+		f->stack = m->cls[l->cls].site;
+		ev(f, "lock_id", (double)l->id);
+		ev(f, "threads", best_k);
+		ev(f, "threads_with_no_acquisition", best_z);
+		ev(f, "acquisitions_cv", best);
+		ev(f, "mean_wait_cv", best_wcv);
+		ev(f, "cond_waiters_group", best_g);
+		ev(f, "lock_wait_ns", (double)l->s.wait_ns);
+		char a[128];
+		snprintf(f->advice, sizeof f->advice,
+		         "Threads using %s get very unequal shares (or waits): "
+		         "some are passed over again and again; admit work in "
+		         "order (FIFO or earliest-deadline-first), or give each "
+		         "thread its own queue.",
+		         lock_label(m, l, a, sizeof a));
+	}
+	free(lt);
+}
+
+void findings_compute(model_t *m, findings_t *out)
+{
+	find_alloc_under_lock(m, out);
+	find_sites(m, out);
+	find_nested(m, out);
+	find_starvation(m, out);
+}
+
+static int by_score(const void *a, const void *b)
+{
+	const finding_t *x = a, *y = b;
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	if (x->kind != y->kind)
+		return x->kind - y->kind;
+	if (x->cls != y->cls)
+		return x->cls < y->cls ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+void findings_sort(findings_t *f)
+{
+	qsort(f->v, f->n, sizeof *f->v, by_score);
+}

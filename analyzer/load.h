@@ -1,0 +1,38 @@
+/*
+ * load.h - one trace from file to findings: read, aggregate, symbolize,
+ * group into classes, name thread roles, derive findings. Shared by
+ * `mallock report` and `mallock diff`.
+ */
+#ifndef MALLOCK_LOAD_H
+#define MALLOCK_LOAD_H
+
+#include "findings.h"
+#include "model.h"
+
+#include <stdbool.h>
+
+typedef struct load_opts {
+	bool symbols;              /* symbolize (else addresses) */
+	const char **thread_filter; /* NULL-terminated, or NULL */
+	bool quiet;                /* no truncation warning on stderr */
+} load_opts_t;
+
+/*
+ * Loads path into m and appends its findings to f. Returns 0 (also for a
+ * truncated trace, after a one-line warning on stderr), 2 when the file is
+ * not a mallock trace or of an unsupported version, 1 on an I/O error;
+ * errors print one line "mallock: PATH: what" on stderr.
+ * Allocates; free with load_free().
+ */
+int load_trace(const char *path, model_t *m, findings_t *f,
+               const load_opts_t *o);
+void load_free(model_t *m);
+
+/* Names each thread's role (main, cond waiter, signaller, worker...). */
+void threads_roles(model_t *m);
+
+/* The truncation sentence, "trace truncated at byte N: M of K chunks
+ * read (why)", into buf; "" when the trace is complete. */
+const char *truncation_text(const model_t *m, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,54 @@
+/*
+ * main.c - the `mallock` command: dispatches to a subcommand (cli.h).
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef MALLOCK_HAVE_RECORD
+/* Until analyzer/record.c exists, `record` says it is not built. */
+int cmd_record(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	fprintf(stderr, "mallock: record: not built\n");
+	return 1;
+}
+#endif
+
+#define SUBCOMMANDS(X)                                                         \
+	X(record, "run a program with the recorder preloaded")                 \
+	X(report, "analyse traces: findings, locks, threads")                  \
+	X(diff, "compare two traces (before/after a fix)")                     \
+	X(dump, "print every record of a trace, one per line")
+
+static void usage(FILE *o)
+{
+	fputs("usage: mallock COMMAND [ARGS]\n\ncommands:\n", o);
+#define SUB_USAGE_(name, doc) fprintf(o, "  %-8s %s\n", #name, doc);
+	SUBCOMMANDS(SUB_USAGE_)
+#undef SUB_USAGE_
+	fputs("\n`mallock COMMAND --help` for a command's options.\n", o);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 1;
+	}
+	const char *cmd = argv[1];
+#define SUB_DISPATCH_(name, doc)                                               \
+	if (strcmp(cmd, #name) == 0)                                           \
+		return cmd_##name(argc - 1, argv + 1);
+	SUBCOMMANDS(SUB_DISPATCH_)
+#undef SUB_DISPATCH_
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	fprintf(stderr, "mallock: unknown command '%s'\n", cmd);
+	usage(stderr);
+	return 1;
+}

@@ -1,0 +1,182 @@
+/*
+ * model.c - the model's tables: id -> index lookups that create entries on
+ * first use, pair tables, labels, and freeing. See model.h.
+ */
+#include "model.h"
+
+#include "trace_format.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+double hist_quantile(const hist_t *h, double q)
+{
+	uint64_t total = 0, acc = 0;
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		total += h->n[i];
+	if (!total)
+		return 0;
+	for (int i = 0; i < HIST_BUCKETS; i++) {
+		acc += h->n[i];
+		if ((double)acc >= q * (double)total)
+			return (double)(2ull << i);
+	}
+	return (double)(1ull << HIST_BUCKETS);
+}
+
+void lockstat_add(lockstat_t *d, const lockstat_t *s)
+{
+#define LOCK_ADD_S(name) d->name += s->name;
+#define LOCK_ADD_M(name)                                                       \
+	if (s->name > d->name)                                                 \
+		d->name = s->name;
+#define LOCK_ADD_(name, how, doc) LOCK_ADD_##how(name)
+	LOCK_COUNTERS(LOCK_ADD_)
+#undef LOCK_ADD_
+#undef LOCK_ADD_S
+#undef LOCK_ADD_M
+	for (int i = 0; i < HIST_BUCKETS; i++) {
+		d->wait_hist.n[i] += s->wait_hist.n[i];
+		d->hold_hist.n[i] += s->hold_hist.n[i];
+	}
+}
+
+uint32_t model_stack(model_t *m, uint64_t id)
+{
+	int added;
+	if (id == 0 || id == U64MAP_EMPTY)
+		return NONE32;
+	uint32_t *v = u64map_put(&m->stk_by_id, id, &added);
+	if (added) {
+		VEC_RESERVE(m->stk, m->capstk, m->nstk);
+		stack_t *s = &m->stk[m->nstk];
+		memset(s, 0, sizeof *s);
+		s->id = id;
+		*v = (uint32_t)m->nstk++;
+	}
+	return *v;
+}
+
+uint32_t model_lock(model_t *m, uint64_t id)
+{
+	int added;
+	if (id == U64MAP_EMPTY)
+		id = U64MAP_EMPTY - 1;
+	uint32_t *v = u64map_put(&m->lock_by_id, id, &added);
+	if (added) {
+		VEC_RESERVE(m->lock, m->caplock, m->nlock);
+		lock_t *l = &m->lock[m->nlock];
+		memset(l, 0, sizeof *l);
+		l->id = id;
+		l->kind = LOCK_KIND_UNKNOWN;
+		l->init_stack = l->first_site = NONE32;
+		l->cls = NONE32;
+		*v = (uint32_t)m->nlock++;
+	}
+	return *v;
+}
+
+uint32_t model_thread(model_t *m, uint32_t tid)
+{
+	int added;
+	uint32_t *v = u64map_put(&m->thr_by_tid, tid, &added);
+	if (added) {
+		VEC_RESERVE(m->thr, m->capthr, m->nthr);
+		thread_t *t = &m->thr[m->nthr];
+		memset(t, 0, sizeof *t);
+		t->tid = tid;
+		t->lt_lock = NONE32;
+		*v = (uint32_t)m->nthr++;
+	}
+	return *v;
+}
+
+lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack)
+{
+	lstab_t *t = &m->ls[k];
+	int added;
+	uint32_t *v = u64map_put(&t->map, (uint64_t)lock << 32 | stack, &added);
+	if (added) {
+		VEC_RESERVE(t->v, t->cap, t->n);
+		lspair_t *p = &t->v[t->n];
+		memset(p, 0, sizeof *p);
+		p->lock = lock;
+		p->stack = stack;
+		*v = (uint32_t)t->n++;
+	}
+	return &t->v[*v];
+}
+
+void model_note(model_t *m, uint64_t level, const char *s, size_t n)
+{
+	for (size_t i = 0; i < m->nnote; i++)
+		if (strlen(m->note[i].text) == n &&
+		    memcmp(m->note[i].text, s, n) == 0) {
+			m->note[i].count++;
+			return;
+		}
+	VEC_RESERVE(m->note, m->capnote, m->nnote);
+	note_t *x = &m->note[m->nnote++];
+	x->level = level;
+	x->text = arena_strndup(&m->arena, s, n);
+	x->count = 1;
+}
+
+const char *lock_label(const model_t *m, const lock_t *l, char *buf,
+                       size_t len)
+{
+	(void)m;
+	if (l->name)
+		snprintf(buf, len, "%s", l->name);
+	else if (l->addr)
+		snprintf(buf, len, "%s@0x%" PRIx64,
+		         l->kind == LOCK_KIND_UNKNOWN
+		             ? "lock"
+		             : fmt_lock_kind_name(l->kind),
+		         l->addr);
+	else
+		snprintf(buf, len, "lock#%" PRIu64, l->id);
+	return buf;
+}
+
+const char *thread_label(const thread_t *t, char *buf, size_t len)
+{
+	if (t->name)
+		snprintf(buf, len, "%s (%u)", t->name, t->tid);
+	else
+		snprintf(buf, len, "%u", t->tid);
+	return buf;
+}
+
+void model_free(model_t *m)
+{
+	for (size_t i = 0; i < m->nthr; i++)
+		free(m->thr[i].held);
+	for (size_t i = 0; i < m->nstk; i++)
+		free(m->stk[i].site);
+	for (int k = 0; k < LS_NKINDS; k++) {
+		u64map_free(&m->ls[k].map);
+		free(m->ls[k].v);
+	}
+	u64map_free(&m->thr_by_tid);
+	u64map_free(&m->lock_by_id);
+	u64map_free(&m->stk_by_id);
+	u64map_free(&m->nest_map);
+	u64map_free(&m->lt_map);
+	u64map_free(&m->live);
+	free(m->thr);
+	free(m->thr_of_stream);
+	free(m->lock);
+	free(m->stk);
+	free(m->frames);
+	free(m->nest);
+	free(m->lt);
+	free(m->blk);
+	free(m->mod);
+	free(m->note);
+	free(m->cls);
+	arena_free(&m->arena);
+	memset(m, 0, sizeof *m);
+}

@@ -1,0 +1,333 @@
+/*
+ * model.h - what the analyzer knows about one traced process after reading
+ * its trace: threads, locks (instances and classes), stacks and allocation
+ * sites, (lock, stack) pairs, nested lock pairs, and totals.
+ *
+ * aggregate.c fills it event by event; classes.c groups lock instances into
+ * classes once the trace is read; findings.c and the outputs read it.
+ *
+ * Invariants:
+ * - Every time is in nanoseconds: the reader's calibration converts ticks
+ *   as events arrive.
+ * - Locks, stacks and threads are referenced by dense index (uint32_t) into
+ *   their arrays; ids from the trace map to indexes through u64maps, and an
+ *   id may be used before the metadata that defines it arrives.
+ * - Memory grows with threads, stacks, locks, pairs and live blocks, never
+ *   with the number of events.
+ */
+#ifndef MALLOCK_MODEL_H
+#define MALLOCK_MODEL_H
+
+#include "reader.h"
+#include "u64map.h"
+#include "util.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define NONE32 UINT32_MAX
+
+/* Log2 histogram of durations: bucket i counts values in [2^i, 2^(i+1)) ns
+ * (bucket 0 also holds 0 and 1 ns; the last one everything above). */
+#define HIST_BUCKETS 40
+typedef struct hist {
+	uint64_t n[HIST_BUCKETS];
+} hist_t;
+
+static inline void hist_add(hist_t *h, uint64_t ns)
+{
+	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0u;
+	h->n[b < HIST_BUCKETS ? b : HIST_BUCKETS - 1]++;
+}
+/* The value under which a fraction q of the histogram lies (bucket top). */
+double hist_quantile(const hist_t *h, double q);
+
+/*
+ * Per-lock counters, summed (S) or maxed (M) when instances form a class.
+ * X(name, how, doc)
+ */
+#define LOCK_COUNTERS(X)                                                       \
+	X(acq, S, "successful acquisitions (exclusive and shared)")            \
+	X(acq_shared, S, "of which shared (rwlock read)")                      \
+	X(contended, S, "acquisitions that waited")                            \
+	X(try_fail, S, "failed trylocks")                                      \
+	X(cond_waits, S, "condition waits that released this mutex")          \
+	X(cond_wakes, S, "re-acquisitions after a condition wait")             \
+	X(cond_timeouts, S, "condition waits that timed out")                  \
+	X(owner_switches, S, "acquisitions by another thread than the last")   \
+	X(holds, S, "completed holds")                                         \
+	X(contended_holds, S, "holds during which another thread waited")     \
+	X(unmatched_rel, S, "releases of holds that began before recording")   \
+	X(wait_ns, S, "total wait of contended acquisitions")                  \
+	X(hold_ns, S, "total hold time")                                       \
+	X(holds_with_alloc, S, "holds that called the allocator")              \
+	X(alloc_calls, S, "allocator calls made while held")                   \
+	X(alloc_allocs, S, "of which allocations (malloc/new/realloc)")        \
+	X(alloc_ns, S, "allocator time while held")                            \
+	X(alloc_slow, S, "slow allocator calls while held")                    \
+	X(alloc_lw_ns, S, "allocator-internal lock wait while held")           \
+	X(alloc_lw_n, S, "allocator-internal lock waits while held")           \
+	X(internal_waits, S, "futex waits on this allocator-internal lock")    \
+	X(cond_signals, S, "signals and broadcasts (conds)")                   \
+	X(wait_max, M, "longest wait")                                         \
+	X(hold_max, M, "longest hold")                                         \
+	X(max_waiters, M, "most threads waiting at once")
+
+typedef struct lockstat {
+#define LOCK_FIELD_(name, how, doc) uint64_t name;
+	LOCK_COUNTERS(LOCK_FIELD_)
+#undef LOCK_FIELD_
+	hist_t wait_hist, hold_hist;
+} lockstat_t;
+
+/* dst += src (sums and maxima, histograms added). */
+void lockstat_add(lockstat_t *dst, const lockstat_t *src);
+
+typedef struct lock {
+	uint64_t id, addr;
+	uint32_t kind; /* FMT_KIND_*, or LOCK_KIND_UNKNOWN */
+	uint32_t flags;
+	bool defined, is_cond, queue_cond, queue_named, destroyed;
+	char *name; /* arena */
+	uint32_t init_stack, first_site; /* stack indexes, NONE32 if none */
+	uint32_t cls;
+	uint32_t last_owner;  /* thread index + 1 */
+	uint32_t last_holder; /* LS_HOLDER pair index + 1 */
+	lockstat_t s;
+} lock_t;
+#define LOCK_KIND_UNKNOWN 99u
+
+/* Allocation statistics of one stack used as an allocation site. */
+#define SITE_THREADS 6
+#define SITE_SIZES 4
+typedef struct site {
+	uint64_t allocs, reallocs, bytes, frees, live;
+	uint64_t alloc_ns, free_ns, lw_ns, lw_n;
+	uint64_t life_ns, life_max, short_n, short_ns;
+	uint64_t xfree_n, xfree_ns, xfree_bytes;
+	uint64_t calls[2], slow_n[2], slow_ns[2], slow_lw_ns[2]; /* [held] */
+	uint64_t size[SITE_SIZES], size_n[SITE_SIZES]; /* most frequent sizes */
+	uint32_t athr[SITE_THREADS], fthr[SITE_THREADS]; /* thread idx + 1 */
+	uint64_t athr_n[SITE_THREADS], fthr_n[SITE_THREADS];
+} site_t;
+
+typedef struct stack {
+	uint64_t id;
+	uint32_t n, off; /* frames in model.frames[off..off+n) */
+	bool defined;
+	site_t *site; /* allocated when the stack is first an allocation site */
+} stack_t;
+
+/* (lock, stack) pairs, one table per kind. X(name, doc of n, ns, ns2) */
+#define LS_KINDS(X)                                                            \
+	X(WAITER, "contention points: waiter stacks; n waits, ns wait")        \
+	X(HOLDER, "contending points: holder stacks at a contended release; "  \
+	          "n holds, ns hold, ns2 wait caused")                         \
+	X(ACQSITE, "acquisition sites; n holds, ns hold")                     \
+	X(ALLOC, "allocator calls in holds by allocation stack; n calls, "     \
+	         "ns allocator time, ns2 allocator lock wait, n2 allocs, "     \
+	         "n3 slow")
+enum ls_kind {
+#define LS_ENUM_(name, doc) LS_##name,
+	LS_KINDS(LS_ENUM_)
+#undef LS_ENUM_
+	LS_NKINDS
+};
+
+typedef struct lspair {
+	uint32_t lock, stack;
+	uint64_t n, ns, ns2, n2, n3;
+} lspair_t;
+
+typedef struct lstab {
+	u64map_t map; /* lock << 32 | stack -> index */
+	lspair_t *v;
+	size_t n, cap;
+} lstab_t;
+
+/* A lock taken while another is held. */
+typedef struct nest {
+	uint32_t outer, inner; /* lock indexes */
+	uint32_t site;         /* the inner acquisition's stack (the first) */
+	uint64_t n, inner_contended, inner_wait_ns, inner_hold_ns;
+} nest_t;
+
+/* One thread's use of one lock (for starvation). */
+typedef struct lockthr {
+	uint32_t lock, thread;
+	uint64_t acq, wakes, contended, wait_ns, try_fail, timeouts;
+} lockthr_t;
+
+typedef struct held {
+	uint32_t lock, site; /* site: stack index of the acquisition */
+	uint32_t nest;       /* nest index + 1 (outer lock held at acquire) */
+	uint32_t allocs;
+	uint64_t tsc;
+} held_t;
+
+typedef struct thread {
+	uint32_t tid, parent;
+	char *name; /* arena */
+	bool started, exited, excluded, seen;
+	uint64_t first_tsc, last_tsc, events, dropped;
+	uint64_t allocs, frees, bytes, alloc_ns, acq, contended, wait_ns;
+	uint64_t cond_waits, cond_signals, xfrees, sleep_ns, cond_sleep_tsc;
+	held_t *held;
+	size_t nheld, capheld;
+	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAIT before the next call */
+	uint32_t lt_lock, lt_idx;       /* one-entry cache into lockthr */
+	const char *role;
+} thread_t;
+
+typedef struct module {
+	uint64_t bias, lo, hi;
+	char *path, *build_id_hex; /* arena */
+	uint8_t build_id[64];
+	uint32_t build_id_len;
+	int status; /* 0 not checked, 1 symbolized, -1 missing, -2 build-id
+	               mismatch */
+} module_t;
+
+typedef struct note {
+	uint64_t level;
+	char *text;
+	uint32_t count;
+} note_t;
+
+/* A live block: where and when it was allocated. */
+typedef struct block {
+	uint64_t tsc, size;
+	uint32_t stack, thread; /* indexes */
+	uint32_t alloc_ns;      /* saturating */
+	uint32_t next_free;     /* slot free list */
+} block_t;
+
+typedef struct lockclass {
+	uint32_t rep;   /* the instance with the most wait (then acquisitions) */
+	uint32_t site;  /* stack index of the class site, NONE32 if none */
+	uint64_t key;
+	uint32_t ninst, kind;
+	bool queue, by_init;
+	const char *name;
+	lockstat_t s;
+} lockclass_t;
+
+/* Totals of one process. X(name, json name) */
+#define MODEL_TOTALS(X)                                                        \
+	X(allocs, "allocations")                                               \
+	X(frees, "frees")                                                      \
+	X(reallocs, "reallocs")                                                \
+	X(bytes, "allocated_bytes")                                            \
+	X(acq, "lock_acquisitions")                                            \
+	X(contended, "contended_acquisitions")                                 \
+	X(wait_ns, "lock_wait_ns")                                             \
+	X(xfrees, "cross_thread_frees")                                        \
+	X(unknown_frees, "unknown_frees")                                      \
+	X(alloc_ns, "allocator_ns")                                            \
+	X(alloc_lw_ns, "allocator_lock_wait_ns")                               \
+	X(alloc_lw_n, "allocator_lock_waits")                                  \
+	X(alloc_slow, "slow_allocator_calls")                                  \
+	X(alloc_calls_in_holds, "allocator_calls_in_holds")                    \
+	X(dropped, "dropped_events")                                           \
+	X(pauses, "recording_pauses")                                          \
+	X(bad_meta, "malformed_metadata")
+
+typedef struct totals {
+#define TOT_FIELD_(name, json) uint64_t name;
+	MODEL_TOTALS(TOT_FIELD_)
+#undef TOT_FIELD_
+} totals_t;
+
+typedef struct model {
+	const char *path;
+	reader_info_t info;
+	double ns_per_tick;
+	uint64_t slow_ticks;  /* allocator call slower than this is slow */
+	uint64_t churn_ticks; /* block freed sooner than this is short-lived */
+	arena_t arena;
+
+	/* process */
+	uint64_t pid, ppid, tsc_hz, unwinder, depth;
+	char *exe, *cmdline, *hostname, *version;
+	bool have_end, end_clean;
+	uint64_t end_events, end_dropped;
+	uint64_t first_tsc, last_tsc, events;
+
+	thread_t *thr;
+	size_t nthr, capthr;
+	u64map_t thr_by_tid;
+	uint32_t *thr_of_stream;
+
+	lock_t *lock;
+	size_t nlock, caplock;
+	u64map_t lock_by_id;
+
+	stack_t *stk;
+	size_t nstk, capstk;
+	u64map_t stk_by_id;
+	uint64_t *frames;
+	size_t nframes, capframes;
+
+	lstab_t ls[LS_NKINDS];
+
+	nest_t *nest;
+	size_t nnest, capnest;
+	u64map_t nest_map;
+
+	lockthr_t *lt;
+	size_t nlt, caplt;
+	u64map_t lt_map;
+
+	block_t *blk;
+	size_t nblk, capblk;
+	uint32_t blk_free; /* free slot list head + 1 */
+	u64map_t live;
+
+	module_t *mod;
+	size_t nmod, capmod;
+	note_t *note;
+	size_t nnote, capnote;
+
+	hist_t alloc_hist; /* every allocator call's duration */
+	site_t nostack_site; /* calls without a stack, frees of unknown blocks */
+	totals_t tot;
+
+	lockclass_t *cls;
+	size_t ncls;
+
+	const char **thread_filter; /* NULL-terminated tids or names, or NULL */
+	struct symtab *sym;
+} model_t;
+
+/* Index of the stack with id (creating an undefined entry). id 0 maps to
+ * NONE32. May allocate. */
+uint32_t model_stack(model_t *m, uint64_t id);
+/* Index of the lock with id (creating it). May allocate. */
+uint32_t model_lock(model_t *m, uint64_t id);
+/* Index of the thread with tid (creating it). May allocate. */
+uint32_t model_thread(model_t *m, uint32_t tid);
+/* Pair of kind k for (lock, stack); created zeroed. May allocate. */
+lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack);
+
+/* Adds a note (a shim NOTE, or the analyzer's own remark); repeated texts
+ * are counted once. Copies s. */
+void model_note(model_t *m, uint64_t level, const char *s, size_t n);
+
+/* Wall-clock span of the trace's events. */
+static inline uint64_t model_duration_ns(const model_t *m)
+{
+	if (m->last_tsc <= m->first_tsc)
+		return 0;
+	return (uint64_t)((double)(m->last_tsc - m->first_tsc) *
+	                  m->ns_per_tick);
+}
+
+/* Display name of a lock ("name", or kind@addr). Writes into buf. */
+const char *lock_label(const model_t *m, const lock_t *l, char *buf,
+                       size_t len);
+/* Display name of a thread: "name (tid)" or "tid". */
+const char *thread_label(const thread_t *t, char *buf, size_t len);
+
+void model_free(model_t *m);
+
+#endif

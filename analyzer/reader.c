@@ -1,0 +1,516 @@
+/*
+ * reader.c - pass 1 (index and validate chunks, calibrate the clock) and
+ * pass 2 (k-way merge of the threads' streams by TSC). See reader.h.
+ *
+ * Invariants:
+ * - No size field makes the reader allocate more than the file could hold:
+ *   a payload length is checked against the bytes left in the file before a
+ *   buffer is sized for it.
+ * - Heap order is (tsc, stream index), so equal timestamps merge in a
+ *   deterministic order.
+ * - Each stream holds at most one decoded chunk; its buffer is reused.
+ */
+#define _GNU_SOURCE /* pread, posix_fadvise, getopt_long */
+#include "reader.h"
+
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct rd_chunk {
+	uint64_t off; /* file offset of the chunk header */
+	uint64_t tsc_base;
+	uint32_t len;
+	uint32_t seq;
+	uint32_t tid;
+	uint32_t next; /* next chunk of the same stream, or UINT32_MAX */
+} rd_chunk_t;
+
+typedef struct rd_stream {
+	uint32_t tid;
+	uint32_t first, last; /* chunk indexes */
+	uint32_t cur;         /* chunk being decoded, UINT32_MAX when done */
+	uint8_t *buf;
+	size_t cap;
+	fmt_dec_t dec;
+	fmt_record_t rec; /* the stream's next record (its head) */
+} rd_stream_t;
+
+struct reader {
+	const char *path;
+	int fd;
+	reader_info_t info;
+	rd_chunk_t *chunk;
+	size_t nchunk, capchunk;
+	rd_stream_t *st;
+	size_t nst, capst;
+	uint32_t *heap;
+	uint32_t nheap;
+	uint32_t pending; /* stream whose head was returned last */
+	bool failed;
+};
+
+#define NONE UINT32_MAX
+
+static int read_at(int fd, void *buf, size_t n, uint64_t off)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t k = pread(fd, (char *)buf + done, n - done,
+		                  (off_t)(off + done));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		done += (size_t)k;
+	}
+	return 0;
+}
+
+/* Clock pairs: the earliest and the latest (tsc, ns) seen. */
+typedef struct clockspan {
+	uint64_t tsc0, ns0, tsc1, ns1;
+	int n;
+} clockspan_t;
+
+static void clock_pair(clockspan_t *c, uint64_t tsc, uint64_t ns)
+{
+	if (!tsc || !ns)
+		return;
+	if (!c->n || tsc < c->tsc0) {
+		c->tsc0 = tsc;
+		c->ns0 = ns;
+	}
+	if (!c->n || tsc > c->tsc1) {
+		c->tsc1 = tsc;
+		c->ns1 = ns;
+	}
+	c->n++;
+}
+
+/* The shortest span of pairs trusted over the PROCESS tsc_hz (1 ms). */
+#define CLOCK_MIN_SPAN_NS 1000000u
+
+static void calibrate(reader_info_t *in, const clockspan_t *c)
+{
+	if (c->n >= 2 && c->tsc1 > c->tsc0 && c->ns1 > c->ns0 &&
+	    c->ns1 - c->ns0 >= CLOCK_MIN_SPAN_NS) {
+		in->ns_per_tick =
+		    (double)(c->ns1 - c->ns0) / (double)(c->tsc1 - c->tsc0);
+		in->clock_source = "monotonic pairs";
+	} else if (in->have_process && in->process.tsc_hz) {
+		in->ns_per_tick = 1e9 / (double)in->process.tsc_hz;
+		in->clock_source = "tsc_hz";
+	} else {
+		in->ns_per_tick = 1.0;
+		in->clock_source = "none";
+	}
+}
+
+static rd_stream_t *stream_for(reader_t *r, uint32_t tid, uint32_t seq,
+                               uint32_t chunk_no)
+{
+	for (size_t i = r->nst; i-- > 0;)
+		if (r->st[i].tid == tid) {
+			rd_stream_t *s = &r->st[i];
+			uint32_t prev = r->chunk[s->last].seq;
+			if (seq != prev + 1)
+				r->info.seq_gaps++;
+			r->chunk[s->last].next = chunk_no;
+			s->last = chunk_no;
+			return s;
+		}
+	VEC_RESERVE(r->st, r->capst, r->nst);
+	rd_stream_t *s = &r->st[r->nst++];
+	memset(s, 0, sizeof *s);
+	s->tid = tid;
+	s->first = s->last = chunk_no;
+	if (seq != 0)
+		r->info.seq_gaps++;
+	return s;
+}
+
+/* After a bad chunk at off: walks the following headers (without CRC) to
+ * estimate how many chunks the file holds. Returns the count after off
+ * (including the bad one), or 0 when the walk meets garbage. */
+static uint32_t count_rest(reader_t *r, uint64_t off)
+{
+	uint32_t k = 0;
+	uint8_t hb[FMT_CHUNK_HEADER_SIZE];
+	fmt_chunk_header_t h;
+	uint64_t size = r->info.file_size;
+	while (off < size) {
+		if (size - off < FMT_CHUNK_HEADER_SIZE)
+			return k + 1;
+		if (read_at(r->fd, hb, sizeof hb, off) < 0 ||
+		    fmt_chunk_parse(hb, &h) < 0)
+			return 0;
+		k++;
+		if (h.payload_len > size - off - FMT_CHUNK_HEADER_SIZE)
+			return k;
+		off += FMT_CHUNK_HEADER_SIZE + h.payload_len;
+	}
+	return k;
+}
+
+static void stop_at(reader_t *r, uint64_t off, const char *why)
+{
+	r->info.truncated = true;
+	r->info.truncated_at = off;
+	snprintf(r->info.why, sizeof r->info.why, "%s", why);
+}
+
+/* Scans a process-level chunk for PROCESS (the clock pair and tsc_hz). */
+static void scan_process(reader_t *r, const fmt_chunk_header_t *h,
+                         const uint8_t *payload, clockspan_t *c)
+{
+	fmt_dec_t d;
+	fmt_record_t rec;
+	size_t eo;
+	fmt_dec_init(&d, h, payload);
+	while (fmt_decode(&d, &rec, &eo) > 0) {
+		if (rec.type != FMT_PROCESS || r->info.have_process)
+			continue;
+		if (meta_process(&rec, &r->info.process) == 0) {
+			r->info.have_process = true;
+			clock_pair(c, r->info.process.tsc, r->info.process.mono_ns);
+			if (r->info.process.tsc &&
+			    r->info.process.tsc < r->info.tsc_min)
+				r->info.tsc_min = r->info.process.tsc;
+		}
+	}
+	/* Strings point into the payload buffer, which is about to go. */
+	meta_str_t none = {"", 0};
+	r->info.process.exe = r->info.process.cmdline = none;
+	r->info.process.hostname = r->info.process.version = none;
+}
+
+static int pass1(reader_t *r, char *err, size_t errlen)
+{
+	uint8_t hb[FMT_CHUNK_HEADER_SIZE];
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	uint64_t off = FMT_FILE_HEADER_SIZE, size = r->info.file_size;
+	clockspan_t clk = {0};
+	char why[160];
+
+	r->info.tsc_min = UINT64_MAX;
+	while (off < size) {
+		fmt_chunk_header_t h;
+		uint32_t m = (uint32_t)r->nchunk;
+		if (size - off < FMT_CHUNK_HEADER_SIZE) {
+			snprintf(why, sizeof why,
+			         "chunk %u: incomplete header", m + 1);
+			stop_at(r, off, why);
+			r->info.chunks_total = m + 1;
+			break;
+		}
+		if (read_at(r->fd, hb, sizeof hb, off) < 0) {
+			snprintf(err, errlen, "read error at byte %llu: %s",
+			         (unsigned long long)off, strerror(errno));
+			free(buf);
+			return 1;
+		}
+		if (fmt_chunk_parse(hb, &h) < 0) {
+			snprintf(why, sizeof why, "chunk %u: bad chunk header",
+			         m + 1);
+			stop_at(r, off, why);
+			r->info.chunks_total = 0;
+			break;
+		}
+		if (h.payload_len > size - off - FMT_CHUNK_HEADER_SIZE) {
+			snprintf(why, sizeof why,
+			         "chunk %u: incomplete (%u-byte payload, %llu "
+			         "bytes left)",
+			         m + 1, h.payload_len,
+			         (unsigned long long)(size - off -
+			                              FMT_CHUNK_HEADER_SIZE));
+			stop_at(r, off, why);
+			r->info.chunks_total = m + 1;
+			break;
+		}
+		if (h.payload_len > cap) {
+			free(buf);
+			cap = h.payload_len;
+			buf = xmalloc(cap);
+		}
+		if (read_at(r->fd, buf, h.payload_len,
+		            off + FMT_CHUNK_HEADER_SIZE) < 0) {
+			snprintf(err, errlen, "read error at byte %llu",
+			         (unsigned long long)off);
+			free(buf);
+			return 1;
+		}
+		if (fmt_chunk_verify(hb, &h, buf) < 0) {
+			snprintf(why, sizeof why, "chunk %u: CRC mismatch",
+			         m + 1);
+			stop_at(r, off, why);
+			uint32_t rest = count_rest(r, off);
+			r->info.chunks_total = rest ? m + rest : 0;
+			break;
+		}
+		if (h.tid == 0)
+			scan_process(r, &h, buf, &clk);
+		clock_pair(&clk, h.tsc_flush, h.mono_flush_ns);
+		if (h.tsc_base && h.tsc_base < r->info.tsc_min)
+			r->info.tsc_min = h.tsc_base;
+		VEC_RESERVE(r->chunk, r->capchunk, r->nchunk);
+		rd_chunk_t *c = &r->chunk[r->nchunk++];
+		c->off = off;
+		c->tsc_base = h.tsc_base;
+		c->len = h.payload_len;
+		c->seq = h.seq;
+		c->tid = h.tid;
+		c->next = NONE;
+		stream_for(r, h.tid, h.seq, m);
+		off += FMT_CHUNK_HEADER_SIZE + h.payload_len;
+	}
+	free(buf);
+	r->info.chunks = (uint32_t)r->nchunk;
+	if (!r->info.truncated)
+		r->info.chunks_total = r->info.chunks;
+	if (r->info.tsc_min == UINT64_MAX)
+		r->info.tsc_min = 0;
+	calibrate(&r->info, &clk);
+	return 0;
+}
+
+int reader_open(const char *path, reader_t **out, char *err, size_t errlen)
+{
+	uint8_t fh[FMT_FILE_HEADER_SIZE];
+	struct stat sb;
+	unsigned major = 0, minor = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*out = NULL;
+	if (fd < 0) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return 1;
+	}
+	if (fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "not a regular file");
+		close(fd);
+		return 1;
+	}
+	if (sb.st_size < FMT_FILE_HEADER_SIZE ||
+	    read_at(fd, fh, sizeof fh, 0) < 0) {
+		snprintf(err, errlen, "not a mallock trace");
+		close(fd);
+		return 2;
+	}
+	int rc = fmt_file_header_check(fh, sizeof fh, &major, &minor);
+	if (rc == -1) {
+		snprintf(err, errlen, "not a mallock trace");
+		close(fd);
+		return 2;
+	}
+	if (rc == -2) {
+		snprintf(err, errlen, "version %u.%u not supported", major,
+		         minor);
+		close(fd);
+		return 2;
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	reader_t *r = xcalloc(1, sizeof *r);
+	r->path = path;
+	r->fd = fd;
+	r->info.file_size = (uint64_t)sb.st_size;
+	rc = pass1(r, err, errlen);
+	if (rc) {
+		reader_close(r);
+		return rc;
+	}
+	reader_rewind(r);
+	*out = r;
+	return 0;
+}
+
+const reader_info_t *reader_info(const reader_t *r)
+{
+	return &r->info;
+}
+
+uint32_t reader_streams(const reader_t *r)
+{
+	return (uint32_t)r->nst;
+}
+
+/* Loads chunk c into stream s and starts decoding it. */
+static int load_chunk(reader_t *r, rd_stream_t *s, uint32_t c)
+{
+	rd_chunk_t *ch = &r->chunk[c];
+	fmt_chunk_header_t h = {0};
+	if (ch->len > s->cap) {
+		free(s->buf);
+		s->cap = ch->len;
+		s->buf = xmalloc(s->cap);
+	}
+	if (read_at(r->fd, s->buf, ch->len, ch->off + FMT_CHUNK_HEADER_SIZE) <
+	    0)
+		return -1;
+	h.payload_len = ch->len;
+	h.tsc_base = ch->tsc_base;
+	fmt_dec_init(&s->dec, &h, s->buf);
+	s->cur = c;
+	return 0;
+}
+
+/* Advances s to its next record. Returns 1, 0 when the stream is done, -1
+ * on a malformed record or read error (the reader is then marked). */
+static int advance(reader_t *r, rd_stream_t *s)
+{
+	for (;;) {
+		size_t eo = 0;
+		int rc = fmt_decode(&s->dec, &s->rec, &eo);
+		if (rc > 0)
+			return 1;
+		if (rc < 0) {
+			char why[160];
+			const rd_chunk_t *ch = &r->chunk[s->cur];
+			uint64_t at = ch->off + FMT_CHUNK_HEADER_SIZE + eo;
+			snprintf(why, sizeof why,
+			         "chunk %u (thread %u): malformed record "
+			         "(type 0x%02x) at byte %llu",
+			         s->cur + 1, ch->tid,
+			         s->dec.start[eo], (unsigned long long)at);
+			stop_at(r, at, why);
+			r->failed = true;
+			return -1;
+		}
+		uint32_t next = s->cur == NONE ? NONE : r->chunk[s->cur].next;
+		if (next == NONE) {
+			s->cur = NONE;
+			return 0;
+		}
+		if (load_chunk(r, s, next) < 0) {
+			stop_at(r, r->chunk[next].off, "read error");
+			r->failed = true;
+			return -1;
+		}
+	}
+}
+
+static inline int before(const reader_t *r, uint32_t a, uint32_t b)
+{
+	uint64_t ta = r->st[a].rec.tsc, tb = r->st[b].rec.tsc;
+	return ta < tb || (ta == tb && a < b);
+}
+
+static void sift_down(reader_t *r, uint32_t i)
+{
+	uint32_t n = r->nheap, *h = r->heap;
+	for (;;) {
+		uint32_t l = 2 * i + 1, m = i;
+		if (l < n && before(r, h[l], h[m]))
+			m = l;
+		if (l + 1 < n && before(r, h[l + 1], h[m]))
+			m = l + 1;
+		if (m == i)
+			return;
+		uint32_t t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+void reader_rewind(reader_t *r)
+{
+	free(r->heap);
+	r->heap = xmalloc((r->nst + 1) * sizeof *r->heap);
+	r->nheap = 0;
+	r->pending = NONE;
+	r->failed = false;
+	for (uint32_t i = 0; i < r->nst; i++) {
+		rd_stream_t *s = &r->st[i];
+		s->cur = NONE;
+		if (load_chunk(r, s, s->first) < 0 || advance(r, s) <= 0)
+			continue;
+		r->heap[r->nheap++] = i;
+	}
+	for (uint32_t i = r->nheap / 2; i-- > 0;)
+		sift_down(r, i);
+}
+
+int reader_next(reader_t *r, reader_ev_t *ev)
+{
+	if (r->failed)
+		return -1;
+	if (r->pending != NONE) {
+		int rc = advance(r, &r->st[r->pending]);
+		if (rc < 0)
+			return -1;
+		if (rc == 0)
+			r->heap[0] = r->heap[--r->nheap];
+		r->pending = NONE;
+		if (r->nheap > 1)
+			sift_down(r, 0);
+	}
+	if (!r->nheap)
+		return 0;
+	uint32_t top = r->heap[0];
+	r->pending = top;
+	ev->rec = &r->st[top].rec;
+	ev->stream = top;
+	ev->tid = r->st[top].tid;
+	return 1;
+}
+
+int reader_walk(reader_t *r, reader_walk_fn fn, void *ctx, uint64_t *err_off)
+{
+	uint8_t *buf = NULL;
+	size_t cap = 0;
+	int ret = 0;
+	for (uint32_t i = 0; i < r->nchunk && !ret; i++) {
+		rd_chunk_t *c = &r->chunk[i];
+		uint8_t hb[FMT_CHUNK_HEADER_SIZE];
+		fmt_chunk_header_t h;
+		if (read_at(r->fd, hb, sizeof hb, c->off) < 0 ||
+		    fmt_chunk_parse(hb, &h) < 0) {
+			*err_off = c->off;
+			ret = -1;
+			break;
+		}
+		VEC_RESERVE(buf, cap, h.payload_len);
+		if (read_at(r->fd, buf, h.payload_len,
+		            c->off + FMT_CHUNK_HEADER_SIZE) < 0) {
+			*err_off = c->off;
+			ret = -1;
+			break;
+		}
+		fn(ctx, i, &h, c->off, NULL);
+		fmt_dec_t d;
+		fmt_record_t rec;
+		size_t eo;
+		int rc;
+		fmt_dec_init(&d, &h, buf);
+		while ((rc = fmt_decode(&d, &rec, &eo)) > 0)
+			fn(ctx, i, &h, c->off, &rec);
+		if (rc < 0) {
+			*err_off = c->off + FMT_CHUNK_HEADER_SIZE + eo;
+			ret = -1;
+		}
+	}
+	free(buf);
+	return ret;
+}
+
+void reader_close(reader_t *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nst; i++)
+		free(r->st[i].buf);
+	free(r->st);
+	free(r->chunk);
+	free(r->heap);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r);
+}

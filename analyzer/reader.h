@@ -1,0 +1,86 @@
+/*
+ * reader.h - the streaming, validating trace reader.
+ *
+ * Pass 1 (reader_open) walks the file once: it checks the file header,
+ * then each chunk's header, length and CRC, and indexes the good ones
+ * (offset, thread, sequence, base TSC). It stops at the first bad or
+ * incomplete chunk and records where ("trace truncated at byte N: M of K
+ * chunks read"). It also gathers the clock pairs (TSC, CLOCK_MONOTONIC ns)
+ * of PROCESS and of every chunk header and calibrates TSC -> ns.
+ *
+ * Pass 2 (reader_next) merges the threads' streams by event TSC (a k-way
+ * merge over a binary heap of streams), decoding one chunk per thread at a
+ * time: memory is one chunk buffer per thread plus the index (one small
+ * entry per chunk), never proportional to the number of events.
+ *
+ * A malformed record inside a CRC-valid chunk stops pass 2 there: the
+ * reader marks the trace truncated and says where.
+ */
+#ifndef MALLOCK_READER_H
+#define MALLOCK_READER_H
+
+#include "meta.h"
+#include "trace_format.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct reader reader_t;
+
+/* One merged event: the record and the thread stream it came from. */
+typedef struct reader_ev {
+	const fmt_record_t *rec;
+	uint32_t stream; /* dense index, 0..reader_streams()-1 */
+	uint32_t tid;
+} reader_ev_t;
+
+/* What pass 1 found. */
+typedef struct reader_info {
+	uint64_t file_size;
+	uint32_t chunks;       /* good chunks indexed */
+	uint32_t chunks_total; /* chunks the file seems to hold, 0 if unknown */
+	bool truncated;
+	uint64_t truncated_at; /* byte offset where reading stopped */
+	char why[160];         /* what was wrong there */
+	double ns_per_tick;    /* calibrated clock */
+	const char *clock_source; /* "monotonic pairs", "tsc_hz", "none" */
+	bool have_process;
+	meta_process_t process; /* strings NOT valid after reader_open */
+	uint64_t tsc_min;       /* earliest TSC seen (PROCESS or chunk base) */
+	uint32_t seq_gaps;      /* chunks missing from a thread's sequence */
+} reader_info_t;
+
+/*
+ * Opens path and runs pass 1. Returns 0 with *out set (even for a truncated
+ * trace: check info->truncated), 2 when the file is not a mallock trace or
+ * of an unsupported version, 1 on an I/O error; on error err (errlen bytes)
+ * holds the one-line message without the "mallock: FILE: " prefix.
+ * Allocates the reader; free it with reader_close().
+ */
+int reader_open(const char *path, reader_t **out, char *err, size_t errlen);
+
+const reader_info_t *reader_info(const reader_t *r);
+uint32_t reader_streams(const reader_t *r);
+
+/*
+ * Pass 2: the next event in TSC order. Returns 1 with *ev set (valid until
+ * the next call), 0 at the end, -1 when a malformed record stopped the read
+ * (reader_info() then says truncated, where and why).
+ */
+int reader_next(reader_t *r, reader_ev_t *ev);
+
+/* Starts pass 2 over from the beginning. */
+void reader_rewind(reader_t *r);
+
+/* File-order walk for `mallock dump`: calls fn for each good chunk's header
+ * and then for each of its records (rec NULL for the header call). Returns
+ * 0, or -1 at a malformed record (after calling fn for the records before
+ * it; *err_off is its file offset). */
+typedef void (*reader_walk_fn)(void *ctx, uint32_t chunk_no,
+                               const fmt_chunk_header_t *h, uint64_t off,
+                               const fmt_record_t *rec);
+int reader_walk(reader_t *r, reader_walk_fn fn, void *ctx, uint64_t *err_off);
+
+void reader_close(reader_t *r);
+
+#endif

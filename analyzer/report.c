@@ -1,0 +1,296 @@
+/*
+ * report.c - `mallock report [options] TRACE...`: option parsing, loading
+ * each trace (load.c), filtering and ranking the findings, and dispatch to
+ * the output format.
+ *
+ * Exit status: 0 (also for a truncated trace, which is reported up to its
+ * last good chunk), 1 on an I/O or usage error, 2 when a file is not a
+ * mallock trace or of an unsupported version.
+ */
+#define _GNU_SOURCE /* pread, posix_fadvise, getopt_long */
+#include "cli.h"
+#include "load.h"
+#include "report.h"
+#include "symbols.h"
+#include "thresholds.h"
+
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t finding_lock(const finding_t *f)
+{
+	if (f->lock != NONE32)
+		return f->lock;
+	if (f->cls != NONE32)
+		return f->m->cls[f->cls].rep;
+	return NONE32;
+}
+
+uint64_t report_lock_id(const report_t *r, const model_t *m, const lock_t *l)
+{
+	size_t ti = (size_t)(m - r->m);
+	return r->nm > 1 ? (uint64_t)ti << 32 | (l->id & 0xffffffffu) : l->id;
+}
+
+bool report_class_matches(const report_t *r, model_t *m, uint32_t c)
+{
+	if (!r->lock_filter)
+		return true;
+	if (c == NONE32)
+		return false;
+	const char *flt = r->lock_filter;
+	char *end;
+	unsigned long long id = strtoull(flt, &end, 0);
+	for (size_t i = 0; i < m->nlock; i++) {
+		const lock_t *l = &m->lock[i];
+		if (l->cls != c)
+			continue;
+		if (!*end && (l->id == id || report_lock_id(r, m, l) == id))
+			return true;
+		if (l->name && strstr(l->name, flt))
+			return true;
+	}
+	frame_t fr;
+	if (stack_site(m, m->cls[c].site, &fr) && fr.function &&
+	    strstr(fr.function, flt))
+		return true;
+	return false;
+}
+
+void wrap_print(FILE *out, int indent, const char *prefix, const char *text)
+{
+	const int width = 100;
+	int col = fprintf(out, "%s", prefix);
+	const char *p = text;
+	bool line_start = true;
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		const char *w = p;
+		while (*p && *p != ' ')
+			p++;
+		int len = (int)(p - w);
+		if (!len)
+			break;
+		if (!line_start && col + 1 + len > width) {
+			fprintf(out, "\n%*s", indent, "");
+			col = indent;
+			line_start = true;
+		}
+		if (!line_start) {
+			fputc(' ', out);
+			col++;
+		}
+		fwrite(w, 1, (size_t)len, out);
+		col += len;
+		line_start = false;
+	}
+	fputc('\n', out);
+}
+
+static void usage(FILE *o)
+{
+	fputs("usage: mallock report [options] TRACE...\n"
+	      "  --format=text|json|folded  output (default text)\n"
+	      "  --top=N                    findings shown in text (default 10)\n"
+	      "  --metric=wait|hold|alloc-under-lock|cross-thread\n"
+	      "                             what folded stacks count (default wait)\n"
+	      "  --lock=ID|NAME             only this lock (id, name or site function)\n"
+	      "  --thread=TID|NAME[,...]    only these threads' events\n"
+	      "  --min-severity=info|low|medium|high\n"
+	      "  --per-process              one report per trace instead of one for all\n"
+	      "  --no-symbols               leave frames as addresses\n"
+	      "  -o, --output=FILE          write there instead of stdout\n"
+	      "  --thresholds               print the findings' thresholds and exit\n",
+	      o);
+}
+
+static void print_thresholds(void)
+{
+#define TH_PRINT_(name, value, unit, doc)                                      \
+	printf("%-24s %10lld %-12s %s\n", #name, (long long)value, unit, doc);
+	THRESHOLDS(TH_PRINT_)
+#undef TH_PRINT_
+}
+
+static int parse_metric(const char *s)
+{
+	static const char *const names[] = {
+#define METRIC_NAME_(e, name) name,
+	    METRICS(METRIC_NAME_)
+#undef METRIC_NAME_
+	};
+	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+		if (strcmp(s, names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+static bool keep(const report_t *r, const finding_t *f)
+{
+	if (f->severity < r->min_sev)
+		return false;
+	if (r->lock_filter && !report_class_matches(r, f->m, f->cls) &&
+	    !report_class_matches(r, f->m, f->cls2))
+		return false;
+	return true;
+}
+
+static void emit(report_t *r, int format, FILE *out)
+{
+	size_t k = 0;
+	findings_sort(&r->f);
+	for (size_t i = 0; i < r->f.n; i++)
+		if (keep(r, &r->f.v[i]))
+			r->f.v[k++] = r->f.v[i];
+	r->f.n = k;
+	if (format == 0)
+		report_text(r, out);
+	else if (format == 1)
+		report_json(r, out);
+	else
+		report_folded(r, out);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	enum { O_FORMAT = 256, O_TOP, O_METRIC, O_LOCK, O_THREAD, O_SEV,
+	       O_PER, O_NOSYM, O_TH, O_HELP };
+	static const struct option opts[] = {
+	    {"format", required_argument, 0, O_FORMAT},
+	    {"top", required_argument, 0, O_TOP},
+	    {"metric", required_argument, 0, O_METRIC},
+	    {"lock", required_argument, 0, O_LOCK},
+	    {"thread", required_argument, 0, O_THREAD},
+	    {"min-severity", required_argument, 0, O_SEV},
+	    {"per-process", no_argument, 0, O_PER},
+	    {"no-symbols", no_argument, 0, O_NOSYM},
+	    {"thresholds", no_argument, 0, O_TH},
+	    {"output", required_argument, 0, 'o'},
+	    {"help", no_argument, 0, O_HELP},
+	    {0, 0, 0, 0}};
+	report_t r = {0};
+	int format = 0, c, rc = 0;
+	const char *outpath = NULL;
+	char *thread_arg = NULL;
+	const char **threads = NULL;
+	load_opts_t lo = {.symbols = true};
+
+	r.top = 10;
+	r.metric = METRIC_WAIT;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+		switch (c) {
+		case O_FORMAT:
+			format = !strcmp(optarg, "text")     ? 0
+			         : !strcmp(optarg, "json")   ? 1
+			         : !strcmp(optarg, "folded") ? 2
+			                                     : -1;
+			if (format < 0) {
+				fprintf(stderr, "mallock report: unknown format "
+				                "'%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case O_TOP:
+			r.top = atoi(optarg);
+			break;
+		case O_METRIC:
+			r.metric = parse_metric(optarg);
+			if (r.metric < 0) {
+				fprintf(stderr, "mallock report: unknown metric "
+				                "'%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case O_LOCK:
+			r.lock_filter = optarg;
+			break;
+		case O_THREAD:
+			thread_arg = optarg;
+			break;
+		case O_SEV:
+			r.min_sev = severity_parse(optarg);
+			if (r.min_sev < 0) {
+				fprintf(stderr, "mallock report: unknown severity "
+				                "'%s'\n", optarg);
+				return 1;
+			}
+			break;
+		case O_PER:
+			r.per_process = true;
+			break;
+		case O_NOSYM:
+			lo.symbols = false;
+			break;
+		case O_TH:
+			print_thresholds();
+			return 0;
+		case 'o':
+			outpath = optarg;
+			break;
+		case 'h':
+		case O_HELP:
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 1;
+	}
+	char *targ = NULL;
+	if (thread_arg) {
+		size_t n = 2;
+		for (const char *p = thread_arg; *p; p++)
+			n += *p == ',';
+		threads = xcalloc(n, sizeof *threads);
+		targ = xstrdup(thread_arg);
+		size_t k = 0;
+		for (char *s = strtok(targ, ","); s; s = strtok(NULL, ","))
+			threads[k++] = s;
+		lo.thread_filter = threads;
+	}
+	FILE *out = stdout;
+	if (outpath && !(out = fopen(outpath, "w"))) {
+		fprintf(stderr, "mallock: %s: cannot write\n", outpath);
+		free(threads);
+		free(targ);
+		return 1;
+	}
+	r.nm = (size_t)(argc - optind);
+	r.m = xcalloc(r.nm, sizeof *r.m);
+	for (size_t i = 0; i < r.nm && !rc; i++)
+		rc = load_trace(argv[optind + (int)i], &r.m[i], &r.f, &lo);
+	if (!rc && r.per_process && r.nm > 1) {
+		findings_t all = r.f;
+		for (size_t i = 0; i < r.nm; i++) {
+			report_t one = r;
+			one.m = &r.m[i];
+			one.nm = 1;
+			memset(&one.f, 0, sizeof one.f);
+			for (size_t j = 0; j < all.n; j++)
+				if (all.v[j].m == &r.m[i]) {
+					VEC_RESERVE(one.f.v, one.f.cap, one.f.n);
+					one.f.v[one.f.n++] = all.v[j];
+				}
+			emit(&one, format, out);
+			free(one.f.v);
+		}
+	} else if (!rc) {
+		emit(&r, format, out);
+	}
+	for (size_t i = 0; i < r.nm; i++)
+		load_free(&r.m[i]);
+	free(r.m);
+	free(r.f.v);
+	free(threads);
+	free(targ);
+	if (out != stdout && fclose(out) != 0 && !rc)
+		rc = 1;
+	return rc;
+}

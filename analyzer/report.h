@@ -1,0 +1,53 @@
+/*
+ * report.h - the state of one `mallock report` run, shared by its output
+ * formats (report_text.c, report_json.c, report_folded.c) and filters.
+ */
+#ifndef MALLOCK_REPORT_H
+#define MALLOCK_REPORT_H
+
+#include "findings.h"
+#include "model.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#define METRICS(X)                                                             \
+	X(WAIT, "wait") X(HOLD, "hold") X(ALLOC_UNDER_LOCK, "alloc-under-lock") \
+	X(CROSS_THREAD, "cross-thread")
+enum metric {
+#define METRIC_ENUM_(e, name) METRIC_##e,
+	METRICS(METRIC_ENUM_)
+#undef METRIC_ENUM_
+};
+
+typedef struct report {
+	model_t *m; /* one per trace */
+	size_t nm;
+	findings_t f; /* all traces', sorted, filtered */
+	int top;
+	int metric;
+	int min_sev;
+	const char *lock_filter;
+	bool per_process;
+} report_t;
+
+/* Whether lock class c of m passes --lock (id, name or site substring). */
+bool report_class_matches(const report_t *r, model_t *m, uint32_t c);
+/* The id a lock has in the report's output (unique across traces). */
+uint64_t report_lock_id(const report_t *r, const model_t *m,
+                        const lock_t *l);
+/* Instance index a finding names (its own, or its class's rep). */
+uint32_t finding_lock(const finding_t *f);
+
+/* One sentence of evidence for f, into buf. */
+const char *finding_summary(const finding_t *f, char *buf, size_t len);
+
+void report_text(const report_t *r, FILE *out);
+void report_json(const report_t *r, FILE *out);
+void report_folded(const report_t *r, FILE *out);
+
+/* Writes text wrapped at 100 columns; continuation lines get indent. */
+void wrap_print(FILE *out, int indent, const char *first_prefix,
+                const char *text);
+
+#endif

@@ -1,0 +1,435 @@
+/*
+ * report_json.c - the JSON report, schema "mallock.report/1"
+ * (docs/report-json.md). Names in the contract stay stable; more members
+ * may be added.
+ */
+#include "json.h"
+#include "load.h"
+#include "report.h"
+#include "symbols.h"
+#include "trace_format.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define JSON_FRAMES 64
+#define JSON_POINTS 5
+#define JSON_SITES 50
+
+static void frame_json(jw_t *w, const frame_t *f)
+{
+	char a[32];
+	jw_obj(w);
+	jw_kstr(w, "function", f->function);
+	jw_kstr(w, "file", f->file);
+	jw_key(w, "line");
+	if (f->line)
+		jw_u64(w, f->line);
+	else
+		jw_null(w);
+	jw_kstr(w, "module", f->module);
+	jw_key(w, "address");
+	if (f->address) {
+		snprintf(a, sizeof a, "0x%" PRIx64, f->address);
+		jw_str(w, a);
+	} else {
+		jw_null(w);
+	}
+	if (f->inlined)
+		jw_kbool(w, "inlined", true);
+	jw_end(w, '}');
+}
+
+static void site_json(jw_t *w, model_t *m, const char *key, uint32_t stack)
+{
+	frame_t f;
+	jw_key(w, key);
+	if (stack_site(m, stack, &f))
+		frame_json(w, &f);
+	else
+		jw_null(w);
+}
+
+static void stack_json(jw_t *w, model_t *m, const char *key, uint32_t stack)
+{
+	frame_t fr[JSON_FRAMES];
+	int n = stack_view(m, stack, fr, JSON_FRAMES);
+	jw_key(w, key);
+	jw_arr(w);
+	for (int i = 0; i < n; i++)
+		frame_json(w, &fr[i]);
+	jw_end(w, ']');
+}
+
+static void hist_json(jw_t *w, const char *key, const hist_t *h)
+{
+	int last = -1;
+	for (int i = 0; i < HIST_BUCKETS; i++)
+		if (h->n[i])
+			last = i;
+	jw_key(w, key);
+	jw_arr(w);
+	for (int i = 0; i <= last; i++)
+		jw_u64(w, h->n[i]);
+	jw_end(w, ']');
+}
+
+static void trace_json(jw_t *w, const report_t *r, model_t *m)
+{
+	char tr[400];
+	size_t nthr = 0;
+	for (size_t i = 0; i < m->nthr; i++)
+		nthr += m->thr[i].events > 0;
+	jw_obj(w);
+	jw_kstr(w, "path", m->path);
+	jw_ku64(w, "pid", m->pid);
+	jw_ku64(w, "ppid", m->ppid);
+	jw_kstr(w, "command", m->cmdline && *m->cmdline ? m->cmdline : m->exe);
+	jw_kstr(w, "exe", m->exe);
+	jw_kstr(w, "hostname", m->hostname);
+	jw_kstr(w, "recorder_version", m->version);
+	jw_ku64(w, "duration_ns", model_duration_ns(m));
+	jw_ku64(w, "threads", nthr);
+	jw_ku64(w, "events", m->events);
+	jw_ku64(w, "dropped_events", m->tot.dropped);
+	jw_kbool(w, "truncated", m->info.truncated);
+	if (m->info.truncated) {
+		jw_ku64(w, "truncated_at", m->info.truncated_at);
+		jw_kstr(w, "truncation", truncation_text(m, tr, sizeof tr));
+	}
+	jw_ku64(w, "chunks_read", m->info.chunks);
+	jw_key(w, "chunks_total");
+	if (m->info.chunks_total)
+		jw_u64(w, m->info.chunks_total);
+	else
+		jw_null(w);
+	jw_kbool(w, "clean_exit", m->have_end && m->end_clean);
+	jw_kstr(w, "clock_source", m->info.clock_source);
+	jw_knum(w, "ns_per_tick", m->ns_per_tick);
+	jw_key(w, "notes");
+	jw_arr(w);
+	for (size_t i = 0; i < m->nnote; i++) {
+		jw_obj(w);
+		jw_kstr(w, "level",
+		        m->note[i].level == FMT_NOTE_WARN ? "warning" : "info");
+		jw_kstr(w, "text", m->note[i].text);
+		jw_ku64(w, "count", m->note[i].count);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	(void)r;
+	jw_end(w, '}');
+}
+
+static int by_ns(const void *a, const void *b)
+{
+	const lspair_t *x = *(lspair_t *const *)a, *y = *(lspair_t *const *)b;
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+/* The top JSON_POINTS pairs of kind k for lock li, by ns. */
+static void points_json(jw_t *w, model_t *m, const char *key, int k,
+                        uint32_t li, const char *nkey, const char *nskey)
+{
+	lstab_t *t = &m->ls[k];
+	const lspair_t **v = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->v[i].lock != li)
+			continue;
+		VEC_RESERVE(v, cap, n);
+		v[n++] = &t->v[i];
+	}
+	if (n)
+		qsort(v, n, sizeof *v, by_ns);
+	jw_key(w, key);
+	jw_arr(w);
+	for (size_t i = 0; i < n && i < JSON_POINTS; i++) {
+		jw_obj(w);
+		jw_ku64(w, nkey, v[i]->n);
+		jw_ku64(w, nskey, v[i]->ns);
+		if (k == LS_HOLDER)
+			jw_ku64(w, "wait_caused_ns", v[i]->ns2);
+		stack_json(w, m, "stack", v[i]->stack);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	free(v);
+}
+
+static void stats_json(jw_t *w, const lockstat_t *s)
+{
+	jw_ku64(w, "acquisitions", s->acq);
+	jw_ku64(w, "contended", s->contended);
+	jw_ku64(w, "wait_ns", s->wait_ns);
+	jw_ku64(w, "hold_ns", s->hold_ns);
+	jw_ku64(w, "allocations_in_holds", s->alloc_calls);
+	jw_ku64(w, "allocator_ns_in_holds", s->alloc_ns);
+	jw_ku64(w, "allocator_lock_wait_ns_in_holds", s->alloc_lw_ns);
+	jw_ku64(w, "allocs_in_holds", s->alloc_allocs);
+	jw_ku64(w, "slow_allocator_calls_in_holds", s->alloc_slow);
+	jw_ku64(w, "holds", s->holds);
+	jw_ku64(w, "holds_with_alloc", s->holds_with_alloc);
+	jw_ku64(w, "shared_acquisitions", s->acq_shared);
+	jw_ku64(w, "try_failures", s->try_fail);
+	jw_ku64(w, "cond_waits", s->cond_waits);
+	jw_ku64(w, "cond_wakes", s->cond_wakes);
+	jw_ku64(w, "owner_switches", s->owner_switches);
+	jw_ku64(w, "contended_holds", s->contended_holds);
+	jw_ku64(w, "wait_max_ns", s->wait_max);
+	jw_ku64(w, "hold_max_ns", s->hold_max);
+	jw_ku64(w, "max_waiters", s->max_waiters);
+	jw_ku64(w, "allocator_internal_waits", s->internal_waits);
+	hist_json(w, "wait_hist_log2_ns", &s->wait_hist);
+	hist_json(w, "hold_hist_log2_ns", &s->hold_hist);
+}
+
+static const char *kind_str(uint32_t kind)
+{
+	return kind == LOCK_KIND_UNKNOWN ? "unknown" : fmt_lock_kind_name(kind);
+}
+
+static void locks_json(jw_t *w, const report_t *r)
+{
+	char a[32];
+	jw_key(w, "locks");
+	jw_arr(w);
+	for (size_t t = 0; t < r->nm; t++) {
+		model_t *m = &r->m[t];
+		for (size_t i = 0; i < m->nlock; i++) {
+			const lock_t *l = &m->lock[i];
+			if (l->cls == NONE32 ||
+			    !report_class_matches(r, m, l->cls))
+				continue;
+			jw_obj(w);
+			jw_ku64(w, "id", report_lock_id(r, m, l));
+			jw_kstr(w, "kind", kind_str(l->kind));
+			jw_kstr(w, "name", l->name);
+			jw_kbool(w, "queue_like", l->queue_cond || l->queue_named);
+			site_json(w, m, "init_site", l->init_stack);
+			stats_json(w, &l->s);
+			jw_ku64(w, "pid", m->pid);
+			snprintf(a, sizeof a, "0x%" PRIx64, l->addr);
+			jw_kstr(w, "address", l->addr ? a : NULL);
+			jw_ku64(w, "class", l->cls);
+			site_json(w, m, "first_site", l->first_site);
+			points_json(w, m, "contention_points", LS_WAITER,
+			            (uint32_t)i, "waits", "wait_ns");
+			points_json(w, m, "contending_points", LS_HOLDER,
+			            (uint32_t)i, "holds", "hold_ns");
+			jw_end(w, '}');
+		}
+	}
+	jw_end(w, ']');
+	jw_key(w, "lock_classes");
+	jw_arr(w);
+	for (size_t t = 0; t < r->nm; t++) {
+		model_t *m = &r->m[t];
+		for (size_t i = 0; i < m->ncls; i++) {
+			const lockclass_t *c = &m->cls[i];
+			if (!report_class_matches(r, m, (uint32_t)i))
+				continue;
+			jw_obj(w);
+			jw_ku64(w, "class", i);
+			jw_ku64(w, "pid", m->pid);
+			jw_ku64(w, "lock", report_lock_id(r, m, &m->lock[c->rep]));
+			jw_kstr(w, "kind", kind_str(c->kind));
+			jw_kstr(w, "name", c->name);
+			jw_kbool(w, "queue_like", c->queue);
+			jw_ku64(w, "instances", c->ninst);
+			jw_kstr(w, "site_kind", c->site == NONE32 ? NULL
+			                        : c->by_init       ? "init"
+			                                           : "first_acquisition");
+			site_json(w, m, "site", c->site);
+			stats_json(w, &c->s);
+			jw_end(w, '}');
+		}
+	}
+	jw_end(w, ']');
+}
+
+static void threads_json(jw_t *w, const report_t *r)
+{
+	jw_key(w, "threads");
+	jw_arr(w);
+	for (size_t t = 0; t < r->nm; t++) {
+		model_t *m = &r->m[t];
+		for (size_t i = 0; i < m->nthr; i++) {
+			const thread_t *th = &m->thr[i];
+			if (!th->events && !th->name)
+				continue;
+			jw_obj(w);
+			jw_ku64(w, "tid", th->tid);
+			jw_ku64(w, "pid", m->pid);
+			jw_kstr(w, "name", th->name);
+			jw_kstr(w, "role", th->role);
+			jw_ku64(w, "parent", th->parent);
+			jw_ku64(w, "events", th->events);
+			jw_ku64(w, "allocations", th->allocs);
+			jw_ku64(w, "frees", th->frees);
+			jw_ku64(w, "allocated_bytes", th->bytes);
+			jw_ku64(w, "allocator_ns", th->alloc_ns);
+			jw_ku64(w, "cross_thread_frees", th->xfrees);
+			jw_ku64(w, "lock_acquisitions", th->acq);
+			jw_ku64(w, "contended_acquisitions", th->contended);
+			jw_ku64(w, "lock_wait_ns", th->wait_ns);
+			jw_ku64(w, "cond_waits", th->cond_waits);
+			jw_ku64(w, "cond_signals", th->cond_signals);
+			jw_ku64(w, "cond_sleep_ns", th->sleep_ns);
+			jw_ku64(w, "dropped_events", th->dropped);
+			jw_end(w, '}');
+		}
+	}
+	jw_end(w, ']');
+}
+
+typedef struct site_ref {
+	model_t *m;
+	uint32_t stack;
+	uint64_t ns;
+} site_ref_t;
+
+static int by_site_ns(const void *a, const void *b)
+{
+	const site_ref_t *x = a, *y = b;
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+static void tids_json(jw_t *w, model_t *m, const char *key,
+                      const uint32_t *thr, const uint64_t *n)
+{
+	jw_key(w, key);
+	jw_arr(w);
+	for (int i = 0; i < SITE_THREADS && thr[i]; i++) {
+		jw_obj(w);
+		jw_ku64(w, "tid", m->thr[thr[i] - 1].tid);
+		jw_ku64(w, "count", n[i]);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+}
+
+static void sites_json(jw_t *w, const report_t *r)
+{
+	site_ref_t *v = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t t = 0; t < r->nm; t++)
+		for (size_t i = 0; i < r->m[t].nstk; i++) {
+			const site_t *s = r->m[t].stk[i].site;
+			if (!s)
+				continue;
+			VEC_RESERVE(v, cap, n);
+			v[n].m = &r->m[t];
+			v[n].stack = (uint32_t)i;
+			v[n].ns = s->alloc_ns + s->free_ns;
+			n++;
+		}
+	if (n)
+		qsort(v, n, sizeof *v, by_site_ns);
+	jw_key(w, "alloc_sites");
+	jw_arr(w);
+	for (size_t i = 0; i < n && i < JSON_SITES; i++) {
+		model_t *m = v[i].m;
+		const site_t *s = m->stk[v[i].stack].site;
+		jw_obj(w);
+		jw_ku64(w, "pid", m->pid);
+		site_json(w, m, "site", v[i].stack);
+		stack_json(w, m, "stack", v[i].stack);
+		jw_ku64(w, "allocations", s->allocs + s->reallocs);
+		jw_ku64(w, "bytes", s->bytes);
+		jw_ku64(w, "frees", s->frees);
+		jw_ku64(w, "live", s->live);
+		jw_ku64(w, "allocator_ns", s->alloc_ns + s->free_ns);
+		jw_ku64(w, "allocator_lock_wait_ns", s->lw_ns);
+		jw_knum(w, "lifetime_mean_ns",
+		        s->frees ? (double)s->life_ns / (double)s->frees : 0);
+		jw_ku64(w, "lifetime_max_ns", s->life_max);
+		jw_ku64(w, "short_lived", s->short_n);
+		jw_ku64(w, "cross_thread_frees", s->xfree_n);
+		jw_ku64(w, "calls_with_lock_held", s->calls[1]);
+		jw_ku64(w, "slow_calls", s->slow_n[0] + s->slow_n[1]);
+		tids_json(w, m, "allocating_threads", s->athr, s->athr_n);
+		tids_json(w, m, "freeing_threads", s->fthr, s->fthr_n);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+	free(v);
+}
+
+static void findings_json(jw_t *w, const report_t *r)
+{
+	jw_key(w, "findings");
+	jw_arr(w);
+	for (size_t i = 0; i < r->f.n; i++) {
+		const finding_t *f = &r->f.v[i];
+		model_t *m = f->m;
+		char a[1024];
+		jw_obj(w);
+		jw_kstr(w, "kind", finding_kind_name(f->kind));
+		jw_kstr(w, "severity", severity_name(f->severity));
+		jw_knum(w, "score", f->score);
+		uint32_t li = finding_lock(f);
+		jw_key(w, "lock");
+		if (li != NONE32)
+			jw_u64(w, report_lock_id(r, m, &m->lock[li]));
+		else
+			jw_null(w);
+		if (f->cls2 != NONE32)
+			jw_ku64(w, "inner_lock",
+			        report_lock_id(r, m, &m->lock[m->cls[f->cls2].rep]));
+		if (li != NONE32)
+			jw_kstr(w, "lock_name",
+			        lock_label(m, &m->lock[li], a, sizeof a));
+		site_json(w, m, "site", f->stack);
+		stack_json(w, m, "stack", f->stack);
+		jw_key(w, "evidence");
+		jw_obj(w);
+		for (int k = 0; k < f->nev; k++)
+			jw_knum(w, f->ev[k].key, f->ev[k].v);
+		jw_end(w, '}');
+		jw_kstr(w, "summary", finding_summary(f, a, sizeof a));
+		jw_kstr(w, "advice", f->advice);
+		jw_ku64(w, "pid", m->pid);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
+}
+
+void report_json(const report_t *r, FILE *out)
+{
+	jw_t w;
+	totals_t t = {0};
+	uint64_t dur = 0;
+	jw_init(&w, out);
+	jw_obj(&w);
+	jw_kstr(&w, "schema", "mallock.report/1");
+	jw_key(&w, "trace");
+	trace_json(&w, r, &r->m[0]);
+	jw_key(&w, "traces");
+	jw_arr(&w);
+	for (size_t i = 0; i < r->nm; i++)
+		trace_json(&w, r, &r->m[i]);
+	jw_end(&w, ']');
+	for (size_t i = 0; i < r->nm; i++) {
+#define TOT_ADD_(name, json) t.name += r->m[i].tot.name;
+		MODEL_TOTALS(TOT_ADD_)
+#undef TOT_ADD_
+		dur += model_duration_ns(&r->m[i]);
+	}
+	jw_key(&w, "totals");
+	jw_obj(&w);
+#define TOT_JSON_(name, json) jw_ku64(&w, json, t.name);
+	MODEL_TOTALS(TOT_JSON_)
+#undef TOT_JSON_
+	jw_end(&w, '}');
+	locks_json(&w, r);
+	threads_json(&w, r);
+	sites_json(&w, r);
+	findings_json(&w, r);
+	jw_end(&w, '}');
+}

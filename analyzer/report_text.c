@@ -1,0 +1,410 @@
+/*
+ * report_text.c - the terminal report: header, totals, the top findings,
+ * the cascade told for the top alloc_under_lock finding, the lock table and
+ * the threads. Lines stay within 100 columns.
+ */
+#include "load.h"
+#include "report.h"
+#include "symbols.h"
+#include "thresholds.h"
+#include "trace_format.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_FRAMES 8
+
+static double ev(const finding_t *f, const char *k)
+{
+	return finding_ev(f, k, 0);
+}
+
+static const char *kind_str(uint32_t kind)
+{
+	return kind == LOCK_KIND_UNKNOWN ? "lock" : fmt_lock_kind_name(kind);
+}
+
+/* "name (mutex, queue-like, 12 instances)" */
+static const char *class_label(const model_t *m, uint32_t c, char *buf,
+                               size_t len)
+{
+	const lockclass_t *k = &m->cls[c];
+	char name[128], inst[32] = "";
+	lock_label(m, &m->lock[k->rep], name, sizeof name);
+	if (k->ninst > 1)
+		snprintf(inst, sizeof inst, ", %u instances", k->ninst);
+	snprintf(buf, len, "%s (%s%s%s)", name, kind_str(k->kind),
+	         k->queue ? ", queue-like" : "", inst);
+	return buf;
+}
+
+const char *finding_summary(const finding_t *f, char *buf, size_t len)
+{
+	char a[32], b[32], c[32], g[32], d[64], e[64];
+	const model_t *m = f->m;
+	switch (f->kind) {
+	case FK_ALLOC_UNDER_LOCK:
+		snprintf(buf, len,
+		         "waiters lost %s on this lock (%.0f contended "
+		         "acquisitions); its holders spent %.1f%% of their hold "
+		         "time in the allocator; %.0f calls from this stack take "
+		         "%.1f%% (%.0f slow, %s waiting on the allocator's own "
+		         "lock).",
+		         fmt_ns(a, sizeof a, ev(f, "lock_wait_ns")),
+		         ev(f, "contended"),
+		         100 * ev(f, "allocator_share_of_hold"), ev(f, "calls"),
+		         100 * ev(f, "site_share_of_hold"), ev(f, "slow_calls"),
+		         fmt_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
+		break;
+	case FK_CROSS_THREAD_FREE:
+		snprintf(buf, len,
+		         "%s of %s frees (%.0f%%) happen on another thread than "
+		         "the allocating one (%.0f allocating, %.0f freeing "
+		         "threads), %s spent in the allocator on them.",
+		         fmt_count(d, sizeof d, ev(f, "cross_thread_frees")),
+		         fmt_count(e, sizeof e, ev(f, "frees")),
+		         100 * ev(f, "share"), ev(f, "allocating_threads"),
+		         ev(f, "freeing_threads"),
+		         fmt_ns(a, sizeof a, ev(f, "allocator_ns")));
+		break;
+	case FK_ALLOC_CHURN:
+		snprintf(buf, len,
+		         "%s short-lived blocks (%.0f%% of size %.0f bytes), "
+		         "%.0f/s, living %s on average; %s in the allocator.",
+		         fmt_count(d, sizeof d, ev(f, "short_lived")),
+		         100 * ev(f, "size_share"), ev(f, "size"),
+		         ev(f, "rate_per_s"),
+		         fmt_ns(a, sizeof a, ev(f, "mean_lifetime_ns")),
+		         fmt_ns(b, sizeof b, ev(f, "allocator_ns")));
+		break;
+	case FK_NESTED_LOCK: {
+		char o[128], i[128];
+		lock_label(m, &m->lock[m->cls[f->cls].rep], o, sizeof o);
+		lock_label(m, &m->lock[m->cls[f->cls2].rep], i, sizeof i);
+		snprintf(buf, len,
+		         "%.0f acquisitions of %s while holding %s; %s waited on "
+		         "the inner lock meanwhile; the outer lock was waited on "
+		         "for %s (%.1f%% of its hold time is spent holding the "
+		         "inner one).",
+		         ev(f, "nested_acquisitions"), i, o,
+		         fmt_ns(a, sizeof a,
+		                ev(f, "inner_wait_ns_while_outer_held")),
+		         fmt_ns(b, sizeof b, ev(f, "outer_wait_ns")),
+		         100 * ev(f, "outer_hold_share_in_inner"));
+		break;
+	}
+	case FK_STARVATION:
+		snprintf(buf, len,
+		         "%.0f threads share the lock unequally: acquisitions "
+		         "CV %.2f, mean wait CV %.2f, %.0f with no acquisition; "
+		         "%s waited in all.",
+		         ev(f, "threads"), ev(f, "acquisitions_cv"),
+		         ev(f, "mean_wait_cv"),
+		         ev(f, "threads_with_no_acquisition"),
+		         fmt_ns(a, sizeof a, ev(f, "lock_wait_ns")));
+		break;
+	case FK_SLOW_ALLOC:
+		snprintf(buf, len,
+		         "%s of %s allocator calls (%.1f%%) %s took over %s "
+		         "(mean %s, median call %s), %s of it waiting on the "
+		         "allocator's own lock.",
+		         fmt_count(d, sizeof d, ev(f, "slow_calls")),
+		         fmt_count(e, sizeof e, ev(f, "calls")),
+		         100 * ev(f, "slow_share"),
+		         ev(f, "lock_held") ? "made with a lock held"
+		                            : "made with no lock held",
+		         fmt_ns(a, sizeof a, ev(f, "threshold_ns")),
+		         fmt_ns(b, sizeof b, ev(f, "mean_slow_ns")),
+		         fmt_ns(c, sizeof c, ev(f, "median_call_ns")),
+		         fmt_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
+		break;
+	default:
+		buf[0] = 0;
+	}
+	return buf;
+}
+
+static void print_stack(FILE *out, model_t *m, uint32_t stack,
+                        const char *label)
+{
+	frame_t fr[MAX_FRAMES + 1];
+	char buf[512];
+	int n = stack_view(m, stack, fr, MAX_FRAMES + 1);
+	if (n == 0) {
+		fprintf(out, "   %-6s (no stack recorded)\n", label);
+		return;
+	}
+	for (int i = 0; i < n && i < MAX_FRAMES; i++) {
+		frame_label(&fr[i], buf, sizeof buf);
+		if (strlen(buf) > 88)
+			strcpy(buf + 85, "...");
+		fprintf(out, "   %-6s %s%s\n", i ? "" : label,
+		        fr[i].inlined ? "[inline] " : "", buf);
+	}
+	if (n > MAX_FRAMES)
+		fprintf(out, "          ...\n");
+}
+
+static void print_header(FILE *out, const report_t *r, model_t *m)
+{
+	char a[32], b[32], tr[400];
+	(void)r;
+	size_t nthr = 0;
+	for (size_t i = 0; i < m->nthr; i++)
+		nthr += m->thr[i].events > 0;
+	const char *cmd = m->cmdline && *m->cmdline ? m->cmdline
+	                  : m->exe && *m->exe       ? m->exe
+	                                            : "?";
+	char head[600];
+	snprintf(head, sizeof head,
+	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events%s",
+	         m->path, m->pid, cmd,
+	         fmt_ns(a, sizeof a, (double)model_duration_ns(m)), nthr,
+	         fmt_count(b, sizeof b, (double)m->events),
+	         m->have_end ? "" : " (no END record: the process did not "
+	                            "exit cleanly)");
+	wrap_print(out, 2, "", head);
+	if (m->info.truncated)
+		wrap_print(out, 4, "  ! ", truncation_text(m, tr, sizeof tr));
+	if (m->tot.dropped)
+		fprintf(out, "  ! %" PRIu64 " events were dropped by the "
+		             "recorder: counts are lower bounds\n",
+		        m->tot.dropped);
+	if (m->tot.bad_meta)
+		fprintf(out, "  ! %" PRIu64 " malformed metadata records "
+		             "skipped\n",
+		        m->tot.bad_meta);
+	for (size_t i = 0; i < m->nnote; i++) {
+		char t[700];
+		snprintf(t, sizeof t, "%s%s", m->note[i].text,
+		         m->note[i].count > 1 ? " (repeated)" : "");
+		wrap_print(out, 4,
+		           m->note[i].level == FMT_NOTE_WARN ? "  ! " : "  - ",
+		           t);
+	}
+}
+
+static void print_totals(FILE *out, const report_t *r)
+{
+	totals_t t = {0};
+	char a[32], b[32], c[32], d[32], e[32], g[32];
+	for (size_t i = 0; i < r->nm; i++) {
+#define TOT_ADD_(name, json) t.name += r->m[i].tot.name;
+		MODEL_TOTALS(TOT_ADD_)
+#undef TOT_ADD_
+	}
+	fprintf(out, "  %s allocations (%s bytes), %s frees (%s cross-thread), "
+	             "%s in the allocator\n",
+	        fmt_count(a, sizeof a, (double)(t.allocs + t.reallocs)),
+	        fmt_count(b, sizeof b, (double)t.bytes),
+	        fmt_count(c, sizeof c, (double)t.frees),
+	        fmt_count(d, sizeof d, (double)t.xfrees),
+	        fmt_ns(e, sizeof e, (double)t.alloc_ns));
+	fprintf(out, "  %s lock acquisitions, %s contended (%.1f%%), %s "
+	             "waited\n",
+	        fmt_count(a, sizeof a, (double)t.acq),
+	        fmt_count(b, sizeof b, (double)t.contended),
+	        t.acq ? 100.0 * (double)t.contended / (double)t.acq : 0.0,
+	        fmt_ns(g, sizeof g, (double)t.wait_ns));
+}
+
+static void print_finding(FILE *out, const report_t *r, size_t i)
+{
+	const finding_t *f = &r->f.v[i];
+	model_t *m = f->m;
+	char a[32], buf[1024], lab[256];
+	fprintf(out, "\n#%zu %s [%s] score %s", i + 1,
+	        finding_kind_name(f->kind), severity_name(f->severity),
+	        fmt_ns(a, sizeof a, f->score));
+	if (r->nm > 1)
+		fprintf(out, "  (pid %" PRIu64 ")", m->pid);
+	fputc('\n', out);
+	if (f->cls != NONE32) {
+		uint32_t c = f->cls;
+		if (f->kind == FK_STARVATION && f->lock != NONE32) {
+			lock_label(m, &m->lock[f->lock], lab, sizeof lab);
+			fprintf(out, "   lock   %s\n", lab);
+		} else {
+			fprintf(out, "   lock   %s\n", class_label(m, c, lab, sizeof lab));
+		}
+		if (f->cls2 != NONE32)
+			fprintf(out, "   inner  %s\n",
+			        class_label(m, f->cls2, lab, sizeof lab));
+		frame_t fr;
+		if (stack_site(m, m->cls[c].site, &fr))
+			fprintf(out, "   %-6s %s\n",
+			        m->cls[c].by_init ? "init" : "site",
+			        frame_label(&fr, buf, sizeof buf));
+	}
+	print_stack(out, m, f->stack, "code");
+	wrap_print(out, 10, "   what   ", finding_summary(f, buf, sizeof buf));
+	wrap_print(out, 10, "   fix    ", f->advice);
+}
+
+static void print_cascade(FILE *out, const report_t *r)
+{
+	const finding_t *f = NULL;
+	size_t idx = 0;
+	for (size_t i = 0; i < r->f.n && !f; i++)
+		if (r->f.v[i].kind == FK_ALLOC_UNDER_LOCK) {
+			f = &r->f.v[i];
+			idx = i + 1;
+		}
+	if (!f)
+		return;
+	model_t *m = f->m;
+	char lab[256], site[512], a[32], b[32], c[32], d[32], txt[2048];
+	double W = ev(f, "lock_wait_ns"), A = ev(f, "allocator_share_of_hold");
+	frame_t fr;
+	lock_label(m, &m->lock[m->cls[f->cls].rep], lab, sizeof lab);
+	if (stack_site(m, f->stack, &fr))
+		frame_label(&fr, site, sizeof site);
+	else
+		snprintf(site, sizeof site, "an unknown site");
+	fprintf(out, "\nThe cascade (finding #%zu):\n", idx);
+	snprintf(txt, sizeof txt,
+	         "waiters lost %s on lock %s (%.0f contended acquisitions, up "
+	         "to %.0f waiting at once);",
+	         fmt_ns(a, sizeof a, W), lab, ev(f, "contended"),
+	         (double)m->cls[f->cls].s.max_waiters);
+	wrap_print(out, 5, "  1. ", txt);
+	snprintf(txt, sizeof txt,
+	         "its holders spent %.1f%% of their hold time (%s of %s) in "
+	         "the allocator;",
+	         100 * A, fmt_ns(a, sizeof a, ev(f, "allocator_ns_in_holds")),
+	         fmt_ns(b, sizeof b, ev(f, "hold_ns")));
+	wrap_print(out, 5, "  2. ", txt);
+	snprintf(txt, sizeof txt,
+	         "%.0f of those calls (%.0f allocations, %.0f frees) are for "
+	         "blocks allocated at %s (%s), %.0f of them slow (over %s), %s "
+	         "of it waiting on the allocator's own lock;",
+	         ev(f, "calls"), ev(f, "allocs"), ev(f, "frees"), site,
+	         fmt_ns(a, sizeof a, ev(f, "site_allocator_ns")),
+	         ev(f, "slow_calls"), fmt_ns(d, sizeof d, TH_SLOW_ALLOC_NS),
+	         fmt_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
+	wrap_print(out, 5, "  3. ", txt);
+	snprintf(txt, sizeof txt,
+	         "moving the allocation out of the critical section, or "
+	         "pre-allocating, would give back up to about %s (%s x "
+	         "%.1f%%).",
+	         fmt_ns(c, sizeof c, W * A), fmt_ns(a, sizeof a, W), 100 * A);
+	wrap_print(out, 5, "  4. ", txt);
+}
+
+static int by_wait(const void *a, const void *b)
+{
+	const lockclass_t *x = *(lockclass_t *const *)a;
+	const lockclass_t *y = *(lockclass_t *const *)b;
+	if (x->s.wait_ns != y->s.wait_ns)
+		return x->s.wait_ns > y->s.wait_ns ? -1 : 1;
+	if (x->s.acq != y->s.acq)
+		return x->s.acq > y->s.acq ? -1 : 1;
+	return x->rep < y->rep ? -1 : x->rep > y->rep;
+}
+
+#define LOCK_ROWS 25
+
+static void print_locks(FILE *out, const report_t *r, model_t *m)
+{
+	lockclass_t **v = xmalloc((m->ncls + 1) * sizeof *v);
+	size_t n = 0;
+	for (size_t i = 0; i < m->ncls; i++)
+		if ((m->cls[i].s.acq || m->cls[i].s.wait_ns) &&
+		    report_class_matches(r, m, (uint32_t)i))
+			v[n++] = &m->cls[i];
+	qsort(v, n, sizeof *v, by_wait);
+	fprintf(out, "\nLocks (classes by wait%s):\n",
+	        r->nm > 1 ? "" : "");
+	fprintf(out, "  %-34s %7s %6s %9s %9s %9s %9s %6s\n", "lock (site)",
+	        "acq", "cont%", "wait", "max wait", "hold", "max hold",
+	        "alloc%");
+	for (size_t i = 0; i < n && i < LOCK_ROWS; i++) {
+		const lockclass_t *c = v[i];
+		char name[256], site[256], a[32], b[32], d[32], e[32], g[32];
+		frame_t fr;
+		lock_label(m, &m->lock[c->rep], name, sizeof name);
+		if (stack_site(m, c->site, &fr) && fr.function)
+			snprintf(site, sizeof site, " %s", frame_label(&fr, a, sizeof a));
+		else
+			site[0] = 0;
+		char col[512];
+		snprintf(col, sizeof col, "%s%s%s%s", c->queue ? "*" : "", name,
+		         c->ninst > 1 ? " x" : "", "");
+		if (c->ninst > 1)
+			snprintf(col + strlen(col), sizeof col - strlen(col), "%u",
+			         c->ninst);
+		snprintf(col + strlen(col), sizeof col - strlen(col), "%s", site);
+		if (strlen(col) > 34)
+			strcpy(col + 31, "...");
+		double hold = (double)c->s.hold_ns;
+		fprintf(out, "  %-34s %7s %5.1f%% %9s %9s %9s %9s %5.1f%%\n",
+		        col, fmt_count(a, sizeof a, (double)c->s.acq),
+		        c->s.acq ? 100.0 * (double)c->s.contended /
+		                       (double)c->s.acq
+		                 : 0.0,
+		        fmt_ns(b, sizeof b, (double)c->s.wait_ns),
+		        fmt_ns(d, sizeof d, (double)c->s.wait_max),
+		        fmt_ns(e, sizeof e, hold),
+		        fmt_ns(g, sizeof g, (double)c->s.hold_max),
+		        hold > 0 ? 100.0 * (double)c->s.alloc_ns / hold : 0.0);
+	}
+	if (n > LOCK_ROWS)
+		fprintf(out, "  ... %zu more (--format=json lists them all)\n",
+		        n - LOCK_ROWS);
+	if (n)
+		fprintf(out, "  (* queue-like; alloc%% = share of hold time spent "
+		             "in the allocator)\n");
+	free(v);
+}
+
+#define THREAD_ROWS 16
+
+static void print_threads(FILE *out, model_t *m)
+{
+	size_t shown = 0, n = 0;
+	for (size_t i = 0; i < m->nthr; i++)
+		n += m->thr[i].events > 0;
+	fprintf(out, "\nThreads:\n  %-28s %-32s %8s %9s %8s\n", "thread",
+	        "role", "acq", "wait", "allocs");
+	for (size_t i = 0; i < m->nthr && shown < THREAD_ROWS; i++) {
+		const thread_t *t = &m->thr[i];
+		char lab[128], a[32], b[32], c[32];
+		if (!t->events)
+			continue;
+		thread_label(t, lab, sizeof lab);
+		if (strlen(lab) > 28)
+			strcpy(lab + 25, "...");
+		fprintf(out, "  %-28s %-32s %8s %9s %8s\n", lab, t->role,
+		        fmt_count(a, sizeof a, (double)t->acq),
+		        fmt_ns(b, sizeof b, (double)t->wait_ns),
+		        fmt_count(c, sizeof c, (double)t->allocs));
+		shown++;
+	}
+	if (n > shown)
+		fprintf(out, "  ... %zu more\n", n - shown);
+}
+
+void report_text(const report_t *r, FILE *out)
+{
+	fprintf(out, "mallock report\n");
+	for (size_t i = 0; i < r->nm; i++)
+		print_header(out, r, &r->m[i]);
+	print_totals(out, r);
+	size_t top = r->top < 0 ? 0 : (size_t)r->top;
+	if (!r->f.n)
+		fprintf(out, "\nNo findings.\n");
+	else
+		fprintf(out, "\nFindings (%zu of %zu, worst first):\n",
+		        r->f.n < top ? r->f.n : top, r->f.n);
+	for (size_t i = 0; i < r->f.n && i < top; i++)
+		print_finding(out, r, i);
+	print_cascade(out, r);
+	for (size_t i = 0; i < r->nm; i++) {
+		if (r->nm > 1)
+			fprintf(out, "\n== pid %" PRIu64 " (%s)\n", r->m[i].pid,
+			        r->m[i].path);
+		print_locks(out, r, &r->m[i]);
+		print_threads(out, &r->m[i]);
+	}
+}

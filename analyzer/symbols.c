@@ -1,0 +1,401 @@
+/*
+ * symbols.c - symbolization with elfutils' Dwfl in offline mode: each
+ * recorded module is reported at its recorded load bias, so the analyzer
+ * needs the binaries (or their separate debug info) but not the process.
+ *
+ * Invariants:
+ * - Frames are return addresses: lookups use address - 1, so a call that
+ *   ends a function still names the caller's line.
+ * - One Dwfl per model; results are cached by address, strings live in the
+ *   symtab's arena.
+ * - A module is used only when its build-id matches the recorded one (or
+ *   none was recorded).
+ */
+#include "symbols.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* From libstdc++ (C++ ABI); declared here so this file stays C. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
+                            int *status);
+
+/* Module basenames whose frames are folded. X(prefix, fold) */
+#define FOLD_MODULES(X)                                                        \
+	X("libmallock", SYM_SHIM)                                              \
+	X("libunwind", SYM_SHIM)                                               \
+	X("libc.so", SYM_RUNTIME)                                              \
+	X("libc-", SYM_RUNTIME)                                                \
+	X("libpthread", SYM_RUNTIME)                                           \
+	X("libstdc++", SYM_RUNTIME)                                            \
+	X("libtcmalloc", SYM_RUNTIME)                                          \
+	X("libjemalloc", SYM_RUNTIME)                                          \
+	X("libgcc_s", SYM_RUNTIME)                                             \
+	X("ld-linux", SYM_RUNTIME)
+
+/* Function names folded at the leaf end wherever they live (a statically
+ * linked allocator, the program's own operator new). X(prefix) */
+#define FOLD_FUNCTIONS(X)                                                      \
+	X("malloc") X("calloc") X("realloc") X("free") X("cfree")              \
+	X("posix_memalign") X("aligned_alloc") X("memalign") X("valloc")       \
+	X("pvalloc") X("reallocarray") X("operator new") X("operator delete")  \
+	X("pthread_mutex_") X("pthread_rwlock_") X("pthread_spin_")            \
+	X("pthread_cond_") X("__GI_") X("__libc_") X("_int_") X("tc_")         \
+	X("tcmalloc::") X("mallock_") X("__gnu_cxx::new_allocator")            \
+	X("std::__new_allocator") X("__gthread_")
+
+typedef struct cache_ent {
+	uint32_t off, n;
+} cache_ent_t;
+
+struct symtab {
+	Dwfl *dwfl;
+	arena_t arena;
+	u64map_t cache;
+	cache_ent_t *ent;
+	size_t nent, capent;
+	frame_t *fr;
+	size_t nfr, capfr;
+	module_t **sorted; /* modules by lo */
+	size_t nsorted;
+};
+
+static const Dwfl_Callbacks offline_cb = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+};
+
+static int by_lo(const void *a, const void *b)
+{
+	const module_t *x = *(module_t *const *)a, *y = *(module_t *const *)b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static void note(model_t *m, const char *fmt, const char *a, const char *b)
+{
+	char buf[600];
+	snprintf(buf, sizeof buf, fmt, a, b);
+	model_note(m, FMT_NOTE_WARN, buf, strlen(buf));
+}
+
+void sym_open(model_t *m, bool enable)
+{
+	symtab_t *s = xcalloc(1, sizeof *s);
+	m->sym = s;
+	s->sorted = xcalloc(m->nmod + 1, sizeof *s->sorted);
+	for (size_t i = 0; i < m->nmod; i++)
+		s->sorted[s->nsorted++] = &m->mod[i];
+	qsort(s->sorted, s->nsorted, sizeof *s->sorted, by_lo);
+	if (!enable || !m->nmod)
+		return;
+	s->dwfl = dwfl_begin(&offline_cb);
+	if (!s->dwfl)
+		return;
+	dwfl_report_begin(s->dwfl);
+	for (size_t i = 0; i < m->nmod; i++) {
+		module_t *md = &m->mod[i];
+		if (md->path[0] != '/')
+			continue; /* [vdso] and the like */
+		Dwfl_Module *dm = dwfl_report_elf(s->dwfl, path_base(md->path),
+		                                  md->path, -1, md->bias, false);
+		if (!dm) {
+			md->status = -1;
+			note(m, "analyzer: module %s: %s; its frames are left as "
+			        "addresses",
+			     md->path, dwfl_errmsg(-1));
+			continue;
+		}
+		const unsigned char *bits;
+		GElf_Addr vaddr;
+		int len = dwfl_module_build_id(dm, &bits, &vaddr);
+		if (md->build_id_len && len > 0 &&
+		    ((uint32_t)len != md->build_id_len ||
+		     memcmp(bits, md->build_id, (size_t)len) != 0)) {
+			md->status = -2;
+			note(m, "analyzer: module %s: build-id differs from the "
+			        "recorded one (%s): rebuilt since the recording? "
+			        "its frames are left as addresses",
+			     md->path, md->build_id_hex);
+			continue;
+		}
+		md->status = 1;
+	}
+	dwfl_report_end(s->dwfl, NULL, NULL);
+}
+
+void sym_close(model_t *m)
+{
+	symtab_t *s = m->sym;
+	if (!s)
+		return;
+	if (s->dwfl)
+		dwfl_end(s->dwfl);
+	arena_free(&s->arena);
+	u64map_free(&s->cache);
+	free(s->ent);
+	free(s->fr);
+	free(s->sorted);
+	free(s);
+	m->sym = NULL;
+}
+
+static module_t *module_of(const symtab_t *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nsorted;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->sorted[mid]->lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo: first module starting above addr; modules may overlap in
+	 * synthetic traces, so look back a little. */
+	for (size_t i = lo; i-- > 0 && lo - i <= 4;)
+		if (addr >= s->sorted[i]->lo && addr < s->sorted[i]->hi)
+			return s->sorted[i];
+	return NULL;
+}
+
+static uint8_t fold_module(const char *path)
+{
+	if (!path)
+		return SYM_USER;
+	const char *b = path_base(path);
+#define FOLD_MOD_(prefix, fold)                                                \
+	if (strncmp(b, prefix, sizeof prefix - 1) == 0)                        \
+		return fold;
+	FOLD_MODULES(FOLD_MOD_)
+#undef FOLD_MOD_
+	return SYM_USER;
+}
+
+static uint8_t fold_function(const char *fn)
+{
+	if (!fn)
+		return SYM_USER;
+#define FOLD_FN_(prefix)                                                       \
+	if (strncmp(fn, prefix, sizeof prefix - 1) == 0 &&                     \
+	    (fn[sizeof prefix - 1] == 0 || fn[sizeof prefix - 1] == '(' ||     \
+	     fn[sizeof prefix - 2] == '_' || fn[sizeof prefix - 2] == ':' ||   \
+	     fn[sizeof prefix - 1] == '['))                                    \
+		return SYM_RUNTIME;
+	FOLD_FUNCTIONS(FOLD_FN_)
+#undef FOLD_FN_
+	return SYM_USER;
+}
+
+static const char *intern_name(symtab_t *s, const char *name)
+{
+	if (!name)
+		return NULL;
+	if (name[0] == '_' && name[1] == 'Z') {
+		int st = 0;
+		char *d = __cxa_demangle(name, NULL, NULL, &st);
+		if (d && st == 0) {
+			const char *r = arena_strdup(&s->arena, d);
+			free(d);
+			return r;
+		}
+		free(d);
+	}
+	return arena_strdup(&s->arena, name);
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *n = NULL;
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &a) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a))
+		n = dwarf_formstring(&a);
+	if (!n && dwarf_attr_integrate(die, DW_AT_name, &a))
+		n = dwarf_formstring(&a);
+	return n;
+}
+
+/* Resolves addr into up to max frames at fr. */
+static int resolve(model_t *m, uint64_t addr, frame_t *fr, int max)
+{
+	symtab_t *s = m->sym;
+	module_t *md = module_of(s, addr);
+	memset(fr, 0, sizeof *fr);
+	fr->address = addr;
+	fr->module = md ? md->path : NULL;
+	fr->offset = md ? addr - md->bias : addr;
+	fr->fold = fold_module(fr->module);
+	if (!md || md->status != 1 || !s->dwfl || addr == 0)
+		return 1;
+	Dwarf_Addr pc = addr - 1, bias = 0;
+	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, pc);
+	if (!dm)
+		return 1;
+	const char *sym = dwfl_module_addrname(dm, pc);
+	Dwfl_Line *ln = dwfl_module_getsrc(dm, pc);
+	int lineno = 0;
+	const char *file =
+	    ln ? dwfl_lineinfo(ln, NULL, &lineno, NULL, NULL, NULL) : NULL;
+	Dwarf_Die *cu = dwfl_module_addrdie(dm, pc, &bias);
+	Dwarf_Die *scopes = NULL;
+	int nsc = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	if (cu && dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
+		files = NULL;
+	int n = 0;
+	const char *cur_file = file;
+	int cur_line = lineno;
+	for (int i = 0; i < nsc && n < max; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_subprogram &&
+		    tag != DW_TAG_inlined_subroutine &&
+		    tag != DW_TAG_entry_point)
+			continue;
+		frame_t *f = &fr[n++];
+		*f = fr[0];
+		f->address = addr;
+		f->offset = addr - md->bias;
+		f->module = md->path;
+		f->fold = fold_module(md->path);
+		f->inlined = tag == DW_TAG_inlined_subroutine;
+		const char *name = die_name(&scopes[i]);
+		if (!f->inlined && sym)
+			name = sym;
+		f->function = intern_name(s, name);
+		f->file = cur_file ? arena_strdup(&s->arena, cur_file) : NULL;
+		f->line = (uint32_t)(cur_line > 0 ? cur_line : 0);
+		if (!f->inlined)
+			break;
+		Dwarf_Attribute a;
+		Dwarf_Word v;
+		cur_file = NULL;
+		cur_line = 0;
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_file, &a),
+		                    &v) == 0 &&
+		    files)
+			cur_file = dwarf_filesrc(files, v, NULL, NULL);
+		if (dwarf_formudata(dwarf_attr(&scopes[i], DW_AT_call_line, &a),
+		                    &v) == 0)
+			cur_line = (int)v;
+	}
+	free(scopes);
+	if (n == 0) {
+		fr->function = intern_name(s, sym);
+		fr->file = file ? arena_strdup(&s->arena, file) : NULL;
+		fr->line = (uint32_t)(lineno > 0 ? lineno : 0);
+		n = 1;
+	}
+	for (int i = 0; i < n; i++)
+		if (fr[i].fold == SYM_USER)
+			fr[i].fold = fold_function(fr[i].function);
+	return n;
+}
+
+#define MAX_INLINE 16
+
+int sym_addr(model_t *m, uint64_t addr, const frame_t **out)
+{
+	symtab_t *s = m->sym;
+	int added;
+	uint64_t key = addr == U64MAP_EMPTY ? U64MAP_EMPTY - 1 : addr;
+	uint32_t *v = u64map_put(&s->cache, key, &added);
+	if (added) {
+		frame_t tmp[MAX_INLINE];
+		int n = resolve(m, addr, tmp, MAX_INLINE);
+		VEC_RESERVE(s->fr, s->capfr, s->nfr + (size_t)n);
+		memcpy(s->fr + s->nfr, tmp, (size_t)n * sizeof *tmp);
+		VEC_RESERVE(s->ent, s->capent, s->nent);
+		s->ent[s->nent].off = (uint32_t)s->nfr;
+		s->ent[s->nent].n = (uint32_t)n;
+		s->nfr += (size_t)n;
+		*v = (uint32_t)s->nent++;
+	}
+	cache_ent_t *e = &s->ent[*v];
+	*out = s->fr + e->off;
+	return (int)e->n;
+}
+
+int stack_view(model_t *m, uint32_t si, frame_t *out, int max)
+{
+	if (si == NONE32 || max <= 0)
+		return 0;
+	const stack_t *st = &m->stk[si];
+	if (!st->defined) {
+		memset(out, 0, sizeof *out);
+		out->function = "[unknown]";
+		return 1;
+	}
+	int n = 0, leaf = 1, nall = 0;
+	for (uint32_t i = 0; i < st->n && n < max; i++) {
+		const frame_t *fr;
+		int k = sym_addr(m, m->frames[st->off + i], &fr);
+		for (int j = 0; j < k && n < max; j++) {
+			nall++;
+			if (fr[j].fold == SYM_SHIM)
+				continue;
+			if (leaf && fr[j].fold == SYM_RUNTIME)
+				continue;
+			leaf = 0;
+			out[n++] = fr[j];
+		}
+	}
+	/* Runtime frames at the root end (start_thread, clone, libc start)
+	 * are folded too. */
+	while (n > 1 && out[n - 1].fold == SYM_RUNTIME)
+		n--;
+	if (n == 0 && nall > 0) {
+		/* Everything was internal: show it rather than nothing. */
+		for (uint32_t i = 0; i < st->n && n < max; i++) {
+			const frame_t *fr;
+			int k = sym_addr(m, m->frames[st->off + i], &fr);
+			for (int j = 0; j < k && n < max; j++)
+				out[n++] = fr[j];
+		}
+	}
+	return n;
+}
+
+bool stack_site(model_t *m, uint32_t si, frame_t *out)
+{
+	memset(out, 0, sizeof *out);
+	return stack_view(m, si, out, 1) == 1;
+}
+
+uint64_t stack_site_pc(model_t *m, uint32_t si)
+{
+	if (si == NONE32 || !m->stk[si].defined)
+		return 0;
+	const stack_t *st = &m->stk[si];
+	for (uint32_t i = 0; i < st->n; i++) {
+		const frame_t *fr;
+		uint64_t a = m->frames[st->off + i];
+		int k = sym_addr(m, a, &fr);
+		if (fr[k - 1].fold == SYM_USER)
+			return a;
+	}
+	return st->n ? m->frames[st->off] : 0;
+}
+
+const char *frame_label(const frame_t *f, char *buf, size_t len)
+{
+	if (f->function && f->file)
+		snprintf(buf, len, "%s (%s:%u)", f->function,
+		         path_base(f->file), f->line);
+	else if (f->function && f->module)
+		snprintf(buf, len, "%s (%s)", f->function,
+		         path_base(f->module));
+	else if (f->function)
+		snprintf(buf, len, "%s", f->function);
+	else if (f->module)
+		snprintf(buf, len, "%s+0x%" PRIx64, path_base(f->module),
+		         f->offset);
+	else
+		snprintf(buf, len, "0x%" PRIx64, f->address);
+	return buf;
+}

@@ -1,0 +1,71 @@
+/*
+ * symbols.h - offline symbolization of recorded return addresses with
+ * elfutils libdw, from the trace's module maps; and the folded, user-facing
+ * view of a stack.
+ *
+ * A module whose build-id differs from the recorded one, or whose file is
+ * gone, is named in a note and its frames are left as addresses: never
+ * given wrong names.
+ */
+#ifndef MALLOCK_SYMBOLS_H
+#define MALLOCK_SYMBOLS_H
+
+#include "model.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* How a frame is folded away from what the user reads. */
+#define SYM_USER 0    /* shown */
+#define SYM_RUNTIME 1 /* libc/libstdc++/allocator internals: folded at
+                         both ends of a stack */
+#define SYM_SHIM 2    /* libmallock.so (and its unwinder): always folded */
+
+typedef struct frame {
+	const char *function; /* demangled; NULL when unknown */
+	const char *file;     /* NULL when unknown */
+	uint32_t line;        /* 0 when unknown */
+	const char *module;   /* path; NULL when outside every module */
+	uint64_t address;     /* the recorded return address */
+	uint64_t offset;      /* address - the module's bias */
+	bool inlined;         /* inlined into the next frame */
+	uint8_t fold;         /* SYM_* */
+} frame_t;
+
+typedef struct symtab symtab_t;
+
+/*
+ * Prepares symbolization of m's modules (m->sym). With enable false, every
+ * frame stays an address. Notes missing files and build-id mismatches in
+ * m's notes. Allocates; freed by sym_close().
+ */
+void sym_open(model_t *m, bool enable);
+void sym_close(model_t *m);
+
+/*
+ * The frames of one recorded address (inlined calls expanded, innermost
+ * first). Returns their number (>= 1); *out points into a cache owned by
+ * m->sym, valid until sym_close().
+ */
+int sym_addr(model_t *m, uint64_t addr, const frame_t **out);
+
+/*
+ * The user-facing frames of stack index si: symbolized, with shim frames
+ * removed and runtime frames removed from both ends. Writes at most max
+ * frames to out and returns their number; 0 for NONE32; one "[unknown]"
+ * frame for a stack whose STACK record never arrived.
+ */
+int stack_view(model_t *m, uint32_t si, frame_t *out, int max);
+
+/* The stack's site: its first user-facing frame. Returns false (and a
+ * zeroed *out) when the stack has none. */
+bool stack_site(model_t *m, uint32_t si, frame_t *out);
+
+/* The raw return address of the stack's first user frame (before inline
+ * expansion), for grouping lock instances into classes; 0 if none. */
+uint64_t stack_site_pc(model_t *m, uint32_t si);
+
+/* "function (file:line)" or "module+0xoff" or "0xaddr", into buf. */
+const char *frame_label(const frame_t *f, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * thresholds.h - every threshold the findings use, in one place. Each is
+ * documented here, in docs/mallock-report.md ("Thresholds"), and printed by
+ * `mallock report --thresholds`, all from this one list.
+ *
+ * X(name, value, unit, meaning)
+ */
+#ifndef MALLOCK_THRESHOLDS_H
+#define MALLOCK_THRESHOLDS_H
+
+#define THRESHOLDS(X)                                                          \
+	X(SLOW_ALLOC_NS, 1000, "ns",                                           \
+	  "an allocator call (malloc, free, realloc...) slower than this is "  \
+	  "slow (its fast path takes tens of ns)")                             \
+	X(SLOW_MIN_CALLS, 10, "calls",                                         \
+	  "slow_alloc: fewest slow calls from one site (held or not)")         \
+	X(SLOW_MIN_SHARE_PPM, 1000, "ppm",                                     \
+	  "slow_alloc: fewest slow calls as a share of the site's calls")      \
+	X(AUL_MIN_SHARE_PPM, 100, "ppm",                                       \
+	  "alloc_under_lock: least share of the lock's hold time that one "    \
+	  "allocation stack must take")                                        \
+	X(QUEUE_BOOST, 2, "x",                                                 \
+	  "alloc_under_lock: score multiplier for queue-like locks (cond "     \
+	  "waits, or named with mallock_lock_name)")                           \
+	X(CHURN_LIFETIME_NS, 1000000, "ns",                                    \
+	  "alloc_churn: a block freed sooner than this after its allocation "  \
+	  "is short-lived")                                                    \
+	X(CHURN_MIN_BLOCKS, 1000, "blocks",                                    \
+	  "alloc_churn: fewest short-lived blocks from one site")              \
+	X(CHURN_MIN_RATE, 10000, "blocks/s",                                   \
+	  "alloc_churn: fewest short-lived blocks per second of trace")        \
+	X(CHURN_SIZE_SHARE_PCT, 50, "%",                                       \
+	  "alloc_churn: least share of the site's blocks having its most "     \
+	  "frequent size")                                                     \
+	X(XFREE_MIN, 100, "frees",                                             \
+	  "cross_thread_free: fewest frees on another thread than the "        \
+	  "allocating one, from one site")                                     \
+	X(XFREE_MIN_SHARE_PCT, 10, "%",                                        \
+	  "cross_thread_free: least share of the site's frees")               \
+	X(NEST_MIN, 10, "times",                                               \
+	  "nested_lock: fewest acquisitions of the inner lock inside the "     \
+	  "outer one")                                                         \
+	X(STARVE_MIN_ACQ, 100, "acquisitions",                                 \
+	  "starvation: fewest acquisitions of the lock")                       \
+	X(STARVE_CV_PCT, 50, "%",                                              \
+	  "starvation: least coefficient of variation of per-thread "          \
+	  "acquisitions within a group (cond waiters, other threads)")         \
+	X(STARVE_PARTICIPANT_PCT, 5, "%",                                      \
+	  "starvation: a thread takes part when its attempts are at least "    \
+	  "this share of the busiest thread's")                                \
+	X(SEV_HIGH_PPM, 100000, "ppm",                                         \
+	  "severity high: score at least this share of the trace's duration")  \
+	X(SEV_MEDIUM_PPM, 10000, "ppm", "severity medium: likewise")           \
+	X(SEV_LOW_PPM, 1000, "ppm", "severity low: likewise; below: info")
+
+enum threshold {
+#define TH_ENUM_(name, value, unit, doc) TH_##name = value,
+	THRESHOLDS(TH_ENUM_)
+#undef TH_ENUM_
+};
+
+#endif

@@ -1,0 +1,62 @@
+"""Helpers shared by the analyzer's python3 tests: run mktrace and mallock,
+parse JSON, and a tiny CHECK that counts failures like tests/check.h."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MALLOCK, MKTRACE, SRCDIR = sys.argv[1], sys.argv[2], sys.argv[3]
+TMP = tempfile.mkdtemp(prefix="mallock-test-")
+failures = 0
+total = 0
+
+
+def check(cond, what):
+    global failures, total
+    total += 1
+    if not cond:
+        failures += 1
+        print("CHECK failed: " + what, file=sys.stderr)
+
+
+def eq(a, b, what):
+    check(a == b, "%s: %r != %r" % (what, a, b))
+
+
+def near(a, b, rel, what):
+    check(abs(a - b) <= rel * abs(b), "%s: %r not within %g of %r" % (what, a, rel, b))
+
+
+def mktrace(scenario, name, *opts):
+    path = os.path.join(TMP, name)
+    r = subprocess.run([MKTRACE, scenario, path] + [str(o) for o in opts],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit("mktrace failed: " + r.stderr)
+    return path, r.stdout
+
+
+def run(*args):
+    r = subprocess.run([MALLOCK] + [str(a) for a in args], capture_output=True,
+                       text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def report_json(*args):
+    rc, out, err = run("report", "--format=json", *args)
+    if rc != 0:
+        raise SystemExit("mallock report failed (%d): %s" % (rc, err))
+    return json.loads(out)
+
+
+def lock_by_name(d, name):
+    for lk in d["locks"]:
+        if lk["name"] == name:
+            return lk
+    raise SystemExit("no lock named " + name)
+
+
+def done(name):
+    print("%s: %d checks, %d failed" % (name, total, failures))
+    sys.exit(1 if failures else 0)

@@ -1,0 +1,717 @@
+/*
+ * mktrace.c - writes synthetic mallock traces with format/'s encoders, for
+ * the analyzer's golden, malformed-input and benchmark tests.
+ *
+ *   mktrace SCENARIO OUT [options]
+ *
+ * Scenarios (all times exact: 1 tick = 1 ns, clock pairs agree):
+ *   cascade   3 producers put into a queue (lock "queue", queue-like) and
+ *             allocate under it; a consumer takes with a cond wait and
+ *             frees the blocks (cross-thread); a "stats" lock is contended
+ *             but never allocates while held.
+ *   precise   contended locks that never allocate while held; allocations
+ *             only outside locks.
+ *   mixed     cascade plus a nested lock pair, a starved lock and churn.
+ *   big       a steady-state program for the benchmark: --events N
+ *             (default 50M) over --threads T, chunks streamed to the file.
+ *
+ * Options:
+ *   --rounds N        rounds of the scenario (default 1000)
+ *   --no-module       no MODULE record (frames stay addresses: golden
+ *                     files that do not depend on this binary)
+ *   --chunk BYTES     payload size at which a thread's chunk is flushed
+ *   --corrupt-crc K   flip a payload byte of chunk K (1-based) afterwards
+ *   --cut K           cut the file in the middle of chunk K
+ *   --bad-record K    end chunk K with a malformed record (CRC still valid)
+ *   --version MAJOR   write this major version in the file header
+ *   --bad-magic       write a wrong file magic
+ *
+ * Small scenarios keep every chunk in memory and write the threads'
+ * chunks in reverse thread order (the consumer's before the producers'),
+ * so a block's free precedes its allocation in the file: the reader must
+ * merge by time. Expected numbers are in tests/analyzer/test_report.py.
+ */
+#define _GNU_SOURCE
+#include "trace_format.h"
+
+#include <elf.h>
+#include <link.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- functions whose addresses serve as frames (symbolized by name) ---- */
+
+static volatile int sink;
+#define FRAME_FN(name)                                                         \
+	__attribute__((noinline, used)) void name(void);                       \
+	__attribute__((noinline, used)) void name(void)                        \
+	{                                                                      \
+		sink += __LINE__;                                              \
+		sink ^= sink >> 3;                                             \
+		sink += 7;                                                     \
+	}
+FRAME_FN(queue_init)
+FRAME_FN(queue_put)
+FRAME_FN(queue_take)
+FRAME_FN(producer_main)
+FRAME_FN(consumer_main)
+FRAME_FN(stats_update)
+FRAME_FN(outer_op)
+FRAME_FN(inner_op)
+FRAME_FN(starved_op)
+FRAME_FN(churn_op)
+FRAME_FN(worker_main)
+
+static uint64_t fa(void (*fn)(void))
+{
+	return (uint64_t)(uintptr_t)fn + 4; /* a "return address" inside fn */
+}
+
+/* ---- the writer ---- */
+
+#define MAX_THREADS 64
+
+typedef struct chunk {
+	uint8_t *bytes; /* header + payload */
+	size_t len;
+	struct chunk *next;
+} chunk_t;
+
+typedef struct tw {
+	uint32_t tid;
+	uint8_t *buf;
+	size_t len;
+	bool open;
+	uint64_t base, last;
+	uint32_t seq;
+	fmt_enc_t enc;
+	chunk_t *head, *tail;
+} tw_t;
+
+static tw_t thr[MAX_THREADS];
+static int nthr;
+static FILE *out;
+static size_t chunk_cap = 512;
+static bool streaming;
+static int bad_record_chunk, chunks_written, chunks_sealed;
+
+static const char *const layout[0x80] = {
+#define LAYOUT_(name, code, l) [code] = l,
+    FMT_CORE_RECORDS(LAYOUT_)
+#undef LAYOUT_
+};
+
+static tw_t *tw_new(uint32_t tid)
+{
+	tw_t *t = &thr[nthr++];
+	memset(t, 0, sizeof *t);
+	t->tid = tid;
+	t->buf = malloc(FMT_CHUNK_MAX_PAYLOAD);
+	return t;
+}
+
+static void write_chunk(const uint8_t *b, size_t n)
+{
+	fwrite(b, 1, n, out);
+	chunks_written++;
+}
+
+static void tw_flush(tw_t *t)
+{
+	if (!t->open)
+		return;
+	chunks_sealed++;
+	if (bad_record_chunk && chunks_sealed == bad_record_chunk) {
+		/* ALLOC whose last field's varint never ends. */
+		t->buf[t->len++] = FMT_ALLOC;
+		t->buf[t->len++] = 0x05;
+		t->buf[t->len++] = 0x02;
+		t->buf[t->len++] = 0xff;
+		t->buf[t->len++] = 0xff;
+	}
+	fmt_chunk_header_t h = {0};
+	h.payload_len = (uint32_t)t->len;
+	h.tid = t->tid;
+	h.seq = t->seq++;
+	h.tsc_base = t->base;
+	h.tsc_flush = t->last;
+	h.mono_flush_ns = t->last; /* 1 tick = 1 ns */
+	chunk_t *c = malloc(sizeof *c);
+	c->len = FMT_CHUNK_HEADER_SIZE + t->len;
+	c->bytes = malloc(c->len);
+	memcpy(c->bytes + FMT_CHUNK_HEADER_SIZE, t->buf, t->len);
+	fmt_chunk_seal(c->bytes, &h, c->bytes + FMT_CHUNK_HEADER_SIZE);
+	c->next = NULL;
+	t->open = false;
+	t->len = 0;
+	if (streaming) {
+		write_chunk(c->bytes, c->len);
+		free(c->bytes);
+		free(c);
+		return;
+	}
+	if (t->tail)
+		t->tail->next = c;
+	else
+		t->head = c;
+	t->tail = c;
+}
+
+static void tw_begin(tw_t *t, uint64_t tsc)
+{
+	if (t->open)
+		return;
+	t->open = true;
+	t->base = tsc;
+	t->last = tsc;
+	t->enc.last_tsc = tsc;
+	t->enc.last_ptr = 0;
+	t->len = 0;
+}
+
+/* One core event: fields in wire order. */
+static void ev(tw_t *t, unsigned type, uint64_t tsc, uint64_t f0, uint64_t f1,
+               uint64_t f2, uint64_t f3, uint64_t f4)
+{
+	uint64_t f[5] = {f0, f1, f2, f3, f4};
+	tw_begin(t, tsc);
+	uint8_t *p = t->buf + t->len;
+	p = fmt_put_head(p, &t->enc, type, tsc);
+	int i = 0;
+	for (const char *l = layout[type]; *l; l++, i++) {
+		if (*l == 'p')
+			p = fmt_put_ptr(p, &t->enc, f[i]);
+		else if (*l == 'r') {
+			p = fmt_put_s(p, (int64_t)(f[i] - f[i - 1]));
+			t->enc.last_ptr = f[i];
+		} else
+			p = fmt_put_u(p, f[i]);
+	}
+	t->len = (size_t)(p - t->buf);
+	if (tsc > t->last)
+		t->last = tsc;
+	if (t->len >= chunk_cap)
+		tw_flush(t);
+}
+
+/* One metadata record with a prepared body. */
+static void meta(tw_t *t, unsigned type, const uint8_t *body, size_t n)
+{
+	tw_begin(t, t->open ? t->last : (t->last ? t->last : 1000000000));
+	uint8_t *p = t->buf + t->len;
+	*p++ = (uint8_t)type;
+	p = fmt_put_u(p, n);
+	memcpy(p, body, n);
+	t->len = (size_t)(p + n - t->buf);
+	if (t->len >= chunk_cap)
+		tw_flush(t);
+}
+
+static uint8_t mb[FMT_CHUNK_MAX_PAYLOAD / 64];
+
+static void m_stack(tw_t *t, uint64_t id, int n, const uint64_t *fr)
+{
+	uint8_t *p = mb;
+	p = fmt_put_u(p, id);
+	p = fmt_put_u(p, (uint64_t)n);
+	for (int i = 0; i < n; i++)
+		p = i == 0 ? fmt_put_u(p, fr[0])
+		           : fmt_put_s(p, (int64_t)(fr[i] - fr[i - 1]));
+	meta(t, FMT_STACK, mb, (size_t)(p - mb));
+}
+
+static void m_lock_new(tw_t *t, uint64_t id, uint64_t addr, uint64_t kind,
+                       uint64_t flags)
+{
+	uint8_t *p = mb;
+	p = fmt_put_u(p, id);
+	p = fmt_put_u(p, addr);
+	p = fmt_put_u(p, kind);
+	p = fmt_put_u(p, flags);
+	meta(t, FMT_LOCK_NEW, mb, (size_t)(p - mb));
+}
+
+static void m_lock_name(tw_t *t, uint64_t id, uint64_t flags, const char *name)
+{
+	uint8_t *p = mb;
+	p = fmt_put_u(p, id);
+	p = fmt_put_u(p, flags);
+	p = fmt_put_str(p, name, strlen(name));
+	meta(t, FMT_LOCK_NAME, mb, (size_t)(p - mb));
+}
+
+static void m_thread_name(tw_t *t, uint64_t tid, const char *name)
+{
+	uint8_t *p = mb;
+	p = fmt_put_u(p, tid);
+	p = fmt_put_str(p, name, strlen(name));
+	meta(t, FMT_THREAD_NAME, mb, (size_t)(p - mb));
+}
+
+static void m_note(tw_t *t, uint64_t level, const char *text)
+{
+	uint8_t *p = mb;
+	p = fmt_put_u(p, level);
+	p = fmt_put_str(p, text, strlen(text));
+	meta(t, FMT_NOTE, mb, (size_t)(p - mb));
+}
+
+static void m_end(tw_t *t, uint64_t events)
+{
+	uint8_t *p = mb;
+	p = fmt_put_u(p, events);
+	p = fmt_put_u(p, 0);
+	p = fmt_put_u(p, FMT_ENDF_CLEAN);
+	meta(t, FMT_END, mb, (size_t)(p - mb));
+}
+
+#define T0 1000000000ull /* the process starts at tsc 1e9 */
+#define PID 100
+
+static void m_process(tw_t *t, const char *cmd)
+{
+	char exe[4096] = "";
+	uint8_t *p = mb;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n > 0)
+		exe[n] = 0;
+	p = fmt_put_u(p, PID);
+	p = fmt_put_u(p, 1);
+	p = fmt_put_u(p, 1700000000000000000ull);
+	p = fmt_put_u(p, T0);
+	p = fmt_put_u(p, T0);
+	p = fmt_put_u(p, 1000000000); /* tsc_hz */
+	p = fmt_put_u(p, 32);
+	p = fmt_put_u(p, FMT_UNWIND_FP);
+	p = fmt_put_u(p, 0);
+	p = fmt_put_str(p, exe, strlen(exe));
+	p = fmt_put_str(p, cmd, strlen(cmd));
+	p = fmt_put_str(p, "mktrace-host", 12);
+	p = fmt_put_str(p, "mktrace", 7);
+	meta(t, FMT_PROCESS, mb, (size_t)(p - mb));
+}
+
+/* MODULE for this executable, found with dl_iterate_phdr. */
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+	tw_t *t = ctx;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	const uint8_t *bid = NULL;
+	size_t bidn = 0;
+	char exe[4096];
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD) {
+			if (info->dlpi_addr + ph->p_vaddr < lo)
+				lo = info->dlpi_addr + ph->p_vaddr;
+			if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
+				hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		} else if (ph->p_type == PT_NOTE) {
+			const uint8_t *n = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+			const uint8_t *e = n + ph->p_memsz;
+			while (n + 12 <= e) {
+				const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)n;
+				size_t nsz = (nh->n_namesz + 3) & ~3u;
+				size_t dsz = (nh->n_descsz + 3) & ~3u;
+				if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+				    memcmp(n + 12, "GNU", 4) == 0) {
+					bid = n + 12 + nsz;
+					bidn = nh->n_descsz;
+				}
+				n += 12 + nsz + dsz;
+			}
+		}
+	}
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0)
+		return 1;
+	exe[n] = 0;
+	uint8_t *p = mb;
+	p = fmt_put_u(p, info->dlpi_addr);
+	p = fmt_put_u(p, lo);
+	p = fmt_put_u(p, hi);
+	p = fmt_put_str(p, exe, strlen(exe));
+	p = fmt_put_u(p, bidn);
+	memcpy(p, bid, bidn);
+	p += bidn;
+	meta(t, FMT_MODULE, mb, (size_t)(p - mb));
+	return 1; /* the first object is the executable */
+}
+
+static void finish_file(void)
+{
+	/* End of run: flush every open chunk, then (small scenarios) write
+	 * the kept chunks in reverse thread order. */
+	for (int i = nthr; i-- > 0;)
+		tw_flush(&thr[i]);
+	if (streaming)
+		return;
+	bool any = true;
+	while (any) {
+		any = false;
+		for (int i = nthr; i-- > 0;) {
+			chunk_t *c = thr[i].head;
+			if (!c)
+				continue;
+			thr[i].head = c->next;
+			write_chunk(c->bytes, c->len);
+			free(c->bytes);
+			free(c);
+			any = true;
+		}
+	}
+}
+
+/* ---- scenarios ---- */
+
+enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
+       S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
+       S_WORK_SITE };
+enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
+       L_STARVE = 6, L_MALLOC = 50 };
+
+static bool with_module = true;
+static uint64_t nevents;
+
+static void define_stacks(tw_t *t)
+{
+	uint64_t f[4];
+	f[0] = fa(queue_init), f[1] = fa(worker_main);
+	m_stack(t, S_INIT, 2, f);
+	f[0] = fa(queue_put);
+	m_stack(t, S_PUT_SITE, 1, f);
+	f[0] = fa(queue_put), f[1] = fa(producer_main);
+	m_stack(t, S_PUT_ALLOC, 2, f);
+	m_stack(t, S_PUT_REL, 2, f);
+	f[0] = fa(queue_take), f[1] = fa(consumer_main);
+	m_stack(t, S_TAKE, 2, f);
+	f[0] = fa(stats_update);
+	m_stack(t, S_STATS_SITE, 1, f);
+	f[0] = fa(stats_update), f[1] = fa(producer_main);
+	m_stack(t, S_STATS_WAIT, 2, f);
+	f[0] = fa(outer_op), f[1] = fa(worker_main);
+	m_stack(t, S_OUTER, 2, f);
+	f[0] = fa(inner_op), f[1] = fa(outer_op), f[2] = fa(worker_main);
+	m_stack(t, S_INNER, 3, f);
+	f[0] = fa(starved_op), f[1] = fa(worker_main);
+	m_stack(t, S_STARVE, 2, f);
+	f[0] = fa(churn_op), f[1] = fa(worker_main);
+	m_stack(t, S_CHURN, 2, f);
+	f[0] = fa(worker_main);
+	m_stack(t, S_WORK_ALLOC, 1, f);
+	m_stack(t, S_WORK_SITE, 1, f);
+}
+
+#define E(t, type, tsc, ...) (nevents++, ev(t, type, tsc, __VA_ARGS__))
+
+/*
+ * cascade: per round r (10 us apart), producers p = 0..2:
+ *   acquire queue at t0 + 1500p (p > 0: ACQ_WAIT, 2000 ns wait, p + 1 waiters),
+ *   ALLOC 48 bytes 100 ns later (200 ns; every 10th round 5000 ns after an
+ *   ALLOC_LOCK_WAIT of 3000 ns), release 1000 ns after acquiring
+ *   (REL_CONTENDED for p < 2); then stats: ACQ_WAIT 300 ns at +1100,
+ *   REL at +1300, never allocating. Consumer at t0 + 5000: COND_WAKE,
+ *   frees the round's 3 blocks (100 ns each), COND_WAIT at +600.
+ *   Outside every lock each producer allocates and frees a 32-byte block
+ *   at +1400/+1450 (150 ns each).
+ */
+static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
+                             bool precise)
+{
+	uint64_t ptr_base = 0x10000000;
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int i = 0; i < 3; i++) {
+			tw_t *t = p[i];
+			uint64_t a = t0 + 1500u * (unsigned)i;
+			uint64_t ptr = ptr_base + ((uint64_t)r * 3 + (unsigned)i) * 64;
+			if (i == 0)
+				E(t, FMT_ACQ, a, L_QUEUE, S_PUT_SITE, 0, 0, 0);
+			else
+				E(t, FMT_ACQ_WAIT, a, L_QUEUE, S_PUT_ALLOC, 2000,
+				  (uint64_t)i + 1, 0);
+			if (!precise) {
+				bool slow = r % 10 == 0;
+				if (slow)
+					E(t, FMT_ALLOC_LOCK_WAIT, a + 90, L_MALLOC, 3000,
+					  0, 0, 0);
+				E(t, FMT_ALLOC, a + 100, ptr, 48, S_PUT_ALLOC,
+				  slow ? 5000 : 200, FMT_FN_NEW);
+			}
+			if (i < 2)
+				E(t, FMT_REL_CONTENDED, a + 1000, L_QUEUE, S_PUT_REL,
+				  0, 0, 0);
+			else
+				E(t, FMT_REL, a + 1000, L_QUEUE, 0, 0, 0, 0);
+			if (i < 2)
+				E(t, FMT_COND_SIGNAL, a + 1010, C_QUEUE, 0, 0, 0, 0);
+			E(t, FMT_ACQ_WAIT, a + 1100, L_STATS, S_STATS_WAIT, 300, 2, 0);
+			E(t, FMT_REL, a + 1300, L_STATS, 0, 0, 0, 0);
+			if (precise)
+				E(t, FMT_ALLOC, a + 1350, ptr, 48, S_PUT_ALLOC, 200,
+				  FMT_FN_NEW);
+			E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000, 32, S_WORK_ALLOC,
+			  150, FMT_FN_MALLOC);
+			E(t, FMT_FREE, a + 1450, ptr + 0x1000000, 150, 0, 0, 0);
+		}
+		uint64_t w = t0 + 5000;
+		E(c, FMT_COND_WAKE, w, C_QUEUE, L_QUEUE, 0, 0, 0);
+		for (int i = 0; i < 3; i++) {
+			uint64_t ptr = ptr_base + ((uint64_t)r * 3 + (unsigned)i) * 64;
+			if (precise) /* free outside the lock instead */
+				continue;
+			E(c, FMT_FREE, w + 100 + 100u * (unsigned)i, ptr, 100, 0, 0, 0);
+		}
+		E(c, FMT_COND_WAIT, w + 600, C_QUEUE, L_QUEUE, 0, 0, 0);
+		if (precise)
+			for (int i = 0; i < 3; i++) {
+				uint64_t ptr = ptr_base +
+				               ((uint64_t)r * 3 + (unsigned)i) * 64;
+				E(c, FMT_FREE, w + 700 + 10u * (unsigned)i, ptr, 100,
+				  0, 0, 0);
+			}
+	}
+	(void)m;
+}
+
+/*
+ * mixed extras, per round r from t0 = T0 + 100000 + r * 10000 + 7000:
+ *   worker w1: outer lock ACQ_WAIT (400 ns) at t0, inner ACQ_WAIT (200 ns)
+ *   at +50, REL inner +250, REL outer +300.
+ *   starve lock: w1 acquires 9 times per round, w2 once per 10 rounds,
+ *   with 9 TRY_FAILs per round; ACQ_WAIT 100 ns each.
+ *   churn: w2 allocates and frees a 16-byte block 5 times per round, each
+ *   living 100 ns (call 80 ns).
+ */
+static void scenario_mixed(tw_t *w1, tw_t *w2, int rounds)
+{
+	uint64_t ptr = 0x40000000;
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000 + 7000;
+		E(w1, FMT_ACQ_WAIT, t0, L_OUTER, S_OUTER, 400, 2, 0);
+		E(w1, FMT_ACQ_WAIT, t0 + 50, L_INNER, S_INNER, 200, 2, 0);
+		E(w1, FMT_REL, t0 + 250, L_INNER, 0, 0, 0, 0);
+		E(w1, FMT_REL, t0 + 300, L_OUTER, 0, 0, 0, 0);
+		/* the other user of outer and inner, so both are shared */
+		E(w2, FMT_ACQ, t0 + 320, L_OUTER, S_OUTER, 0, 0, 0);
+		E(w2, FMT_REL, t0 + 330, L_OUTER, 0, 0, 0, 0);
+		for (int k = 0; k < 9; k++) {
+			uint64_t a = t0 + 400 + 200u * (unsigned)k;
+			E(w1, FMT_ACQ_WAIT, a, L_STARVE, S_STARVE, 100, 2, 0);
+			E(w1, FMT_REL, a + 50, L_STARVE, 0, 0, 0, 0);
+			E(w2, FMT_TRY_FAIL, a + 10, L_STARVE, S_STARVE, 0, 0, 0);
+		}
+		if (r % 10 == 0) {
+			E(w2, FMT_ACQ_WAIT, t0 + 2300, L_STARVE, S_STARVE, 100, 2, 0);
+			E(w2, FMT_REL, t0 + 2350, L_STARVE, 0, 0, 0, 0);
+		}
+		for (int k = 0; k < 5; k++) {
+			uint64_t a = t0 + 2400 + 200u * (unsigned)k;
+			E(w2, FMT_ALLOC, a, ptr, 16, S_CHURN, 80, FMT_FN_NEW);
+			E(w2, FMT_FREE, a + 100, ptr, 80, 0, 0, 0);
+		}
+	}
+}
+
+/*
+ * big: T threads, each looping: ACQ lock (t % 4), ALLOC (stack t % 8),
+ * REL, FREE of the block allocated 64 iterations before. 4 events per
+ * iteration plus a few per round; live blocks stay at 64 per thread.
+ */
+static void scenario_big(uint64_t events, int threads)
+{
+	tw_t *t[MAX_THREADS];
+	tw_t *proc = &thr[0];
+	for (int i = 0; i < threads; i++) {
+		t[i] = tw_new(200 + (uint32_t)i);
+		m_thread_name(proc, 200 + (uint64_t)i, "worker");
+	}
+	uint64_t iters = events / 4 / (uint64_t)threads;
+	for (uint64_t k = 0; k < iters; k++)
+		for (int i = 0; i < threads; i++) {
+			uint64_t ts = T0 + 1000 + k * 400 + (uint64_t)i * 7;
+			uint64_t base = 0x7f0000000000ull + (uint64_t)i * 0x100000000ull;
+			uint64_t ptr = base + (k % 64) * 48;
+			if (k >= 64)
+				E(t[i], FMT_FREE, ts, ptr, 40, 0, 0, 0);
+			if (k % 16 == 0)
+				E(t[i], FMT_ACQ_WAIT, ts + 10, (uint64_t)(i % 4) + 1,
+				  S_WORK_SITE, 120, 2, 0);
+			else
+				E(t[i], FMT_ACQ, ts + 10, (uint64_t)(i % 4) + 1,
+				  S_WORK_SITE, 0, 0, 0);
+			E(t[i], FMT_ALLOC, ts + 20, ptr, 48,
+			  S_CHURN + (uint64_t)(k % 3), 60, FMT_FN_MALLOC);
+			E(t[i], FMT_REL, ts + 200, (uint64_t)(i % 4) + 1, 0, 0, 0, 0);
+		}
+}
+
+static void corrupt(const char *path, int crc_k, int cut_k)
+{
+	FILE *f = fopen(path, "r+b");
+	if (!f) {
+		perror(path);
+		exit(1);
+	}
+	uint64_t off = FMT_FILE_HEADER_SIZE;
+	uint8_t hb[FMT_CHUNK_HEADER_SIZE];
+	for (int k = 1;; k++) {
+		fmt_chunk_header_t h;
+		if (fseek(f, (long)off, SEEK_SET) ||
+		    fread(hb, 1, sizeof hb, f) != sizeof hb ||
+		    fmt_chunk_parse(hb, &h) < 0) {
+			fprintf(stderr, "mktrace: no chunk %d\n", k);
+			exit(1);
+		}
+		if (k == crc_k) {
+			uint8_t b;
+			uint64_t at = off + FMT_CHUNK_HEADER_SIZE + h.payload_len / 2;
+			fseek(f, (long)at, SEEK_SET);
+			if (fread(&b, 1, 1, f) != 1)
+				exit(1);
+			b ^= 0x40;
+			fseek(f, (long)at, SEEK_SET);
+			fwrite(&b, 1, 1, f);
+			break;
+		}
+		if (k == cut_k) {
+			fclose(f);
+			if (truncate(path, (off_t)(off + FMT_CHUNK_HEADER_SIZE +
+			                           h.payload_len / 2)) != 0)
+				perror("truncate");
+			printf("%llu\n", (unsigned long long)off);
+			return;
+		}
+		off += FMT_CHUNK_HEADER_SIZE + h.payload_len;
+	}
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: mktrace cascade|precise|mixed|big OUT "
+		                "[options]\n");
+		return 1;
+	}
+	const char *sc = argv[1], *path = argv[2];
+	int rounds = 1000, crc_k = 0, cut_k = 0, version = FMT_VERSION_MAJOR,
+	    threads = 4;
+	bool bad_magic = false;
+	uint64_t events = 50000000;
+	for (int i = 3; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
+		if (!strcmp(a, "--rounds"))
+			rounds = atoi(v), i++;
+		else if (!strcmp(a, "--no-module"))
+			with_module = false;
+		else if (!strcmp(a, "--chunk"))
+			chunk_cap = (size_t)atol(v), i++;
+		else if (!strcmp(a, "--corrupt-crc"))
+			crc_k = atoi(v), i++;
+		else if (!strcmp(a, "--cut"))
+			cut_k = atoi(v), i++;
+		else if (!strcmp(a, "--bad-record"))
+			bad_record_chunk = atoi(v), i++;
+		else if (!strcmp(a, "--version"))
+			version = atoi(v), i++;
+		else if (!strcmp(a, "--bad-magic"))
+			bad_magic = true;
+		else if (!strcmp(a, "--events"))
+			events = strtoull(v, NULL, 10), i++;
+		else if (!strcmp(a, "--threads"))
+			threads = atoi(v), i++;
+		else {
+			fprintf(stderr, "mktrace: unknown option %s\n", a);
+			return 1;
+		}
+	}
+	if (threads < 1 || threads > MAX_THREADS - 2)
+		threads = 4;
+	out = fopen(path, "wb");
+	if (!out) {
+		perror(path);
+		return 1;
+	}
+	uint8_t fh[FMT_FILE_HEADER_SIZE];
+	fmt_file_header(fh);
+	if (bad_magic)
+		fh[0] = 'X';
+	fh[8] = (uint8_t)version;
+	fwrite(fh, 1, sizeof fh, out);
+
+	tw_t *proc = tw_new(0);
+	proc->last = T0;
+	m_process(proc, sc);
+	if (with_module)
+		dl_iterate_phdr(phdr_cb, proc);
+	if (!strcmp(sc, "big")) {
+		streaming = true;
+		if (chunk_cap == 512)
+			chunk_cap = 64 * 1024;
+		define_stacks(proc);
+		tw_flush(proc);
+		scenario_big(events, threads);
+		finish_file();
+		fclose(out);
+		fprintf(stderr, "mktrace: %llu events, %d chunks\n",
+		        (unsigned long long)nevents, chunks_written);
+		return 0;
+	}
+	tw_t *mainth = tw_new(PID);
+	tw_t *p[3];
+	for (int i = 0; i < 3; i++)
+		p[i] = tw_new(101 + (uint32_t)i);
+	tw_t *c = tw_new(104);
+	/* Metadata arrives after first use, from whichever thread: stacks
+	 * from the process chunk at the end, lock names from threads. */
+	E(mainth, FMT_THREAD_START, T0 + 10, 1, 0, 0, 0, 0);
+	E(mainth, FMT_LOCK_INIT, T0 + 20, L_QUEUE, S_INIT, 0, 0, 0);
+	for (int i = 0; i < 3; i++) {
+		E(p[i], FMT_THREAD_START, T0 + 100 + (uint64_t)i, PID, 0, 0, 0, 0);
+		m_thread_name(proc, 101 + (uint64_t)i, "producer");
+	}
+	E(c, FMT_THREAD_START, T0 + 200, PID, 0, 0, 0, 0);
+	m_thread_name(proc, 104, "consumer");
+	m_thread_name(proc, PID, "main");
+	bool precise = !strcmp(sc, "precise");
+	if (!strcmp(sc, "cascade") || precise || !strcmp(sc, "mixed")) {
+		scenario_cascade(mainth, p, c, rounds, precise);
+	} else {
+		fprintf(stderr, "mktrace: unknown scenario %s\n", sc);
+		return 1;
+	}
+	tw_t *w1 = NULL, *w2 = NULL;
+	if (!strcmp(sc, "mixed")) {
+		w1 = tw_new(105);
+		w2 = tw_new(106);
+		m_thread_name(proc, 105, "worker-a");
+		m_thread_name(proc, 106, "worker-b");
+		scenario_mixed(w1, w2, rounds);
+		m_lock_new(w1, L_OUTER, 0x5000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(w1, L_INNER, 0x5040, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(w1, L_STARVE, 0x5080, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_name(w1, L_OUTER, 0, "outer");
+		m_lock_name(w1, L_INNER, 0, "inner");
+		m_lock_name(w1, L_STARVE, 0, "starved");
+	}
+	/* lock metadata late, from a producer's stream */
+	m_lock_new(p[1], L_QUEUE, 0x4000, FMT_KIND_MUTEX, FMT_LOCKF_INIT);
+	m_lock_new(p[1], L_STATS, 0x4040, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+	m_lock_new(p[1], C_QUEUE, 0x4080, FMT_KIND_COND, 0);
+	m_lock_new(p[1], L_MALLOC, 0x9000, FMT_KIND_ALLOC_INTERNAL, 0);
+	m_lock_name(p[2], L_QUEUE, FMT_NAMEF_QUEUE, "queue");
+	m_lock_name(p[2], L_STATS, 0, "stats");
+	m_note(proc, FMT_NOTE_INFO, "mktrace: synthetic trace");
+	define_stacks(proc);
+	m_end(proc, nevents);
+	finish_file();
+	fclose(out);
+	if (crc_k || cut_k)
+		corrupt(path, crc_k, cut_k);
+	return 0;
+}

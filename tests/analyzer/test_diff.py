@@ -1,0 +1,36 @@
+#!/usr/bin/env python3
+"""mallock diff: the cascade trace (allocation under the queue lock) before
+and the precise one (the allocation moved out) after: the queue class is
+matched by name, its allocator time in holds goes to zero, its wait and
+hold stay; the alloc_under_lock finding is "gone"."""
+from common import *
+
+before, _ = mktrace("cascade", "before.trace", "--rounds", 500)
+after, _ = mktrace("precise", "after.trace", "--rounds", 500)
+rc, out, err = run("diff", "--format=json", before, after)
+eq(rc, 0, "diff exit")
+d = json.loads(out)
+eq(d["schema"], "mallock.diff/1", "schema")
+locks = {lk["lock"]: lk for lk in d["locks"]}
+check("queue" in locks and "stats" in locks, "classes matched by name")
+q = locks["queue"]
+eq(q["before"]["allocator_ns_in_holds"], 2340 * 500, "before allocator in holds")
+eq(q["after"]["allocator_ns_in_holds"], 0, "after allocator in holds")
+eq(q["delta"]["allocator_ns_in_holds"], -2340 * 500, "delta allocator")
+eq(q["delta"]["wait_ns"], 0, "delta wait")
+eq(q["delta"]["hold_ns"], 0, "delta hold")
+aul = [f for f in d["findings"] if f["kind"] == "alloc_under_lock"]
+eq(len(aul), 1, "one alloc_under_lock row")
+eq(aul[0]["status"], "gone", "alloc_under_lock gone after")
+check(aul[0]["key"].startswith("queue @ queue_put"), "finding key")
+rc, out, err = run("diff", before, after)
+eq(rc, 0, "text diff")
+check("alloc_under_lock" in out and "gone" in out, "text diff names it")
+check(max(len(l) for l in out.splitlines()) <= 100, "100 columns")
+rc, out, err = run("diff", before)
+eq(rc, 1, "usage error")
+empty = os.path.join(TMP, "e.trace")
+open(empty, "w").close()
+rc, out, err = run("diff", before, empty)
+eq(rc, 2, "diff: not a trace")
+done("analyzer_diff")

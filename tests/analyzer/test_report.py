@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""mallock report on synthetic traces from mktrace (see mktrace.c for the
+scenarios and their exact timings): exact totals and lock statistics, the
+top finding, precision (no alloc_under_lock without allocation under a
+contended lock), the merge of out-of-order chunks, the text and folded
+outputs, and the filters."""
+import json
+from common import *
+
+R = 1000
+path, _ = mktrace("cascade", "cascade.trace", "--rounds", R)
+d = report_json(path)
+eq(d["schema"], "mallock.report/1", "schema")
+t = d["trace"]
+eq(t["pid"], 100, "pid")
+eq(t["truncated"], False, "truncated")
+eq(t["threads"], 5, "threads")
+eq(t["dropped_events"], 0, "dropped")
+check(t["duration_ns"] > R * 10000 - 20000, "duration")
+tot = d["totals"]
+eq(tot["allocations"], 6 * R, "allocations")
+eq(tot["frees"], 6 * R, "frees")
+eq(tot["allocated_bytes"], R * (3 * 48 + 3 * 32), "bytes")
+# chunks are written consumer first: every free precedes its allocation in
+# the file, so these hold only if the reader merges by time.
+eq(tot["cross_thread_frees"], 3 * R, "cross-thread frees")
+eq(tot["unknown_frees"], 0, "unknown frees")
+eq(tot["lock_acquisitions"], 6 * R, "acquisitions")
+eq(tot["contended_acquisitions"], 5 * R, "contended")
+eq(tot["lock_wait_ns"], 4000 * R + 900 * R, "lock wait")
+
+q = lock_by_name(d, "queue")
+eq(q["kind"], "mutex", "queue kind")
+eq(q["queue_like"], True, "queue_like")
+eq(q["acquisitions"], 3 * R, "queue acq")
+eq(q["contended"], 2 * R, "queue contended")
+eq(q["wait_ns"], 4000 * R, "queue wait")
+eq(q["hold_ns"], 3600 * R, "queue hold")
+eq(q["allocations_in_holds"], 6 * R, "queue allocator calls in holds")
+eq(q["allocs_in_holds"], 3 * R, "queue allocations in holds")
+eq(q["allocator_ns_in_holds"], 2340 * R, "queue allocator ns in holds")
+eq(q["allocator_lock_wait_ns_in_holds"], 900 * R, "queue allocator lock wait")
+eq(q["max_waiters"], 3, "queue max waiters")
+eq(q["cond_waits"], R, "queue cond waits")
+eq(q["init_site"]["function"], "queue_init", "queue init site")
+check(q["init_site"]["file"].endswith("mktrace.c"), "init site file")
+check(q["init_site"]["line"] > 0, "init site line")
+check(q["init_site"]["address"].startswith("0x"), "address is hex")
+eq(q["contention_points"][0]["stack"][0]["function"], "queue_put",
+   "contention point")
+eq(q["contending_points"][0]["holds"], 2 * R, "contending point holds")
+s = lock_by_name(d, "stats")
+eq(s["acquisitions"], 3 * R, "stats acq")
+eq(s["wait_ns"], 900 * R, "stats wait")
+eq(s["hold_ns"], 600 * R, "stats hold")
+eq(s["allocations_in_holds"], 0, "stats allocs in holds")
+
+f = d["findings"]
+check(len(f) > 0, "has findings")
+top = f[0]
+eq(top["kind"], "alloc_under_lock", "top finding kind")
+eq(top["lock"], q["id"], "top finding lock")
+eq(top["site"]["function"], "queue_put", "top finding site")
+eq(top["stack"][1]["function"], "producer_main", "top finding stack")
+ev = top["evidence"]
+eq(ev["calls"], 6 * R, "calls")
+eq(ev["lock_wait_ns"], 4000 * R, "W")
+near(ev["allocator_share_of_hold"], 2340 / 3600, 1e-9, "A")
+near(top["score"], 4000 * R * 2340 / 3600 * 2, 1e-9, "score (queue boost 2)")
+eq(ev["slow_calls"], 300 * R // 1000, "slow calls")
+for x in f:
+    check(x["kind"] != "alloc_under_lock" or x["lock"] != s["id"],
+          "no alloc_under_lock on the stats lock")
+scores = [x["score"] for x in f]
+eq(scores, sorted(scores, reverse=True), "findings sorted by score")
+kinds = {x["kind"] for x in f}
+check("cross_thread_free" in kinds, "cross_thread_free found")
+check("slow_alloc" in kinds, "slow_alloc found")
+roles = {th["tid"]: th["role"] for th in d["threads"]}
+eq(roles[100], "main", "main role")
+check(roles[104].startswith("consumer"), "consumer role")
+names = {th["tid"]: th["name"] for th in d["threads"]}
+eq(names[101], "producer", "thread name")
+
+# text: the cascade told, within 100 columns
+rc, out, err = run("report", path)
+eq(rc, 0, "text exit")
+check("The cascade" in out, "cascade told")
+check("waiters lost 4.0 ms on lock queue" in out, "cascade W")
+check("65.0%" in out, "cascade A")
+check("give back up to about 2.6 ms" in " ".join(out.split()),
+      "cascade gives back")
+check(max(len(l) for l in out.splitlines()) <= 100, "100 columns")
+rc, out, err = run("report", "--top", "1", path)
+eq(out.count("\n#"), 1, "--top 1")
+
+# folded stacks
+rc, out, err = run("report", "--format=folded", "--metric=wait", path)
+lines = out.strip().splitlines()
+check(any(l.startswith("producer_main;queue_put;[wait queue] ") for l in lines),
+      "folded wait line")
+total_wait = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
+eq(total_wait, 4900 * R, "folded wait total")
+rc, out, err = run("report", "--format=folded", "--metric=alloc-under-lock", path)
+check("producer_main;queue_put;[alloc under queue] %d" % (2340 * R) in out,
+      "folded alloc-under-lock")
+rc, out, err = run("report", "--format=folded", "--metric=cross-thread", path)
+check("producer_main;queue_put;[cross-thread free] %d" % (3 * R) in out,
+      "folded cross-thread")
+rc, out, err = run("report", "--format=folded", "--metric=hold", path)
+check(rc == 0 and "[hold queue]" in out, "folded hold")
+
+# filters
+d2 = report_json("--lock=stats", path)
+eq([lk["name"] for lk in d2["locks"]], ["stats"], "--lock filter locks")
+check(all(x["kind"] != "alloc_under_lock" for x in d2["findings"]),
+      "--lock=stats: no alloc_under_lock")
+d3 = report_json("--min-severity=high", path)
+check(all(x["severity"] == "high" for x in d3["findings"]), "--min-severity")
+d4 = report_json("--thread=104", path)
+eq(d4["totals"]["frees"], 3 * R, "--thread: the consumer's frees")
+eq(d4["totals"]["allocations"], 0, "--thread: no allocations")
+eq(d4["totals"]["cross_thread_frees"], 3 * R, "--thread: still cross-thread")
+d5 = report_json("--thread=producer", path)
+eq(d5["totals"]["allocations"], 6 * R, "--thread by name")
+d6 = report_json("--no-symbols", path)
+eq(d6["findings"][0]["site"]["function"], None, "--no-symbols")
+
+# precision: contended locks, no allocation while held
+path, _ = mktrace("precise", "precise.trace", "--rounds", R)
+d = report_json(path)
+eq([x for x in d["findings"] if x["kind"] == "alloc_under_lock"], [],
+   "precision: no alloc_under_lock")
+for lk in d["locks"]:
+    eq(lk["allocations_in_holds"], 0, "precise: no allocations in holds")
+check(d["totals"]["contended_acquisitions"] > 0, "precise: contended")
+rc, out, err = run("report", path)
+check("The cascade" not in out, "precise: no cascade")
+
+# mixed: nested lock, starvation, churn
+path, _ = mktrace("mixed", "mixed.trace", "--rounds", R)
+d = report_json("--top", "50", path)
+kinds = [x["kind"] for x in d["findings"]]
+eq(kinds[0], "alloc_under_lock", "mixed: top finding")
+nest = [x for x in d["findings"] if x["kind"] == "nested_lock"]
+eq(len(nest), 1, "one nested_lock")
+outer = lock_by_name(d, "outer")
+inner = lock_by_name(d, "inner")
+eq(nest[0]["lock"], outer["id"], "nested outer")
+eq(nest[0]["inner_lock"], inner["id"], "nested inner")
+eq(nest[0]["evidence"]["inner_wait_ns_while_outer_held"], 200 * R, "nested wait")
+check("inner" in nest[0]["advice"] and "outer" in nest[0]["advice"],
+      "nested advice names both locks")
+st = [x for x in d["findings"] if x["kind"] == "starvation"]
+starved = lock_by_name(d, "starved")
+eq([x["lock"] for x in st], [starved["id"]], "starvation on the starved lock")
+churn = [x for x in d["findings"] if x["kind"] == "alloc_churn"
+         and x["site"]["function"] == "churn_op"]
+eq(len(churn), 1, "churn on churn_op")
+eq(churn[0]["evidence"]["size"], 16, "churn size")
+
+# dump prints every record
+rc, out, err = run("dump", path)
+eq(rc, 0, "dump exit")
+check("ALLOC ptr=0x" in out and "LOCK_NAME" in out, "dump records")
+rc, out2, err = run("dump", "--merged", path)
+recs = [l for l in out.splitlines() if not l.startswith("#")]
+recs2 = [l for l in out2.splitlines() if not l.startswith("#")]
+eq(len(recs), len(recs2), "dump and merged dump: same records")
+tscs = [int(l.split()[1][4:]) for l in recs2]
+check(tscs == sorted(tscs), "merged dump in time order")
+
+# several traces together, and per process
+p1, _ = mktrace("cascade", "a.trace", "--rounds", 100)
+p2, _ = mktrace("precise", "b.trace", "--rounds", 100)
+d = report_json(p1, p2)
+eq(len(d["traces"]), 2, "two traces")
+eq(d["totals"]["allocations"], 1200, "totals summed")
+ids = [lk["id"] for lk in d["locks"]]
+eq(len(ids), len(set(ids)), "lock ids unique across traces")
+rc, out, err = run("report", "--per-process", p1, p2)
+eq(out.count("mallock report\n"), 2, "--per-process: two reports")
+done("analyzer_report")

@@ -1,0 +1,228 @@
+/*
+ * test_format.c - unit tests of format/: varint and zigzag round-trips,
+ * chunk seal/parse/verify, fmt_decode of every core type (encoded with
+ * fmt_put_*), metadata framing, and a corrupt CRC or bad varint detected.
+ */
+#include "../check.h"
+#include "trace_format.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static void test_varints(void)
+{
+	static const uint64_t vals[] = {0, 1, 127, 128, 255, 300, 16383, 16384,
+	                                UINT32_MAX, (uint64_t)1 << 63,
+	                                UINT64_MAX - 1, UINT64_MAX};
+	for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
+		uint8_t buf[FMT_VARINT_MAX + 2];
+		uint8_t *e = fmt_put_u(buf, vals[i]);
+		CHECK(e - buf <= FMT_VARINT_MAX);
+		const uint8_t *p = buf;
+		uint64_t v = 0;
+		CHECK(fmt_get_u(&p, e, &v) == 0);
+		CHECK_EQ_U(v, vals[i]);
+		CHECK(p == e);
+		/* one byte short: fails */
+		p = buf;
+		CHECK(fmt_get_u(&p, e - 1, &v) == -1);
+	}
+	static const int64_t svals[] = {0, 1, -1, 63, -64, 64, -65, INT32_MAX,
+	                                INT32_MIN, INT64_MAX, INT64_MIN};
+	for (size_t i = 0; i < sizeof svals / sizeof *svals; i++) {
+		CHECK(fmt_unzigzag(fmt_zigzag(svals[i])) == svals[i]);
+		uint8_t buf[FMT_VARINT_MAX];
+		uint8_t *e = fmt_put_s(buf, svals[i]);
+		const uint8_t *p = buf;
+		uint64_t v = 0;
+		CHECK(fmt_get_u(&p, e, &v) == 0);
+		CHECK(fmt_unzigzag(v) == svals[i]);
+	}
+	CHECK_EQ_U(fmt_zigzag(-1), 1);
+	CHECK_EQ_U(fmt_zigzag(1), 2);
+	/* 11 continuation bytes: too long */
+	uint8_t bad[12];
+	memset(bad, 0x80, sizeof bad);
+	const uint8_t *p = bad;
+	uint64_t v;
+	CHECK(fmt_get_u(&p, bad + sizeof bad, &v) == -1);
+}
+
+static void test_file_header(void)
+{
+	uint8_t h[FMT_FILE_HEADER_SIZE];
+	unsigned ma = 9, mi = 9;
+	fmt_file_header(h);
+	CHECK(fmt_file_header_check(h, sizeof h, &ma, &mi) == 0);
+	CHECK_EQ_U(ma, FMT_VERSION_MAJOR);
+	CHECK_EQ_U(mi, FMT_VERSION_MINOR);
+	CHECK(fmt_file_header_check(h, sizeof h - 1, &ma, &mi) == -1);
+	h[8] = FMT_VERSION_MAJOR + 1;
+	CHECK(fmt_file_header_check(h, sizeof h, &ma, &mi) == -2);
+	CHECK_EQ_U(ma, FMT_VERSION_MAJOR + 1);
+	h[0] ^= 1;
+	CHECK(fmt_file_header_check(h, sizeof h, &ma, &mi) == -1);
+}
+
+/* Every core type, with field values that exercise the pointer deltas. */
+static void test_core_roundtrip(void)
+{
+	static const char *const layout[0x80] = {
+#define L_(name, code, l) [code] = l,
+	    FMT_CORE_RECORDS(L_)
+#undef L_
+	};
+	static const unsigned types[] = {
+#define T_(name, code, l) code,
+	    FMT_CORE_RECORDS(T_)
+#undef T_
+	};
+	uint8_t payload[4096];
+	uint64_t want[sizeof types / sizeof *types][7];
+	uint64_t want_tsc[sizeof types / sizeof *types];
+	fmt_enc_t enc = {1000, 0};
+	uint8_t *p = payload;
+	uint64_t tsc = 1000;
+	for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+		unsigned t = types[i];
+		tsc += 17 * i + 3;
+		want_tsc[i] = tsc;
+		p = fmt_put_head(p, &enc, t, tsc);
+		int k = 0;
+		for (const char *l = layout[t]; *l; l++, k++) {
+			uint64_t v = 0x7f0000001000ull + (uint64_t)(i * 64 + (unsigned)k);
+			if (*l == 'u')
+				v = (uint64_t)k * 1000003u + i;
+			want[i][k] = v;
+			if (*l == 'p')
+				p = fmt_put_ptr(p, &enc, v);
+			else if (*l == 'r') {
+				p = fmt_put_s(p, (int64_t)(v - want[i][k - 1]));
+				enc.last_ptr = v;
+			} else
+				p = fmt_put_u(p, v);
+		}
+		/* a metadata record between core events */
+		*p++ = FMT_NOTE;
+		uint8_t body[32], *b = body;
+		b = fmt_put_u(b, FMT_NOTE_WARN);
+		b = fmt_put_str(b, "hi", 2);
+		p = fmt_put_u(p, (uint64_t)(b - body));
+		memcpy(p, body, (size_t)(b - body));
+		p += b - body;
+	}
+	fmt_chunk_header_t h = {0};
+	h.payload_len = (uint32_t)(p - payload);
+	h.tid = 42;
+	h.seq = 3;
+	h.tsc_base = 1000;
+	h.tsc_flush = tsc;
+	h.mono_flush_ns = 123456789;
+	uint8_t hb[FMT_CHUNK_HEADER_SIZE];
+	fmt_chunk_seal(hb, &h, payload);
+	fmt_chunk_header_t g;
+	CHECK(fmt_chunk_parse(hb, &g) == 0);
+	CHECK_EQ_U(g.magic, FMT_CHUNK_MAGIC);
+	CHECK_EQ_U(g.tid, 42);
+	CHECK_EQ_U(g.seq, 3);
+	CHECK_EQ_U(g.payload_len, h.payload_len);
+	CHECK_EQ_U(g.tsc_base, 1000);
+	CHECK_EQ_U(g.tsc_flush, tsc);
+	CHECK_EQ_U(g.mono_flush_ns, 123456789);
+	CHECK(fmt_chunk_verify(hb, &g, payload) == 0);
+
+	fmt_dec_t d;
+	fmt_record_t r;
+	size_t eo;
+	fmt_dec_init(&d, &g, payload);
+	for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+		CHECK(fmt_decode(&d, &r, &eo) == 1);
+		CHECK_EQ_U(r.type, types[i]);
+		CHECK_EQ_U(r.tsc, want_tsc[i]);
+		CHECK_EQ_U(r.nf, strlen(layout[types[i]]));
+		for (unsigned k = 0; k < r.nf; k++)
+			CHECK_EQ_U(r.f[k], want[i][k]);
+		CHECK(fmt_type_name(r.type) != NULL);
+		CHECK(fmt_decode(&d, &r, &eo) == 1);
+		CHECK_EQ_U(r.type, FMT_NOTE);
+		const uint8_t *q = r.body;
+		uint64_t lvl = 0;
+		const char *s;
+		size_t n;
+		CHECK(fmt_get_u(&q, r.body + r.body_len, &lvl) == 0);
+		CHECK_EQ_U(lvl, FMT_NOTE_WARN);
+		CHECK(fmt_get_str(&q, r.body + r.body_len, &s, &n) == 0);
+		CHECK(n == 2 && memcmp(s, "hi", 2) == 0);
+	}
+	CHECK(fmt_decode(&d, &r, &eo) == 0);
+
+	/* corrupt one payload byte: the CRC catches it */
+	payload[h.payload_len / 2] ^= 0x10;
+	CHECK(fmt_chunk_verify(hb, &g, payload) == -1);
+	payload[h.payload_len / 2] ^= 0x10;
+	/* corrupt a header byte covered by the CRC */
+	hb[13] ^= 1;
+	CHECK(fmt_chunk_parse(hb, &g) == 0);
+	CHECK(fmt_chunk_verify(hb, &g, payload) == -1);
+	hb[13] ^= 1;
+	/* bad magic, oversized payload */
+	hb[0] ^= 1;
+	CHECK(fmt_chunk_parse(hb, &g) == -1);
+	hb[0] ^= 1;
+	uint8_t big[FMT_CHUNK_HEADER_SIZE];
+	memcpy(big, hb, sizeof big);
+	big[7] = 0x7f;
+	CHECK(fmt_chunk_parse(big, &g) == -1);
+}
+
+static void test_malformed_records(void)
+{
+	fmt_chunk_header_t h = {0};
+	fmt_dec_t d;
+	fmt_record_t r;
+	size_t eo = 99;
+	/* unterminated varint in an ALLOC, after one good REL */
+	uint8_t a[] = {FMT_REL, 5, 1, FMT_ALLOC, 1, 2, 0xff, 0xff};
+	h.payload_len = sizeof a;
+	fmt_dec_init(&d, &h, a);
+	CHECK(fmt_decode(&d, &r, &eo) == 1);
+	CHECK(fmt_decode(&d, &r, &eo) == -1);
+	CHECK_EQ_U(eo, 3);
+	/* unknown core type */
+	uint8_t b[] = {0x7e, 0};
+	h.payload_len = sizeof b;
+	fmt_dec_init(&d, &h, b);
+	CHECK(fmt_decode(&d, &r, &eo) == -1);
+	CHECK_EQ_U(eo, 0);
+	/* metadata length past the payload */
+	uint8_t c[] = {FMT_NOTE, 50, 1, 2};
+	h.payload_len = sizeof c;
+	fmt_dec_init(&d, &h, c);
+	CHECK(fmt_decode(&d, &r, &eo) == -1);
+	/* unknown metadata type: skipped by length */
+	uint8_t e[] = {0xf0, 2, 9, 9, FMT_REL, 0, 1};
+	h.payload_len = sizeof e;
+	fmt_dec_init(&d, &h, e);
+	CHECK(fmt_decode(&d, &r, &eo) == 1);
+	CHECK_EQ_U(r.body_len, 2);
+	CHECK(fmt_decode(&d, &r, &eo) == 1);
+	CHECK_EQ_U(r.type, FMT_REL);
+	CHECK(fmt_decode(&d, &r, &eo) == 0);
+	/* string longer than its body */
+	uint8_t s[] = {10, 'a'};
+	const uint8_t *q = s;
+	const char *str;
+	size_t n;
+	CHECK(fmt_get_str(&q, s + sizeof s, &str, &n) == -1);
+	CHECK(strcmp(fmt_alloc_fn_name(FMT_FN_NEW), "operator new") == 0);
+	CHECK(strcmp(fmt_lock_kind_name(FMT_KIND_RWLOCK), "rwlock") == 0);
+}
+
+int main(void)
+{
+	test_varints();
+	test_file_header();
+	test_core_roundtrip();
+	test_malformed_records();
+	return check_done("format");
+}
