@@ -1,0 +1,255 @@
+/*
+ * alloc_hooks.c - the malloc family: malloc, free, calloc, realloc,
+ * reallocarray, posix_memalign, aligned_alloc, memalign, valloc, pvalloc.
+ * malloc_usable_size is not interposed (it passes through).
+ *
+ * Each hook: one gate test, two TSC reads around the real call (the time
+ * spent inside the allocator), a stack for allocations, one event encoded
+ * into the thread's buffer. Failed allocations and free(NULL) are not
+ * recorded. Before the real functions are known (dlsym bootstrap) the
+ * allocation hooks serve the static pool and free ignores pool blocks.
+ *
+ * t->in_alloc is set around the real call so that the futex hook can tell
+ * an allocator-internal lock wait (futex_hook.c).
+ */
+#include "hook.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- pass-through paths (not recording) ---- */
+
+static void *pass_malloc(size_t n)
+{
+	if (unlikely(!real_usable()))
+		return boot_alloc(n, 16);
+	return real.malloc(n);
+}
+
+static void *pass_calloc(size_t n, size_t m)
+{
+	size_t total;
+	if (unlikely(!real_usable())) {
+		if (__builtin_mul_overflow(n, m, &total))
+			return NULL;
+		return boot_alloc(total, 16);
+	}
+	return real.calloc(n, m);
+}
+
+static void *pass_aligned(size_t align, size_t n)
+{
+	if (unlikely(!real_usable()))
+		return boot_alloc(n, align);
+	if (real.memalign)
+		return real.memalign(align, n);
+	void *p = NULL;
+	return real.posix_memalign && real.posix_memalign(&p, align, n) == 0
+	           ? p
+	           : NULL;
+}
+
+/* realloc of a bootstrap block: copy it out to a real block. */
+static void *realloc_boot(void *p, size_t n)
+{
+	void *q = pass_malloc(n);
+	if (q) {
+		size_t old = boot_size(p);
+		memcpy(q, p, old < n ? old : n);
+	}
+	return q;
+}
+
+/* ---- hooks ---- */
+
+HOOK_EXPORT void *malloc(size_t n)
+{
+	tls_t *t = &shim_tls;
+	if (unlikely(!hook_enter(t)))
+		return pass_malloc(n);
+	uint64_t t0 = prim_tsc();
+	t->in_alloc = 1;
+	void *p = real.malloc(n);
+	t->in_alloc = 0;
+	uint64_t t1 = prim_tsc();
+	if (likely(p != NULL))
+		rec_alloc(t, p, n, t0, t1, FMT_FN_MALLOC, HOOK_RA(), HOOK_FP());
+	hook_leave(t);
+	return p;
+}
+
+HOOK_EXPORT void free(void *p)
+{
+	if (unlikely(p == NULL || boot_owns(p)))
+		return;
+	tls_t *t = &shim_tls;
+	if (unlikely(!hook_enter(t))) {
+		if (likely(real_usable()))
+			real.free(p);
+		return;
+	}
+	uint64_t t0 = prim_tsc();
+	t->in_alloc = 1;
+	real.free(p);
+	t->in_alloc = 0;
+	uint64_t t1 = prim_tsc();
+	rec_free(t, p, t0, t1);
+	hook_leave(t);
+}
+
+HOOK_EXPORT void *calloc(size_t n, size_t m)
+{
+	tls_t *t = &shim_tls;
+	if (unlikely(!hook_enter(t)))
+		return pass_calloc(n, m);
+	uint64_t t0 = prim_tsc();
+	t->in_alloc = 1;
+	void *p = real.calloc(n, m);
+	t->in_alloc = 0;
+	uint64_t t1 = prim_tsc();
+	if (likely(p != NULL))
+		rec_alloc(t, p, n * m, t0, t1, FMT_FN_CALLOC, HOOK_RA(),
+		          HOOK_FP());
+	hook_leave(t);
+	return p;
+}
+
+/*
+ * The shared body of realloc and reallocarray: realloc(NULL, n) is an ALLOC
+ * (fn), realloc(p, 0) that returns NULL freed p (FREE), a failure records
+ * nothing, a success is a REALLOC.
+ */
+static inline void realloc_record(tls_t *t, void *old, void *p, size_t n,
+                                  uint64_t t0, uint64_t t1, unsigned fn,
+                                  uintptr_t ra, void *fp)
+{
+	if (old == NULL) {
+		if (p)
+			rec_alloc(t, p, n, t0, t1, fn, ra, fp);
+	} else if (p == NULL) {
+		if (n == 0)
+			rec_free(t, old, t0, t1);
+	} else {
+		rec_realloc(t, old, p, n, t0, t1, ra, fp);
+	}
+}
+
+HOOK_EXPORT void *realloc(void *old, size_t n)
+{
+	if (unlikely(old && boot_owns(old)))
+		return realloc_boot(old, n);
+	tls_t *t = &shim_tls;
+	if (unlikely(!hook_enter(t))) {
+		if (unlikely(!real_usable()))
+			return old ? NULL : boot_alloc(n, 16);
+		return real.realloc(old, n);
+	}
+	uint64_t t0 = prim_tsc();
+	t->in_alloc = 1;
+	void *p = real.realloc(old, n);
+	t->in_alloc = 0;
+	uint64_t t1 = prim_tsc();
+	realloc_record(t, old, p, n, t0, t1, FMT_FN_MALLOC, HOOK_RA(),
+	               HOOK_FP());
+	hook_leave(t);
+	return p;
+}
+
+static void *call_reallocarray(void *old, size_t n, size_t m)
+{
+	if (real.reallocarray)
+		return real.reallocarray(old, n, m);
+	size_t total;
+	if (__builtin_mul_overflow(n, m, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return real.realloc(old, total);
+}
+
+HOOK_EXPORT void *reallocarray(void *old, size_t n, size_t m)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, m, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (unlikely(old && boot_owns(old)))
+		return realloc_boot(old, total);
+	tls_t *t = &shim_tls;
+	if (unlikely(!hook_enter(t))) {
+		if (unlikely(!real_usable()))
+			return old ? NULL : boot_alloc(total, 16);
+		return call_reallocarray(old, n, m);
+	}
+	uint64_t t0 = prim_tsc();
+	t->in_alloc = 1;
+	void *p = call_reallocarray(old, n, m);
+	t->in_alloc = 0;
+	uint64_t t1 = prim_tsc();
+	realloc_record(t, old, p, total, t0, t1, FMT_FN_REALLOCARRAY,
+	               HOOK_RA(), HOOK_FP());
+	hook_leave(t);
+	return p;
+}
+
+HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
+{
+	tls_t *t = &shim_tls;
+	if (unlikely(!hook_enter(t))) {
+		if (unlikely(!real_usable())) {
+			*out = boot_alloc(n, align);
+			return *out ? 0 : ENOMEM;
+		}
+		return real.posix_memalign ? real.posix_memalign(out, align, n)
+		                           : ENOMEM;
+	}
+	uint64_t t0 = prim_tsc();
+	t->in_alloc = 1;
+	int r = real.posix_memalign ? real.posix_memalign(out, align, n)
+	                            : ENOMEM;
+	t->in_alloc = 0;
+	uint64_t t1 = prim_tsc();
+	if (r == 0)
+		rec_alloc(t, *out, n, t0, t1, FMT_FN_POSIX_MEMALIGN, HOOK_RA(),
+		          HOOK_FP());
+	hook_leave(t);
+	return r;
+}
+
+/* The aligned family: fn picks the real function and the fn code. */
+#define ALIGNED_HOOK(name, fn_code, params, call_args, pass_expr)              \
+	HOOK_EXPORT void *name params                                          \
+	{                                                                      \
+		tls_t *t = &shim_tls;                                          \
+		if (unlikely(!hook_enter(t)))                                  \
+			return pass_expr;                                      \
+		uint64_t t0 = prim_tsc();                                      \
+		t->in_alloc = 1;                                               \
+		void *p = real.name ? real.name call_args : NULL;              \
+		t->in_alloc = 0;                                               \
+		uint64_t t1 = prim_tsc();                                      \
+		if (likely(p != NULL))                                         \
+			rec_alloc(t, p, n, t0, t1, fn_code, HOOK_RA(),         \
+			          HOOK_FP());                                  \
+		hook_leave(t);                                                 \
+		return p;                                                      \
+	}
+
+ALIGNED_HOOK(aligned_alloc, FMT_FN_ALIGNED_ALLOC, (size_t align, size_t n),
+             (align, n), pass_aligned(align, n))
+ALIGNED_HOOK(memalign, FMT_FN_MEMALIGN, (size_t align, size_t n), (align, n),
+             pass_aligned(align, n))
+ALIGNED_HOOK(valloc, FMT_FN_VALLOC, (size_t n), (n),
+             real_usable() && real.valloc ? real.valloc(n)
+                                          : pass_aligned(4096, n))
+ALIGNED_HOOK(pvalloc, FMT_FN_PVALLOC, (size_t n), (n),
+             real_usable() && real.pvalloc ? real.pvalloc(n)
+                                           : pass_aligned(4096, n))
+
+/* The shim's own malloc, bound locally (taking &malloc inside the library
+ * would give the first definition in the global scope): tcmalloc_hooks.c
+ * compares it with dlsym(RTLD_DEFAULT, "malloc"). */
+void *shim_own_malloc(size_t n)
+	__attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));

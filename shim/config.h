@@ -1,0 +1,54 @@
+/*
+ * config.h - the shim's settings, read once from MALLOCK_* environment
+ * variables (docs/configuration.md lists them). Strict parsing: a value that
+ * is not entirely a number in range, or an unknown word, gets a one-line
+ * warning ("mallock: MALLOCK_X=...: <why>; using <default>") and the default.
+ *
+ * Invariant: g_cfg is written only by config_load() (at init, single-
+ * threaded) and read-only afterwards.
+ */
+#ifndef MALLOCK_SHIM_CONFIG_H
+#define MALLOCK_SHIM_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_PATH_MAX 1024
+
+/* X(env suffix, field, default, min, max) for the numeric settings. */
+#define CONFIG_NUMBERS(X)                                                      \
+	X(STACK_DEPTH, depth, 16, 1, 64)                                       \
+	X(FOLLOW_EXEC, follow_exec, 1, 0, 1)                                   \
+	X(BUFFER_KB, buffer_kb, 64, 4, 16384)                                  \
+	X(FLUSH_MS, flush_ms, 1000, 0, 3600000)                                \
+	X(VERBOSE, verbose, 0, 0, 2)
+
+/* Unwinders, with their PROCESS-record codes from trace_format.h. */
+enum config_unwind { CONFIG_UNWIND_LIBUNWIND = 0, CONFIG_UNWIND_FP = 1,
+	             CONFIG_UNWIND_NONE = 2 };
+
+typedef struct config {
+#define CONFIG_FIELD_(env, field, def, lo, hi) long field;
+	CONFIG_NUMBERS(CONFIG_FIELD_)
+#undef CONFIG_FIELD_
+	int unwind;                     /* enum config_unwind */
+	char output[CONFIG_PATH_MAX];   /* MALLOCK_OUTPUT, unexpanded */
+} config_t;
+
+extern config_t g_cfg;
+
+/* Reads the environment into g_cfg; warns (shim_warn) about bad values.
+ * May call getenv only; never allocates. */
+void config_load(void);
+
+/*
+ * Expands g_cfg.output into out: %p -> pid, %e -> executable name, %% -> %.
+ * When child is nonzero and the pattern has no %p, ".<pid>" is appended (a
+ * child never writes into its parent's file). Returns 0, or -1 when the
+ * result does not fit (out is then empty).
+ */
+int config_output_path(char *out, size_t cap, uint32_t pid, const char *exe,
+                       int child);
+
+#endif

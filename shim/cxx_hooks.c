@@ -1,0 +1,254 @@
+/*
+ * cxx_hooks.c - C++ operator new and delete in all their forms (plain,
+ * array, nothrow, sized, aligned), defined in C under their mangled names and
+ * forwarded to the next definition (dlsym RTLD_NEXT): libstdc++'s, or the
+ * operators of an allocator linked into the program (tcmalloc defines its
+ * own), so such programs are still seen.
+ *
+ * Throwing behaviour is kept: a failing `new` is the next operator's
+ * failure (new_handler loop, std::bad_alloc). This file is built with
+ * -fexceptions and the gate is released by a cleanup attribute, so an
+ * exception unwinding through the hook leaves the thread recordable.
+ * Without a next operator (no libstdc++ in the global scope) the hooks fall
+ * back to the real malloc/free and throw through the next
+ * std::__throw_bad_alloc().
+ *
+ * The next operators are resolved lazily (libstdc++ may be dlopen'ed after
+ * the shim started), with the gate held so dlsym's allocations pass through.
+ */
+#include "hook.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* X(index name, mangled name) of every next operator we may call. */
+#define CXX_NEXT(X)                                                            \
+	X(new_, _Znwm)                                                         \
+	X(new_arr, _Znam)                                                      \
+	X(new_nt, _ZnwmRKSt9nothrow_t)                                         \
+	X(new_arr_nt, _ZnamRKSt9nothrow_t)                                     \
+	X(new_al, _ZnwmSt11align_val_t)                                        \
+	X(new_arr_al, _ZnamSt11align_val_t)                                    \
+	X(new_al_nt, _ZnwmSt11align_val_tRKSt9nothrow_t)                       \
+	X(new_arr_al_nt, _ZnamSt11align_val_tRKSt9nothrow_t)                   \
+	X(del, _ZdlPv)                                                         \
+	X(del_arr, _ZdaPv)                                                     \
+	X(del_sz, _ZdlPvm)                                                     \
+	X(del_arr_sz, _ZdaPvm)                                                 \
+	X(del_nt, _ZdlPvRKSt9nothrow_t)                                        \
+	X(del_arr_nt, _ZdaPvRKSt9nothrow_t)                                    \
+	X(del_al, _ZdlPvSt11align_val_t)                                       \
+	X(del_arr_al, _ZdaPvSt11align_val_t)                                   \
+	X(del_sz_al, _ZdlPvmSt11align_val_t)                                   \
+	X(del_arr_sz_al, _ZdaPvmSt11align_val_t)                               \
+	X(del_al_nt, _ZdlPvSt11align_val_tRKSt9nothrow_t)                      \
+	X(del_arr_al_nt, _ZdaPvSt11align_val_tRKSt9nothrow_t)                  \
+	X(throw_bad_alloc, _ZSt17__throw_bad_allocv)
+
+enum cxx_idx {
+#define CXX_ENUM_(idx, sym) CXX_##idx,
+	CXX_NEXT(CXX_ENUM_)
+#undef CXX_ENUM_
+	CXX_COUNT
+};
+
+static const char *const cxx_names[CXX_COUNT] = {
+#define CXX_NAME_(idx, sym) #sym,
+	CXX_NEXT(CXX_NAME_)
+#undef CXX_NAME_
+};
+
+typedef void (*any_fn)(void);
+static void *_Atomic cxx_ptr[CXX_COUNT];
+
+/* The next definition of operator i, or NULL. Cached once found; looked up
+ * again while absent (a libstdc++ dlopen'ed later is picked up). */
+static any_fn as_fn(void *p)
+{
+	any_fn f;
+	memcpy(&f, &p, sizeof f);
+	return f;
+}
+
+static any_fn cxx_next(enum cxx_idx i)
+{
+	void *p = atomic_load_explicit(&cxx_ptr[i], memory_order_acquire);
+	if (likely(p != NULL))
+		return as_fn(p);
+	if (!real_usable())
+		return NULL;
+	tls_t *t = &shim_tls;
+	uint8_t gate = t->gate;
+	t->gate = GATE_BUSY;
+	p = prim_dlsym_next(cxx_names[i]);
+	t->gate = gate;
+	atomic_store_explicit(&cxx_ptr[i], p, memory_order_release);
+	return p ? as_fn(p) : NULL;
+}
+
+typedef void *(*new_fn)(size_t);
+typedef void *(*new_al_fn)(size_t, size_t);
+typedef void *(*new_nt_fn)(size_t, const void *);
+typedef void *(*new_al_nt_fn)(size_t, size_t, const void *);
+typedef void (*del_fn)(void *);
+typedef void (*del_sz_fn)(void *, size_t);
+typedef void (*del_al_fn)(void *, size_t);
+typedef void (*del_sz_al_fn)(void *, size_t, size_t);
+typedef void (*del_nt_fn)(void *, const void *);
+typedef void (*del_al_nt_fn)(void *, size_t, const void *);
+
+static void *fallback_alloc(size_t n, size_t align, int nothrow)
+{
+	void *p = NULL;
+	if (n == 0)
+		n = 1;
+	if (align <= 16)
+		p = real.malloc(n);
+	else if (real.posix_memalign && real.posix_memalign(&p, align, n) != 0)
+		p = NULL;
+	if (!p && !nothrow) {
+		any_fn thr = cxx_next(CXX_throw_bad_alloc);
+		if (thr)
+			thr();
+		abort();
+	}
+	return p;
+}
+
+/* Calls next operator new #i (shape given by al/nt) or the fallback. */
+static inline void *call_new(enum cxx_idx i, size_t n, size_t al, int has_al,
+                             const void *nt, int has_nt)
+{
+	any_fn f = cxx_next(i);
+	if (!f)
+		return fallback_alloc(n, has_al ? al : 0, has_nt);
+	if (has_al && has_nt)
+		return ((new_al_nt_fn)f)(n, al, nt);
+	if (has_al)
+		return ((new_al_fn)f)(n, al);
+	if (has_nt)
+		return ((new_nt_fn)f)(n, nt);
+	return ((new_fn)f)(n);
+}
+
+static void gate_cleanup(tls_t **tp)
+{
+	if (*tp) {
+		(*tp)->in_alloc = 0;
+		hook_leave(*tp);
+	}
+}
+
+#define NEW_HOOK(sym, idx, fn_code, has_al, has_nt, params, al_arg, nt_arg)    \
+	HOOK_EXPORT void *sym params                                           \
+	{                                                                      \
+		tls_t *t = &shim_tls;                                          \
+		if (unlikely(!hook_enter(t)))                                  \
+			return call_new(CXX_##idx, n, al_arg, has_al, nt_arg,  \
+			                has_nt);                               \
+		__attribute__((cleanup(gate_cleanup))) tls_t *guard = t;       \
+		uint64_t t0 = prim_tsc();                                      \
+		t->in_alloc = 1;                                               \
+		void *p = call_new(CXX_##idx, n, al_arg, has_al, nt_arg,       \
+		                   has_nt);                                    \
+		t->in_alloc = 0;                                               \
+		uint64_t t1 = prim_tsc();                                      \
+		if (likely(p != NULL))                                         \
+			rec_alloc(t, p, n, t0, t1, fn_code, HOOK_RA(),         \
+			          HOOK_FP());                                  \
+		(void)guard;                                                   \
+		return p;                                                      \
+	}
+
+NEW_HOOK(_Znwm, new_, FMT_FN_NEW, 0, 0, (size_t n), 0, NULL)
+NEW_HOOK(_Znam, new_arr, FMT_FN_NEW_ARRAY, 0, 0, (size_t n), 0, NULL)
+NEW_HOOK(_ZnwmRKSt9nothrow_t, new_nt, FMT_FN_NEW, 0, 1,
+         (size_t n, const void *nt), 0, nt)
+NEW_HOOK(_ZnamRKSt9nothrow_t, new_arr_nt, FMT_FN_NEW_ARRAY, 0, 1,
+         (size_t n, const void *nt), 0, nt)
+NEW_HOOK(_ZnwmSt11align_val_t, new_al, FMT_FN_NEW, 1, 0, (size_t n, size_t al),
+         al, NULL)
+NEW_HOOK(_ZnamSt11align_val_t, new_arr_al, FMT_FN_NEW_ARRAY, 1, 0,
+         (size_t n, size_t al), al, NULL)
+NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, new_al_nt, FMT_FN_NEW, 1, 1,
+         (size_t n, size_t al, const void *nt), al, nt)
+NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, new_arr_al_nt, FMT_FN_NEW_ARRAY,
+         1, 1, (size_t n, size_t al, const void *nt), al, nt)
+
+/*
+ * Calls the next operator delete #i, falling back to the plain form of the
+ * same family, then to the real free.
+ */
+static inline void call_del(enum cxx_idx i, enum cxx_idx plain, void *p,
+                            size_t sz, int has_sz, size_t al, int has_al,
+                            const void *nt, int has_nt)
+{
+	any_fn f = cxx_next(i);
+	if (f) {
+		if (has_sz && has_al)
+			((del_sz_al_fn)f)(p, sz, al);
+		else if (has_sz)
+			((del_sz_fn)f)(p, sz);
+		else if (has_al && has_nt)
+			((del_al_nt_fn)f)(p, al, nt);
+		else if (has_al)
+			((del_al_fn)f)(p, al);
+		else if (has_nt)
+			((del_nt_fn)f)(p, nt);
+		else
+			((del_fn)f)(p);
+		return;
+	}
+	f = i != plain ? cxx_next(plain) : NULL;
+	if (f && has_al)
+		((del_al_fn)f)(p, al);
+	else if (f)
+		((del_fn)f)(p);
+	else if (real_usable())
+		real.free(p);
+}
+
+#define DEL_HOOK(sym, idx, plain, has_sz, has_al, has_nt, params, sz_arg,      \
+                 al_arg, nt_arg)                                               \
+	HOOK_EXPORT void sym params                                            \
+	{                                                                      \
+		if (unlikely(p == NULL))                                       \
+			return;                                                \
+		tls_t *t = &shim_tls;                                          \
+		if (unlikely(!hook_enter(t))) {                                \
+			call_del(CXX_##idx, CXX_##plain, p, sz_arg, has_sz,    \
+			         al_arg, has_al, nt_arg, has_nt);              \
+			return;                                                \
+		}                                                              \
+		__attribute__((cleanup(gate_cleanup))) tls_t *guard = t;       \
+		uint64_t t0 = prim_tsc();                                      \
+		t->in_alloc = 1;                                               \
+		call_del(CXX_##idx, CXX_##plain, p, sz_arg, has_sz, al_arg,    \
+		         has_al, nt_arg, has_nt);                              \
+		t->in_alloc = 0;                                               \
+		uint64_t t1 = prim_tsc();                                      \
+		rec_free(t, p, t0, t1);                                        \
+		(void)guard;                                                   \
+	}
+
+DEL_HOOK(_ZdlPv, del, del, 0, 0, 0, (void *p), 0, 0, NULL)
+DEL_HOOK(_ZdaPv, del_arr, del_arr, 0, 0, 0, (void *p), 0, 0, NULL)
+DEL_HOOK(_ZdlPvm, del_sz, del, 1, 0, 0, (void *p, size_t sz), sz, 0, NULL)
+DEL_HOOK(_ZdaPvm, del_arr_sz, del_arr, 1, 0, 0, (void *p, size_t sz), sz, 0,
+         NULL)
+DEL_HOOK(_ZdlPvRKSt9nothrow_t, del_nt, del, 0, 0, 1, (void *p, const void *nt),
+         0, 0, nt)
+DEL_HOOK(_ZdaPvRKSt9nothrow_t, del_arr_nt, del_arr, 0, 0, 1,
+         (void *p, const void *nt), 0, 0, nt)
+DEL_HOOK(_ZdlPvSt11align_val_t, del_al, del_al, 0, 1, 0, (void *p, size_t al),
+         0, al, NULL)
+DEL_HOOK(_ZdaPvSt11align_val_t, del_arr_al, del_arr_al, 0, 1, 0,
+         (void *p, size_t al), 0, al, NULL)
+DEL_HOOK(_ZdlPvmSt11align_val_t, del_sz_al, del_al, 1, 1, 0,
+         (void *p, size_t sz, size_t al), sz, al, NULL)
+DEL_HOOK(_ZdaPvmSt11align_val_t, del_arr_sz_al, del_arr_al, 1, 1, 0,
+         (void *p, size_t sz, size_t al), sz, al, NULL)
+DEL_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, del_al_nt, del_al, 0, 1, 1,
+         (void *p, size_t al, const void *nt), 0, al, nt)
+DEL_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, del_arr_al_nt, del_arr_al, 0, 1,
+         1, (void *p, size_t al, const void *nt), 0, al, nt)

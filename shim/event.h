@@ -1,0 +1,41 @@
+/*
+ * event.h - encoding of core events straight into the calling thread's
+ * buffer: the hot path of every hook.
+ *
+ * Usage, inside a hook that passed hook_enter():
+ *     uint8_t *p = ev_head(t, FMT_ALLOC, tsc);
+ *     p = fmt_put_ptr(p, &t->enc, ptr); p = fmt_put_u(p, size); ...
+ *     ev_commit(t, p, tsc);
+ *
+ * Invariant: at hook entry t->pos <= t->soft_end, so one event (and the few
+ * metadata records writer_meta adds, which check for themselves) always fit:
+ * ev_commit flushes as soon as pos passes soft_end.
+ */
+#ifndef MALLOCK_SHIM_EVENT_H
+#define MALLOCK_SHIM_EVENT_H
+
+#include "tls.h"
+#include "writer.h"
+
+extern uint64_t g_flush_ticks; /* MALLOCK_FLUSH_MS in TSC ticks */
+
+static inline uint8_t *ev_head(tls_t *t, unsigned type, uint64_t tsc)
+{
+	return fmt_put_head(t->pos, &t->enc, type, tsc);
+}
+
+/* Publishes the event ending at p; flushes when the buffer is nearly full or
+ * its chunk is older than MALLOCK_FLUSH_MS (a subtraction on the TSC the
+ * hook already read). */
+static inline void ev_commit(tls_t *t, uint8_t *p, uint64_t tsc)
+{
+	t->pos = p;
+	t->chunk_events++;
+	atomic_store_explicit(&t->wb->committed, (size_t)(p - t->wb->chunk) -
+	                                             FMT_CHUNK_HEADER_SIZE,
+	                      memory_order_release);
+	if (unlikely((p > t->soft_end) | (tsc - t->chunk_tsc0 > g_flush_ticks)))
+		writer_flush(t);
+}
+
+#endif

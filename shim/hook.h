@@ -1,0 +1,85 @@
+/*
+ * hook.h - what every hook file shares: the export macro, the caller's
+ * return and frame addresses, and the record helpers for allocation events.
+ *
+ * Invariant: the helpers run inside a hook that passed hook_enter() (gate
+ * BUSY); they encode into the thread's buffer and never allocate.
+ */
+#ifndef MALLOCK_SHIM_HOOK_H
+#define MALLOCK_SHIM_HOOK_H
+
+#include "event.h"
+#include "lockmap.h"
+#include "real.h"
+#include "stack.h"
+#include "tls.h"
+
+/* Hooks are the only exported symbols besides mallock_* (see exports.map). */
+#define HOOK_EXPORT __attribute__((visibility("default")))
+/* Must be used in the hook's own body (not in a helper). */
+#define HOOK_RA() ((uintptr_t)__builtin_return_address(0))
+#define HOOK_FP() __builtin_frame_address(0)
+
+/* ALLOC(ptr, size, stack, ticks, fn) at t1; ticks = t1 - t0. */
+__attribute__((always_inline)) static inline void rec_alloc(tls_t *t, void *ptr, size_t size, uint64_t t0,
+                             uint64_t t1, unsigned fn, uintptr_t ra, void *fp)
+{
+	uint32_t stack = stack_here(t, ra, fp);
+	uint8_t *p = ev_head(t, FMT_ALLOC, t1);
+	p = fmt_put_ptr(p, &t->enc, (uintptr_t)ptr);
+	p = fmt_put_u(p, size);
+	p = fmt_put_u(p, stack);
+	p = fmt_put_u(p, t1 - t0);
+	p = fmt_put_u(p, fn);
+	ev_commit(t, p, t1);
+}
+
+/* FREE(ptr, ticks) at t1. */
+static inline void rec_free(tls_t *t, void *ptr, uint64_t t0, uint64_t t1)
+{
+	uint8_t *p = ev_head(t, FMT_FREE, t1);
+	p = fmt_put_ptr(p, &t->enc, (uintptr_t)ptr);
+	p = fmt_put_u(p, t1 - t0);
+	ev_commit(t, p, t1);
+}
+
+/* REALLOC(old, new, size, stack, ticks) at t1. */
+__attribute__((always_inline)) static inline void
+rec_realloc(tls_t *t, void *old, void *new, size_t size,
+                               uint64_t t0, uint64_t t1, uintptr_t ra,
+                               void *fp)
+{
+	uint32_t stack = stack_here(t, ra, fp);
+	uint8_t *p = ev_head(t, FMT_REALLOC, t1);
+	p = fmt_put_ptr(p, &t->enc, (uintptr_t)old);
+	p = fmt_put_s(p, (int64_t)((uintptr_t)new - (uintptr_t)old));
+	t->enc.last_ptr = (uintptr_t)new;
+	p = fmt_put_u(p, size);
+	p = fmt_put_u(p, stack);
+	p = fmt_put_u(p, t1 - t0);
+	ev_commit(t, p, t1);
+}
+
+/* A core event with two unsigned fields (ACQ, TRY_FAIL, COND_WAIT, ...). */
+static inline void rec_uu(tls_t *t, unsigned type, uint64_t tsc, uint64_t a,
+                          uint64_t b)
+{
+	uint8_t *p = ev_head(t, type, tsc);
+	p = fmt_put_u(p, a);
+	p = fmt_put_u(p, b);
+	ev_commit(t, p, tsc);
+}
+
+static inline void rec_u(tls_t *t, unsigned type, uint64_t tsc, uint64_t a)
+{
+	uint8_t *p = ev_head(t, type, tsc);
+	p = fmt_put_u(p, a);
+	ev_commit(t, p, tsc);
+}
+
+/* LOCK_NEW(fresh id, FMT_LOCKF_INIT) + LOCK_INIT(lock, init stack), and
+ * LOCK_DESTROY (lock_hooks.c; shared with cond_hooks.c). */
+void lock_rec_init(tls_t *t, void *l, unsigned kind, uintptr_t ra, void *fp);
+void lock_rec_destroy(tls_t *t, void *l);
+
+#endif

@@ -1,0 +1,325 @@
+/*
+ * lock_hooks.c - pthread mutexes, rwlocks and spinlocks: acquisition (trylock
+ * first, the clock read only around a wait that really happens), release,
+ * trylock failure, init and destroy.
+ *
+ * Uncontended acquisition: the real trylock succeeds -> ACQ/ACQ_SHARED(lock,
+ * site): one TSC read (the timestamp, needed for hold times), the lock id
+ * (read-only table lookup), the one-frame call-site id from the thread's
+ * cache. No atomic read-modify-write, no hashing of deep stacks.
+ *
+ * Contended acquisition: waiters++ (the count read, self included, is the
+ * event's `waiters`), set the lock's waited flag, time the real blocking
+ * call, waiters-- -> ACQ_WAIT/ACQ_SHARED_WAIT(lock, full stack, ticks,
+ * waiters). A timed lock that times out -> TRY_FAIL(lock, site) only.
+ *
+ * Release: REL(lock), or REL_CONTENDED(lock, holder's full stack) when a
+ * thread waited during this hold (the waited flag, cleared here). The event
+ * is recorded before the real unlock, so hold intervals never overlap the
+ * next holder's. A lock released without an entry in the lock table (taken
+ * before recording started) is passed through unrecorded.
+ */
+#include "hook.h"
+
+#include <errno.h>
+
+/* ---- shared paths ---- */
+
+enum lock_op {
+	OP_MUTEX, OP_MUTEX_TIMED, OP_MUTEX_CLOCK, OP_RD, OP_RD_TIMED, OP_WR,
+	OP_WR_TIMED, OP_SPIN
+};
+
+static int op_call(enum lock_op op, void *l, clockid_t clk,
+                   const struct timespec *abs)
+{
+	switch (op) {
+	case OP_MUTEX:
+		return real.pthread_mutex_lock(l);
+	case OP_MUTEX_TIMED:
+		return real.pthread_mutex_timedlock(l, abs);
+	case OP_MUTEX_CLOCK:
+		return real.pthread_mutex_clocklock
+		           ? real.pthread_mutex_clocklock(l, clk, abs)
+		           : EINVAL;
+	case OP_RD:
+		return real.pthread_rwlock_rdlock(l);
+	case OP_RD_TIMED:
+		return real.pthread_rwlock_timedrdlock(l, abs);
+	case OP_WR:
+		return real.pthread_rwlock_wrlock(l);
+	case OP_WR_TIMED:
+		return real.pthread_rwlock_timedwrlock(l, abs);
+	case OP_SPIN:
+		return real.pthread_spin_lock(l);
+	}
+	return EINVAL;
+}
+
+static unsigned op_kind(enum lock_op op)
+{
+	switch (op) {
+	case OP_RD:
+	case OP_RD_TIMED:
+	case OP_WR:
+	case OP_WR_TIMED:
+		return FMT_KIND_RWLOCK;
+	case OP_SPIN:
+		return FMT_KIND_SPIN;
+	default:
+		return FMT_KIND_MUTEX;
+	}
+}
+
+static int op_shared(enum lock_op op)
+{
+	return op == OP_RD || op == OP_RD_TIMED;
+}
+
+/* ACQ or ACQ_SHARED at the call site ra. */
+static inline void rec_acq(tls_t *t, unsigned type, void *l, unsigned kind,
+                           uintptr_t ra)
+{
+	uint64_t tsc = prim_tsc();
+	lock_ent_t *e = lockmap_get(t, l, kind);
+	if (unlikely(!e)) {
+		t->drops++;
+		return;
+	}
+	uint32_t site = stack_site(t, ra);
+	rec_uu(t, type, tsc, atomic_load_explicit(&e->id, memory_order_relaxed),
+	       site);
+}
+
+static void rec_tryfail(tls_t *t, void *l, unsigned kind, uintptr_t ra)
+{
+	uint64_t tsc = prim_tsc();
+	lock_ent_t *e = lockmap_get(t, l, kind);
+	if (!e) {
+		t->drops++;
+		return;
+	}
+	rec_uu(t, FMT_TRY_FAIL, tsc, atomic_load(&e->id), stack_site(t, ra));
+}
+
+/*
+ * The contended path: the trylock failed, so this thread will wait. Returns
+ * the real call's result. Out of line: the uncontended path stays small.
+ */
+__attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
+                                               void *l, clockid_t clk,
+                                               const struct timespec *abs,
+                                               uintptr_t ra, void *fp)
+{
+	unsigned kind = op_kind(op);
+	lock_ent_t *e = lockmap_get(t, l, kind);
+	int32_t waiters = 0;
+	if (e) {
+		waiters = atomic_fetch_add(&e->waiters, 1) + 1;
+		atomic_store_explicit(&e->waited, 1, memory_order_relaxed);
+	}
+	uint64_t t0 = prim_tsc();
+	int r = op_call(op, l, clk, abs);
+	uint64_t t1 = prim_tsc();
+	if (!e) {
+		if (r == 0)
+			t->drops++;
+		return r;
+	}
+	atomic_fetch_sub(&e->waiters, 1);
+	if (r == 0 || (r == EOWNERDEAD && !op_shared(op))) {
+		uint32_t stack = stack_here(t, ra, fp);
+		uint8_t *p = ev_head(t, op_shared(op) ? FMT_ACQ_SHARED_WAIT
+		                                       : FMT_ACQ_WAIT,
+		                     t1);
+		p = fmt_put_u(p, atomic_load(&e->id));
+		p = fmt_put_u(p, stack);
+		p = fmt_put_u(p, t1 - t0);
+		p = fmt_put_u(p, (uint64_t)waiters);
+		ev_commit(t, p, t1);
+	} else if (r == ETIMEDOUT) {
+		rec_uu(t, FMT_TRY_FAIL, t1, atomic_load(&e->id),
+		       stack_site(t, ra));
+	}
+	return r;
+}
+
+/* The release of l: REL, or REL_CONTENDED with the holder's stack. */
+static inline void rec_release(tls_t *t, void *l, uintptr_t ra, void *fp)
+{
+	lock_ent_t *e = &lockmap_slots[lockmap_hash((uintptr_t)l)];
+	if (unlikely(atomic_load_explicit(&e->addr, memory_order_relaxed) !=
+	             (uintptr_t)l)) {
+		e = lockmap_find(l);
+		if (!e)
+			return;
+	}
+	uint32_t id = atomic_load_explicit(&e->id, memory_order_relaxed);
+	if (unlikely(!id))
+		return;
+	uint64_t tsc = prim_tsc();
+	if (unlikely(atomic_load_explicit(&e->waited, memory_order_relaxed))) {
+		atomic_store_explicit(&e->waited, 0, memory_order_relaxed);
+		rec_uu(t, FMT_REL_CONTENDED, tsc, id, stack_here(t, ra, fp));
+		return;
+	}
+	rec_u(t, FMT_REL, tsc, id);
+}
+
+/* Before the real functions are known (dlsym bootstrap, one thread): locks
+ * are not needed yet and are reported as taken. */
+#define PASS_OR_BOOT(call) (likely(real_usable()) ? (call) : 0)
+
+/* ---- acquisition hooks ---- */
+
+#define ACQ_HOOK(sym, type_t, trylock, op, acq_type)                           \
+	HOOK_EXPORT int sym(type_t *l)                                         \
+	{                                                                      \
+		tls_t *t = &shim_tls;                                          \
+		if (unlikely(!hook_enter(t)))                                  \
+			return PASS_OR_BOOT(op_call(op, (void *)l, 0, NULL));          \
+		int r = real.trylock(l);                                       \
+		if (likely(r == 0))                                            \
+			rec_acq(t, acq_type, (void *)l, op_kind(op), HOOK_RA());       \
+		else                                                           \
+			r = lock_wait(t, op, (void *)l, 0, NULL, HOOK_RA(),            \
+			              HOOK_FP());                              \
+		hook_leave(t);                                                 \
+		return r;                                                      \
+	}
+
+ACQ_HOOK(pthread_mutex_lock, pthread_mutex_t, pthread_mutex_trylock, OP_MUTEX,
+         FMT_ACQ)
+ACQ_HOOK(pthread_rwlock_rdlock, pthread_rwlock_t, pthread_rwlock_tryrdlock,
+         OP_RD, FMT_ACQ_SHARED)
+ACQ_HOOK(pthread_rwlock_wrlock, pthread_rwlock_t, pthread_rwlock_trywrlock,
+         OP_WR, FMT_ACQ)
+ACQ_HOOK(pthread_spin_lock, pthread_spinlock_t, pthread_spin_trylock, OP_SPIN,
+         FMT_ACQ)
+
+#define TIMED_HOOK(sym, type_t, trylock, op, acq_type, clk_param, clk_arg)     \
+	HOOK_EXPORT int sym(type_t *l clk_param, const struct timespec *abs)   \
+	{                                                                      \
+		tls_t *t = &shim_tls;                                          \
+		if (unlikely(!hook_enter(t)))                                  \
+			return PASS_OR_BOOT(op_call(op, (void *)l, clk_arg, abs));     \
+		int r = real.trylock(l);                                       \
+		if (likely(r == 0))                                            \
+			rec_acq(t, acq_type, (void *)l, op_kind(op), HOOK_RA());       \
+		else                                                           \
+			r = lock_wait(t, op, (void *)l, clk_arg, abs, HOOK_RA(),       \
+			              HOOK_FP());                              \
+		hook_leave(t);                                                 \
+		return r;                                                      \
+	}
+
+#define NO_CLK_PARAM
+#define CLK_PARAM , clockid_t clk
+TIMED_HOOK(pthread_mutex_timedlock, pthread_mutex_t, pthread_mutex_trylock,
+           OP_MUTEX_TIMED, FMT_ACQ, NO_CLK_PARAM, 0)
+TIMED_HOOK(pthread_mutex_clocklock, pthread_mutex_t, pthread_mutex_trylock,
+           OP_MUTEX_CLOCK, FMT_ACQ, CLK_PARAM, clk)
+TIMED_HOOK(pthread_rwlock_timedrdlock, pthread_rwlock_t,
+           pthread_rwlock_tryrdlock, OP_RD_TIMED, FMT_ACQ_SHARED, NO_CLK_PARAM,
+           0)
+TIMED_HOOK(pthread_rwlock_timedwrlock, pthread_rwlock_t,
+           pthread_rwlock_trywrlock, OP_WR_TIMED, FMT_ACQ, NO_CLK_PARAM, 0)
+
+/* ---- trylock hooks: ACQ on success, TRY_FAIL on EBUSY ---- */
+
+#define TRY_HOOK(sym, type_t, kind, acq_type)                                  \
+	HOOK_EXPORT int sym(type_t *l)                                         \
+	{                                                                      \
+		tls_t *t = &shim_tls;                                          \
+		if (unlikely(!hook_enter(t)))                                  \
+			return PASS_OR_BOOT(real.sym(l));                      \
+		int r = real.sym(l);                                           \
+		if (likely(r == 0))                                            \
+			rec_acq(t, acq_type, (void *)l, kind, HOOK_RA());              \
+		else if (r == EBUSY)                                           \
+			rec_tryfail(t, (void *)l, kind, HOOK_RA());                    \
+		hook_leave(t);                                                 \
+		return r;                                                      \
+	}
+
+TRY_HOOK(pthread_mutex_trylock, pthread_mutex_t, FMT_KIND_MUTEX, FMT_ACQ)
+TRY_HOOK(pthread_rwlock_tryrdlock, pthread_rwlock_t, FMT_KIND_RWLOCK,
+         FMT_ACQ_SHARED)
+TRY_HOOK(pthread_rwlock_trywrlock, pthread_rwlock_t, FMT_KIND_RWLOCK, FMT_ACQ)
+TRY_HOOK(pthread_spin_trylock, pthread_spinlock_t, FMT_KIND_SPIN, FMT_ACQ)
+
+/* ---- release hooks ---- */
+
+#define REL_HOOK(sym, type_t)                                                  \
+	HOOK_EXPORT int sym(type_t *l)                                         \
+	{                                                                      \
+		tls_t *t = &shim_tls;                                          \
+		if (unlikely(!hook_enter(t)))                                  \
+			return PASS_OR_BOOT(real.sym(l));                      \
+		rec_release(t, (void *)l, HOOK_RA(), HOOK_FP());                       \
+		int r = real.sym(l);                                           \
+		hook_leave(t);                                                 \
+		return r;                                                      \
+	}
+
+REL_HOOK(pthread_mutex_unlock, pthread_mutex_t)
+REL_HOOK(pthread_rwlock_unlock, pthread_rwlock_t)
+REL_HOOK(pthread_spin_unlock, pthread_spinlock_t)
+
+/* ---- init and destroy: LOCK_NEW + LOCK_INIT(lock, init stack), and
+ * LOCK_DESTROY (the id dies; a later init of the address gets a new one) --- */
+
+void lock_rec_init(tls_t *t, void *l, unsigned kind, uintptr_t ra, void *fp)
+{
+	lock_ent_t *e = lockmap_fresh(t, l, kind);
+	if (!e) {
+		t->drops++;
+		return;
+	}
+	uint32_t stack = stack_here(t, ra, fp);
+	rec_uu(t, FMT_LOCK_INIT, prim_tsc(), atomic_load(&e->id), stack);
+}
+
+void lock_rec_destroy(tls_t *t, void *l)
+{
+	lock_ent_t *e = lockmap_find(l);
+	if (!e)
+		return;
+	rec_u(t, FMT_LOCK_DESTROY, prim_tsc(), atomic_load(&e->id));
+	lockmap_retire(e);
+}
+
+#define INIT_HOOK(sym, type_t, attr_t, kind)                                   \
+	HOOK_EXPORT int sym(type_t *l, attr_t a)                               \
+	{                                                                      \
+		tls_t *t = &shim_tls;                                          \
+		if (unlikely(!hook_enter(t)))                                  \
+			return PASS_OR_BOOT(real.sym(l, a));                   \
+		int r = real.sym(l, a);                                        \
+		if (r == 0)                                                    \
+			lock_rec_init(t, (void *)l, kind, HOOK_RA(), HOOK_FP());       \
+		hook_leave(t);                                                 \
+		return r;                                                      \
+	}
+
+#define DESTROY_HOOK(sym, type_t)                                              \
+	HOOK_EXPORT int sym(type_t *l)                                         \
+	{                                                                      \
+		tls_t *t = &shim_tls;                                          \
+		if (unlikely(!hook_enter(t)))                                  \
+			return PASS_OR_BOOT(real.sym(l));                      \
+		int r = real.sym(l);                                           \
+		if (r == 0)                                                    \
+			lock_rec_destroy(t, (void *)l);                                \
+		hook_leave(t);                                                 \
+		return r;                                                      \
+	}
+
+INIT_HOOK(pthread_mutex_init, pthread_mutex_t, const pthread_mutexattr_t *,
+          FMT_KIND_MUTEX)
+INIT_HOOK(pthread_rwlock_init, pthread_rwlock_t, const pthread_rwlockattr_t *,
+          FMT_KIND_RWLOCK)
+INIT_HOOK(pthread_spin_init, pthread_spinlock_t, int, FMT_KIND_SPIN)
+DESTROY_HOOK(pthread_mutex_destroy, pthread_mutex_t)
+DESTROY_HOOK(pthread_rwlock_destroy, pthread_rwlock_t)
+DESTROY_HOOK(pthread_spin_destroy, pthread_spinlock_t)

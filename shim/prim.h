@@ -1,0 +1,121 @@
+/*
+ * prim.h - the operating-system and libc primitives the shim needs, behind one
+ * small interface: clocks, thread and process ids, dynamic symbol lookup,
+ * environment and /proc reads, anonymous memory, raw file output.
+ *
+ * Invariants:
+ * - No function here allocates through malloc (the ones that may call libc
+ *   code which allocates, such as prim_dlsym_next, say so: their callers hold
+ *   the re-entry guard, so such allocations go straight to the real allocator).
+ * - No function here takes a lock of the shim; none is on the hot path except
+ *   the inline clock prim_tsc().
+ * - The rest of the shim never calls dlsym, syscall or reads /proc directly.
+ */
+#ifndef MALLOCK_SHIM_PRIM_H
+#define MALLOCK_SHIM_PRIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+/* The event clock: the TSC (about 10 ns, not serializing). */
+static inline uint64_t prim_tsc(void)
+{
+	return __rdtsc();
+}
+#define PRIM_HAVE_TSC 1
+#else
+uint64_t prim_mono_ns(void);
+static inline uint64_t prim_tsc(void)
+{
+	return prim_mono_ns();
+}
+#define PRIM_HAVE_TSC 0
+#endif
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* CLOCK_MONOTONIC and CLOCK_REALTIME in ns (vDSO, no allocation). */
+uint64_t prim_mono_ns(void);
+uint64_t prim_realtime_ns(void);
+
+/* Reads the TSC and CLOCK_MONOTONIC together (the TSC read between two
+ * monotonic reads, the tightest pair of a few tries). */
+void prim_clock_pair(uint64_t *tsc, uint64_t *mono_ns);
+
+/* Estimates the TSC frequency in Hz by timing a short (~0.5 ms) busy wait;
+ * returns 0 when there is no TSC. */
+uint64_t prim_tsc_hz(void);
+
+/* The kernel thread id and the process ids (raw syscalls, no caching). */
+uint32_t prim_gettid(void);
+uint32_t prim_getpid(void);
+uint32_t prim_getppid(void);
+
+/* dlsym(RTLD_NEXT, name) / dlvsym(RTLD_NEXT, name, version), as seen from
+ * libmallock.so. May allocate (dlerror state): call with the guard held or
+ * during bootstrap. Returns NULL when absent. */
+void *prim_dlsym_next(const char *name);
+void *prim_dlvsym_next(const char *name, const char *version);
+/* dlsym(RTLD_DEFAULT, name): the first definition in the global scope. */
+void *prim_dlsym_default(const char *name);
+
+/* The path of the loaded object that contains addr ("" if unknown; the
+ * main executable's dladdr name may be empty too). */
+const char *prim_object_of(const void *addr);
+
+/* getenv(); NULL when unset. Never allocates. */
+const char *prim_getenv(const char *name);
+
+/* Sets an environment variable (setenv; allocates: hold the guard). */
+void prim_setenv(const char *name, const char *value);
+
+/* Nonzero in a set-user-ID/set-group-ID (secure) process. */
+int prim_secure(void);
+
+/*
+ * Reads at most cap bytes of a file (such as /proc/self/cmdline) with
+ * open/read/close. Returns the number of bytes read, or -1.
+ */
+ssize_t prim_read_file(const char *path, char *buf, size_t cap);
+
+/* readlink("/proc/self/exe"), NUL-terminated; returns the length or -1. */
+ssize_t prim_exe_path(char *buf, size_t cap);
+
+/* gethostname() into buf, NUL-terminated; empty on failure. */
+void prim_hostname(char *buf, size_t cap);
+
+/* Anonymous private memory, zero-filled, never from the hooked heap
+ * (MAP_NORESERVE: untouched pages cost nothing). NULL on failure. */
+void *prim_map(size_t size);
+void prim_unmap(void *p, size_t size);
+
+/*
+ * Creates the trace file: O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC|
+ * O_APPEND, mode 0600 (an existing file or a symlink at path is refused).
+ * Returns the fd, or -errno.
+ */
+int prim_create_excl(const char *path);
+
+/* One write(2) of n bytes; returns 0 when all were written, else an errno
+ * value (EIO for a short write). Never retries a partial write (a chunk is
+ * written whole or not at all, as far as the kernel lets us). */
+int prim_write_once(int fd, const void *buf, size_t n);
+
+/* close(2), ignoring errors. */
+void prim_close(int fd);
+
+/* write(2) of a message to stderr, ignoring errors. */
+void prim_stderr(const char *msg, size_t n);
+
+/* Lowest and highest address of the calling thread's stack, from
+ * pthread_getattr_np (allocates: hold the guard). 0 on success. */
+int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi);
+
+/* sched_yield(). */
+void prim_yield(void);
+
+#endif

@@ -1,0 +1,77 @@
+/*
+ * thread.c - thread set-up and finish (thread.h).
+ */
+#include "thread.h"
+
+#include "config.h"
+#include "event.h"
+#include "prim.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+
+static pthread_key_t exit_key;
+static int exit_key_ok;
+
+static void exit_dtor(void *v)
+{
+	tls_t *t = &shim_tls;
+	if (t->exit_rounds + 1 < PTHREAD_DESTRUCTOR_ITERATIONS) {
+		t->exit_rounds++;
+		pthread_setspecific(exit_key, v);
+		return;
+	}
+	thread_finish(t);
+}
+
+int thread_init(void)
+{
+	int r = pthread_key_create(&exit_key, exit_dtor);
+	exit_key_ok = r == 0;
+	return r;
+}
+
+int thread_setup(tls_t *t)
+{
+	t->tid = prim_gettid();
+	t->drops = 0;
+	if (g_cfg.unwind == CONFIG_UNWIND_FP &&
+	    prim_stack_bounds(&t->stack_lo, &t->stack_hi) != 0)
+		t->stack_lo = t->stack_hi = 0;
+	int r = writer_attach(t);
+	if (r)
+		return r;
+	/* The main thread needs no key: exit() runs the final flush. */
+	if (exit_key_ok && t->tid != prim_getpid())
+		pthread_setspecific(exit_key, t);
+	return 0;
+}
+
+void thread_finish(tls_t *t)
+{
+	if (!t->wb) {
+		t->gate = GATE_DEAD;
+		return;
+	}
+	t->gate = GATE_BUSY;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (!(atomic_load(&g_off) & ~SHIM_OFF_PAUSED)) {
+		uint64_t tsc = prim_tsc();
+		uint8_t *p = ev_head(t, FMT_THREAD_EXIT, tsc);
+		t->pos = p;
+		t->chunk_events++;
+		atomic_store_explicit(&t->wb->committed,
+		                      (size_t)(p - t->wb->chunk) -
+		                          FMT_CHUNK_HEADER_SIZE,
+		                      memory_order_release);
+	}
+	writer_detach(t);
+	t->gate = GATE_DEAD;
+}
+
+uint32_t thread_tid_of(uintptr_t th)
+{
+	return writer_tid_of(th);
+}

@@ -1,0 +1,31 @@
+/*
+ * thread.h - a thread's life in the shim: set-up at its first hook call,
+ * THREAD_START from the pthread_create trampoline, and the finish
+ * (THREAD_EXIT, flush, buffer returned) from a TSD destructor.
+ *
+ * Invariant: the TSD destructor re-arms itself until the last destructor
+ * round (PTHREAD_DESTRUCTOR_ITERATIONS), so frees made by other destructors
+ * of the exiting thread (C++ thread_local objects, other keys) are still
+ * recorded; what glibc frees after that round is not.
+ */
+#ifndef MALLOCK_SHIM_THREAD_H
+#define MALLOCK_SHIM_THREAD_H
+
+#include "tls.h"
+
+/* Creates the key whose destructor finishes threads. 0 or an errno. */
+int thread_init(void);
+
+/* Sets the calling thread up (tid, buffer, stack bounds, exit key).
+ * Caller holds the gate. Returns 0, or an errno value. */
+int thread_setup(tls_t *t);
+
+/* Finishes the calling thread now: THREAD_EXIT, flush, buffer returned,
+ * gate DEAD. Idempotent. */
+void thread_finish(tls_t *t);
+
+/* The tid of the thread whose pthread_t is th (as far as the shim knows it),
+ * or 0. Takes the registry lock. */
+uint32_t thread_tid_of(uintptr_t th);
+
+#endif

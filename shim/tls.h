@@ -1,0 +1,93 @@
+/*
+ * tls.h - the per-thread state of the shim, in initial-exec TLS, and the
+ * entry gate every hook passes.
+ *
+ * Invariants:
+ * - shim_tls starts static-empty (gate == GATE_UNINIT): the first hook call
+ *   of a thread falls to the slow path (hook_enter_slow), which sets the
+ *   thread up; the hot path never tests "initialised?" separately.
+ * - gate is the re-entry guard: a hook sets GATE_BUSY on entry and clears it
+ *   on exit, so every allocation or lock made while a hook runs (by the real
+ *   allocator, libunwind, dlsym, the writer, a signal handler) passes
+ *   straight through, unrecorded. Only the owning thread (and its signal
+ *   handlers) ever read or write a thread's shim_tls.
+ * - g_off is the one global test on the hot path (one relaxed load): any bit
+ *   set means "do not record" (not initialised, paused by the user, stopped).
+ */
+#ifndef MALLOCK_SHIM_TLS_H
+#define MALLOCK_SHIM_TLS_H
+
+#include "prim.h"
+#include "trace_format.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+enum tls_gate {
+	GATE_READY = 0,  /* set up and not inside a hook: record */
+	GATE_UNINIT = 1, /* first call of this thread: set up in the slow path */
+	GATE_BUSY = 2,   /* inside a hook: pass through */
+	GATE_DEAD = 3,   /* thread finished (or set-up failed): pass through */
+};
+
+/* g_off bits */
+#define SHIM_OFF_INIT 1u    /* the shim is not (yet) recording */
+#define SHIM_OFF_PAUSED 2u  /* mallock_recording(0) */
+#define SHIM_OFF_STOPPED 4u /* final flush done, inert, or output failed */
+
+#define TLS_SITE_CACHE 64 /* entries of the pc -> site id cache (power of 2) */
+
+struct wbuf;
+
+typedef struct tls {
+	uint8_t gate;        /* enum tls_gate */
+	uint8_t in_alloc;    /* inside the real allocator call of a hook */
+	uint8_t exit_rounds; /* TSD destructor rounds seen at thread exit */
+	uint32_t tid;
+	uint8_t *pos;        /* next free byte of the chunk payload */
+	uint8_t *soft_end;   /* flush once pos passes this */
+	uint8_t *end;        /* end of the payload area */
+	uint64_t chunk_tsc0; /* tsc_base of the chunk being filled */
+	fmt_enc_t enc;
+	struct wbuf *wb;
+	uint64_t chunk_events; /* core events in the chunk being filled */
+	uint64_t drops;        /* events lost since the last DROP record */
+	uintptr_t stack_lo, stack_hi; /* for the frame-pointer walk */
+	struct {
+		uintptr_t pc;
+		uint32_t id;
+	} site[TLS_SITE_CACHE];
+} tls_t;
+
+extern __thread tls_t shim_tls __attribute__((tls_model("initial-exec")));
+extern _Atomic unsigned g_off;
+
+/*
+ * The slow half of hook_enter(): resolves the real functions if needed, sets
+ * the thread up on its first call. Returns 1 with the gate set to GATE_BUSY
+ * when the hook may record, 0 when it must pass through (the gate is then
+ * unchanged). Allocation-free except for the thread set-up, which holds the
+ * gate while it allocates.
+ */
+int hook_enter_slow(tls_t *t);
+
+/* Enters a hook: 1 = record (gate now BUSY; call hook_leave), 0 = pass
+ * through. One predictable branch on the hot path. */
+static inline int hook_enter(tls_t *t)
+{
+	if (likely(!(t->gate |
+	             atomic_load_explicit(&g_off, memory_order_relaxed)))) {
+		t->gate = GATE_BUSY;
+		atomic_signal_fence(memory_order_seq_cst);
+		return 1;
+	}
+	return hook_enter_slow(t);
+}
+
+static inline void hook_leave(tls_t *t)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	t->gate = GATE_READY;
+}
+
+#endif

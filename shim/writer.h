@@ -1,0 +1,121 @@
+/*
+ * writer.h - the trace file and the per-thread chunk buffers.
+ *
+ * Each thread encodes its events into its own buffer (wbuf_t, mmap'd, never
+ * from the hooked heap); a full buffer, an old one (MALLOCK_FLUSH_MS), a
+ * thread exit or the process exit turns it into one chunk, written with one
+ * write() to the O_APPEND trace file. Process-level records (PROCESS, MODULE,
+ * NOTE, END) go in chunks of tid 0, built under the process-chunk lock.
+ *
+ * Invariants:
+ * - wbuf memory is never unmapped while the process runs (a buffer of a
+ *   finished thread goes to a free list and is reused by a new thread).
+ * - The owner publishes wbuf.committed (payload bytes holding complete
+ *   records) with a release store after each record; a flusher writes only
+ *   committed bytes.
+ * - wbuf.flush_lock is taken only on flush paths (never on the hot path): by
+ *   the owner's flush and by the final flush at exit. After the final flush
+ *   a buffer is closed: its owner's later events are discarded, and the shim
+ *   is stopped (g_off) so nothing more is recorded.
+ * - Writes happen only in the process that created the file (a forked child
+ *   before its atfork handler ran writes nothing).
+ */
+#ifndef MALLOCK_SHIM_WRITER_H
+#define MALLOCK_SHIM_WRITER_H
+
+#include "tls.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Room kept free at the end of a buffer for the records of one hook
+ * (a STACK record of 64 frames, a LOCK_NEW, a few events). */
+#define WRITER_RESERVE 2048u
+
+typedef struct wbuf {
+	struct wbuf *next, *prev; /* registry (active or free list) */
+	pthread_mutex_t flush_lock;
+	_Atomic size_t committed; /* payload bytes of complete records */
+	uint32_t tid;
+	uint32_t seq;       /* next chunk's sequence number */
+	uint64_t tsc_base;  /* of the chunk being filled */
+	int closed;         /* final flush done: write nothing more */
+	uintptr_t thread;   /* pthread_self() of the owner */
+	size_t map_size;
+	size_t cap;         /* payload capacity */
+	uint8_t *chunk;     /* 48 header bytes, then the payload */
+} wbuf_t;
+
+/* Creates the trace file at path, writes the file header. Returns 0, or an
+ * errno value (EEXIST: a file or symlink is already there). */
+int writer_open(const char *path);
+
+/* Nonzero once the file is open (or will be opened lazily) and writable. */
+int writer_active(void);
+
+/* Defers the file's creation to the first write: open_fn (which calls
+ * writer_open and writes the opening records) runs then, once. A nonzero
+ * return stops the shim. Used by a forked child. */
+void writer_open_lazily(int (*open_fn)(void));
+
+/*
+ * Gives the calling thread a buffer (tid t->tid) and starts its first chunk.
+ * Returns 0, or ENOMEM. Takes the registry lock; allocation-free (mmap).
+ */
+int writer_attach(tls_t *t);
+
+/* Flushes the thread's buffer and returns it to the free list; the thread
+ * records nothing after this. Takes the flush and registry locks. */
+void writer_detach(tls_t *t);
+
+/*
+ * Writes the thread's committed records as one chunk (if any) and starts a
+ * new chunk (with a DROP record first if events were lost). Called by the
+ * owner only, from the commit slow path or any hook. Preserves errno.
+ */
+void writer_flush(tls_t *t);
+
+/*
+ * Appends one metadata record (type, body) to the thread's buffer, flushing
+ * first if it would not leave WRITER_RESERVE/2 bytes. Returns 0, or -1 if
+ * the record can never fit (it is then dropped).
+ */
+int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len);
+
+/* The final flush (process exit): writes every thread's committed records,
+ * closes the buffers, writes END. Stops recording first. */
+void writer_final(void);
+
+/* ---- process-level chunk (tid 0) ---- */
+
+/* Takes the process-chunk lock; records appended until writer_proc_end() go
+ * into tid-0 chunks. */
+void writer_proc_begin(void);
+/* Appends a metadata record to the process chunk (flushing it when full). */
+void writer_proc_meta(unsigned type, const uint8_t *body, size_t len);
+/* Writes the process chunk and releases the lock. */
+void writer_proc_end(void);
+
+/* Writes the queued NOTE records as a process chunk (takes the lock). */
+void writer_notes(void);
+
+/* Counters for END. */
+extern _Atomic uint64_t g_events_written, g_events_dropped;
+
+/* ---- fork ---- */
+/* atfork prepare/parent: hold/release the writer's global locks. */
+void writer_fork_prepare(void);
+void writer_fork_parent(void);
+/* atfork child: forget other threads' buffers and the parent's file; keep
+ * the caller's buffer (emptied, tid updated). The caller then opens the
+ * child's file with writer_open(). */
+void writer_fork_child(tls_t *t);
+
+
+
+/* The tid of the registered thread whose pthread_self() is th, or 0. Takes
+ * the registry lock. */
+uint32_t writer_tid_of(uintptr_t th);
+#endif

@@ -1,0 +1,129 @@
+/*
+ * exact - exactness: worker threads make a known number of allocations,
+ * frees, reallocs and lock operations; the trace holds exactly those
+ * numbers for the threads named "worker", no DROP, and a clean END whose
+ * event count matches the file.
+ */
+#define _GNU_SOURCE
+#include "shim_test.h"
+
+#include <pthread.h>
+
+#define WORKERS 4
+#define ITERS 5000
+#define LOCKS 5000
+#define RW 1000
+#define SPINS 1000
+#define TRIES 100
+#define INITS 10
+
+static pthread_mutex_t shared = PTHREAD_MUTEX_INITIALIZER;
+static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_spinlock_t spin;
+static void *volatile sink;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "worker");
+	for (int i = 0; i < ITERS; i++) {
+		void *p = malloc(16 + (size_t)(i % 100));
+		void *q = calloc(2, 8);
+		void *r = realloc(p, 200);
+		sink = r;
+		free(q);
+		free(r);
+		if (i % 10 == 0) {
+			void *a = NULL;
+			if (posix_memalign(&a, 64, 100) == 0)
+				free(a);
+			void *volatile b = aligned_alloc(64, 128);
+			free(b);
+		}
+	}
+	for (int i = 0; i < LOCKS; i++) {
+		pthread_mutex_lock(&shared);
+		sink = &shared;
+		pthread_mutex_unlock(&shared);
+	}
+	for (int i = 0; i < RW; i++) {
+		pthread_rwlock_rdlock(&rw);
+		pthread_rwlock_unlock(&rw);
+		pthread_rwlock_wrlock(&rw);
+		pthread_rwlock_unlock(&rw);
+	}
+	for (int i = 0; i < SPINS; i++) {
+		pthread_spin_lock(&spin);
+		pthread_spin_unlock(&spin);
+	}
+	pthread_mutex_t own = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&own);
+	for (int i = 0; i < TRIES; i++)
+		if (pthread_mutex_trylock(&own) == 0)
+			abort(); /* a normal mutex is not recursive */
+	pthread_mutex_unlock(&own);
+	for (int i = 0; i < INITS; i++) {
+		pthread_mutex_t m;
+		pthread_mutex_init(&m, NULL);
+		pthread_mutex_destroy(&m);
+	}
+	return NULL;
+}
+
+static int child(void)
+{
+	pthread_t t[WORKERS];
+	pthread_spin_init(&spin, 0);
+	for (int i = 0; i < WORKERS; i++)
+		pthread_create(&t[i], NULL, worker, NULL);
+	for (int i = 0; i < WORKERS; i++)
+		pthread_join(t[i], NULL);
+	return 0;
+}
+
+static tr_stats_t s;
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--child"))
+		return child();
+	st_setup(argc, argv);
+	CHECK_EQ_U(st_run(NULL, NULL), 0);
+	char files[4][800];
+	int n = st_files(files, 4);
+	CHECK_EQ_U(n, 1);
+	if (n < 1)
+		return check_done("exact");
+	CHECK(tr_stats(files[0], &s) == 0);
+	if (s.error[0])
+		fprintf(stderr, "%s\n", s.error);
+	const uint64_t per_alloc = 2 * ITERS + 2 * (ITERS / 10);
+	CHECK_EQ_U(st_named_threads(&s, "worker"), WORKERS);
+	CHECK_EQ_U(st_named(&s, "worker", FMT_ALLOC), WORKERS * per_alloc);
+	CHECK_EQ_U(st_named(&s, "worker", FMT_FREE), WORKERS * per_alloc);
+	CHECK_EQ_U(st_named(&s, "worker", FMT_REALLOC), WORKERS * ITERS);
+	const uint64_t excl = LOCKS + RW + SPINS + 1;
+	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ) +
+	               st_named(&s, "worker", FMT_ACQ_WAIT),
+	           WORKERS * excl);
+	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ_SHARED) +
+	               st_named(&s, "worker", FMT_ACQ_SHARED_WAIT),
+	           WORKERS * RW);
+	CHECK_EQ_U(st_named(&s, "worker", FMT_REL) +
+	               st_named(&s, "worker", FMT_REL_CONTENDED),
+	           WORKERS * (excl + RW));
+	CHECK_EQ_U(st_named(&s, "worker", FMT_TRY_FAIL), WORKERS * TRIES);
+	CHECK_EQ_U(st_named(&s, "worker", FMT_LOCK_INIT), WORKERS * INITS);
+	CHECK_EQ_U(st_named(&s, "worker", FMT_LOCK_DESTROY), WORKERS * INITS);
+	CHECK_EQ_U(st_named(&s, "worker", FMT_THREAD_START), WORKERS);
+	CHECK_EQ_U(st_named(&s, "worker", FMT_THREAD_EXIT), WORKERS);
+	CHECK_EQ_U(s.by_type[FMT_DROP], 0);
+	CHECK_EQ_U(s.by_type[FMT_PROCESS], 1);
+	CHECK(s.by_type[FMT_MODULE] >= 3);
+	CHECK_EQ_U(s.have_end, 1);
+	CHECK_EQ_U(s.end_dropped, 0);
+	CHECK_EQ_U(s.end_flags, FMT_ENDF_CLEAN);
+	CHECK_EQ_U(s.end_events, st_core_events(&s));
+	CHECK(s.stack_frames_max >= 3);
+	return check_done("exact");
+}

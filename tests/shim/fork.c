@@ -1,0 +1,114 @@
+/*
+ * fork - a forked child writes its own, self-contained trace (its own
+ * PROCESS, modules, stacks, locks and END), with and without %p in
+ * MALLOCK_OUTPUT (without: the child's file is "<path>.<pid>"); the
+ * parent's trace does not contain the child's events.
+ */
+#define _GNU_SOURCE
+#include "shim_test.h"
+
+#include <pthread.h>
+
+#define PARENT_ALLOCS 300
+#define CHILD_ALLOCS 200
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *helper(void *a)
+{
+	/* A thread that is running (and has a buffer) at fork time. */
+	pthread_setname_np(pthread_self(), "helper");
+	for (int i = 0; i < 50; i++) {
+		void *volatile p = malloc(8);
+		free(p);
+	}
+	usleep(100000);
+	return a;
+}
+
+static int child(void)
+{
+	pthread_t h;
+	pthread_create(&h, NULL, helper, NULL);
+	pthread_setname_np(pthread_self(), "forker");
+	for (int i = 0; i < PARENT_ALLOCS; i++) {
+		pthread_mutex_lock(&mu);
+		void *volatile p = malloc(24);
+		free(p);
+		pthread_mutex_unlock(&mu);
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		pthread_setname_np(pthread_self(), "forkchild");
+		for (int i = 0; i < CHILD_ALLOCS; i++) {
+			pthread_mutex_lock(&mu);
+			void *volatile p = malloc(40);
+			free(p);
+			pthread_mutex_unlock(&mu);
+		}
+		exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	pthread_join(h, NULL);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 99;
+}
+
+static tr_stats_t s;
+
+static void check_pair(void)
+{
+	char files[4][800];
+	int n = st_files(files, 4);
+	CHECK_EQ_U(n, 2);
+	int seen_parent = 0, seen_child = 0;
+	for (int i = 0; i < n; i++) {
+		CHECK(tr_stats(files[i], &s) == 0);
+		CHECK_EQ_U(s.by_type[FMT_PROCESS], 1);
+		CHECK_EQ_U(s.have_end, 1);
+		CHECK_EQ_U(s.end_dropped, 0);
+		CHECK_EQ_U(s.end_events, st_core_events(&s));
+		CHECK(s.by_type[FMT_MODULE] >= 3);
+		if (st_named_threads(&s, "forkchild")) {
+			seen_child++;
+			CHECK_EQ_U(st_named(&s, "forkchild", FMT_ALLOC),
+			           CHILD_ALLOCS);
+			CHECK_EQ_U(st_named(&s, "forkchild", FMT_FREE),
+			           CHILD_ALLOCS);
+			CHECK_EQ_U(st_named(&s, "forkchild", FMT_ACQ),
+			           CHILD_ALLOCS);
+			/* Self-contained: the mutex and stacks are defined
+			 * in the child's own file. */
+			CHECK(s.by_type[FMT_LOCK_NEW] >= 1);
+			CHECK(s.by_type[FMT_STACK] >= 2);
+			CHECK_EQ_U(s.by_type[FMT_ALLOC], CHILD_ALLOCS);
+			CHECK(st_named_threads(&s, "helper") == 0);
+		} else {
+			seen_parent++;
+			CHECK_EQ_U(st_named(&s, "helper", FMT_ALLOC), 50);
+			CHECK(st_named(&s, "forker", FMT_ALLOC) >= PARENT_ALLOCS);
+			CHECK(st_named(&s, "forker", FMT_ACQ) >= PARENT_ALLOCS);
+		}
+	}
+	CHECK_EQ_U(seen_parent, 1);
+	CHECK_EQ_U(seen_child, 1);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--child"))
+		return child();
+	st_setup(argc, argv);
+	CHECK_EQ_U(st_run(NULL, NULL), 0);
+	check_pair();
+
+	/* Without %p: the parent writes PATH, the child PATH.<pid>. */
+	st_setup(argc, argv);
+	char out[700], env[720];
+	snprintf(out, sizeof out, "%s/fixed.trace", st_dir);
+	snprintf(env, sizeof env, "MALLOCK_OUTPUT=%s", out);
+	const char *e[] = {env, NULL};
+	CHECK_EQ_U(st_run(NULL, e), 0);
+	check_pair();
+	CHECK(access(out, F_OK) == 0);
+	return check_done("fork");
+}

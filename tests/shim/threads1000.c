@@ -1,0 +1,60 @@
+/*
+ * threads1000 - 1,000 short-lived threads (8 alive at a time): each one's
+ * THREAD_START, allocation, free and THREAD_EXIT reach the trace (threads
+ * flush at exit), with no drop.
+ */
+#define _GNU_SOURCE
+#include "shim_test.h"
+
+#include <pthread.h>
+
+#define THREADS 1000
+#define BATCH 8
+
+static void *shortlived(void *a)
+{
+	void *volatile p = malloc(32);
+	free(p);
+	return a;
+}
+
+static int child(void)
+{
+	pthread_t t[BATCH];
+	for (int i = 0; i < THREADS; i += BATCH) {
+		for (int k = 0; k < BATCH; k++)
+			if (pthread_create(&t[k], NULL, shortlived, NULL))
+				return 1;
+		for (int k = 0; k < BATCH; k++)
+			pthread_join(t[k], NULL);
+	}
+	return 0;
+}
+
+static tr_stats_t s;
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "--child"))
+		return child();
+	st_setup(argc, argv);
+	CHECK_EQ_U(st_run(NULL, NULL), 0);
+	char files[2][800];
+	CHECK_EQ_U(st_files(files, 2), 1);
+	CHECK(tr_stats(files[0], &s) == 0);
+	CHECK_EQ_U(s.by_type[FMT_THREAD_START], THREADS);
+	CHECK_EQ_U(s.by_type[FMT_THREAD_EXIT], THREADS);
+	/* Allocations of the short threads: every chunk but the main's. */
+	uint64_t allocs = 0, frees = 0;
+	for (unsigned i = 0; i < s.nthreads; i++)
+		if (s.threads[i].tid != s.pid) {
+			allocs += s.threads[i].by_type[FMT_ALLOC];
+			frees += s.threads[i].by_type[FMT_FREE];
+		}
+	CHECK_EQ_U(allocs, THREADS);
+	CHECK(frees >= THREADS);
+	CHECK_EQ_U(s.by_type[FMT_DROP], 0);
+	CHECK_EQ_U(s.end_dropped, 0);
+	CHECK_EQ_U(s.end_events, st_core_events(&s));
+	return check_done("threads1000");
+}
