@@ -117,6 +117,7 @@ static int set_preload(const char *shim)
 int cmd_record(int argc, char **argv)
 {
 	const char *output = NULL, *shim_arg = NULL;
+	int output_given = 0;
 	int i = 1;
 
 	for (; i < argc; i++) {
@@ -129,6 +130,7 @@ int cmd_record(int argc, char **argv)
 			return 0;
 		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
 			output = argv[++i];
+			output_given = 1;
 		} else if (strcmp(a, "--depth") == 0 && i + 1 < argc) {
 			setenv("MALLOCK_STACK_DEPTH", argv[++i], 1);
 		} else if (strcmp(a, "--unwind") == 0 && i + 1 < argc) {
@@ -191,6 +193,12 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "mallock record: output path too long\n");
 			_exit(127);
 		}
+		/* -o names the file to write, as a compiler's -o does: an old
+		 * regular file there is replaced. Anything else (a symlink, a
+		 * device) is left alone, and the shim then writes PATH.<pid>. */
+		struct stat old;
+		if (output_given && lstat(path, &old) == 0 && S_ISREG(old.st_mode))
+			unlink(path);
 		if (write(fds[1], path, strlen(path)) < 0)
 			_exit(127);
 		setenv("MALLOCK_OUTPUT", path, 1);
@@ -219,6 +227,11 @@ int cmd_record(int argc, char **argv)
 		}
 	}
 	struct stat st;
+	if (path[0] && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* Something else was at the path: the shim wrote beside it. */
+		size_t n = strlen(path);
+		snprintf(path + n, sizeof path - n, ".%ld", (long)pid);
+	}
 	if (path[0] && stat(path, &st) == 0)
 		fprintf(stderr, "mallock: trace written to %s (%lld bytes)\n", path,
 		        (long long)st.st_size);
