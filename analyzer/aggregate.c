@@ -20,12 +20,15 @@
 #include "meta.h"
 #include "thresholds.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* Saturates: a forged tick count must not overflow the conversion (UB). */
 static inline uint64_t to_ns(const model_t *m, uint64_t ticks)
 {
-	return (uint64_t)((double)ticks * m->ns_per_tick + 0.5);
+	double ns = (double)ticks * m->ns_per_tick + 0.5;
+	return ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
 }
 
 /* The lock with id (created on first use). Index first: model_lock() may
@@ -125,10 +128,23 @@ static void owner(lock_t *l, uint32_t ti)
 	l->last_owner = ti + 1;
 }
 
+/* Most locks one thread is seen to hold at once. Beyond it an acquisition
+ * is not tracked as a hold (its release counts as unmatched) and a note
+ * says so: a forged trace of a million acquisitions and no release would
+ * otherwise make every release scan and shift the whole stack. */
+#define HELD_MAX 1024
+
 static held_t *push_hold(model_t *m, thread_t *t, uint32_t li, uint32_t site,
                          uint64_t tsc)
 {
 	uint32_t nest = 0;
+	if (t->nheld >= HELD_MAX) {
+		static const char msg[] =
+		    "analyzer: a thread held more than 1024 locks at once; "
+		    "holds beyond that are not measured";
+		model_note(m, FMT_NOTE_WARN, msg, sizeof msg - 1);
+		return NULL;
+	}
 	if (t->nheld) {
 		uint32_t outer = t->held[t->nheld - 1].lock;
 		if (outer != li) {
@@ -163,6 +179,7 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	lockthr_t *lt = lockthr(m, t, ti, li);
 	lt->acq++;
 	held_t *h = push_hold(m, t, li, stack, r->tsc);
+	uint32_t nest = h ? h->nest : 0;
 	if (!waited)
 		return;
 	uint64_t w = to_ns(m, r->f[2]);
@@ -185,8 +202,8 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	p->ns += w;
 	if (l->last_holder)
 		m->ls[LS_HOLDER].v[l->last_holder - 1].ns2 += w;
-	if (h->nest) {
-		nest_t *n = &m->nest[h->nest - 1];
+	if (nest) {
+		nest_t *n = &m->nest[nest - 1];
 		n->inner_contended++;
 		n->inner_wait_ns += w;
 	}
@@ -296,6 +313,26 @@ static void block_new(model_t *m, uint64_t ptr, uint64_t size, uint64_t tsc,
 	b->alloc_ns = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
 }
 
+/*
+ * Sampled traces (PROCESS sample_bytes = N): a sampled block of size s
+ * stands for 1 / (1 - exp(-s/N)) allocations (the probability that a
+ * byte-countdown of mean N ends inside it, as tcmalloc's sampler). Returns
+ * the whole number of allocations to count now; the fraction is carried
+ * over, so sums over many samples are unbiased. 1 when not sampled.
+ */
+static uint64_t sample_count(model_t *m, uint64_t size, double *w)
+{
+	*w = 1.0;
+	if (!m->sample_bytes)
+		return 1;
+	if (size)
+		*w = 1.0 / -expm1(-(double)size / (double)m->sample_bytes);
+	m->wcarry += *w;
+	uint64_t n = (uint64_t)m->wcarry;
+	m->wcarry -= (double)n;
+	return n;
+}
+
 /* Removes ptr's block; returns its stack index (NONE32 when unknown) and
  * accounts its lifetime and who freed it. */
 static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
@@ -304,7 +341,10 @@ static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
 	uint32_t slot;
 	*known = false;
 	if (!u64map_del(&m->live, ptr, &slot)) {
-		m->tot.unknown_frees++;
+		/* In a sampled trace a free of an untracked block (recorded
+		 * because a lock was held) is expected, not unknown. */
+		if (!m->sample_bytes)
+			m->tot.unknown_frees++;
 		return NONE32;
 	}
 	*known = true;
@@ -312,23 +352,26 @@ static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
 	uint32_t stack = b->stack;
 	site_t *s = site_of(m, stack);
 	uint64_t life = tsc > b->tsc ? to_ns(m, tsc - b->tsc) : 0;
-	s->frees++;
+	double w;
+	uint64_t n = sample_count(m, b->size, &w);
+	s->frees += n;
+	m->free_n = n;
 	s->live--;
 	s->free_ns += free_ns;
 	s->life_ns += life;
 	if (life > s->life_max)
 		s->life_max = life;
 	if (tsc - b->tsc < m->churn_ticks || tsc < b->tsc) {
-		s->short_n++;
-		s->short_ns += b->alloc_ns + free_ns;
+		s->short_n += n;
+		s->short_ns += (uint64_t)((double)(b->alloc_ns + free_ns) * w);
 	}
 	site_thread(s->fthr, s->fthr_n, ti);
 	if (b->thread != ti) {
-		s->xfree_n++;
-		s->xfree_ns += b->alloc_ns + free_ns;
-		s->xfree_bytes += b->size;
-		m->tot.xfrees++;
-		t->xfrees++;
+		s->xfree_n += n;
+		s->xfree_ns += (uint64_t)((double)(b->alloc_ns + free_ns) * w);
+		s->xfree_bytes += (uint64_t)((double)b->size * w + 0.5);
+		m->tot.xfrees += n;
+		t->xfrees += n;
 	}
 	b->next_free = m->blk_free;
 	m->blk_free = slot + 1;
@@ -343,23 +386,38 @@ static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	uint32_t stack = model_stack(m, stack_id);
 	site_t *s = site_of(m, stack);
-	if (realloc_) {
-		s->reallocs++;
-		m->tot.reallocs++;
-	} else {
-		s->allocs++;
-		m->tot.allocs++;
+	if (m->sample_bytes && !ptr) {
+		/* Sampled trace: an unsampled allocator call made under a
+		 * lock (pointer 0, the call site as stack). Its time counts
+		 * for the holds; it is not an allocation of the statistics. */
+		m->tot.untracked_calls++;
+		bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
+		if (t->nheld)
+			charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true);
+		return;
 	}
-	s->bytes += size;
-	s->alloc_ns += ns;
+	double w;
+	uint64_t n = sample_count(m, size, &w);
+	uint64_t nb = m->sample_bytes ? (uint64_t)((double)size * w + 0.5) : size;
+	if (m->sample_bytes)
+		m->tot.sampled_allocs++;
+	if (realloc_) {
+		s->reallocs += n;
+		m->tot.reallocs += n;
+	} else {
+		s->allocs += n;
+		m->tot.allocs += n;
+	}
+	s->bytes += nb;
+	s->alloc_ns += m->sample_bytes ? (uint64_t)((double)ns * w) : ns;
 	s->lw_ns += lw_ns;
 	s->lw_n += lw_n;
 	s->live++;
 	site_size(s, size);
 	site_thread(s->athr, s->athr_n, ti);
-	m->tot.bytes += size;
-	t->allocs++;
-	t->bytes += size;
+	m->tot.bytes += nb;
+	t->allocs += n;
+	t->bytes += nb;
 	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
 	if (t->nheld)
 		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true);
@@ -376,8 +434,12 @@ static void on_free(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	uint32_t stack = ptr ? block_free(m, t, ti, ptr, tsc, ns, &known)
 	                     : NONE32;
 	site_t *s = site_of(m, stack);
-	m->tot.frees++;
-	t->frees++;
+	/* A tracked block counts as many frees as its allocation counted
+	 * (sampled traces); an untracked one of a sampled trace is only an
+	 * allocator call. */
+	uint64_t n = known ? m->free_n : m->sample_bytes ? 0 : 1;
+	m->tot.frees += n;
+	t->frees += n;
 	s->lw_ns += lw_ns;
 	s->lw_n += lw_n;
 	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
@@ -438,17 +500,33 @@ static void on_meta(model_t *m, const fmt_record_t *r)
 		m->cmdline = copy_str(m, p.cmdline);
 		m->hostname = copy_str(m, p.hostname);
 		m->version = copy_str(m, p.version);
+		m->proc_flags = p.flags;
+		m->sample_bytes = p.sample_bytes;
+		m->max_bytes = p.max_bytes;
 		break;
 	}
 	case FMT_MODULE: {
 		meta_module_t p;
 		if (meta_module(r, &p) < 0)
 			goto bad;
-		for (size_t i = 0; i < m->nmod; i++)
-			if (m->mod[i].bias == p.bias &&
-			    strlen(m->mod[i].path) == p.path.n &&
-			    memcmp(m->mod[i].path, p.path.s, p.path.n) == 0)
+		/* Deduplicated through a hash of (bias, path), not a scan: a
+		 * forged trace of a million MODULE records must not take
+		 * quadratic time. */
+		uint64_t key = 14695981039346656037ull ^ p.bias;
+		for (size_t i = 0; i < p.path.n; i++)
+			key = (key ^ (uint8_t)p.path.s[i]) * 1099511628211ull;
+		if (key == U64MAP_EMPTY)
+			key--;
+		int added;
+		uint32_t *mi = u64map_put(&m->mod_map, key, &added);
+		if (!added) {
+			const module_t *o = &m->mod[*mi];
+			if (o->bias == p.bias && strlen(o->path) == p.path.n &&
+			    memcmp(o->path, p.path.s, p.path.n) == 0)
 				return;
+		} else {
+			*mi = (uint32_t)m->nmod;
+		}
 		VEC_RESERVE(m->mod, m->capmod, m->nmod);
 		module_t *x = &m->mod[m->nmod++];
 		memset(x, 0, sizeof *x);
@@ -692,8 +770,21 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		lock_at(m, r->f[0])->destroyed = true;
 		break;
 	case FMT_MARK:
+		/* Recording paused or resumed. A hold open across a mark is
+		 * not trusted: its release may have gone unrecorded while
+		 * paused (a phantom holder), or its acquisition (then the
+		 * release is unmatched, counted, never a negative hold). So
+		 * every thread's holds end here, uncounted. */
 		if (r->f[0] == FMT_MARK_PAUSE)
 			m->tot.pauses++;
+		else if (r->f[0] == FMT_MARK_RESUME)
+			m->tot.resumes++;
+		for (size_t i = 0; i < m->nthr; i++) {
+			m->tot.holds_cut += m->thr[i].nheld;
+			m->thr[i].nheld = 0;
+			m->thr[i].pend_lw_ns = m->thr[i].pend_lw_n = 0;
+			m->thr[i].cond_sleep_tsc = 0;
+		}
 		break;
 	default:
 		break;

@@ -15,5 +15,7 @@ int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 /* mallock dump [--merged] TRACE (dump.c) */
 int cmd_dump(int argc, char **argv);
+/* mallock ctl start|stop|status PID (ctl.c) */
+int cmd_ctl(int argc, char **argv);
 
 #endif

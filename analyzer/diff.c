@@ -22,7 +22,8 @@
 
 typedef struct drow {
 	char key[300];
-	const lockstat_t *s[2];
+	lockstat_t s[2]; /* summed over the classes matched to the row */
+	bool has[2];
 	const finding_t *f[2];
 	int kind;
 } drow_t;
@@ -30,13 +31,32 @@ typedef struct drow {
 typedef struct dtab {
 	drow_t *v;
 	size_t n, cap;
+	u64map_t map; /* hash of (kind, key) -> row index */
 } dtab_t;
 
+/* The row of (key, kind), created on first use. Looked up by a hash, not a
+ * scan: two traces of many lock classes must not take quadratic time. */
 static drow_t *row(dtab_t *t, const char *key, int kind)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (t->v[i].kind == kind && strcmp(t->v[i].key, key) == 0)
-			return &t->v[i];
+	uint64_t h = 14695981039346656037ull ^ (uint64_t)(kind + 2);
+	for (const char *p = key; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	if (h == U64MAP_EMPTY)
+		h--;
+	int added;
+	uint32_t *v = u64map_put(&t->map, h, &added);
+	if (!added) {
+		drow_t *r = &t->v[*v];
+		if (r->kind == kind && strncmp(r->key, key, sizeof r->key - 1) == 0)
+			return r;
+		/* A hash collision: fall back to a scan. */
+		for (size_t i = 0; i < t->n; i++)
+			if (t->v[i].kind == kind &&
+			    strncmp(t->v[i].key, key, sizeof r->key - 1) == 0)
+				return &t->v[i];
+	} else {
+		*v = (uint32_t)t->n;
+	}
 	VEC_RESERVE(t->v, t->cap, t->n);
 	drow_t *r = &t->v[t->n++];
 	memset(r, 0, sizeof *r);
@@ -45,12 +65,20 @@ static drow_t *row(dtab_t *t, const char *key, int kind)
 	return r;
 }
 
-/* A class's matching key: its name, or its symbolized site. */
+/* A class's matching key: its name, or its symbolized site. Allocator-
+ * internal locks have neither (they are keyed by the futex word's
+ * address, which moves between runs): they match by kind, all of one
+ * module as one class ("allocator-internal locks (libtcmalloc.so.4)"), or
+ * all outside any module as another ("... (heap)"). */
 static const char *class_key(model_t *m, uint32_t c, char *buf, size_t len)
 {
 	const lockclass_t *k = &m->cls[c];
 	frame_t fr;
-	if (k->name)
+	if (k->kind == FMT_KIND_ALLOC_INTERNAL && !k->name) {
+		const char *mod = sym_module_path(m, m->lock[k->rep].addr);
+		snprintf(buf, len, "allocator-internal locks (%s)",
+		         mod ? path_base(mod) : "heap");
+	} else if (k->name)
 		snprintf(buf, len, "%s", k->name);
 	else if (stack_site(m, k->site, &fr) && fr.function)
 		frame_label(&fr, buf, len);
@@ -71,6 +99,9 @@ static const char *finding_key(const finding_t *f, char *buf, size_t len)
 	return buf;
 }
 
+/* Row r's stats of trace i, or NULL when the row has no class there. */
+#define SX(r, i) ((r)->has[i] ? &(r)->s[i] : NULL)
+
 static double st(const lockstat_t *s, int which)
 {
 	if (!s)
@@ -86,10 +117,10 @@ static int by_change(const void *a, const void *b)
 	const drow_t *x = a, *y = b;
 	double dx = 0, dy = 0;
 	if (x->kind < 0) {
-		dx = fabs(st(x->s[1], 0) - st(x->s[0], 0)) +
-		     fabs(st(x->s[1], 2) - st(x->s[0], 2));
-		dy = fabs(st(y->s[1], 0) - st(y->s[0], 0)) +
-		     fabs(st(y->s[1], 2) - st(y->s[0], 2));
+		dx = fabs(st(SX(x, 1), 0) - st(SX(x, 0), 0)) +
+		     fabs(st(SX(x, 1), 2) - st(SX(x, 0), 2));
+		dy = fabs(st(SX(y, 1), 0) - st(SX(y, 0), 0)) +
+		     fabs(st(SX(y, 1), 2) - st(SX(y, 0), 2));
 	} else {
 		dx = fabs((x->f[1] ? x->f[1]->score : 0) -
 		          (x->f[0] ? x->f[0]->score : 0));
@@ -138,15 +169,15 @@ static void text_out(FILE *o, model_t *m, const dtab_t *locks,
 	for (size_t i = 0; i < locks->n; i++) {
 		const drow_t *r = &locks->v[i];
 		fprintf(o, "  %-24.24s %8s>%-8s %-5s %8s>%-8s %-5s %8s>%-8s %-5s\n",
-		        r->key, fmt_ns(a, sizeof a, st(r->s[0], 0)),
-		        fmt_ns(b, sizeof b, st(r->s[1], 0)),
-		        pct(h, sizeof h, st(r->s[0], 0), st(r->s[1], 0)),
-		        fmt_ns(c, sizeof c, st(r->s[0], 1)),
-		        fmt_ns(d, sizeof d, st(r->s[1], 1)),
-		        pct(k, sizeof k, st(r->s[0], 1), st(r->s[1], 1)),
-		        fmt_ns(e, sizeof e, st(r->s[0], 2)),
-		        fmt_ns(g, sizeof g, st(r->s[1], 2)),
-		        pct(l, sizeof l, st(r->s[0], 2), st(r->s[1], 2)));
+		        r->key, fmt_ns(a, sizeof a, st(SX(r, 0), 0)),
+		        fmt_ns(b, sizeof b, st(SX(r, 1), 0)),
+		        pct(h, sizeof h, st(SX(r, 0), 0), st(SX(r, 1), 0)),
+		        fmt_ns(c, sizeof c, st(SX(r, 0), 1)),
+		        fmt_ns(d, sizeof d, st(SX(r, 1), 1)),
+		        pct(k, sizeof k, st(SX(r, 0), 1), st(SX(r, 1), 1)),
+		        fmt_ns(e, sizeof e, st(SX(r, 0), 2)),
+		        fmt_ns(g, sizeof g, st(SX(r, 1), 2)),
+		        pct(l, sizeof l, st(SX(r, 0), 2), st(SX(r, 1), 2)));
 	}
 	fprintf(o, "\nFindings (score before -> after):\n");
 	for (size_t i = 0; i < finds->n; i++) {
@@ -204,13 +235,13 @@ static void json_out(FILE *o, model_t *m, const dtab_t *locks,
 		const drow_t *r = &locks->v[i];
 		jw_obj(&w);
 		jw_kstr(&w, "lock", r->key);
-		stat_json(&w, "before", r->s[0]);
-		stat_json(&w, "after", r->s[1]);
+		stat_json(&w, "before", SX(r, 0));
+		stat_json(&w, "after", SX(r, 1));
 		jw_key(&w, "delta");
 		jw_obj(&w);
-		jw_knum(&w, "wait_ns", st(r->s[1], 0) - st(r->s[0], 0));
-		jw_knum(&w, "hold_ns", st(r->s[1], 1) - st(r->s[0], 1));
-		jw_knum(&w, "allocator_ns_in_holds", st(r->s[1], 2) - st(r->s[0], 2));
+		jw_knum(&w, "wait_ns", st(SX(r, 1), 0) - st(SX(r, 0), 0));
+		jw_knum(&w, "hold_ns", st(SX(r, 1), 1) - st(SX(r, 0), 1));
+		jw_knum(&w, "allocator_ns_in_holds", st(SX(r, 1), 2) - st(SX(r, 0), 2));
 		jw_end(&w, '}');
 		jw_end(&w, '}');
 	}
@@ -288,7 +319,8 @@ int cmd_diff(int argc, char **argv)
 					continue;
 				drow_t *r = row(&locks, class_key(&m[i], (uint32_t)k,
 				                                  key, sizeof key), -1);
-				r->s[i] = &m[i].cls[k].s;
+				lockstat_add(&r->s[i], &m[i].cls[k].s);
+				r->has[i] = true;
 			}
 			findings_sort(&f[i]);
 			for (size_t k = 0; k < f[i].n; k++) {
@@ -309,6 +341,8 @@ int cmd_diff(int argc, char **argv)
 			text_out(stdout, m, &locks, &finds);
 		free(locks.v);
 		free(finds.v);
+		u64map_free(&locks.map);
+		u64map_free(&finds.map);
 	}
 	for (int i = 0; i < 2; i++) {
 		load_free(&m[i]);

@@ -107,32 +107,247 @@ static const char *site_name(model_t *m, uint32_t stack, char *buf,
 	return buf;
 }
 
+/* ---- allocation sites: stacks grouped by their first user frame ---- */
+
+/* A site: the stacks whose first user frame (stack_site) is the same
+ * symbolized line (or, unsymbolized, the same return address), with their
+ * statistics merged. */
+typedef struct sitegrp {
+	site_t s;
+	uint32_t rep; /* the member stack with the most allocator time */
+	const char *key;
+} sitegrp_t;
+
+typedef struct sites {
+	sitegrp_t *g;
+	size_t ng, cap;
+	uint32_t *of; /* stack index -> group index, NONE32 without a site */
+	uint32_t *order, *start; /* members of g: order[start[g]..start[g+1]) */
+} sites_t;
+
+static void thr_merge(uint32_t *dt, uint64_t *dn, const uint32_t *st,
+                      const uint64_t *sn)
+{
+	for (int i = 0; i < SITE_THREADS && st[i]; i++) {
+		int j = 0;
+		while (j < SITE_THREADS && dt[j] && dt[j] != st[i])
+			j++;
+		if (j == SITE_THREADS)
+			continue; /* table full, as in aggregate.c */
+		dt[j] = st[i];
+		dn[j] += sn[i];
+	}
+}
+
+/* d += s: sums, maxima, and the small size and thread tables. */
+static void site_merge(site_t *d, const site_t *s)
+{
+#define SITE_SUM_(f) d->f += s->f;
+	SITE_SUM_(allocs) SITE_SUM_(reallocs) SITE_SUM_(bytes) SITE_SUM_(frees)
+	SITE_SUM_(live) SITE_SUM_(alloc_ns) SITE_SUM_(free_ns) SITE_SUM_(lw_ns)
+	SITE_SUM_(lw_n) SITE_SUM_(life_ns) SITE_SUM_(short_n)
+	SITE_SUM_(short_ns) SITE_SUM_(xfree_n) SITE_SUM_(xfree_ns)
+	SITE_SUM_(xfree_bytes)
+#undef SITE_SUM_
+	for (int h = 0; h < 2; h++) {
+		d->calls[h] += s->calls[h];
+		d->slow_n[h] += s->slow_n[h];
+		d->slow_ns[h] += s->slow_ns[h];
+		d->slow_lw_ns[h] += s->slow_lw_ns[h];
+	}
+	if (s->life_max > d->life_max)
+		d->life_max = s->life_max;
+	for (int i = 0; i < SITE_SIZES; i++) {
+		if (!s->size_n[i])
+			continue;
+		int j = 0, min = 0;
+		for (; j < SITE_SIZES; j++) {
+			if (d->size_n[j] && d->size[j] == s->size[i])
+				break;
+			if (d->size_n[j] < d->size_n[min])
+				min = j;
+		}
+		if (j < SITE_SIZES) {
+			d->size_n[j] += s->size_n[i];
+		} else if (s->size_n[i] > d->size_n[min]) {
+			d->size[min] = s->size[i];
+			d->size_n[min] = s->size_n[i];
+		}
+	}
+	thr_merge(d->athr, d->athr_n, s->athr, s->athr_n);
+	thr_merge(d->fthr, d->fthr_n, s->fthr, s->fthr_n);
+}
+
+static uint64_t fnv(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h == U64MAP_EMPTY ? h - 1 : h;
+}
+
+static void sites_build(model_t *m, sites_t *S)
+{
+	u64map_t map = {0};
+	char label[512];
+	memset(S, 0, sizeof *S);
+	S->of = xmalloc((m->nstk + 1) * sizeof *S->of);
+	for (size_t i = 0; i < m->nstk; i++) {
+		const site_t *st = m->stk[i].site;
+		S->of[i] = NONE32;
+		if (!st)
+			continue;
+		frame_t fr;
+		const char *key;
+		if (m->stk[i].defined && stack_site(m, (uint32_t)i, &fr))
+			key = frame_label(&fr, label, sizeof label);
+		else /* no frame to group by: a site of its own */
+			key = NULL;
+		int added = 1;
+		uint32_t *v = NULL;
+		if (key) {
+			v = u64map_put(&map, fnv(key, 14695981039346656037ull),
+			               &added);
+			if (!added && strcmp(S->g[*v].key, key) != 0) {
+				v = NULL; /* a hash collision: a group of its own */
+				added = 1;
+			}
+		}
+		if (added) {
+			VEC_RESERVE(S->g, S->cap, S->ng);
+			sitegrp_t *g = &S->g[S->ng];
+			memset(g, 0, sizeof *g);
+			g->rep = (uint32_t)i;
+			g->key = key ? arena_strdup(&m->arena, key) : "";
+			if (v)
+				*v = (uint32_t)S->ng;
+			S->of[i] = (uint32_t)S->ng++;
+		} else {
+			S->of[i] = *v;
+		}
+		sitegrp_t *g = &S->g[S->of[i]];
+		const site_t *r = m->stk[g->rep].site;
+		if (st->alloc_ns + st->free_ns > r->alloc_ns + r->free_ns)
+			g->rep = (uint32_t)i;
+		site_merge(&g->s, st);
+	}
+	u64map_free(&map);
+	/* Members by group: a counting sort of the stacks. */
+	S->start = xcalloc(S->ng + 2, sizeof *S->start);
+	S->order = xmalloc((m->nstk + 1) * sizeof *S->order);
+	for (size_t i = 0; i < m->nstk; i++)
+		if (S->of[i] != NONE32)
+			S->start[S->of[i] + 2]++;
+	for (size_t g = 0; g < S->ng; g++)
+		S->start[g + 2] += S->start[g + 1];
+	for (size_t i = 0; i < m->nstk; i++)
+		if (S->of[i] != NONE32)
+			S->order[S->start[S->of[i] + 1]++] = (uint32_t)i;
+}
+
+static void sites_free(sites_t *S)
+{
+	free(S->g);
+	free(S->of);
+	free(S->order);
+	free(S->start);
+}
+
+/* Keeps stack si with value v among f's heaviest FINDING_STACKS. */
+static void stack_ev(finding_t *f, uint32_t si, double v)
+{
+	f->stacks_total++;
+	uint32_t n = f->nstacks, i = n;
+	if (n == FINDING_STACKS) {
+		if (v <= f->stack_v[n - 1])
+			return;
+		i = --n;
+	}
+	while (i > 0 && f->stack_v[i - 1] < v) {
+		f->stacks[i] = f->stacks[i - 1];
+		f->stack_v[i] = f->stack_v[i - 1];
+		i--;
+	}
+	f->stacks[i] = si;
+	f->stack_v[i] = v;
+	f->nstacks = n + 1;
+}
+
+/* Evidence of a site finding: its member stacks valued by what(site). */
+static void group_stacks(finding_t *f, model_t *m, const sites_t *S,
+                         uint32_t g, const char *unit,
+                         double (*what)(const site_t *, int), int h)
+{
+	f->stack_unit = unit;
+	for (uint32_t k = S->start[g]; k < S->start[g + 1]; k++) {
+		uint32_t si = S->order[k];
+		double v = what(m->stk[si].site, h);
+		if (v > 0)
+			stack_ev(f, si, v);
+	}
+	if (f->nstacks)
+		f->stack = f->stacks[0];
+}
+
+static double v_xfree(const site_t *s, int h)
+{
+	(void)h;
+	return (double)s->xfree_n;
+}
+
+static double v_churn(const site_t *s, int h)
+{
+	(void)h;
+	return (double)s->short_n;
+}
+
+static double v_slow(const site_t *s, int h)
+{
+	return (double)s->slow_ns[h];
+}
+
 /* ---- alloc_under_lock ---- */
 
 typedef struct aul {
-	uint32_t cls, stack;
+	uint32_t cls, grp; /* grp: site group, or NONE32 for a stack of its own */
+	uint32_t stack;    /* the first stack seen (the key without a group) */
 	uint64_t n, ns, lw, allocs, slow;
+	uint32_t first; /* first (class, stack) entry of this group */
 } aul_t;
 
-static void find_alloc_under_lock(model_t *m, findings_t *out)
+/* One (class, stack) pair's totals, chained per (class, site). */
+typedef struct aulstk {
+	uint32_t stack, next;
+	uint64_t ns;
+} aulstk_t;
+
+static void find_alloc_under_lock(model_t *m, const sites_t *S,
+                                  findings_t *out)
 {
 	lstab_t *t = &m->ls[LS_ALLOC];
-	u64map_t map = {0};
+	u64map_t map = {0}, smap = {0};
 	aul_t *v = NULL;
-	size_t n = 0, cap = 0;
+	aulstk_t *st = NULL;
+	size_t n = 0, cap = 0, nst = 0, capst = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const lspair_t *p = &t->v[i];
 		uint32_t c = m->lock[p->lock].cls;
 		if (c == NONE32)
 			continue;
+		uint32_t g = p->stack == NONE32 ? NONE32 : S->of[p->stack];
+		/* Grouped by site; a stack without one is its own key. */
+		uint64_t key = g != NONE32 ? (uint64_t)c << 32 | g
+		                           : (uint64_t)c << 32 | p->stack;
 		int added;
-		uint32_t *x = u64map_put(&map, (uint64_t)c << 32 | p->stack,
+		uint32_t *x = u64map_put(&map, key ^ (g == NONE32 ? 1ull << 63
+		                                                  : 0),
 		                         &added);
 		if (added) {
 			VEC_RESERVE(v, cap, n);
 			memset(&v[n], 0, sizeof v[n]);
 			v[n].cls = c;
+			v[n].grp = g;
 			v[n].stack = p->stack;
+			v[n].first = NONE32;
 			*x = (uint32_t)n++;
 		}
 		aul_t *a = &v[*x];
@@ -141,6 +356,18 @@ static void find_alloc_under_lock(model_t *m, findings_t *out)
 		a->lw += p->ns2;
 		a->allocs += p->n2;
 		a->slow += p->n3;
+		/* Per (class, stack): several lock instances of one class. */
+		uint32_t *y = u64map_put(&smap, (uint64_t)c << 32 | p->stack,
+		                         &added);
+		if (added) {
+			VEC_RESERVE(st, capst, nst);
+			st[nst].stack = p->stack;
+			st[nst].ns = 0;
+			st[nst].next = a->first;
+			a->first = (uint32_t)nst;
+			*y = (uint32_t)nst++;
+		}
+		st[*y].ns += p->ns;
 	}
 	for (size_t i = 0; i < n; i++) {
 		const aul_t *a = &v[i];
@@ -157,6 +384,11 @@ static void find_alloc_under_lock(model_t *m, findings_t *out)
 		finding_t *f = add(out, m, FK_ALLOC_UNDER_LOCK, score);
 		f->cls = a->cls;
 		f->stack = a->stack;
+		f->stack_unit = "allocator_ns";
+		for (uint32_t k = a->first; k != NONE32; k = st[k].next)
+			stack_ev(f, st[k].stack, (double)st[k].ns);
+		if (f->nstacks)
+			f->stack = f->stacks[0];
 		ev(f, "lock_wait_ns", W);
 		ev(f, "contended", (double)c->s.contended);
 		ev(f, "acquisitions", (double)c->s.acq);
@@ -177,19 +409,22 @@ static void find_alloc_under_lock(model_t *m, findings_t *out)
 		ev(f, "queue_like", c->queue);
 		ev(f, "instances", c->ninst);
 		ev(f, "gives_back_ns", W * lock_share);
+		ev(f, "stacks", f->stacks_total);
 		char sn[256];
 		snprintf(f->advice, sizeof f->advice,
 		         "Move the allocation at %s out of the critical "
 		         "section (allocate before locking, hand objects over "
 		         "by value) or pre-allocate (a reserved vector, a free "
 		         "list)%s.",
-		         site_name(m, a->stack, sn, sizeof sn),
+		         site_name(m, f->stack, sn, sizeof sn),
 		         c->queue ? ": every producer and consumer of this "
 		                    "queue waits for the allocator too"
 		                  : "");
 	}
 	free(v);
+	free(st);
 	u64map_free(&map);
+	u64map_free(&smap);
 }
 
 /* ---- allocation sites ---- */
@@ -212,16 +447,14 @@ static int nthreads(const uint32_t *thr)
 	return n;
 }
 
-static void find_sites(model_t *m, findings_t *out)
+static void find_sites(model_t *m, const sites_t *S, findings_t *out)
 {
 	double dur_s = (double)model_duration_ns(m) / 1e9;
 	double median = hist_quantile(&m->alloc_hist, 0.5) / 2;
 	char sn[256];
-	for (size_t i = 0; i < m->nstk; i++) {
-		const site_t *s = m->stk[i].site;
-		if (!s)
-			continue;
-		uint32_t si = (uint32_t)i;
+	for (uint32_t g = 0; g < S->ng; g++) {
+		const site_t *s = &S->g[g].s;
+		uint32_t si = S->g[g].rep;
 		/* cross_thread_free */
 		double xexcess =
 		    (double)s->xfree_ns - 2.0 * (double)s->xfree_n * median;
@@ -230,6 +463,7 @@ static void find_sites(model_t *m, findings_t *out)
 			finding_t *f = add(out, m, FK_CROSS_THREAD_FREE,
 			                   xexcess > 0 ? xexcess : 0);
 			f->stack = si;
+			group_stacks(f, m, S, g, "cross_thread_frees", v_xfree, 0);
 			ev(f, "cross_thread_frees", (double)s->xfree_n);
 			ev(f, "frees", (double)s->frees);
 			ev(f, "share", ratio((double)s->xfree_n, (double)s->frees));
@@ -237,13 +471,14 @@ static void find_sites(model_t *m, findings_t *out)
 			ev(f, "allocator_ns", (double)s->xfree_ns);
 			ev(f, "allocating_threads", nthreads(s->athr));
 			ev(f, "freeing_threads", nthreads(s->fthr));
+			ev(f, "stacks", f->stacks_total);
 			snprintf(f->advice, sizeof f->advice,
 			         "Blocks allocated at %s are freed by another "
 			         "thread, which defeats per-thread caches: free "
 			         "them where they were allocated, move the "
 			         "objects by value, or recycle them through a "
 			         "per-thread pool.",
-			         site_name(m, si, sn, sizeof sn));
+			         site_name(m, f->stack, sn, sizeof sn));
 		}
 		/* alloc_churn */
 		uint64_t nsize;
@@ -255,6 +490,7 @@ static void find_sites(model_t *m, findings_t *out)
 			finding_t *f = add(out, m, FK_ALLOC_CHURN,
 			                   (double)s->short_ns);
 			f->stack = si;
+			group_stacks(f, m, S, g, "short_lived", v_churn, 0);
 			ev(f, "short_lived", (double)s->short_n);
 			ev(f, "allocs", (double)allocs);
 			ev(f, "rate_per_s", (double)s->short_n / dur_s);
@@ -263,13 +499,14 @@ static void find_sites(model_t *m, findings_t *out)
 			ev(f, "mean_lifetime_ns",
 			   ratio((double)s->life_ns, (double)s->frees));
 			ev(f, "allocator_ns", (double)s->short_ns);
+			ev(f, "stacks", f->stacks_total);
 			snprintf(f->advice, sizeof f->advice,
 			         "%llu-byte blocks from %s live less than %.1f ms "
 			         "at %.0f/s (a node-based container?): use open "
 			         "addressing or a pre-allocated pool, or reuse "
 			         "the objects.",
 			         (unsigned long long)size,
-			         site_name(m, si, sn, sizeof sn),
+			         site_name(m, f->stack, sn, sizeof sn),
 			         TH_CHURN_LIFETIME_NS / 1e6,
 			         (double)s->short_n / dur_s);
 		}
@@ -285,6 +522,7 @@ static void find_sites(model_t *m, findings_t *out)
 				continue;
 			finding_t *f = add(out, m, FK_SLOW_ALLOC, excess);
 			f->stack = si;
+			group_stacks(f, m, S, g, "slow_ns", v_slow, h);
 			ev(f, "lock_held", h);
 			ev(f, "slow_calls", (double)slow);
 			ev(f, "calls", (double)calls);
@@ -294,6 +532,7 @@ static void find_sites(model_t *m, findings_t *out)
 			ev(f, "median_call_ns", median);
 			ev(f, "allocator_lock_wait_ns", (double)s->slow_lw_ns[h]);
 			ev(f, "threshold_ns", TH_SLOW_ALLOC_NS);
+			ev(f, "stacks", f->stacks_total);
 			snprintf(f->advice, sizeof f->advice,
 			         h ? "Allocator calls for %s often take the "
 			             "slow path while a lock is held: allocate "
@@ -302,7 +541,7 @@ static void find_sites(model_t *m, findings_t *out)
 			             "slow path (central free list, page heap): "
 			             "reuse objects, reserve capacity, or give "
 			             "the allocator larger thread caches.",
-			         site_name(m, si, sn, sizeof sn));
+			         site_name(m, f->stack, sn, sizeof sn));
 		}
 	}
 }
@@ -481,8 +720,11 @@ static void find_starvation(model_t *m, findings_t *out)
 
 void findings_compute(model_t *m, findings_t *out)
 {
-	find_alloc_under_lock(m, out);
-	find_sites(m, out);
+	sites_t S;
+	sites_build(m, &S);
+	find_alloc_under_lock(m, &S, out);
+	find_sites(m, &S, out);
+	sites_free(&S);
 	find_nested(m, out);
 	find_starvation(m, out);
 }
@@ -501,5 +743,8 @@ static int by_score(const void *a, const void *b)
 
 void findings_sort(findings_t *f)
 {
-	qsort(f->v, f->n, sizeof *f->v, by_score);
+	/* qsort(NULL, 0, ...) is undefined (found by fuzzing: a trace with no
+	 * finding). */
+	if (f->n > 1)
+		qsort(f->v, f->n, sizeof *f->v, by_score);
 }

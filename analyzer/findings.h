@@ -37,6 +37,10 @@ typedef struct evidence {
 } evidence_t;
 
 #define EV_MAX 24
+/* Allocation findings are per allocation site (the first frame outside the
+ * allocator, the shim and libc): one allocating line reached from several
+ * callers is one finding, with its stacks, the heaviest first, as evidence. */
+#define FINDING_STACKS 4
 
 typedef struct finding {
 	int kind, severity;
@@ -44,7 +48,13 @@ typedef struct finding {
 	model_t *m;   /* the process */
 	uint32_t cls, cls2; /* lock class (nested_lock: outer, inner) */
 	uint32_t lock;      /* the instance named, NONE32: the class's rep */
-	uint32_t stack;     /* the code: stack index, NONE32 if none */
+	uint32_t stack;     /* the code: stack index, NONE32 if none; for
+	                       allocation findings the heaviest stack of the
+	                       site */
+	uint32_t stacks[FINDING_STACKS]; /* evidence stacks, heaviest first */
+	double stack_v[FINDING_STACKS];  /* each one's share of stack_unit */
+	uint32_t nstacks, stacks_total;  /* shown; reaching the site */
+	const char *stack_unit; /* what stack_v counts (a JSON member name) */
 	evidence_t ev[EV_MAX];
 	int nev;
 	char advice[1024];

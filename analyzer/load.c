@@ -51,6 +51,42 @@ void threads_roles(model_t *m)
 	}
 }
 
+/* The analyzer's own remarks on how the trace was recorded: sampling
+ * (counts are scaled), recording windows (holds cut at the marks). */
+static void window_notes(model_t *m)
+{
+	char t[512];
+	int n;
+	if (m->sample_bytes) {
+		n = snprintf(t, sizeof t,
+		             "allocations were sampled, one per %llu bytes on "
+		             "average (MALLOCK_SAMPLE_BYTES): allocation and "
+		             "free counts and bytes are estimates scaled from "
+		             "%llu sampled allocations; allocator calls inside "
+		             "critical sections (%llu unsampled) and lock events "
+		             "are complete",
+		             (unsigned long long)m->sample_bytes,
+		             (unsigned long long)m->tot.sampled_allocs,
+		             (unsigned long long)m->tot.untracked_calls);
+		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
+	}
+	if ((m->proc_flags & FMT_PROCF_START_PAUSED) || m->tot.pauses ||
+	    m->tot.resumes) {
+		n = snprintf(t, sizeof t,
+		             "recording %s; %llu window%s started, %llu "
+		             "stopped; %llu lock holds open across a start or "
+		             "stop were not measured",
+		             (m->proc_flags & FMT_PROCF_START_PAUSED)
+		                 ? "started paused (MALLOCK_START=paused)"
+		                 : "started with the program",
+		             (unsigned long long)m->tot.resumes,
+		             m->tot.resumes == 1 ? "" : "s",
+		             (unsigned long long)m->tot.pauses,
+		             (unsigned long long)m->tot.holds_cut);
+		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
+	}
+}
+
 int load_trace(const char *path, model_t *m, findings_t *f,
                const load_opts_t *o)
 {
@@ -64,6 +100,8 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 	}
 	aggregate(m, r, path, o->thread_filter);
 	reader_close(r);
+	window_notes(m);
+	model_index_pairs(m);
 	if (m->info.truncated && !o->quiet)
 		fprintf(stderr, "mallock: %s: %s\n", path,
 		        truncation_text(m, tr, sizeof tr));

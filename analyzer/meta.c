@@ -52,6 +52,9 @@ int meta_process(const fmt_record_t *r, meta_process_t *m)
 	m->cmdline = str(&c);
 	m->hostname = str(&c);
 	m->version = str(&c);
+	/* 1.1 fields: absent from a 1.0 trace. */
+	m->sample_bytes = c.p < c.end ? u(&c) : 0;
+	m->max_bytes = c.p < c.end ? u(&c) : 0;
 	return c.bad ? -1 : 0;
 }
 

@@ -20,6 +20,7 @@ typedef struct meta_process {
 	uint64_t pid, ppid, realtime_ns, tsc, mono_ns, tsc_hz, depth, unwinder,
 	    flags;
 	meta_str_t exe, cmdline, hostname, version;
+	uint64_t sample_bytes, max_bytes; /* 1.1; 0 in a 1.0 trace */
 } meta_process_t;
 
 typedef struct meta_module {

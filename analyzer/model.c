@@ -111,6 +111,18 @@ lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack)
 
 void model_note(model_t *m, uint64_t level, const char *s, size_t n)
 {
+	static const char more[] =
+	    "analyzer: more distinct notes than it keeps; the rest are "
+	    "counted here";
+	if (m->nnote >= MODEL_NOTES_MAX) {
+		m->note[m->nnote - 1].count++;
+		return;
+	}
+	if (m->nnote == MODEL_NOTES_MAX - 1) {
+		level = FMT_NOTE_WARN;
+		s = more;
+		n = sizeof more - 1;
+	}
 	for (size_t i = 0; i < m->nnote; i++)
 		if (strlen(m->note[i].text) == n &&
 		    memcmp(m->note[i].text, s, n) == 0) {
@@ -122,6 +134,53 @@ void model_note(model_t *m, uint64_t level, const char *s, size_t n)
 	x->level = level;
 	x->text = arena_strndup(&m->arena, s, n);
 	x->count = 1;
+}
+
+static const lstab_t *sort_tab; /* qsort has no context argument */
+
+static int by_lock_ns(const void *a, const void *b)
+{
+	const lspair_t *x = &sort_tab->v[*(const uint32_t *)a];
+	const lspair_t *y = &sort_tab->v[*(const uint32_t *)b];
+	if (x->lock != y->lock)
+		return x->lock < y->lock ? -1 : 1;
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+void model_index_pairs(model_t *m)
+{
+	for (int k = 0; k < LS_NKINDS; k++) {
+		lstab_t *t = &m->ls[k];
+		free(t->order);
+		free(t->start);
+		t->order = xmalloc((t->n + 1) * sizeof *t->order);
+		t->start = xcalloc(m->nlock + 2, sizeof *t->start);
+		for (size_t i = 0; i < t->n; i++)
+			t->order[i] = (uint32_t)i;
+		sort_tab = t;
+		if (t->n > 1)
+			qsort(t->order, t->n, sizeof *t->order, by_lock_ns);
+		sort_tab = NULL;
+		/* start[li + 1] counts lock li's pairs, then prefix sums. */
+		for (size_t i = 0; i < t->n; i++)
+			t->start[t->v[i].lock + 1]++;
+		for (size_t i = 0; i < m->nlock; i++)
+			t->start[i + 1] += t->start[i];
+	}
+}
+
+size_t model_lock_pairs(const model_t *m, int k, uint32_t li,
+                        const uint32_t **idx)
+{
+	const lstab_t *t = &m->ls[k];
+	if (!t->order || li >= m->nlock) {
+		*idx = NULL;
+		return 0;
+	}
+	*idx = t->order + t->start[li];
+	return t->start[li + 1] - t->start[li];
 }
 
 const char *lock_label(const model_t *m, const lock_t *l, char *buf,
@@ -159,6 +218,8 @@ void model_free(model_t *m)
 	for (int k = 0; k < LS_NKINDS; k++) {
 		u64map_free(&m->ls[k].map);
 		free(m->ls[k].v);
+		free(m->ls[k].order);
+		free(m->ls[k].start);
 	}
 	u64map_free(&m->thr_by_tid);
 	u64map_free(&m->lock_by_id);
@@ -166,6 +227,7 @@ void model_free(model_t *m)
 	u64map_free(&m->nest_map);
 	u64map_free(&m->lt_map);
 	u64map_free(&m->live);
+	u64map_free(&m->mod_map);
 	free(m->thr);
 	free(m->thr_of_stream);
 	free(m->lock);

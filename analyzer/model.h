@@ -143,6 +143,10 @@ typedef struct lstab {
 	u64map_t map; /* lock << 32 | stack -> index */
 	lspair_t *v;
 	size_t n, cap;
+	/* By lock (model_index_pairs): order[] holds pair indexes sorted by
+	 * lock, then ns (highest first); lock i's are order[start[i] ..
+	 * start[i + 1]). NULL until indexed. */
+	uint32_t *order, *start;
 } lstab_t;
 
 /* A lock taken while another is held. */
@@ -230,6 +234,10 @@ typedef struct lockclass {
 	X(alloc_calls_in_holds, "allocator_calls_in_holds")                    \
 	X(dropped, "dropped_events")                                           \
 	X(pauses, "recording_pauses")                                          \
+	X(resumes, "recording_resumes")                                        \
+	X(holds_cut, "holds_cut_by_pause")                                     \
+	X(sampled_allocs, "sampled_allocations")                               \
+	X(untracked_calls, "unsampled_allocator_calls_in_holds")               \
 	X(bad_meta, "malformed_metadata")
 
 typedef struct totals {
@@ -248,6 +256,11 @@ typedef struct model {
 
 	/* process */
 	uint64_t pid, ppid, tsc_hz, unwinder, depth;
+	uint64_t proc_flags;   /* PROCESS flags (FMT_PROCF_*) */
+	uint64_t sample_bytes; /* MALLOCK_SAMPLE_BYTES; 0: every allocation */
+	uint64_t max_bytes;    /* MALLOCK_MAX_BYTES; 0: no cap */
+	double wcarry;         /* fraction carried by sample_count() */
+	uint64_t free_n;       /* frees counted by the last block_free() */
 	char *exe, *cmdline, *hostname, *version;
 	bool have_end, end_clean;
 	uint64_t end_events, end_dropped;
@@ -285,6 +298,7 @@ typedef struct model {
 
 	module_t *mod;
 	size_t nmod, capmod;
+	u64map_t mod_map; /* hash of (bias, path) -> module index */
 	note_t *note;
 	size_t nnote, capnote;
 
@@ -310,16 +324,27 @@ uint32_t model_thread(model_t *m, uint32_t tid);
 lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack);
 
 /* Adds a note (a shim NOTE, or the analyzer's own remark); repeated texts
- * are counted once. Copies s. */
+ * are counted once. Copies s. At most MODEL_NOTES_MAX distinct texts are
+ * kept (a forged trace may hold millions): the last one says so and counts
+ * the rest. */
+#define MODEL_NOTES_MAX 256
 void model_note(model_t *m, uint64_t level, const char *s, size_t n);
+
+/* Indexes each pair table by lock (lstab_t order/start). Call once the
+ * trace is read; may allocate. */
+void model_index_pairs(model_t *m);
+/* The pairs of kind k of lock li, highest ns first: returns their number
+ * and sets *idx to their indexes into m->ls[k].v. Needs model_index_pairs. */
+size_t model_lock_pairs(const model_t *m, int k, uint32_t li,
+                        const uint32_t **idx);
 
 /* Wall-clock span of the trace's events. */
 static inline uint64_t model_duration_ns(const model_t *m)
 {
 	if (m->last_tsc <= m->first_tsc)
 		return 0;
-	return (uint64_t)((double)(m->last_tsc - m->first_tsc) *
-	                  m->ns_per_tick);
+	double ns = (double)(m->last_tsc - m->first_tsc) * m->ns_per_tick;
+	return ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
 }
 
 /* Display name of a lock ("name", or kind@addr). Writes into buf. */

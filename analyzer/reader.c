@@ -13,6 +13,7 @@
 #define _GNU_SOURCE /* pread, posix_fadvise, getopt_long */
 #include "reader.h"
 
+#include "u64map.h"
 #include "util.h"
 
 #include <errno.h>
@@ -50,6 +51,7 @@ struct reader {
 	size_t nchunk, capchunk;
 	rd_stream_t *st;
 	size_t nst, capst;
+	u64map_t st_by_tid; /* tid -> stream index */
 	uint32_t *heap;
 	uint32_t nheap;
 	uint32_t pending; /* stream whose head was returned last */
@@ -96,16 +98,30 @@ static void clock_pair(clockspan_t *c, uint64_t tsc, uint64_t ns)
 
 /* The shortest span of pairs trusted over the PROCESS tsc_hz (1 ms). */
 #define CLOCK_MIN_SPAN_NS 1000000u
+/* A calibration outside these bounds (a 10 THz or a 1 Hz tick) comes from a
+ * damaged or forged trace; it is not used. The bounds also keep every
+ * ticks -> ns conversion finite (found by fuzzing: a forged clock pair made
+ * ns_per_tick 1e15 and the double -> uint64_t conversions overflowed). */
+#define NS_PER_TICK_MIN 1e-4
+#define NS_PER_TICK_MAX 1e9
+
+static bool sane(double npt)
+{
+	return npt >= NS_PER_TICK_MIN && npt <= NS_PER_TICK_MAX;
+}
 
 static void calibrate(reader_info_t *in, const clockspan_t *c)
 {
-	if (c->n >= 2 && c->tsc1 > c->tsc0 && c->ns1 > c->ns0 &&
-	    c->ns1 - c->ns0 >= CLOCK_MIN_SPAN_NS) {
-		in->ns_per_tick =
-		    (double)(c->ns1 - c->ns0) / (double)(c->tsc1 - c->tsc0);
+	double pairs = 0, hz = 0;
+	if (c->n >= 2 && c->tsc1 > c->tsc0 && c->ns1 > c->ns0)
+		pairs = (double)(c->ns1 - c->ns0) / (double)(c->tsc1 - c->tsc0);
+	if (in->have_process && in->process.tsc_hz)
+		hz = 1e9 / (double)in->process.tsc_hz;
+	if (sane(pairs) && c->ns1 - c->ns0 >= CLOCK_MIN_SPAN_NS) {
+		in->ns_per_tick = pairs;
 		in->clock_source = "monotonic pairs";
-	} else if (in->have_process && in->process.tsc_hz) {
-		in->ns_per_tick = 1e9 / (double)in->process.tsc_hz;
+	} else if (sane(hz)) {
+		in->ns_per_tick = hz;
 		in->clock_source = "tsc_hz";
 	} else {
 		in->ns_per_tick = 1.0;
@@ -116,16 +132,20 @@ static void calibrate(reader_info_t *in, const clockspan_t *c)
 static rd_stream_t *stream_for(reader_t *r, uint32_t tid, uint32_t seq,
                                uint32_t chunk_no)
 {
-	for (size_t i = r->nst; i-- > 0;)
-		if (r->st[i].tid == tid) {
-			rd_stream_t *s = &r->st[i];
-			uint32_t prev = r->chunk[s->last].seq;
-			if (seq != prev + 1)
-				r->info.seq_gaps++;
-			r->chunk[s->last].next = chunk_no;
-			s->last = chunk_no;
-			return s;
-		}
+	/* A hash, not a scan: a forged file of 48-byte chunks, each of another
+	 * thread, would make a scan quadratic. */
+	int added;
+	uint32_t *v = u64map_put(&r->st_by_tid, tid, &added);
+	if (!added) {
+		rd_stream_t *s = &r->st[*v];
+		uint32_t prev = r->chunk[s->last].seq;
+		if (seq != prev + 1)
+			r->info.seq_gaps++;
+		r->chunk[s->last].next = chunk_no;
+		s->last = chunk_no;
+		return s;
+	}
+	*v = (uint32_t)r->nst;
 	VEC_RESERVE(r->st, r->capst, r->nst);
 	rd_stream_t *s = &r->st[r->nst++];
 	memset(s, 0, sizeof *s);
@@ -235,10 +255,13 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 			r->info.chunks_total = m + 1;
 			break;
 		}
-		if (h.payload_len > cap) {
+		/* Never NULL, even for an empty payload: NULL + 0 is undefined,
+		 * and zlib's crc32() of a NULL buffer is its initial value, not
+		 * the CRC of nothing (found by fuzzing: an empty chunk). */
+		if (!buf || h.payload_len > cap) {
 			free(buf);
 			cap = h.payload_len;
-			buf = xmalloc(cap);
+			buf = xmalloc(cap ? cap : 1);
 		}
 		if (read_at(r->fd, buf, h.payload_len,
 		            off + FMT_CHUNK_HEADER_SIZE) < 0) {
@@ -346,10 +369,10 @@ static int load_chunk(reader_t *r, rd_stream_t *s, uint32_t c)
 {
 	rd_chunk_t *ch = &r->chunk[c];
 	fmt_chunk_header_t h = {0};
-	if (ch->len > s->cap) {
+	if (!s->buf || ch->len > s->cap) { /* never NULL: see pass1() */
 		free(s->buf);
 		s->cap = ch->len;
-		s->buf = xmalloc(s->cap);
+		s->buf = xmalloc(s->cap ? s->cap : 1);
 	}
 	if (read_at(r->fd, s->buf, ch->len, ch->off + FMT_CHUNK_HEADER_SIZE) <
 	    0)
@@ -508,6 +531,7 @@ void reader_close(reader_t *r)
 	for (size_t i = 0; i < r->nst; i++)
 		free(r->st[i].buf);
 	free(r->st);
+	u64map_free(&r->st_by_tid);
 	free(r->chunk);
 	free(r->heap);
 	if (r->fd >= 0)

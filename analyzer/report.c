@@ -58,6 +58,57 @@ bool report_class_matches(const report_t *r, model_t *m, uint32_t c)
 	return false;
 }
 
+static int by_point(const void *a, const void *b)
+{
+	const point_t *x = a, *y = b;
+	/* ns2 first: for holders the wait caused; waiters have ns2 == 0. */
+	if (x->ns2 != y->ns2)
+		return x->ns2 > y->ns2 ? -1 : 1;
+	if (x->ns != y->ns)
+		return x->ns > y->ns ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+int class_points(model_t *m, uint32_t c, int k, point_t *out, int max,
+                 size_t *total)
+{
+	u64map_t map = {0};
+	point_t *v = NULL;
+	size_t n = 0, cap = 0;
+	*total = 0;
+	if (c == NONE32 || c >= m->ncls)
+		return 0;
+	for (size_t li = 0; li < m->nlock; li++) {
+		if (m->lock[li].cls != c)
+			continue;
+		const uint32_t *idx;
+		size_t np = model_lock_pairs(m, k, (uint32_t)li, &idx);
+		for (size_t i = 0; i < np; i++) {
+			const lspair_t *p = &m->ls[k].v[idx[i]];
+			int added;
+			uint32_t *x = u64map_put(&map, p->stack, &added);
+			if (added) {
+				VEC_RESERVE(v, cap, n);
+				memset(&v[n], 0, sizeof v[n]);
+				v[n].stack = p->stack;
+				*x = (uint32_t)n++;
+			}
+			v[*x].n += p->n;
+			v[*x].ns += p->ns;
+			v[*x].ns2 += p->ns2;
+		}
+	}
+	if (n > 1)
+		qsort(v, n, sizeof *v, by_point);
+	int shown = 0;
+	for (size_t i = 0; i < n && shown < max; i++)
+		out[shown++] = v[i];
+	*total = n;
+	free(v);
+	u64map_free(&map);
+	return shown;
+}
+
 void wrap_print(FILE *out, int indent, const char *prefix, const char *text)
 {
 	const int width = 100;

@@ -39,6 +39,20 @@ uint64_t report_lock_id(const report_t *r, const model_t *m,
 /* Instance index a finding names (its own, or its class's rep). */
 uint32_t finding_lock(const finding_t *f);
 
+/* A contention point (waiter stack, LS_WAITER) or contending point (holder
+ * stack at a contended release, LS_HOLDER) of a lock class, summed over its
+ * instances: n waits (holds), ns waited (held), ns2 the wait it caused. */
+typedef struct point {
+	uint32_t stack;
+	uint64_t n, ns, ns2;
+} point_t;
+
+/* The top max points of kind k (LS_WAITER by ns, LS_HOLDER by ns2) of class
+ * c into out; returns how many, and *total the distinct stacks. May
+ * allocate (freed before it returns). */
+int class_points(model_t *m, uint32_t c, int k, point_t *out, int max,
+                 size_t *total);
+
 /* One sentence of evidence for f, into buf. */
 const char *finding_summary(const finding_t *f, char *buf, size_t len);
 

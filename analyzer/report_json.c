@@ -122,42 +122,47 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 	jw_end(w, '}');
 }
 
-static int by_ns(const void *a, const void *b)
-{
-	const lspair_t *x = *(lspair_t *const *)a, *y = *(lspair_t *const *)b;
-	if (x->ns != y->ns)
-		return x->ns > y->ns ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
 /* The top JSON_POINTS pairs of kind k for lock li, by ns. */
 static void points_json(jw_t *w, model_t *m, const char *key, int k,
                         uint32_t li, const char *nkey, const char *nskey)
 {
-	lstab_t *t = &m->ls[k];
-	const lspair_t **v = NULL;
-	size_t n = 0, cap = 0;
-	for (size_t i = 0; i < t->n; i++) {
-		if (t->v[i].lock != li)
-			continue;
-		VEC_RESERVE(v, cap, n);
-		v[n++] = &t->v[i];
-	}
-	if (n)
-		qsort(v, n, sizeof *v, by_ns);
+	const uint32_t *idx;
+	size_t n = model_lock_pairs(m, k, li, &idx);
 	jw_key(w, key);
 	jw_arr(w);
 	for (size_t i = 0; i < n && i < JSON_POINTS; i++) {
+		const lspair_t *p = &m->ls[k].v[idx[i]];
 		jw_obj(w);
-		jw_ku64(w, nkey, v[i]->n);
-		jw_ku64(w, nskey, v[i]->ns);
+		jw_ku64(w, nkey, p->n);
+		jw_ku64(w, nskey, p->ns);
 		if (k == LS_HOLDER)
-			jw_ku64(w, "wait_caused_ns", v[i]->ns2);
-		stack_json(w, m, "stack", v[i]->stack);
+			jw_ku64(w, "wait_caused_ns", p->ns2);
+		stack_json(w, m, "stack", p->stack);
 		jw_end(w, '}');
 	}
 	jw_end(w, ']');
-	free(v);
+}
+
+/* A class's top JSON_POINTS points, summed over its instances. */
+static void class_points_json(jw_t *w, model_t *m, uint32_t c, int k,
+                              const char *key, const char *nkey,
+                              const char *nskey)
+{
+	point_t p[JSON_POINTS];
+	size_t total;
+	int n = class_points(m, c, k, p, JSON_POINTS, &total);
+	jw_key(w, key);
+	jw_arr(w);
+	for (int i = 0; i < n; i++) {
+		jw_obj(w);
+		jw_ku64(w, nkey, p[i].n);
+		jw_ku64(w, nskey, p[i].ns);
+		if (k == LS_HOLDER)
+			jw_ku64(w, "wait_caused_ns", p[i].ns2);
+		stack_json(w, m, "stack", p[i].stack);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
 }
 
 static void stats_json(jw_t *w, const lockstat_t *s)
@@ -245,6 +250,10 @@ static void locks_json(jw_t *w, const report_t *r)
 			                                           : "first_acquisition");
 			site_json(w, m, "site", c->site);
 			stats_json(w, &c->s);
+			class_points_json(w, m, (uint32_t)i, LS_WAITER,
+			                  "contention_points", "waits", "wait_ns");
+			class_points_json(w, m, (uint32_t)i, LS_HOLDER,
+			                  "contending_points", "holds", "hold_ns");
 			jw_end(w, '}');
 		}
 	}
@@ -387,6 +396,21 @@ static void findings_json(jw_t *w, const report_t *r)
 			        lock_label(m, &m->lock[li], a, sizeof a));
 		site_json(w, m, "site", f->stack);
 		stack_json(w, m, "stack", f->stack);
+		if (f->stack_unit) {
+			/* Allocation findings are per site: the stacks that
+			 * reach it, heaviest first. */
+			jw_kstr(w, "stacks_unit", f->stack_unit);
+			jw_ku64(w, "stacks_total", f->stacks_total);
+			jw_key(w, "stacks");
+			jw_arr(w);
+			for (uint32_t k = 0; k < f->nstacks; k++) {
+				jw_obj(w);
+				jw_knum(w, "value", f->stack_v[k]);
+				stack_json(w, m, "stack", f->stacks[k]);
+				jw_end(w, '}');
+			}
+			jw_end(w, ']');
+		}
 		jw_key(w, "evidence");
 		jw_obj(w);
 		for (int k = 0; k < f->nev; k++)
@@ -404,7 +428,6 @@ void report_json(const report_t *r, FILE *out)
 {
 	jw_t w;
 	totals_t t = {0};
-	uint64_t dur = 0;
 	jw_init(&w, out);
 	jw_obj(&w);
 	jw_kstr(&w, "schema", "mallock.report/1");
@@ -419,7 +442,6 @@ void report_json(const report_t *r, FILE *out)
 #define TOT_ADD_(name, json) t.name += r->m[i].tot.name;
 		MODEL_TOTALS(TOT_ADD_)
 #undef TOT_ADD_
-		dur += model_duration_ns(&r->m[i]);
 	}
 	jw_key(&w, "totals");
 	jw_obj(&w);

@@ -1,7 +1,10 @@
 /*
- * report_text.c - the terminal report: header, totals, the top findings,
- * the cascade told for the top alloc_under_lock finding, the lock table and
- * the threads. Lines stay within 100 columns.
+ * report_text.c - the terminal report: header, totals, the top findings
+ * (for a lock finding, its contention points: the waiters' stacks, and its
+ * contending points: the holders' stacks that made them wait; for an
+ * allocation finding, the stacks that reach its site), the cascade told for
+ * the top alloc_under_lock finding, the lock table with the contention of
+ * its top locks, and the threads. Lines stay within 100 columns.
  */
 #include "load.h"
 #include "report.h"
@@ -48,9 +51,9 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		snprintf(buf, len,
 		         "waiters lost %s on this lock (%.0f contended "
 		         "acquisitions); its holders spent %.1f%% of their hold "
-		         "time in the allocator; %.0f calls from this stack take "
-		         "%.1f%% (%.0f slow, %s waiting on the allocator's own "
-		         "lock).",
+		         "time in the allocator; %.0f calls for blocks from this "
+		         "site take %.1f%% (%.0f slow, %s waiting on the "
+		         "allocator's own lock).",
 		         fmt_ns(a, sizeof a, ev(f, "lock_wait_ns")),
 		         ev(f, "contended"),
 		         100 * ev(f, "allocator_share_of_hold"), ev(f, "calls"),
@@ -146,6 +149,87 @@ static void print_stack(FILE *out, model_t *m, uint32_t stack,
 		fprintf(out, "          ...\n");
 }
 
+#define WIDTH 100
+#define POINTS_SHOWN 3   /* waiter and holder stacks per lock */
+#define CONTENDED_LOCKS 5 /* locks whose points follow the lock table */
+
+/* One line: prefix, then a stack as "site < caller < caller", cut to the
+ * report's width. */
+static void print_chain(FILE *out, model_t *m, const char *prefix,
+                        uint32_t stack)
+{
+	frame_t fr[4];
+	char line[1024], lab[512];
+	int n = stack_view(m, stack, fr, 4);
+	size_t len = (size_t)snprintf(line, sizeof line, "%s", prefix);
+	if (n == 0)
+		snprintf(line + len, sizeof line - len, "(no stack recorded)");
+	for (int i = 0; i < n && len < sizeof line; i++) {
+		if (i == 0)
+			frame_label(&fr[i], lab, sizeof lab);
+		else if (fr[i].function)
+			snprintf(lab, sizeof lab, "%s", fr[i].function);
+		else
+			frame_label(&fr[i], lab, sizeof lab);
+		len += (size_t)snprintf(line + len, sizeof line - len, "%s%s",
+		                        i ? " < " : "", lab);
+	}
+	if (strlen(line) > WIDTH)
+		strcpy(line + WIDTH - 3, "...");
+	fprintf(out, "%s\n", line);
+}
+
+/* The contention points (waiter stacks, by wait) and contending points
+ * (holder stacks, by the wait they caused) of class c, indent spaces in. */
+static void print_points(FILE *out, model_t *m, uint32_t c, int indent)
+{
+	point_t p[POINTS_SHOWN];
+	size_t total;
+	char a[32], b[32], prefix[96];
+	int n = class_points(m, c, LS_WAITER, p, POINTS_SHOWN, &total);
+	for (int i = 0; i < n; i++) {
+		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent, "",
+		         i ? "" : "waiters", fmt_ns(a, sizeof a, (double)p[i].ns),
+		         fmt_count(b, sizeof b, (double)p[i].n));
+		print_chain(out, m, prefix, p[i].stack);
+	}
+	if (total > (size_t)n)
+		fprintf(out, "%*s%-8s %zu more waiter stacks\n", indent, "", "",
+		        total - (size_t)n);
+	n = class_points(m, c, LS_HOLDER, p, POINTS_SHOWN, &total);
+	for (int i = 0; i < n; i++) {
+		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent, "",
+		         i ? "" : "holders", fmt_ns(a, sizeof a, (double)p[i].ns2),
+		         fmt_count(b, sizeof b, (double)p[i].n));
+		print_chain(out, m, prefix, p[i].stack);
+	}
+	if (total > (size_t)n)
+		fprintf(out, "%*s%-8s %zu more holder stacks\n", indent, "", "",
+		        total - (size_t)n);
+}
+
+/* An allocation finding's stacks: how many reach the site, and the
+ * heaviest with what each accounts for. */
+static void print_site_stacks(FILE *out, const finding_t *f)
+{
+	char a[32], prefix[96];
+	fprintf(out, "   %-6s %u stacks reach this site; the heaviest:\n",
+	        "stacks", f->stacks_total);
+	for (uint32_t i = 0; i < f->nstacks; i++) {
+		double v = f->stack_v[i];
+		const char *u = f->stack_unit ? f->stack_unit : "";
+		if (strstr(u, "_ns"))
+			fmt_ns(a, sizeof a, v);
+		else
+			fmt_count(a, sizeof a, v);
+		snprintf(prefix, sizeof prefix, "          %9s  ", a);
+		print_chain(out, f->m, prefix, f->stacks[i]);
+	}
+	if (f->stacks_total > f->nstacks)
+		fprintf(out, "          ... %u more\n",
+		        f->stacks_total - f->nstacks);
+}
+
 static void print_header(FILE *out, const report_t *r, model_t *m)
 {
 	char a[32], b[32], tr[400];
@@ -237,7 +321,18 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 			        m->cls[c].by_init ? "init" : "site",
 			        frame_label(&fr, buf, sizeof buf));
 	}
-	print_stack(out, m, f->stack, "code");
+	if (f->stacks_total > 1) {
+		frame_t fr;
+		if (stack_site(m, f->stack, &fr))
+			fprintf(out, "   %-6s %s\n", "code",
+			        frame_label(&fr, buf, sizeof buf));
+		print_site_stacks(out, f);
+	} else {
+		print_stack(out, m, f->stack, "code");
+	}
+	if (f->cls != NONE32 && f->kind != FK_CROSS_THREAD_FREE &&
+	    f->kind != FK_ALLOC_CHURN && f->kind != FK_SLOW_ALLOC)
+		print_points(out, m, f->cls, 3);
 	wrap_print(out, 10, "   what   ", finding_summary(f, buf, sizeof buf));
 	wrap_print(out, 10, "   fix    ", f->advice);
 }
@@ -355,6 +450,19 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 	if (n)
 		fprintf(out, "  (* queue-like; alloc%% = share of hold time spent "
 		             "in the allocator)\n");
+	size_t shown = 0;
+	for (size_t i = 0; i < n && shown < CONTENDED_LOCKS; i++) {
+		if (!v[i]->s.wait_ns || v[i]->kind == FMT_KIND_ALLOC_INTERNAL)
+			continue;
+		if (!shown++)
+			fprintf(out, "\nContention in the top locks: waiter stacks "
+			             "(contention points) by wait, holder\nstacks "
+			             "(contending points) by the wait they caused:\n");
+		char lab[256];
+		fprintf(out, "  %s\n",
+		        class_label(m, (uint32_t)(v[i] - m->cls), lab, sizeof lab));
+		print_points(out, m, (uint32_t)(v[i] - m->cls), 4);
+	}
 	free(v);
 }
 

@@ -163,6 +163,12 @@ static module_t *module_of(const symtab_t *s, uint64_t addr)
 	return NULL;
 }
 
+const char *sym_module_path(model_t *m, uint64_t addr)
+{
+	const module_t *md = m->sym ? module_of(m->sym, addr) : NULL;
+	return md ? md->path : NULL;
+}
+
 static uint8_t fold_module(const char *path)
 {
 	if (!path)

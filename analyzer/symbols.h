@@ -65,6 +65,9 @@ bool stack_site(model_t *m, uint32_t si, frame_t *out);
  * expansion), for grouping lock instances into classes; 0 if none. */
 uint64_t stack_site_pc(model_t *m, uint32_t si);
 
+/* The path of the recorded module holding addr (code or data), or NULL. */
+const char *sym_module_path(model_t *m, uint64_t addr);
+
 /* "function (file:line)" or "module+0xoff" or "0xaddr", into buf. */
 const char *frame_label(const frame_t *f, char *buf, size_t len);
 

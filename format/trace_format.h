@@ -30,7 +30,7 @@
 #define FMT_FILE_MAGIC "MALLOCK\x1a"
 #define FMT_FILE_MAGIC_LEN 8
 #define FMT_VERSION_MAJOR 1
-#define FMT_VERSION_MINOR 0
+#define FMT_VERSION_MINOR 1 /* 1.1: PROCESS flags and trailing fields */
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
@@ -93,7 +93,8 @@
 #define FMT_META_RECORDS(X)                                                    \
 	X(PROCESS, 0x80, "pid u, ppid u, realtime_ns u, tsc u, mono_ns u, "    \
 	                 "tsc_hz u, depth u, unwinder u, flags u, exe str, "   \
-	                 "cmdline str, hostname str, version str")             \
+	                 "cmdline str, hostname str, version str, "            \
+	                 "sample_bytes u (1.1), max_bytes u (1.1)")            \
 	X(MODULE, 0x81, "bias u, lo u, hi u, path str, build_id bytes")        \
 	X(STACK, 0x82, "id u, n u, frame0 u, frame[i] s(vs frame[i-1])")       \
 	X(LOCK_NEW, 0x83, "id u, addr u, kind u, flags u")                     \
@@ -147,6 +148,10 @@ enum fmt_lock_kind {
 /* MARK what */
 #define FMT_MARK_PAUSE 0u
 #define FMT_MARK_RESUME 1u
+/* PROCESS flags (1.1) */
+#define FMT_PROCF_START_PAUSED 1u /* recording started paused */
+#define FMT_PROCF_SAMPLED 2u      /* allocations sampled: see sample_bytes */
+#define FMT_PROCF_CAPPED_SIZE 4u  /* the writer had a size cap (max_bytes) */
 /* PROCESS unwinder */
 #define FMT_UNWIND_LIBUNWIND 0u
 #define FMT_UNWIND_FP 1u

@@ -68,13 +68,20 @@ HOOK_EXPORT void *malloc(size_t n)
 	tls_t *t = &shim_tls;
 	if (unlikely(!hook_enter(t)))
 		return pass_malloc(n);
+	int smp = SAMPLE_DECIDE(t, n);
+	if (unlikely(smp == SAMPLE_SKIP)) {
+		void *p = real.malloc(n);
+		hook_leave(t);
+		return p;
+	}
 	uint64_t t0 = prim_tsc();
 	t->in_alloc = 1;
 	void *p = real.malloc(n);
 	t->in_alloc = 0;
 	uint64_t t1 = prim_tsc();
 	if (likely(p != NULL))
-		rec_alloc(t, p, n, t0, t1, FMT_FN_MALLOC, HOOK_RA(), HOOK_FP());
+		rec_alloc_s(t, smp, p, n, t0, t1, FMT_FN_MALLOC, HOOK_RA(),
+		            HOOK_FP());
 	hook_leave(t);
 	return p;
 }
@@ -87,6 +94,11 @@ HOOK_EXPORT void free(void *p)
 	if (unlikely(!hook_enter(t))) {
 		if (likely(real_usable()))
 			real.free(p);
+		return;
+	}
+	if (unlikely(g_sampling) && !sample_free(t, p)) {
+		real.free(p);
+		hook_leave(t);
 		return;
 	}
 	uint64_t t0 = prim_tsc();
@@ -103,14 +115,20 @@ HOOK_EXPORT void *calloc(size_t n, size_t m)
 	tls_t *t = &shim_tls;
 	if (unlikely(!hook_enter(t)))
 		return pass_calloc(n, m);
+	int smp = SAMPLE_DECIDE(t, n * m);
+	if (unlikely(smp == SAMPLE_SKIP)) {
+		void *p = real.calloc(n, m);
+		hook_leave(t);
+		return p;
+	}
 	uint64_t t0 = prim_tsc();
 	t->in_alloc = 1;
 	void *p = real.calloc(n, m);
 	t->in_alloc = 0;
 	uint64_t t1 = prim_tsc();
 	if (likely(p != NULL))
-		rec_alloc(t, p, n * m, t0, t1, FMT_FN_CALLOC, HOOK_RA(),
-		          HOOK_FP());
+		rec_alloc_s(t, smp, p, n * m, t0, t1, FMT_FN_CALLOC, HOOK_RA(),
+		            HOOK_FP());
 	hook_leave(t);
 	return p;
 }
@@ -122,8 +140,28 @@ HOOK_EXPORT void *calloc(size_t n, size_t m)
  */
 static inline void realloc_record(tls_t *t, void *old, void *p, size_t n,
                                   uint64_t t0, uint64_t t1, unsigned fn,
-                                  uintptr_t ra, void *fp)
+                                  uintptr_t ra, void *fp, int smp,
+                                  int was_tracked)
 {
+	if (unlikely(g_sampling)) {
+		if (smp == SAMPLE_CALL) {
+			/* Unsampled, under a lock: an allocator call only. */
+			if (old == NULL) {
+				if (p)
+					rec_alloc_call(t, n, t0, t1, fn, ra);
+			} else if (p == NULL) {
+				if (n == 0)
+					rec_free(t, old, t0, t1);
+			} else {
+				rec_realloc_call(t, old, n, t0, t1, ra);
+			}
+			return;
+		}
+		if (p)
+			sample_track(p);
+		else if (was_tracked && n)
+			sample_track(old); /* failed: old is still live */
+	}
 	if (old == NULL) {
 		if (p)
 			rec_alloc(t, p, n, t0, t1, fn, ra, fp);
@@ -145,13 +183,20 @@ HOOK_EXPORT void *realloc(void *old, size_t n)
 			return old ? NULL : boot_alloc(n, 16);
 		return real.realloc(old, n);
 	}
+	int smp = SAMPLE_TRACK, was_tracked = 0;
+	if (unlikely(g_sampling) &&
+	    (smp = sample_realloc(t, old, n, &was_tracked)) == SAMPLE_SKIP) {
+		void *p = real.realloc(old, n);
+		hook_leave(t);
+		return p;
+	}
 	uint64_t t0 = prim_tsc();
 	t->in_alloc = 1;
 	void *p = real.realloc(old, n);
 	t->in_alloc = 0;
 	uint64_t t1 = prim_tsc();
 	realloc_record(t, old, p, n, t0, t1, FMT_FN_MALLOC, HOOK_RA(),
-	               HOOK_FP());
+	               HOOK_FP(), smp, was_tracked);
 	hook_leave(t);
 	return p;
 }
@@ -183,13 +228,21 @@ HOOK_EXPORT void *reallocarray(void *old, size_t n, size_t m)
 			return old ? NULL : boot_alloc(total, 16);
 		return call_reallocarray(old, n, m);
 	}
+	int smp = SAMPLE_TRACK, was_tracked = 0;
+	if (unlikely(g_sampling) &&
+	    (smp = sample_realloc(t, old, total, &was_tracked)) ==
+	        SAMPLE_SKIP) {
+		void *p = call_reallocarray(old, n, m);
+		hook_leave(t);
+		return p;
+	}
 	uint64_t t0 = prim_tsc();
 	t->in_alloc = 1;
 	void *p = call_reallocarray(old, n, m);
 	t->in_alloc = 0;
 	uint64_t t1 = prim_tsc();
 	realloc_record(t, old, p, total, t0, t1, FMT_FN_REALLOCARRAY,
-	               HOOK_RA(), HOOK_FP());
+	               HOOK_RA(), HOOK_FP(), smp, was_tracked);
 	hook_leave(t);
 	return p;
 }
@@ -205,6 +258,13 @@ HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		return real.posix_memalign ? real.posix_memalign(out, align, n)
 		                           : ENOMEM;
 	}
+	int smp = SAMPLE_DECIDE(t, n);
+	if (unlikely(smp == SAMPLE_SKIP)) {
+		int r = real.posix_memalign ? real.posix_memalign(out, align, n)
+		                            : ENOMEM;
+		hook_leave(t);
+		return r;
+	}
 	uint64_t t0 = prim_tsc();
 	t->in_alloc = 1;
 	int r = real.posix_memalign ? real.posix_memalign(out, align, n)
@@ -212,8 +272,8 @@ HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	t->in_alloc = 0;
 	uint64_t t1 = prim_tsc();
 	if (r == 0)
-		rec_alloc(t, *out, n, t0, t1, FMT_FN_POSIX_MEMALIGN, HOOK_RA(),
-		          HOOK_FP());
+		rec_alloc_s(t, smp, *out, n, t0, t1, FMT_FN_POSIX_MEMALIGN,
+		            HOOK_RA(), HOOK_FP());
 	hook_leave(t);
 	return r;
 }
@@ -225,14 +285,20 @@ HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		tls_t *t = &shim_tls;                                          \
 		if (unlikely(!hook_enter(t)))                                  \
 			return pass_expr;                                      \
+		int smp = SAMPLE_DECIDE(t, n);                                 \
+		if (unlikely(smp == SAMPLE_SKIP)) {                            \
+			void *q = real.name ? real.name call_args : NULL;      \
+			hook_leave(t);                                         \
+			return q;                                              \
+		}                                                              \
 		uint64_t t0 = prim_tsc();                                      \
 		t->in_alloc = 1;                                               \
 		void *p = real.name ? real.name call_args : NULL;              \
 		t->in_alloc = 0;                                               \
 		uint64_t t1 = prim_tsc();                                      \
 		if (likely(p != NULL))                                         \
-			rec_alloc(t, p, n, t0, t1, fn_code, HOOK_RA(),         \
-			          HOOK_FP());                                  \
+			rec_alloc_s(t, smp, p, n, t0, t1, fn_code, HOOK_RA(),  \
+			            HOOK_FP());                                \
 		hook_leave(t);                                                 \
 		return p;                                                      \
 	}

@@ -14,7 +14,7 @@
 /* Like hook_enter(), ignoring the pause bit. */
 static int api_enter(tls_t *t)
 {
-	if (atomic_load(&g_off) & ~SHIM_OFF_PAUSED)
+	if (atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))
 		return 0;
 	if (t->gate == GATE_READY) {
 		t->gate = GATE_BUSY;
@@ -52,9 +52,15 @@ HOOK_EXPORT int mallock_recording_impl(int on)
 	tls_t *t = &shim_tls;
 	int prev = !(atomic_load(&g_off) & SHIM_OFF_PAUSED);
 	if (on && !prev) {
+		if (atomic_load(&g_off) & SHIM_OFF_CAPPED)
+			return prev; /* MALLOCK_MAX_BYTES reached: off for good */
+		/* The window's epoch and deadline (control.h); the MARK's
+		 * time is read before any event of the window. */
+		uint64_t tsc = prim_tsc();
+		ctl_window_started(tsc);
 		atomic_fetch_and(&g_off, ~SHIM_OFF_PAUSED);
 		if (api_enter(t)) {
-			rec_u(t, FMT_MARK, prim_tsc(), FMT_MARK_RESUME);
+			rec_u(t, FMT_MARK, tsc, FMT_MARK_RESUME);
 			hook_leave(t);
 		}
 	} else if (!on && prev) {
@@ -63,6 +69,7 @@ HOOK_EXPORT int mallock_recording_impl(int on)
 			hook_leave(t);
 		}
 		atomic_fetch_or(&g_off, SHIM_OFF_PAUSED);
+		ctl_window_stopped();
 	}
 	return prev;
 }

@@ -58,7 +58,9 @@ HOOK_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 		return PASS_OR_BOOT(real.pthread_cond_wait(c, m));
 	uint32_t cid, mid;
 	cond_before(t, c, m, &cid, &mid);
+	held_dec(t);
 	int r = real.pthread_cond_wait(c, m);
+	held_inc(t);
 	cond_after(t, cid, mid, r);
 	hook_leave(t);
 	return r;
@@ -72,7 +74,9 @@ HOOK_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 		return PASS_OR_BOOT(real.pthread_cond_timedwait(c, m, abs));
 	uint32_t cid, mid;
 	cond_before(t, c, m, &cid, &mid);
+	held_dec(t);
 	int r = real.pthread_cond_timedwait(c, m, abs);
+	held_inc(t);
 	cond_after(t, cid, mid, r);
 	hook_leave(t);
 	return r;
@@ -95,7 +99,9 @@ HOOK_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 		return PASS_OR_BOOT(call_clockwait(c, m, clk, abs));
 	uint32_t cid, mid;
 	cond_before(t, c, m, &cid, &mid);
+	held_dec(t);
 	int r = call_clockwait(c, m, clk, abs);
+	held_inc(t);
 	cond_after(t, cid, mid, r);
 	hook_leave(t);
 	return r;

@@ -10,6 +10,7 @@
 #include "prim.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,60 @@ config_t g_cfg = {
 #undef CONFIG_DEF_
 	.unwind = CONFIG_UNWIND_LIBUNWIND,
 	.output = "mallock.%e.%p.trace",
+	.signal = SIGUSR2,
 };
+
+static int parse_long(const char *s, long lo, long hi, long *out);
+
+/* Signals MALLOCK_SIGNAL may name: the program's own signals, not the
+ * fatal ones (fatal.c) nor those the kernel uses for job control. */
+static int signal_allowed(int sig)
+{
+	switch (sig) {
+	case SIGUSR1: case SIGUSR2: case SIGHUP: case SIGURG: case SIGWINCH:
+	case SIGPWR:
+		return 1;
+	default:
+		return sig >= SIGRTMIN && sig <= SIGRTMAX;
+	}
+}
+
+/* MALLOCK_SIGNAL: USR2, SIGUSR2, RTMIN+3, a number, or none/0. */
+static void load_signal(void)
+{
+	static const struct { const char *name; int sig; } names[] = {
+		{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
+		{"URG", SIGURG}, {"WINCH", SIGWINCH}, {"PWR", SIGPWR},
+	};
+	const char *s = prim_getenv("MALLOCK_SIGNAL");
+	if (!s)
+		return;
+	const char *n = strncmp(s, "SIG", 3) == 0 ? s + 3 : s;
+	long v = -1;
+	if (!strcmp(s, "none") || !strcmp(s, "0")) {
+		g_cfg.signal = 0;
+		return;
+	}
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(n, names[i].name))
+			v = names[i].sig;
+	if (!strncmp(n, "RTMIN", 5)) {
+		long k = 0;
+		if (!n[5])
+			v = SIGRTMIN;
+		else if (n[5] == '+' && parse_long(n + 6, 0, 64, &k) == 0)
+			v = SIGRTMIN + k;
+	}
+	if (v < 0 && parse_long(s, 1, 64, &v) != 0)
+		v = -1;
+	if (v > 0 && signal_allowed((int)v)) {
+		g_cfg.signal = (int)v;
+		return;
+	}
+	shim_warn("MALLOCK_SIGNAL=%.64s: not USR1, USR2, HUP, URG, WINCH, PWR, "
+	          "RTMIN+N, their number, or none; using USR2",
+	          s);
+}
 
 /* Parses a whole decimal number in [lo, hi] into *out; 0 or -1. */
 static int parse_long(const char *s, long lo, long hi, long *out)
@@ -69,6 +123,31 @@ void config_load(void)
 			shim_warn("MALLOCK_UNWIND=%.64s: not libunwind, fp or "
 			          "none; using libunwind",
 			          u);
+	}
+
+	const char *st = prim_getenv("MALLOCK_START");
+	if (st) {
+		if (!strcmp(st, "paused"))
+			g_cfg.start_paused = 1;
+		else if (strcmp(st, "recording"))
+			shim_warn("MALLOCK_START=%.64s: not recording or paused; "
+			          "using recording",
+			          st);
+	}
+	load_signal();
+	if (g_cfg.max_bytes && g_cfg.max_bytes < (1L << 20)) {
+		shim_warn("MALLOCK_MAX_BYTES=%ld: less than 1 MiB; using 1 MiB",
+		          g_cfg.max_bytes);
+		g_cfg.max_bytes = 1L << 20;
+	}
+	const char *cd = prim_getenv("MALLOCK_CTL_DIR");
+	if (cd) {
+		if (cd[0] != '/' || strlen(cd) >= CONFIG_PATH_MAX - 64)
+			shim_warn("MALLOCK_CTL_DIR=%.64s: not an absolute path "
+			          "shorter than %d bytes; using the default",
+			          cd, CONFIG_PATH_MAX - 64);
+		else
+			strcpy(g_cfg.ctl_dir, cd);
 	}
 
 	const char *o = prim_getenv("MALLOCK_OUTPUT");

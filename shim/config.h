@@ -22,7 +22,10 @@
 	X(FOLLOW_EXEC, follow_exec, 1, 0, 1)                                   \
 	X(BUFFER_KB, buffer_kb, 64, 4, 16384)                                  \
 	X(FLUSH_MS, flush_ms, 1000, 0, 3600000)                                \
-	X(VERBOSE, verbose, 0, 0, 2)
+	X(VERBOSE, verbose, 0, 0, 2)                                           \
+	X(SAMPLE_BYTES, sample_bytes, 0, 0, 1L << 40)                          \
+	X(DURATION, duration, 0, 0, 31536000)                                  \
+	X(MAX_BYTES, max_bytes, 0, 0, LONG_MAX)
 
 /* Unwinders, with their PROCESS-record codes from trace_format.h. */
 enum config_unwind { CONFIG_UNWIND_LIBUNWIND = 0, CONFIG_UNWIND_FP = 1,
@@ -34,6 +37,9 @@ typedef struct config {
 #undef CONFIG_FIELD_
 	int unwind;                     /* enum config_unwind */
 	char output[CONFIG_PATH_MAX];   /* MALLOCK_OUTPUT, unexpanded */
+	int start_paused;               /* MALLOCK_START=paused */
+	int signal;                     /* MALLOCK_SIGNAL; 0: none */
+	char ctl_dir[CONFIG_PATH_MAX];  /* MALLOCK_CTL_DIR, or "" */
 } config_t;
 
 extern config_t g_cfg;

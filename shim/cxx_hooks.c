@@ -147,6 +147,10 @@ static void gate_cleanup(tls_t **tp)
 			return call_new(CXX_##idx, n, al_arg, has_al, nt_arg,  \
 			                has_nt);                               \
 		__attribute__((cleanup(gate_cleanup))) tls_t *guard = t;       \
+		int smp = SAMPLE_DECIDE(t, n);                                 \
+		if (unlikely(smp == SAMPLE_SKIP))                              \
+			return call_new(CXX_##idx, n, al_arg, has_al, nt_arg,  \
+			                has_nt);                               \
 		uint64_t t0 = prim_tsc();                                      \
 		t->in_alloc = 1;                                               \
 		void *p = call_new(CXX_##idx, n, al_arg, has_al, nt_arg,       \
@@ -154,8 +158,8 @@ static void gate_cleanup(tls_t **tp)
 		t->in_alloc = 0;                                               \
 		uint64_t t1 = prim_tsc();                                      \
 		if (likely(p != NULL))                                         \
-			rec_alloc(t, p, n, t0, t1, fn_code, HOOK_RA(),         \
-			          HOOK_FP());                                  \
+			rec_alloc_s(t, smp, p, n, t0, t1, fn_code, HOOK_RA(),  \
+			            HOOK_FP());                                \
 		(void)guard;                                                   \
 		return p;                                                      \
 	}
@@ -221,6 +225,11 @@ static inline void call_del(enum cxx_idx i, enum cxx_idx plain, void *p,
 			return;                                                \
 		}                                                              \
 		__attribute__((cleanup(gate_cleanup))) tls_t *guard = t;       \
+		if (unlikely(g_sampling) && !sample_free(t, p)) {              \
+			call_del(CXX_##idx, CXX_##plain, p, sz_arg, has_sz,    \
+			         al_arg, has_al, nt_arg, has_nt);              \
+			return;                                                \
+		}                                                              \
 		uint64_t t0 = prim_tsc();                                      \
 		t->in_alloc = 1;                                               \
 		call_del(CXX_##idx, CXX_##plain, p, sz_arg, has_sz, al_arg,    \

@@ -18,6 +18,7 @@
 #include "writer.h"
 
 extern uint64_t g_flush_ticks; /* MALLOCK_FLUSH_MS in TSC ticks */
+extern uint64_t g_stop_tsc;    /* end of the window (control.h) */
 
 static inline uint8_t *ev_head(tls_t *t, unsigned type, uint64_t tsc)
 {
@@ -25,8 +26,9 @@ static inline uint8_t *ev_head(tls_t *t, unsigned type, uint64_t tsc)
 }
 
 /* Publishes the event ending at p; flushes when the buffer is nearly full or
- * its chunk is older than MALLOCK_FLUSH_MS (a subtraction on the TSC the
- * hook already read). */
+ * its chunk is older than MALLOCK_FLUSH_MS, and ends the window once the
+ * MALLOCK_DURATION deadline has passed (compares on the TSC the hook already
+ * read). */
 static inline void ev_commit(tls_t *t, uint8_t *p, uint64_t tsc)
 {
 	t->pos = p;
@@ -34,8 +36,9 @@ static inline void ev_commit(tls_t *t, uint8_t *p, uint64_t tsc)
 	atomic_store_explicit(&t->wb->committed, (size_t)(p - t->wb->chunk) -
 	                                             FMT_CHUNK_HEADER_SIZE,
 	                      memory_order_release);
-	if (unlikely((p > t->soft_end) | (tsc - t->chunk_tsc0 > g_flush_ticks)))
-		writer_flush(t);
+	if (unlikely((p > t->soft_end) | (tsc - t->chunk_tsc0 > g_flush_ticks) |
+	             (tsc > g_stop_tsc)))
+		writer_commit_slow(t, tsc);
 }
 
 #endif

@@ -11,6 +11,7 @@
 #include "event.h"
 #include "lockmap.h"
 #include "real.h"
+#include "sample.h"
 #include "stack.h"
 #include "tls.h"
 
@@ -59,6 +60,55 @@ rec_realloc(tls_t *t, void *old, void *new, size_t size,
 	p = fmt_put_u(p, t1 - t0);
 	ev_commit(t, p, t1);
 }
+
+/* Sampling (sample.h): an unsampled allocator call made under a lock is an
+ * ALLOC (or REALLOC) whose new pointer is 0, with the one-frame call site. */
+static inline void rec_alloc_call(tls_t *t, size_t size, uint64_t t0,
+                                  uint64_t t1, unsigned fn, uintptr_t ra)
+{
+	uint32_t site = stack_site(t, ra);
+	uint8_t *p = ev_head(t, FMT_ALLOC, t1);
+	p = fmt_put_ptr(p, &t->enc, 0);
+	p = fmt_put_u(p, size);
+	p = fmt_put_u(p, site);
+	p = fmt_put_u(p, t1 - t0);
+	p = fmt_put_u(p, fn);
+	ev_commit(t, p, t1);
+}
+
+static inline void rec_realloc_call(tls_t *t, void *old, size_t size,
+                                    uint64_t t0, uint64_t t1, uintptr_t ra)
+{
+	uint32_t site = stack_site(t, ra);
+	uint8_t *p = ev_head(t, FMT_REALLOC, t1);
+	p = fmt_put_ptr(p, &t->enc, (uintptr_t)old);
+	p = fmt_put_s(p, -(int64_t)(uintptr_t)old);
+	t->enc.last_ptr = 0;
+	p = fmt_put_u(p, size);
+	p = fmt_put_u(p, site);
+	p = fmt_put_u(p, t1 - t0);
+	ev_commit(t, p, t1);
+}
+
+/* ALLOC as the sampling decision smp says (SAMPLE_TRACK when not
+ * sampling). */
+__attribute__((always_inline)) static inline void
+rec_alloc_s(tls_t *t, int smp, void *ptr, size_t size, uint64_t t0,
+            uint64_t t1, unsigned fn, uintptr_t ra, void *fp)
+{
+	if (likely(smp == SAMPLE_TRACK)) {
+		rec_alloc(t, ptr, size, t0, t1, fn, ra, fp);
+		if (unlikely(g_sampling))
+			sample_track(ptr);
+	} else {
+		rec_alloc_call(t, size, t0, t1, fn, ra);
+	}
+}
+
+/* The sampling decision at an allocation hook's entry: returns
+ * SAMPLE_TRACK when not sampling. */
+#define SAMPLE_DECIDE(t, n)                                                    \
+	(likely(!g_sampling) ? SAMPLE_TRACK : sample_alloc((t), (n)))
 
 /* A core event with two unsigned fields (ACQ, TRY_FAIL, COND_WAIT, ...). */
 static inline void rec_uu(tls_t *t, unsigned type, uint64_t tsc, uint64_t a,

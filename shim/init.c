@@ -17,11 +17,14 @@
  *   its own environment, so programs it execs (with environ) run untraced.
  */
 #include "config.h"
+#include "control.h"
+#include "fatal.h"
 #include "lockmap.h"
 #include "modules.h"
 #include "note.h"
 #include "process.h"
 #include "real.h"
+#include "sample.h"
 #include "stack.h"
 #include "thread.h"
 #include "tls.h"
@@ -39,10 +42,34 @@ __thread tls_t shim_tls __attribute__((tls_model("initial-exec"))) = {
 _Atomic unsigned g_off = SHIM_OFF_INIT;
 uint64_t g_flush_ticks = UINT64_MAX;
 
+/* A pause was requested since this thread last flushed: write what it
+ * holds, so the file is complete up to the pause (control.h). */
+__attribute__((noinline)) static void pause_flush(tls_t *t)
+{
+	t->flush_gen = atomic_load(&g_flush_gen);
+	if (t->gate != GATE_READY || !t->wb)
+		return;
+	t->gate = GATE_BUSY;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (t->pos != t->wb->chunk + FMT_CHUNK_HEADER_SIZE)
+		writer_flush(t);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->gate = GATE_READY;
+}
+
 int hook_enter_slow(tls_t *t)
 {
-	if (t->gate != GATE_UNINIT ||
-	    atomic_load_explicit(&g_off, memory_order_relaxed))
+	unsigned off = atomic_load_explicit(&g_off, memory_order_relaxed);
+	/* Control requests (control.c) are served at a hook entry, never
+	 * inside a hook (gate BUSY) nor in a finished thread. */
+	if (unlikely(off & SHIM_OFF_CTL) && t->gate <= GATE_UNINIT) {
+		ctl_serve(t);
+		off = atomic_load_explicit(&g_off, memory_order_relaxed);
+	}
+	if (unlikely(t->flush_gen != atomic_load_explicit(
+	                                 &g_flush_gen, memory_order_relaxed)))
+		pause_flush(t);
+	if (t->gate != GATE_UNINIT || off)
 		return 0;
 	t->gate = GATE_BUSY;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -87,8 +114,16 @@ void tcmalloc_check(void);
 /* Everything but the final "recording on" store. Returns 0 or -1. */
 static int shim_start(void)
 {
-	if (prim_secure())
-		return -1; /* set-uid/set-gid: stay silent and inert */
+	if (prim_secure()) {
+		/* set-uid/set-gid: inert, and silent unless asked to be
+		 * verbose (the environment is not parsed further here). */
+		const char *v = prim_getenv("MALLOCK_VERBOSE");
+		static const char msg[] = "mallock: set-user-ID or set-group-ID "
+		                          "program; not recording\n";
+		if (v && (!strcmp(v, "1") || !strcmp(v, "2")))
+			prim_stderr(msg, sizeof msg - 1);
+		return -1;
+	}
 	if (atomic_load(&real_state) == 3) {
 		shim_warn("libc lacks %s; recording off", real_missing());
 		return -1;
@@ -117,6 +152,7 @@ static int shim_start(void)
 	process_write_header();
 	thread_init();
 	tcmalloc_check();
+	sample_init();
 	return 0;
 }
 
@@ -162,6 +198,7 @@ static void fork_child(void)
 	memset(t->site, 0, sizeof t->site);
 	note_reset();
 	writer_open_lazily(child_open);
+	ctl_fork_child();
 	t->gate = gate;
 }
 
@@ -175,10 +212,21 @@ __attribute__((constructor)) static void shim_ctor(void)
 	uint8_t gate = t->gate;
 	t->gate = GATE_BUSY;
 	int ok = shim_start() == 0;
-	if (ok)
+	unsigned bits = 0;
+	if (ok) {
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
+		fatal_install();
+		/* MALLOCK_START=paused; the control signal from here on only
+		 * sets SHIM_OFF_CTL, which the stores below keep. */
+		bits = ctl_init();
+	}
 	t->gate = gate;
-	atomic_store(&g_off, ok ? 0u : SHIM_OFF_STOPPED);
+	if (ok) {
+		atomic_fetch_or(&g_off, bits);
+		atomic_fetch_and(&g_off, ~SHIM_OFF_INIT);
+	} else {
+		atomic_store(&g_off, SHIM_OFF_STOPPED);
+	}
 }
 
 __attribute__((destructor)) static void shim_dtor(void)
@@ -189,5 +237,6 @@ __attribute__((destructor)) static void shim_dtor(void)
 	t->gate = GATE_BUSY;
 	modules_check();
 	writer_final();
+	ctl_exit();
 	t->gate = GATE_DEAD;
 }

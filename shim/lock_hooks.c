@@ -151,8 +151,14 @@ static inline void rec_release(tls_t *t, void *l, uintptr_t ra, void *fp)
 	if (unlikely(atomic_load_explicit(&e->addr, memory_order_relaxed) !=
 	             (uintptr_t)l)) {
 		e = lockmap_find(l);
-		if (!e)
+		if (!e) {
+			/* Unknown lock: taken before recording started, or
+			 * one the full table has no room for, whose ACQ was
+			 * counted as a drop: count its REL too. */
+			if (unlikely(lockmap_lost()))
+				t->drops++;
 			return;
+		}
 	}
 	uint32_t id = atomic_load_explicit(&e->id, memory_order_relaxed);
 	if (unlikely(!id))
@@ -184,6 +190,8 @@ static inline void rec_release(tls_t *t, void *l, uintptr_t ra, void *fp)
 		else                                                           \
 			r = lock_wait(t, op, (void *)l, 0, NULL, HOOK_RA(),            \
 			              HOOK_FP());                              \
+		if (r == 0)                                                    \
+			held_inc(t);                                           \
 		hook_leave(t);                                                 \
 		return r;                                                      \
 	}
@@ -209,6 +217,8 @@ ACQ_HOOK(pthread_spin_lock, pthread_spinlock_t, pthread_spin_trylock, OP_SPIN,
 		else                                                           \
 			r = lock_wait(t, op, (void *)l, clk_arg, abs, HOOK_RA(),       \
 			              HOOK_FP());                              \
+		if (r == 0)                                                    \
+			held_inc(t);                                           \
 		hook_leave(t);                                                 \
 		return r;                                                      \
 	}
@@ -234,9 +244,10 @@ TIMED_HOOK(pthread_rwlock_timedwrlock, pthread_rwlock_t,
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(real.sym(l));                      \
 		int r = real.sym(l);                                           \
-		if (likely(r == 0))                                            \
+		if (likely(r == 0)) {                                          \
 			rec_acq(t, acq_type, (void *)l, kind, HOOK_RA());              \
-		else if (r == EBUSY)                                           \
+			held_inc(t);                                           \
+		} else if (r == EBUSY)                                         \
 			rec_tryfail(t, (void *)l, kind, HOOK_RA());                    \
 		hook_leave(t);                                                 \
 		return r;                                                      \
@@ -257,6 +268,7 @@ TRY_HOOK(pthread_spin_trylock, pthread_spinlock_t, FMT_KIND_SPIN, FMT_ACQ)
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(real.sym(l));                      \
 		rec_release(t, (void *)l, HOOK_RA(), HOOK_FP());                       \
+		held_dec(t);                                                   \
 		int r = real.sym(l);                                           \
 		hook_leave(t);                                                 \
 		return r;                                                      \

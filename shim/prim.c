@@ -11,8 +11,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -99,6 +101,16 @@ const char *prim_object_of(const void *addr)
 	return info.dli_fname;
 }
 
+int prim_defines(const void *addr, const char *name)
+{
+	Dl_info info;
+	const ElfW(Sym) *sym = NULL;
+	(void)name; /* an alias (tc_malloc) may be the name dladdr gives */
+	return addr &&
+	       dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) &&
+	       info.dli_saddr == addr && sym && sym->st_shndx != SHN_UNDEF;
+}
+
 const char *prim_getenv(const char *name)
 {
 	return getenv(name);
@@ -170,14 +182,42 @@ int prim_create_excl(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
-int prim_write_once(int fd, const void *buf, size_t n)
+/*
+ * write(2), retried on EINTR. A write past RLIMIT_FSIZE raises SIGXFSZ,
+ * whose default action kills the host (seen with `ulimit -f 0`: the host
+ * died of the trace's file header, then of the warning written to a
+ * stderr redirected to a file). Block it for the call, and take back the
+ * signal this call raised, so the write just fails with EFBIG. A SIGXFSZ
+ * that was already pending is left for the program. Returns the byte count
+ * or -errno.
+ */
+static ssize_t write_guarded(int fd, const void *buf, size_t n)
 {
+	sigset_t xfsz, old, pend;
+	sigemptyset(&xfsz);
+	sigaddset(&xfsz, SIGXFSZ);
+	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
+	int was_pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
 	ssize_t r;
 	do
 		r = write(fd, buf, n);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
-		return errno;
+		r = -errno;
+	if (r == -EFBIG && !was_pending) {
+		struct timespec zero = {0, 0};
+		while (sigtimedwait(&xfsz, NULL, &zero) < 0 && errno == EINTR)
+			;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return r;
+}
+
+int prim_write_once(int fd, const void *buf, size_t n)
+{
+	ssize_t r = write_guarded(fd, buf, n);
+	if (r < 0)
+		return (int)-r;
 	return (size_t)r == n ? 0 : EIO;
 }
 
@@ -188,8 +228,9 @@ void prim_close(int fd)
 
 void prim_stderr(const char *msg, size_t n)
 {
-	ssize_t r = write(2, msg, n);
-	(void)r;
+	int saved = errno;
+	write_guarded(2, msg, n);
+	errno = saved;
 }
 
 int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi)

@@ -67,6 +67,13 @@ void *prim_dlsym_default(const char *name);
  * main executable's dladdr name may be empty too). */
 const char *prim_object_of(const void *addr);
 
+/* Nonzero when addr is where a loaded object defines the symbol name, or
+ * an alias of it (dladdr1 finds a symbol at exactly addr, and it is not
+ * SHN_UNDEF). Zero for a canonical PLT entry: a non-PIE
+ * executable that takes &malloc exports an undefined "malloc" whose value
+ * is its PLT stub, which dlsym(RTLD_DEFAULT) returns. */
+int prim_defines(const void *addr, const char *name);
+
 /* getenv(); NULL when unset. Never allocates. */
 const char *prim_getenv(const char *name);
 

@@ -19,6 +19,7 @@
 #endif
 
 uint64_t g_tsc_hz;
+char g_trace_path[1100];
 
 static const char *exe_base(char *buf, size_t cap)
 {
@@ -49,6 +50,7 @@ int process_open_output(int child)
 			err = writer_open(alt);
 		}
 		if (!err) {
+			snprintf(g_trace_path, sizeof g_trace_path, "%s", alt);
 			if (!child)
 				shim_warn("%s exists; tracing to %s", path, alt);
 			else
@@ -61,6 +63,7 @@ int process_open_output(int child)
 		          strerror(err));
 		return -1;
 	}
+	snprintf(g_trace_path, sizeof g_trace_path, "%s", path);
 	shim_info("tracing to %s", path);
 	return 0;
 }
@@ -89,11 +92,16 @@ void process_write_header(void)
 	p = fmt_put_u(p, g_tsc_hz);
 	p = fmt_put_u(p, (uint64_t)g_cfg.depth);
 	p = fmt_put_u(p, (uint64_t)g_cfg.unwind);
-	p = fmt_put_u(p, 0);
+	/* 1.1: flags and the sampling interval (docs/trace-format.md). */
+	p = fmt_put_u(p, (g_cfg.start_paused ? FMT_PROCF_START_PAUSED : 0u) |
+	                     (g_cfg.sample_bytes ? FMT_PROCF_SAMPLED : 0u) |
+	                     (g_cfg.max_bytes ? FMT_PROCF_CAPPED_SIZE : 0u));
 	p = fmt_put_str(p, exe, strlen(exe));
 	p = fmt_put_str(p, cmdline, (size_t)cl);
 	p = fmt_put_str(p, host, strlen(host));
 	p = fmt_put_str(p, MALLOCK_VERSION, strlen(MALLOCK_VERSION));
+	p = fmt_put_u(p, (uint64_t)g_cfg.sample_bytes);
+	p = fmt_put_u(p, (uint64_t)g_cfg.max_bytes);
 
 	writer_proc_begin();
 	writer_proc_meta(FMT_PROCESS, body, (size_t)(p - body));

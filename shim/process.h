@@ -9,6 +9,9 @@
 #include <stdint.h>
 
 extern uint64_t g_tsc_hz; /* estimated at init; 0 if unknown */
+/* The trace file's path, once created ("" before; a forked child's own path
+ * after its first write). For the control status file. */
+extern char g_trace_path[1100];
 
 /*
  * Creates the trace file for this process. child: a forked or exec'd

@@ -28,9 +28,11 @@ static void on_new(const void *ptr, size_t size)
 	tls_t *t = &shim_tls;
 	if (!ptr || !hook_enter(t))
 		return;
+	int smp = SAMPLE_DECIDE(t, size);
 	uint64_t tsc = prim_tsc();
-	rec_alloc(t, (void *)ptr, size, tsc, tsc, FMT_FN_HOOK, HOOK_RA(),
-	          HOOK_FP());
+	if (smp != SAMPLE_SKIP)
+		rec_alloc_s(t, smp, (void *)ptr, size, tsc, tsc, FMT_FN_HOOK,
+		            HOOK_RA(), HOOK_FP());
 	hook_leave(t);
 }
 
@@ -40,7 +42,8 @@ static void on_delete(const void *ptr)
 	if (!ptr || !hook_enter(t))
 		return;
 	uint64_t tsc = prim_tsc();
-	rec_free(t, (void *)ptr, tsc, tsc);
+	if (!g_sampling || sample_free(t, ptr))
+		rec_free(t, (void *)ptr, tsc, tsc);
 	hook_leave(t);
 }
 
@@ -53,6 +56,10 @@ void tcmalloc_check(void)
 	void *(*self)(size_t) = shim_own_malloc;
 	memcpy(&mine, &self, sizeof mine);
 	if (!m || m == mine)
+		return;
+	/* Debian's python3 (a non-PIE executable taking &malloc) made this
+	 * warn falsely: its PLT stub is not an allocator. */
+	if (!prim_defines(m, "malloc"))
 		return;
 	char where[512];
 	const char *obj = prim_object_of(m);

@@ -6,6 +6,7 @@
 #include "config.h"
 #include "event.h"
 #include "prim.h"
+#include "sample.h"
 #include "writer.h"
 
 #include <errno.h>
@@ -37,6 +38,7 @@ int thread_setup(tls_t *t)
 {
 	t->tid = prim_gettid();
 	t->drops = 0;
+	sample_thread_init(t);
 	if (g_cfg.unwind == CONFIG_UNWIND_FP &&
 	    prim_stack_bounds(&t->stack_lo, &t->stack_hi) != 0)
 		t->stack_lo = t->stack_hi = 0;
@@ -57,7 +59,7 @@ void thread_finish(tls_t *t)
 	}
 	t->gate = GATE_BUSY;
 	atomic_signal_fence(memory_order_seq_cst);
-	if (!(atomic_load(&g_off) & ~SHIM_OFF_PAUSED)) {
+	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))) {
 		uint64_t tsc = prim_tsc();
 		uint8_t *p = ev_head(t, FMT_THREAD_EXIT, tsc);
 		t->pos = p;

@@ -34,6 +34,10 @@ enum tls_gate {
 #define SHIM_OFF_INIT 1u    /* the shim is not (yet) recording */
 #define SHIM_OFF_PAUSED 2u  /* mallock_recording(0) */
 #define SHIM_OFF_STOPPED 4u /* final flush done, inert, or output failed */
+#define SHIM_OFF_CTL 8u     /* a control request is pending: the next hook
+                               entry serves it (control.c) */
+#define SHIM_OFF_CAPPED 16u /* MALLOCK_MAX_BYTES reached: off for good, but
+                               the final flush still writes NOTE and END */
 
 #define TLS_SITE_CACHE 64 /* entries of the pc -> site id cache (power of 2) */
 
@@ -53,6 +57,13 @@ typedef struct tls {
 	uint64_t chunk_events; /* core events in the chunk being filled */
 	uint64_t drops;        /* events lost since the last DROP record */
 	uintptr_t stack_lo, stack_hi; /* for the frame-pointer walk */
+	/* Sampling (sample.h): bytes left before the next sampled allocation,
+	 * the thread's random state, and the locks it holds (counted since
+	 * the last resume, epoch = g_epoch then; an approximation). */
+	int64_t sample_left;
+	uint64_t rng;
+	uint32_t nheld, held_epoch;
+	uint32_t flush_gen; /* g_flush_gen when this thread last flushed */
 	struct {
 		uintptr_t pc;
 		uint32_t id;

@@ -11,6 +11,8 @@
 #include "writer.h"
 
 #include "config.h"
+#include "control.h"
+#include "event.h"
 #include "modules.h"
 #include "note.h"
 #include "prim.h"
@@ -20,10 +22,18 @@
 #include <string.h>
 
 _Atomic uint64_t g_events_written, g_events_dropped;
+static _Atomic uint64_t g_bytes; /* bytes of the file written or reserved */
+#define CAP_TAIL (64u << 10)
+
+uint64_t writer_bytes(void)
+{
+	return atomic_load(&g_bytes);
+}
 
 static int g_fd = -1;
 static uint32_t g_file_pid;      /* process that owns g_fd */
 static _Atomic int g_write_failed;
+static int g_in_fatal; /* writer_fatal runs: no warning (not signal-safe) */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static wbuf_t active = {.next = &active, .prev = &active};
@@ -68,6 +78,7 @@ int writer_open(const char *path)
 	}
 	g_fd = fd;
 	g_file_pid = prim_getpid();
+	atomic_store(&g_bytes, FMT_FILE_HEADER_SIZE);
 	atomic_store(&g_write_failed, 0);
 	return 0;
 }
@@ -119,6 +130,26 @@ static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
 		atomic_fetch_add(&g_events_dropped, events);
 		return -1;
 	}
+	/* MALLOCK_MAX_BYTES: event chunks stop CAP_TAIL short of the cap,
+	 * which keeps room for the closing process chunks (NOTE, END); no
+	 * write makes the file larger than the cap. */
+	uint64_t total = FMT_CHUNK_HEADER_SIZE + len;
+	if (g_cfg.max_bytes) {
+		uint64_t cap = (uint64_t)g_cfg.max_bytes;
+		uint64_t limit = tid ? cap - CAP_TAIL : cap;
+		uint64_t before = atomic_fetch_add(&g_bytes, total);
+		if (before + total > limit) {
+			atomic_fetch_sub(&g_bytes, total);
+			atomic_fetch_add(&g_events_dropped, events);
+			if (tid && !g_in_fatal)
+				ctl_capped(before);
+			else if (tid)
+				atomic_fetch_or(&g_off, SHIM_OFF_CAPPED);
+			return -1;
+		}
+	} else {
+		atomic_fetch_add(&g_bytes, total);
+	}
 	fmt_chunk_header_t h = {0};
 	h.payload_len = (uint32_t)len;
 	h.tid = tid;
@@ -132,9 +163,14 @@ static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&g_write_failed, &expect, 1)) {
 			atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
-			shim_warn("writing the trace failed: %s; recording "
-			          "stopped",
-			          strerror(err));
+			/* A short write is the disk filling up (or the file
+			 * size limit) in the middle of a chunk. */
+			if (!g_in_fatal)
+				shim_warn("writing the trace failed: %s; "
+				          "recording stopped",
+				          err == EIO ? "short write (disk full "
+				                       "or file size limit)"
+				                     : strerror(err));
 		}
 		return -1;
 	}
@@ -184,6 +220,7 @@ int writer_attach(tls_t *t)
 	wb->seq = 0;
 	wb->closed = 0;
 	wb->thread = (uintptr_t)pthread_self();
+	wb->owner = t;
 	t->wb = wb;
 	chunk_start(t);
 	lock(&reg_lock);
@@ -195,7 +232,8 @@ int writer_attach(tls_t *t)
 	return 0;
 }
 
-/* Emits DROP(count) at the start of a fresh chunk. */
+/* Appends DROP(count of events lost since the last DROP) to the chunk
+ * being filled (flushes put it last in the chunk they write). */
 static void emit_drop(tls_t *t)
 {
 	uint64_t tsc = prim_tsc();
@@ -214,6 +252,11 @@ void writer_flush(tls_t *t)
 	int saved = errno;
 	ensure_file();
 	wbuf_t *wb = t->wb;
+	/* Drops go into the chunk written now: emitted at the start of the
+	 * next chunk (as they were), those of a thread's last flush (exit)
+	 * were never written. WRITER_RESERVE leaves room for the record. */
+	if (t->drops && !wb->closed)
+		emit_drop(t);
 	size_t len = (size_t)(t->pos - wb->chunk) - FMT_CHUNK_HEADER_SIZE;
 	lock(&wb->flush_lock);
 	if (len && !wb->closed) {
@@ -223,10 +266,16 @@ void writer_flush(tls_t *t)
 	}
 	chunk_start(t);
 	unlock(&wb->flush_lock);
-	if (t->drops)
-		emit_drop(t);
 	modules_check();
 	errno = saved;
+}
+
+void writer_commit_slow(tls_t *t, uint64_t tsc)
+{
+	if (tsc > g_stop_tsc)
+		ctl_deadline();
+	if (t->pos > t->soft_end || tsc - t->chunk_tsc0 > g_flush_ticks)
+		writer_flush(t);
 }
 
 int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len)
@@ -265,6 +314,8 @@ void writer_detach(tls_t *t)
 	t->wb = NULL;
 }
 
+static void proc_write(void);
+
 /* Counts the core events of a payload (the final flush of another thread's
  * buffer, whose owner's counter it cannot read). */
 static uint64_t count_events(const uint8_t *payload, size_t len)
@@ -282,6 +333,31 @@ static uint64_t count_events(const uint8_t *payload, size_t len)
 	return n;
 }
 
+/*
+ * The events another thread lost since its last DROP record (it is still
+ * running, so its own buffer cannot be appended to): written as a chunk of
+ * that thread holding only DROP. Caller holds wb->flush_lock, and reg_lock
+ * (so the owner, in the active list, is alive). Allocation-free.
+ */
+static void write_pending_drops(wbuf_t *wb)
+{
+	uint64_t n = wb->owner ? __atomic_load_n(&wb->owner->drops,
+	                                         __ATOMIC_RELAXED)
+	                       : 0;
+	if (!n || wb->closed)
+		return;
+	uint8_t chunk[FMT_CHUNK_HEADER_SIZE + 2 * FMT_VARINT_MAX + 16];
+	uint8_t *payload = chunk + FMT_CHUNK_HEADER_SIZE;
+	uint64_t tsc = prim_tsc();
+	fmt_enc_t enc;
+	memset(&enc, 0, sizeof enc);
+	enc.last_tsc = tsc;
+	uint8_t *p = fmt_put_head(payload, &enc, FMT_DROP, tsc);
+	p = fmt_put_u(p, n);
+	write_chunk(chunk, wb->tid, wb->seq, tsc, (size_t)(p - payload), 1);
+	wb->seq++;
+}
+
 void writer_final(void)
 {
 	ensure_file();
@@ -297,6 +373,7 @@ void writer_final(void)
 			            len, count_events(payload, len));
 			wb->seq++;
 		}
+		write_pending_drops(wb);
 		wb->closed = 1;
 		unlock(&wb->flush_lock);
 	}
@@ -309,6 +386,63 @@ void writer_final(void)
 	writer_proc_begin();
 	writer_proc_meta(FMT_END, body, (size_t)(p - body));
 	writer_proc_end();
+}
+
+/*
+ * The fatal-signal flush (fatal.c). Async-signal-safe: only trylocks (a lock
+ * held by the interrupted code, or by a thread that is mid-flush, is
+ * skipped), no allocation, no stdio; write() and clock reads only. Writes
+ * self's committed records first, then every other buffer's committed
+ * records (their owners only append past `committed`, and cannot reset the
+ * buffer while its flush_lock is held here), closes them, and ends with a
+ * NOTE (why) and an END record without FMT_ENDF_CLEAN.
+ */
+static void fatal_flush_one(wbuf_t *wb)
+{
+	if (real.pthread_mutex_trylock(&wb->flush_lock) != 0)
+		return;
+	size_t len = atomic_load_explicit(&wb->committed, memory_order_acquire);
+	if (len && !wb->closed) {
+		uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
+		write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base, len,
+		            count_events(payload, len));
+		wb->seq++;
+	}
+	write_pending_drops(wb);
+	wb->closed = 1;
+	real.pthread_mutex_unlock(&wb->flush_lock);
+}
+
+void writer_fatal(tls_t *self, const char *why)
+{
+	if (g_fd < 0 || atomic_load(&g_write_failed) ||
+	    prim_getpid() != g_file_pid)
+		return;
+	g_in_fatal = 1;
+	atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
+	if (self->wb)
+		fatal_flush_one(self->wb);
+	if (real.pthread_mutex_trylock(&reg_lock) == 0) {
+		for (wbuf_t *wb = active.next; wb != &active; wb = wb->next)
+			if (wb != self->wb)
+				fatal_flush_one(wb);
+		real.pthread_mutex_unlock(&reg_lock);
+	}
+	if (!proc_chunk || real.pthread_mutex_trylock(&proc_lock) != 0)
+		return;
+	uint8_t body[NOTE_LEN + 3 * FMT_VARINT_MAX], *p = body;
+	size_t n = strlen(why);
+	p = fmt_put_u(p, FMT_NOTE_WARN);
+	p = fmt_put_str(p, why, n < NOTE_LEN ? n : NOTE_LEN - 1);
+	proc_len = 0; /* a half-built process chunk is dropped */
+	writer_proc_meta(FMT_NOTE, body, (size_t)(p - body));
+	p = body;
+	p = fmt_put_u(p, atomic_load(&g_events_written));
+	p = fmt_put_u(p, atomic_load(&g_events_dropped));
+	p = fmt_put_u(p, 0); /* not FMT_ENDF_CLEAN */
+	writer_proc_meta(FMT_END, body, (size_t)(p - body));
+	proc_write();
+	real.pthread_mutex_unlock(&proc_lock);
 }
 
 /* ---- process chunk ---- */
@@ -418,6 +552,7 @@ void writer_fork_child(tls_t *t)
 		wb->seq = 0;
 		wb->closed = 0;
 		wb->thread = (uintptr_t)pthread_self();
+		wb->owner = t;
 		wb->next = active.next;
 		wb->prev = &active;
 		active.next->prev = wb;

@@ -43,6 +43,7 @@ typedef struct wbuf {
 	uint64_t tsc_base;  /* of the chunk being filled */
 	int closed;         /* final flush done: write nothing more */
 	uintptr_t thread;   /* pthread_self() of the owner */
+	tls_t *owner;       /* its shim_tls (alive while in the active list) */
 	size_t map_size;
 	size_t cap;         /* payload capacity */
 	uint8_t *chunk;     /* 48 header bytes, then the payload */
@@ -88,6 +89,12 @@ int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len);
  * closes the buffers, writes END. Stops recording first. */
 void writer_final(void);
 
+/* The fatal-signal flush: async-signal-safe (trylocks only, no
+ * allocation). Writes self's and then the other threads' committed records,
+ * a NOTE(why) and an END without FMT_ENDF_CLEAN, and stops recording.
+ * Does nothing in a process that does not own the file. */
+void writer_fatal(tls_t *self, const char *why);
+
 /* ---- process-level chunk (tid 0) ---- */
 
 /* Takes the process-chunk lock; records appended until writer_proc_end() go
@@ -100,6 +107,13 @@ void writer_proc_end(void);
 
 /* Writes the queued NOTE records as a process chunk (takes the lock). */
 void writer_notes(void);
+
+/* Bytes of the trace file so far (for the status file and the cap). */
+uint64_t writer_bytes(void);
+
+/* The slow half of ev_commit: the window's end (MALLOCK_DURATION), then a
+ * flush when the buffer is nearly full or old. */
+void writer_commit_slow(tls_t *t, uint64_t tsc);
 
 /* Counters for END. */
 extern _Atomic uint64_t g_events_written, g_events_dropped;
