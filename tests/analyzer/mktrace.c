@@ -25,6 +25,10 @@
  *   --bad-record K    end chunk K with a malformed record (CRC still valid)
  *   --version MAJOR   write this major version in the file header
  *   --bad-magic       write a wrong file magic
+ *   --alloc-lock-addr A  address of the allocator-internal lock (0x9000)
+ *   --two-callers     cascade: the third producer reaches the allocating
+ *                     line (queue_put) from another caller (producer_alt):
+ *                     two stacks, one allocation site
  *
  * Small scenarios keep every chunk in memory and write the threads'
  * chunks in reverse thread order (the consumer's before the producers'),
@@ -64,6 +68,7 @@ FRAME_FN(inner_op)
 FRAME_FN(starved_op)
 FRAME_FN(churn_op)
 FRAME_FN(worker_main)
+FRAME_FN(producer_alt)
 
 static uint64_t fa(void (*fn)(void))
 {
@@ -370,11 +375,13 @@ static void finish_file(void)
 
 enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
        S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
-       S_WORK_SITE };
+       S_WORK_SITE, S_PUT_ALLOC2 };
 enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
        L_STARVE = 6, L_MALLOC = 50 };
 
 static bool with_module = true;
+static bool two_callers; /* --two-callers */
+static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 
 static void define_stacks(tw_t *t)
@@ -401,6 +408,8 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_STARVE, 2, f);
 	f[0] = fa(churn_op), f[1] = fa(worker_main);
 	m_stack(t, S_CHURN, 2, f);
+	f[0] = fa(queue_put), f[1] = fa(producer_alt);
+	m_stack(t, S_PUT_ALLOC2, 2, f);
 	f[0] = fa(worker_main);
 	m_stack(t, S_WORK_ALLOC, 1, f);
 	m_stack(t, S_WORK_SITE, 1, f);
@@ -439,7 +448,8 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 				if (slow)
 					E(t, FMT_ALLOC_LOCK_WAIT, a + 90, L_MALLOC, 3000,
 					  0, 0, 0);
-				E(t, FMT_ALLOC, a + 100, ptr, 48, S_PUT_ALLOC,
+				E(t, FMT_ALLOC, a + 100, ptr, 48,
+				  two_callers && i == 2 ? S_PUT_ALLOC2 : S_PUT_ALLOC,
 				  slow ? 5000 : 200, FMT_FN_NEW);
 			}
 			if (i < 2)
@@ -607,6 +617,10 @@ int main(int argc, char **argv)
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
 		if (!strcmp(a, "--rounds"))
 			rounds = atoi(v), i++;
+		else if (!strcmp(a, "--alloc-lock-addr"))
+			alloc_lock_addr = strtoull(v, NULL, 0), i++;
+		else if (!strcmp(a, "--two-callers"))
+			two_callers = true;
 		else if (!strcmp(a, "--no-module"))
 			with_module = false;
 		else if (!strcmp(a, "--chunk"))
@@ -703,7 +717,7 @@ int main(int argc, char **argv)
 	m_lock_new(p[1], L_QUEUE, 0x4000, FMT_KIND_MUTEX, FMT_LOCKF_INIT);
 	m_lock_new(p[1], L_STATS, 0x4040, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
 	m_lock_new(p[1], C_QUEUE, 0x4080, FMT_KIND_COND, 0);
-	m_lock_new(p[1], L_MALLOC, 0x9000, FMT_KIND_ALLOC_INTERNAL, 0);
+	m_lock_new(p[1], L_MALLOC, alloc_lock_addr, FMT_KIND_ALLOC_INTERNAL, 0);
 	m_lock_name(p[2], L_QUEUE, FMT_NAMEF_QUEUE, "queue");
 	m_lock_name(p[2], L_STATS, 0, "stats");
 	m_note(proc, FMT_NOTE_INFO, "mktrace: synthetic trace");

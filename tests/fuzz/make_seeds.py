@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Writes the fuzzer's seed corpus (tests/fuzz/corpus/) from real traces:
+short runs of the bundled test apps recorded with `mallock record`, and
+mktrace's synthetic scenarios. Each trace is cut to at most LIMIT bytes at
+a chunk boundary, keeping every process-level chunk (tid 0: PROCESS,
+MODULE, END...), so each seed is a valid trace of a few chunks and the
+corpus stays small (< 200 KB in all).
+
+    tests/fuzz/make_seeds.py BUILD_DIR [OUT_DIR]
+
+BUILD_DIR is an ordinary (gcc) build with the shim, the test apps and
+mktrace built. Seeds have no .trace suffix (.gitignore excludes *.trace)."""
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+LIMIT = 24 * 1024
+BUILD = sys.argv[1]
+OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "corpus")
+BIN = os.path.join(BUILD, "bin")
+MKTRACE = os.path.join(BUILD, "tests", "analyzer", "mktrace")
+TMP = tempfile.mkdtemp(prefix="mallock-seeds-")
+
+
+def chunks(data):
+    off = 16
+    while off + 48 <= len(data):
+        magic, plen = struct.unpack_from("<II", data, off)
+        tid = struct.unpack_from("<I", data, off + 12)[0]
+        if magic != 0x434B4C4D or off + 48 + plen > len(data):
+            break
+        yield off, 48 + plen, tid
+        off += 48 + plen
+
+
+def cut(src, dst, limit=LIMIT):
+    data = open(src, "rb").read()
+    out = bytearray(data[:16])
+    for off, n, tid in chunks(data):
+        if tid == 0 or len(out) + n <= limit:
+            out += data[off:off + n]
+    open(dst, "wb").write(bytes(out))
+    return len(out)
+
+
+def record(name, argv):
+    path = os.path.join(TMP, name + ".trace")
+    env = dict(os.environ, MALLOCK_BUFFER_KB="4")
+    subprocess.run([os.path.join(BIN, "mallock"), "record", "-o", path,
+                    "--depth", "4", "--"] + argv, env=env, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return path
+
+
+def mktrace(name, *args):
+    path = os.path.join(TMP, name + ".trace")
+    subprocess.run([MKTRACE, name.split("-")[0], path] + list(args),
+                   check=True, stdout=subprocess.DEVNULL)
+    return path
+
+
+os.makedirs(OUT, exist_ok=True)
+seeds = {
+    "svcqueue-tree": record("svcqueue-tree", [
+        os.path.join(BIN, "svcqueue"), "--duration=0.01", "--producers=2",
+        "--consumers=2"]),
+    "svcqueue-heap": record("svcqueue-heap", [
+        os.path.join(BIN, "svcqueue"), "--duration=0.01", "--container=heap"]),
+    "xthread": record("xthread", [os.path.join(BIN, "xthread"),
+                                  "--duration=0.01"]),
+    "cascade": mktrace("cascade", "--rounds", "20", "--chunk", "2000"),
+    "precise": mktrace("precise", "--rounds", "20", "--chunk", "1500"),
+    "mixed": mktrace("mixed", "--rounds", "10", "--chunk", "3000"),
+    "cascade-nomodule": mktrace("cascade-nomodule", "--rounds", "3",
+                                "--no-module"),
+}
+total = 0
+for name, path in sorted(seeds.items()):
+    total += cut(path, os.path.join(OUT, name))
+print("%d seeds, %d bytes in %s" % (len(seeds), total, OUT))

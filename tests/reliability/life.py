@@ -1,0 +1,95 @@
+"""life.py BUILD_DIR SCENARIO [ARG] - one process-life scenario of
+life.c: run bare and under the shim (timeout 60 s each: a hang fails), the
+exit status (or the signal it died of), stdout and stderr must be the same,
+and every trace the shim run left must be read by `mallock report`.
+Scenario-specific checks follow (see the table at the end).
+"""
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from relcommon import Ctx, events, note_texts, wait_for  # noqa: E402
+
+build, scen = sys.argv[1], sys.argv[2]
+arg = sys.argv[3] if len(sys.argv) > 3 else ""
+tag = scen + ("_" + os.path.basename(arg) if arg and scen == "crash" else "")
+c = Ctx("life " + scen + (" " + os.path.basename(arg) if arg else ""), build)
+d = c.tmpdir("life_" + tag)
+life = c.bin("life")
+
+
+def run(under_shim):
+    a = arg
+    if scen == "daemon":
+        a = os.path.join(d, "done." + ("shim" if under_shim else "bare"))
+    env = c.shim_env(os.path.join(d, "t.%p.trace")) if under_shim else {}
+    st, out, err = c.run([life, scen, a], env=env, timeout=60)
+    if scen == "daemon":
+        c.check(wait_for(lambda: os.path.exists(a), 30),
+                "the daemon did not finish (%s)" % a)
+    return st, out, err
+
+
+bare = run(False)
+shim = run(True)
+c.check(bare[0] is not None, "hung without the shim")
+c.check(shim[0] is not None, "hung under the shim")
+c.check(bare[0] == shim[0], "exit status %s bare, %s under the shim" %
+        (bare[0], shim[0]))
+c.check(bare[1] == shim[1], "stdout differs: %r vs %r" % (bare[1], shim[1]))
+c.check(bare[2] == shim[2], "stderr differs: %r vs %r" % (bare[2], shim[2]))
+
+if scen == "daemon":
+    # The daemon writes its trace at exit, after the done file.
+    def daemon_done():
+        reps = [c.report(f) for f in c.traces(d)]
+        return any(r[0] == 0 and r[1]["trace"]["clean_exit"] and
+                   r[1]["trace"]["pid"] != 0 and events(r[1]) > 4000
+                   for r in reps)
+    c.check(wait_for(daemon_done, 30), "no complete trace of the daemon")
+
+reps = c.check_readable(d)
+main = [r for r in reps if r["trace"]["command"].endswith("life")]
+total = sum(events(r) for r in main)
+# crash_own: the program's handler replaced the shim's and _exits: what
+# was still in the buffers is lost (documented), the header is readable.
+c.check(total > 0 or scen == "crash_own", "no events recorded")
+
+expect = {
+    # scenario: (traces at least, clean exit of the main trace expected)
+    "vfork": 1, "daemon": 2, "dlopen_ctor": 1, "early_ctor": 1,
+    "atexit": 1, "cancel": 1, "sig_alloc": 1, "sig_lock": 1,
+    "exit_thread": 1, "_exit_thread": 1, "never_exits": 1, "crash": 1,
+    "crash_own": 1,
+}
+c.check(len(reps) >= expect.get(scen, 1), "%d traces" % len(reps))
+
+if scen == "crash":
+    sig = {"segv": signal.SIGSEGV, "bus": signal.SIGBUS,
+           "abrt": signal.SIGABRT, "fpe": signal.SIGFPE,
+           "ill": signal.SIGILL}[arg]
+    c.check(shim[0] == -sig, "died of %s, not %s" % (shim[0], -sig))
+    r = main[0]
+    c.check(any("fatal signal" in n for n in note_texts(r)),
+            "no fatal-signal note: %s" % note_texts(r))
+    c.check(not r["trace"]["clean_exit"], "crash reported as a clean exit")
+    # The crasher's 3000 lock+malloc+free rounds were written.
+    c.check(r["totals"]["allocations"] >= 3000 if "allocations" in
+            r["totals"] else events(r) >= 12000,
+            "too few events after a crash: %d" % events(r))
+if scen == "crash_own":
+    c.check(shim[0] == 42, "the program's own handler did not run")
+if scen in ("vfork", "dlopen_ctor", "early_ctor", "atexit", "cancel",
+            "sig_alloc", "sig_lock", "never_exits"):
+    c.check(main[0]["trace"]["clean_exit"], "main trace not clean")
+if scen == "early_ctor":
+    # The 32 blocks the early constructor allocated, unseen, are freed.
+    c.check(main[0]["totals"]["unknown_frees"] >= 32, "early blocks seen?")
+if scen == "atexit":
+    c.check(b"atexit ran" in shim[1] and b"destructor ran" in shim[1],
+            "handlers did not run")
+if scen == "_exit_thread":
+    # _exit skips the final flush: no END, but readable.
+    c.check(not main[0]["trace"]["clean_exit"], "_exit gave an END record")
+c.done()
