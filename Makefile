@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps configure build demo test test-sanitize fuzz bench clean
 
 all: build
 
@@ -24,6 +24,17 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The analyzer and format code under ASan+UBSan (a build of its own).
+test-sanitize: deps
+	cmake -S . -B $(BUILD)-san -DMALLOCK_SANITIZE=ON $(CMAKE_FLAGS)
+	cmake --build $(BUILD)-san -j $(JOBS)
+	cd $(BUILD)-san && ctest -L analyzer --output-on-failure -j $(JOBS)
+
+# libFuzzer over the trace reader and the report path (clang build of its own).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	tests/fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
 
 bench: build
 	@scripts/bench.sh $(BUILD)

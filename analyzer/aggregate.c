@@ -24,11 +24,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Saturates: a forged tick count must not overflow the conversion (UB). */
+/* double -> uint64_t, saturating: a forged count or tick value must not
+ * overflow the conversion, which is undefined (found by fuzzing). */
+static inline uint64_t sat_u64(double v)
+{
+	return v < 18446744073709549568.0 ? (v > 0 ? (uint64_t)v : 0)
+	                                  : UINT64_MAX;
+}
+
 static inline uint64_t to_ns(const model_t *m, uint64_t ticks)
 {
-	double ns = (double)ticks * m->ns_per_tick + 0.5;
-	return ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
+	return sat_u64((double)ticks * m->ns_per_tick + 0.5);
 }
 
 /* The lock with id (created on first use). Index first: model_lock() may
@@ -328,7 +334,7 @@ static uint64_t sample_count(model_t *m, uint64_t size, double *w)
 	if (size)
 		*w = 1.0 / -expm1(-(double)size / (double)m->sample_bytes);
 	m->wcarry += *w;
-	uint64_t n = (uint64_t)m->wcarry;
+	uint64_t n = sat_u64(m->wcarry);
 	m->wcarry -= (double)n;
 	return n;
 }
@@ -363,13 +369,13 @@ static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
 		s->life_max = life;
 	if (tsc - b->tsc < m->churn_ticks || tsc < b->tsc) {
 		s->short_n += n;
-		s->short_ns += (uint64_t)((double)(b->alloc_ns + free_ns) * w);
+		s->short_ns += sat_u64((double)(b->alloc_ns + free_ns) * w);
 	}
 	site_thread(s->fthr, s->fthr_n, ti);
 	if (b->thread != ti) {
 		s->xfree_n += n;
-		s->xfree_ns += (uint64_t)((double)(b->alloc_ns + free_ns) * w);
-		s->xfree_bytes += (uint64_t)((double)b->size * w + 0.5);
+		s->xfree_ns += sat_u64((double)(b->alloc_ns + free_ns) * w);
+		s->xfree_bytes += sat_u64((double)b->size * w + 0.5);
 		m->tot.xfrees += n;
 		t->xfrees += n;
 	}
@@ -398,7 +404,7 @@ static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	}
 	double w;
 	uint64_t n = sample_count(m, size, &w);
-	uint64_t nb = m->sample_bytes ? (uint64_t)((double)size * w + 0.5) : size;
+	uint64_t nb = m->sample_bytes ? sat_u64((double)size * w + 0.5) : size;
 	if (m->sample_bytes)
 		m->tot.sampled_allocs++;
 	if (realloc_) {
@@ -409,7 +415,7 @@ static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 		m->tot.allocs += n;
 	}
 	s->bytes += nb;
-	s->alloc_ns += m->sample_bytes ? (uint64_t)((double)ns * w) : ns;
+	s->alloc_ns += m->sample_bytes ? sat_u64((double)ns * w) : ns;
 	s->lw_ns += lw_ns;
 	s->lw_n += lw_n;
 	s->live++;

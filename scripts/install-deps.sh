@@ -2,7 +2,7 @@
 # Installs the Debian packages mallock needs to build, test and run its demo.
 # Idempotent: when every package is present it only checks and returns.
 set -eu
-PKGS="build-essential cmake pkg-config g++ clang python3 \
+PKGS="build-essential cmake pkg-config g++ clang libclang-rt-14-dev python3 \
 libgoogle-perftools-dev libunwind-dev uthash-dev libdw-dev libelf-dev zlib1g-dev"
 missing=""
 for p in $PKGS; do
