@@ -22,7 +22,8 @@ int cmd_record(int argc, char **argv)
 	X(report, "analyse traces: findings, locks, threads")                  \
 	X(diff, "compare two traces (before/after a fix)")                     \
 	X(dump, "print every record of a trace, one per line")                 \
-	X(ctl, "start/stop recording in a running process (server.md)")
+	X(ctl, "start/stop recording in a running process (server.md)")      \
+	X(attach, "inject the recorder into a running process (server.md)")
 
 static void usage(FILE *o)
 {

@@ -15,7 +15,11 @@
  *   descendant: ".<pid>" is appended when the pattern has no %p).
  *   With MALLOCK_FOLLOW_EXEC=0 the shim removes itself from LD_PRELOAD in
  *   its own environment, so programs it execs (with environ) run untraced.
+ * - A shim dlopen'ed into a running process (loaded after libc: `mallock
+ *   attach`) does not start from its constructor; mallock_attach_impl()
+ *   calls shim_boot() later (attach.h).
  */
+#include "attach.h"
 #include "config.h"
 #include "control.h"
 #include "fatal.h"
@@ -129,6 +133,7 @@ static int shim_start(void)
 		return -1;
 	}
 	config_load();
+	attach_config(); /* mallock attach: its -o and --duration (attach.h) */
 	if (!g_cfg.follow_exec)
 		strip_preload();
 	g_tsc_hz = prim_tsc_hz();
@@ -148,10 +153,12 @@ static int shim_start(void)
 		return -1;
 	char pid[16];
 	snprintf(pid, sizeof pid, "%u", prim_getpid());
-	prim_setenv("MALLOCK_PARENT_PID", pid);
+	if (!g_attached) /* attach.h: no setenv in a running process */
+		prim_setenv("MALLOCK_PARENT_PID", pid);
 	process_write_header();
 	thread_init();
-	tcmalloc_check();
+	if (!g_attached)
+		tcmalloc_check();
 	sample_init();
 	return 0;
 }
@@ -202,12 +209,12 @@ static void fork_child(void)
 	t->gate = gate;
 }
 
-__attribute__((constructor)) static void shim_ctor(void)
+int shim_boot(void)
 {
 	tls_t *t = &shim_tls;
 	if (!real_usable()) {
 		atomic_store(&g_off, SHIM_OFF_STOPPED);
-		return;
+		return -1;
 	}
 	uint8_t gate = t->gate;
 	t->gate = GATE_BUSY;
@@ -227,6 +234,17 @@ __attribute__((constructor)) static void shim_ctor(void)
 	} else {
 		atomic_store(&g_off, SHIM_OFF_STOPPED);
 	}
+	return ok ? 0 : -1;
+}
+
+__attribute__((constructor)) static void shim_ctor(void)
+{
+	/* dlopen'ed into a running process (mallock attach): stay inert
+	 * until mallock_attach_impl() starts the shim with its output path
+	 * (attach.h); no hook of ours is called before it. */
+	if (attach_loaded_late())
+		return;
+	shim_boot();
 }
 
 __attribute__((destructor)) static void shim_dtor(void)

@@ -1,0 +1,507 @@
+/*
+ * attach.c - the shim's side of `mallock attach PID` (attach.h): start a
+ * shim that was dlopen'ed into a running process, and redirect the loaded
+ * modules' GOT slots of the hooked functions to the shim's hooks.
+ *
+ * Which slots are rewritten. For every module but the shim itself, ld.so
+ * and the vDSO (dl_iterate_phdr), the JUMP_SLOT (DT_JMPREL) and GLOB_DAT
+ * (DT_RELA) relocations naming a hooked function are looked at. A slot is
+ * redirected when
+ * - it holds the function the hook forwards to (real.X, which a shim
+ *   dlopen'ed after libc resolves to libc's: dlsym(RTLD_NEXT) searches the
+ *   shim's own dependencies), or
+ * - it is not bound yet (lazy binding: it still points into its own
+ *   module's PLT) and the module imports the symbol and the global scope
+ *   would bind it to that same function.
+ * Any other slot (bound to an allocator of the program's own, tcmalloc, an
+ * old symbol version) is left alone and counted as skipped: redirecting it
+ * would hand that allocator's blocks to libc. C++ operators are redirected
+ * only where they are libstdc++'s: from a dlopen'ed shim the hooks forward
+ * to malloc/free (cxx_hooks.c finds no next operator), which is what
+ * libstdc++'s operators call.
+ *
+ * Slots in a PT_GNU_RELRO range (read-only after relocation: the whole GOT
+ * with -z now) are written after mprotect(PROT_READ|PROT_WRITE) of the
+ * range as ld.so protected it (start and end rounded down to pages), and
+ * the range is made read-only again. Each slot is one aligned 8-byte store:
+ * threads calling through it at that moment see the old or the new target.
+ *
+ * What the hooks then see: blocks allocated before attach are freed through
+ * the free hook (real free; the analyzer counts them as unknown frees, never
+ * cross-thread); locks taken before attach are released through the hooks
+ * (unmatched releases); threads that existed before attach are set up by
+ * the slow path of their first hook call (their TLS block was initialised
+ * by dlopen to the static-empty state, gate UNINIT). Modules dlopen'ed
+ * after attach bind to libc, not to the shim (not recorded).
+ *
+ * dlopen/dlsym on the shim itself are called here rather than in prim.c:
+ * only this file needs them, and only once.
+ */
+#include "attach.h"
+
+#include "config.h"
+#include "hook.h"
+#include "note.h"
+#include "prim.h"
+#include "process.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#define ATTACH_R_JUMP_SLOT R_X86_64_JUMP_SLOT
+#define ATTACH_R_GLOB_DAT R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define ATTACH_R_JUMP_SLOT R_AARCH64_JUMP_SLOT
+#define ATTACH_R_GLOB_DAT R_AARCH64_GLOB_DAT
+#endif
+
+int g_attached;
+
+static char attach_output[CONFIG_PATH_MAX];
+static int attach_duration;
+static _Atomic int attach_started;
+static char attach_msg[CONFIG_PATH_MAX + 600];
+
+/* ---- is the shim preloaded or loaded late? ---- */
+
+static int segment_has(const struct dl_phdr_info *info, uintptr_t a)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && a >= lo && a < lo + ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+struct order {
+	uintptr_t self, libc;
+	int idx, self_idx, libc_idx;
+};
+
+static int order_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct order *o = arg;
+	(void)size;
+	if (o->self_idx < 0 && segment_has(info, o->self))
+		o->self_idx = o->idx;
+	if (o->libc_idx < 0 && segment_has(info, o->libc))
+		o->libc_idx = o->idx;
+	o->idx++;
+	return 0;
+}
+
+/* The link map lists the objects loaded at start (executable, preloads,
+ * their dependencies, libc) before any dlopen'ed one: a preloaded shim
+ * comes before libc, a dlopen'ed one after it. */
+int attach_loaded_late(void)
+{
+	pid_t (*libc_fn)(void) = getpid; /* bound to libc's: not ours */
+	struct order o = {.self_idx = -1, .libc_idx = -1};
+	memcpy(&o.libc, &libc_fn, sizeof o.libc);
+	int (*self_fn)(void) = attach_loaded_late;
+	memcpy(&o.self, &self_fn, sizeof o.self);
+	dl_iterate_phdr(order_cb, &o);
+	return o.self_idx >= 0 && o.libc_idx >= 0 && o.self_idx > o.libc_idx;
+}
+
+void attach_config(void)
+{
+	if (!g_attached)
+		return;
+	if (attach_output[0])
+		snprintf(g_cfg.output, sizeof g_cfg.output, "%s", attach_output);
+	if (attach_duration > 0)
+		g_cfg.duration = attach_duration;
+}
+
+/* ---- the functions to redirect ---- */
+
+#define ATTACH_CXX(X)                                                          \
+	X(_Znwm) X(_Znam) X(_ZnwmRKSt9nothrow_t) X(_ZnamRKSt9nothrow_t)        \
+	X(_ZnwmSt11align_val_t) X(_ZnamSt11align_val_t)                        \
+	X(_ZnwmSt11align_val_tRKSt9nothrow_t)                                  \
+	X(_ZnamSt11align_val_tRKSt9nothrow_t)                                  \
+	X(_ZdlPv) X(_ZdaPv) X(_ZdlPvm) X(_ZdaPvm) X(_ZdlPvRKSt9nothrow_t)      \
+	X(_ZdaPvRKSt9nothrow_t) X(_ZdlPvSt11align_val_t)                       \
+	X(_ZdaPvSt11align_val_t) X(_ZdlPvmSt11align_val_t)                     \
+	X(_ZdaPvmSt11align_val_t) X(_ZdlPvSt11align_val_tRKSt9nothrow_t)       \
+	X(_ZdaPvSt11align_val_tRKSt9nothrow_t)
+
+#define ATTACH_MAX_TARGETS 96
+#define ATTACH_MAX_SLOTS 512 /* per module: 2 per target at most */
+
+typedef struct target {
+	const char *name;
+	uintptr_t hook;   /* the shim's definition */
+	uintptr_t expect; /* what a slot bound to the forwarded-to function holds */
+	int lazy_ok;      /* an unbound slot would bind to expect */
+	int phase;        /* 0: releasing functions, 1: the others */
+} target_t;
+
+typedef struct run {
+	target_t tg[ATTACH_MAX_TARGETS];
+	int ntg;
+	uintptr_t self_fn, ldso, vdso;
+	int phase;
+	unsigned idx;                 /* the module's place in the walk */
+	unsigned char hit[1024];      /* modules with a slot redirected */
+	unsigned patched, modules, skipped, failed;
+	/* The first skipped slot, described after the walk. */
+	const char *skip_name;
+	uintptr_t skip_value;
+	char skip_module[256];
+	int mprotect_err;
+} run_t;
+
+static uintptr_t fn_addr(void *p)
+{
+	return (uintptr_t)p;
+}
+
+/*
+ * The functions that end something (free, delete, realloc's old block,
+ * unlock, a condition wait's release, destroy) are redirected in a first
+ * pass over all modules, the others in a second: a call pair that straddles
+ * the switch then has only its end recorded (an unknown free, an unmatched
+ * release, both counted apart by the analyzer), never only its beginning
+ * (a block that never dies, a lock held forever).
+ */
+static int releases(const char *name)
+{
+	return !strcmp(name, "free") || !strcmp(name, "realloc") ||
+	       !strcmp(name, "reallocarray") || !strncmp(name, "_Zd", 3) ||
+	       strstr(name, "unlock") || strstr(name, "destroy") ||
+	       strstr(name, "wait");
+}
+
+/* The shim's own definitions: dlsym on the shim's handle searches the shim
+ * first. Only addresses inside the shim count (pthread_exit is in the real
+ * table but not hooked: dlsym would return libc's). */
+static void targets_build(run_t *r)
+{
+	Dl_info self;
+	void *h = NULL;
+	if (dladdr((void *)(uintptr_t)mallock_attach_impl, &self) &&
+	    self.dli_fname)
+		h = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return;
+#define ATTACH_ADD_(nm, expect_, lazy_)                                        \
+	do {                                                                   \
+		void *hk = dlsym(h, nm);                                       \
+		Dl_info hi;                                                    \
+		if (hk && r->ntg < ATTACH_MAX_TARGETS && dladdr(hk, &hi) &&    \
+		    hi.dli_fbase == self.dli_fbase && (expect_)) {             \
+			r->tg[r->ntg].name = nm;                               \
+			r->tg[r->ntg].hook = fn_addr(hk);                      \
+			r->tg[r->ntg].expect = (expect_);                      \
+			r->tg[r->ntg].lazy_ok = (lazy_);                       \
+			r->tg[r->ntg].phase = !releases(nm);                   \
+			r->ntg++;                                              \
+		}                                                              \
+	} while (0)
+#define ATTACH_REAL_(name, req, ver, ret, params)                              \
+	{                                                                      \
+		uintptr_t e_;                                                  \
+		memcpy(&e_, &real.name, sizeof e_);                            \
+		ATTACH_ADD_(#name, e_,                                         \
+		            fn_addr(prim_dlsym_default(#name)) == e_);         \
+	}
+	REAL_FUNCS(ATTACH_REAL_)
+#define ATTACH_CXX_(sym)                                                       \
+	{                                                                      \
+		void *g_ = prim_dlsym_default(#sym);                           \
+		uintptr_t e_ = g_ && strstr(prim_object_of(g_), "libstdc++")  \
+		                   ? fn_addr(g_)                               \
+		                   : 0;                                        \
+		ATTACH_ADD_(#sym, e_, 1);                                      \
+	}
+	ATTACH_CXX(ATTACH_CXX_)
+#undef ATTACH_CXX_
+#undef ATTACH_REAL_
+#undef ATTACH_ADD_
+	dlclose(h); /* the NOLOAD reference only; the shim stays */
+}
+
+static const target_t *target_find(const run_t *r, const char *name)
+{
+	for (int i = 0; i < r->ntg; i++)
+		if (name[0] == r->tg[i].name[0] && !strcmp(name, r->tg[i].name))
+			return &r->tg[i];
+	return NULL;
+}
+
+/* ---- one module ---- */
+
+typedef struct slot {
+	uintptr_t *at;
+	uintptr_t to;
+} slot_t;
+
+/* d_ptr values: relocated in place by ld.so, except in a read-only dynamic
+ * section (the vDSO's), which keeps link-time values. */
+static uintptr_t dyn_ptr(uintptr_t v, uintptr_t base)
+{
+	return v < base ? v + base : v;
+}
+
+static void scan_relocs(run_t *r, const ElfW(Rela) *rel, size_t n,
+                        const ElfW(Sym) *symtab, const char *strtab,
+                        uintptr_t base, uintptr_t lo, uintptr_t hi,
+                        const char *modname, slot_t *out, size_t *nout)
+{
+#ifdef ATTACH_R_JUMP_SLOT
+	for (size_t i = 0; i < n; i++) {
+		unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
+		size_t si = ELF64_R_SYM(rel[i].r_info);
+		if ((type != ATTACH_R_JUMP_SLOT && type != ATTACH_R_GLOB_DAT) ||
+		    si == 0)
+			continue;
+		const ElfW(Sym) *sym = &symtab[si];
+		const target_t *tg = target_find(r, strtab + sym->st_name);
+		if (!tg || tg->phase != r->phase)
+			continue;
+		uintptr_t *at = (uintptr_t *)(base + rel[i].r_offset);
+		uintptr_t v = __atomic_load_n(at, __ATOMIC_RELAXED);
+		/* Not bound yet: the slot points into the module's own PLT
+		 * (libc.so.6 itself has such slots for realloc and calloc
+		 * until first used), not at its own definition. */
+		int lazy = type == ATTACH_R_JUMP_SLOT && v >= lo && v < hi &&
+		           !(sym->st_shndx != SHN_UNDEF &&
+		             v == base + sym->st_value);
+		int ok = v == tg->expect || (tg->lazy_ok && lazy);
+		if (v == tg->hook)
+			continue;
+		if (!ok) {
+			if (!r->skip_name) {
+				r->skip_name = tg->name;
+				r->skip_value = v;
+				snprintf(r->skip_module, sizeof r->skip_module,
+				         "%s", modname);
+			}
+			r->skipped++;
+			continue;
+		}
+		if (*nout < ATTACH_MAX_SLOTS) {
+			out[*nout].at = at;
+			out[*nout].to = tg->hook;
+			(*nout)++;
+		}
+	}
+#else
+	(void)r, (void)rel, (void)n, (void)symtab, (void)strtab, (void)base;
+	(void)lo, (void)hi, (void)modname, (void)out, (void)nout;
+#endif
+}
+
+static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	run_t *r = arg;
+	(void)size;
+	unsigned idx = r->idx++;
+	uintptr_t base = info->dlpi_addr;
+	if (segment_has(info, r->self_fn) || (r->ldso && base == r->ldso) ||
+	    (r->vdso && base == r->vdso))
+		return 0;
+	const ElfW(Dyn) *dyn = NULL;
+	uintptr_t lo = UINTPTR_MAX, hi = 0, relro_lo = 0, relro_hi = 0;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t a = base + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD) {
+			if (a < lo)
+				lo = a;
+			if (a + ph->p_memsz > hi)
+				hi = a + ph->p_memsz;
+		} else if (ph->p_type == PT_DYNAMIC) {
+			dyn = (const ElfW(Dyn) *)a;
+		} else if (ph->p_type == PT_GNU_RELRO) {
+			/* As ld.so's _dl_protect_relro: both ends rounded
+			 * down (the last partial page stays writable). */
+			relro_lo = a & ~(page - 1);
+			relro_hi = (a + ph->p_memsz) & ~(page - 1);
+		}
+	}
+	if (!dyn)
+		return 0;
+	const ElfW(Sym) *symtab = NULL;
+	const char *strtab = NULL;
+	const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+	size_t jmpsz = 0, relasz = 0;
+	long pltrel = DT_RELA;
+	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+		switch (d->d_tag) {
+		case DT_SYMTAB:
+			symtab = (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, base);
+			break;
+		case DT_STRTAB:
+			strtab = (const char *)dyn_ptr(d->d_un.d_ptr, base);
+			break;
+		case DT_JMPREL:
+			jmprel = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
+			break;
+		case DT_PLTRELSZ:
+			jmpsz = d->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			pltrel = (long)d->d_un.d_val;
+			break;
+		case DT_RELA:
+			rela = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
+			break;
+		case DT_RELASZ:
+			relasz = d->d_un.d_val;
+			break;
+		default:
+			break;
+		}
+	}
+	if (!symtab || !strtab)
+		return 0;
+	const char *modname = info->dlpi_name && info->dlpi_name[0]
+	                          ? info->dlpi_name
+	                          : "the executable";
+	slot_t slots[ATTACH_MAX_SLOTS];
+	size_t n = 0;
+	if (jmprel && pltrel == DT_RELA)
+		scan_relocs(r, jmprel, jmpsz / sizeof *jmprel, symtab, strtab,
+		            base, lo, hi, modname, slots, &n);
+	if (rela)
+		scan_relocs(r, rela, relasz / sizeof *rela, symtab, strtab, base,
+		            lo, hi, modname, slots, &n);
+	if (!n)
+		return 0;
+	int in_relro = 0;
+	for (size_t i = 0; i < n; i++)
+		if ((uintptr_t)slots[i].at >= relro_lo &&
+		    (uintptr_t)slots[i].at < relro_hi)
+			in_relro = 1;
+	if (in_relro && mprotect((void *)relro_lo, relro_hi - relro_lo,
+	                         PROT_READ | PROT_WRITE) != 0) {
+		r->mprotect_err = errno;
+		/* Only the slots outside the read-only range. */
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if ((uintptr_t)slots[i].at < relro_lo ||
+			    (uintptr_t)slots[i].at >= relro_hi)
+				slots[k++] = slots[i];
+		r->failed += (unsigned)(n - k);
+		n = k;
+		in_relro = 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		__atomic_store_n(slots[i].at, slots[i].to, __ATOMIC_RELEASE);
+	if (in_relro)
+		mprotect((void *)relro_lo, relro_hi - relro_lo, PROT_READ);
+	r->patched += (unsigned)n;
+	if (n && idx < sizeof r->hit && !r->hit[idx]) {
+		r->hit[idx] = 1;
+		r->modules++;
+	}
+	return 0;
+}
+
+/* ---- entry point ---- */
+
+static const char *fail(const char *why)
+{
+	snprintf(attach_msg, sizeof attach_msg, "error %s", why);
+	return attach_msg;
+}
+
+static char last_note[NOTE_LEN];
+
+static void keep_note(unsigned level, const char *text, size_t len, void *arg)
+{
+	(void)level;
+	(void)arg;
+	if (len >= sizeof last_note)
+		len = sizeof last_note - 1;
+	memcpy(last_note, text, len);
+	last_note[len] = 0;
+}
+
+HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
+{
+#ifndef ATTACH_R_JUMP_SLOT
+	(void)output;
+	(void)duration_s;
+	return fail("attach is implemented for x86-64 and aarch64 only");
+#else
+	if (!attach_loaded_late())
+		return fail("the shim is already preloaded in this process "
+		            "(LD_PRELOAD): use `mallock ctl start|stop PID`");
+	if (atomic_exchange(&attach_started, 1))
+		return fail("mallock is already attached to this process: use "
+		            "`mallock ctl start|stop PID`");
+	if (output && strlen(output) >= sizeof attach_output)
+		return fail("the output path is too long");
+	snprintf(attach_output, sizeof attach_output, "%s",
+	         output ? output : "");
+	attach_duration = duration_s > 0 ? duration_s : 0;
+	g_attached = 1;
+
+	tls_t *t = &shim_tls;
+	uint8_t gate = t->gate;
+	t->gate = GATE_BUSY;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (shim_boot() != 0) {
+		last_note[0] = 0;
+		note_take(keep_note, NULL);
+		snprintf(attach_msg, sizeof attach_msg,
+		         "error the shim did not start: %s",
+		         last_note[0] ? last_note : "see the process's stderr");
+		t->gate = gate;
+		return attach_msg;
+	}
+	static run_t r; /* large: not on the caller's (gdb-borrowed) stack */
+	memset(&r, 0, sizeof r);
+	int (*self_fn)(void) = attach_loaded_late;
+	memcpy(&r.self_fn, &self_fn, sizeof r.self_fn);
+	r.ldso = (uintptr_t)getauxval(AT_BASE);
+	r.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	targets_build(&r);
+	if (r.ntg == 0) {
+		t->gate = gate;
+		return fail("the shim cannot find its own hooks (dlsym); "
+		            "recording, but no call is redirected");
+	}
+	for (r.phase = 0; r.phase < 2; r.phase++) {
+		r.idx = 0;
+		dl_iterate_phdr(patch_module, &r);
+	}
+	int n = snprintf(attach_msg, sizeof attach_msg, "ok %u %u %u %s",
+	                 r.patched, r.modules, r.skipped, g_trace_path);
+	if (r.skip_name && n > 0 && (size_t)n < sizeof attach_msg) {
+		const char *where = prim_object_of((void *)r.skip_value);
+		n += snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
+		              "\t%s in %s is bound to %s, not to the function "
+		              "the shim forwards to: left alone",
+		              r.skip_name, r.skip_module,
+		              *where ? where : "another definition");
+	}
+	if (r.failed && n > 0 && (size_t)n < sizeof attach_msg)
+		snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
+		         "\t%u slots in read-only memory not redirected "
+		         "(mprotect: %s)",
+		         r.failed, strerror(r.mprotect_err));
+	shim_info("attached: %u GOT slots in %u modules redirected, %u left "
+	          "alone; blocks allocated and locks taken before the attach "
+	          "are not known (unknown frees, unmatched releases)",
+	          r.patched, r.modules, r.skipped);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->gate = gate;
+	return attach_msg;
+#endif
+}

@@ -1,0 +1,55 @@
+/*
+ * attach.h - the shim loaded into a process that is already running
+ * (`mallock attach PID`, analyzer/attach.c; docs/server.md, "Attach").
+ *
+ * The attach command has gdb call dlopen() on libmallock.so inside the
+ * target, then mallock_attach_impl() (attach.c). Loaded that way the shim
+ * is not in the global symbol scope, so none of its hooks is called until
+ * mallock_attach_impl() rewrites the GOT slots of the loaded modules to
+ * point at them.
+ *
+ * Invariants:
+ * - A shim loaded after libc (dlopen, not LD_PRELOAD) does not start from
+ *   its constructor: it stays inert (g_off keeps SHIM_OFF_INIT, no file is
+ *   created) until mallock_attach_impl() starts it with its output path.
+ * - Attach happens at most once per process, and never into a process
+ *   whose shim was preloaded (that one is controlled by `mallock ctl`).
+ * - There is no detach: the GOT slots stay redirected; recording is
+ *   stopped with `mallock ctl stop PID` (the hooks then pass through).
+ */
+#ifndef MALLOCK_SHIM_ATTACH_H
+#define MALLOCK_SHIM_ATTACH_H
+
+/* Nonzero while and after mallock_attach_impl() started the shim: init.c
+ * then applies attach_config(), does not set MALLOCK_PARENT_PID (setenv in a
+ * running multi-threaded process is unsafe, and children do not inherit the
+ * shim anyway) and skips the statically-linked-allocator check (its test,
+ * "malloc is not ours in the global scope", is always true here). */
+extern int g_attached;
+
+/* Nonzero when the shim was loaded after libc (dlopen'ed into a running
+ * process) rather than preloaded. Allocation-free (dl_iterate_phdr). */
+int attach_loaded_late(void);
+
+/* At init, right after config_load(): the output path and duration given
+ * to mallock_attach_impl() replace MALLOCK_OUTPUT and MALLOCK_DURATION. */
+void attach_config(void);
+
+/* init.c: the constructor's work (real functions, configuration, tables,
+ * output file, opening records, control signal), callable once later for a
+ * shim loaded late. Caller holds the gate. Returns 0, or -1 when the shim
+ * stays inert (the reason was given by shim_warn). */
+int shim_boot(void);
+
+/*
+ * Exported, called by gdb inside the target (the name is mallock_*, so the
+ * exported-symbol test accepts it). Starts the shim with the trace at
+ * output (a pattern as MALLOCK_OUTPUT: %p, %e, %%; absolute paths are best:
+ * the target's working directory is not the caller's) and a recording
+ * window of duration_s seconds (0: no limit), then redirects the GOT slots.
+ * Returns a static one-line message for the caller to print:
+ *   "ok PATCHED MODULES SKIPPED TRACE_PATH[\tDETAIL]" or "error WHY".
+ */
+const char *mallock_attach_impl(const char *output, int duration_s);
+
+#endif
