@@ -26,6 +26,15 @@ allocators = {
     "tcmalloc": os.path.join(LIBDIR, "libtcmalloc.so.4"),
     "jemalloc": os.path.join(LIBDIR, "libjemalloc.so.2"),
 }
+# Install what is missing (root; Debian packages), as real_programs.sh does.
+pkgs = {"tcmalloc": "libgoogle-perftools4", "jemalloc": "libjemalloc2"}
+missing = [pkgs[n] for n, lib in allocators.items()
+           if lib and not os.path.exists(lib)]
+if missing and os.geteuid() == 0:
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    subprocess.run("apt-get update -qq && apt-get install -y -qq " +
+                   " ".join(missing), shell=True, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 bare = c.run([c.bin("allocmt"), str(THREADS), str(ITERS)])
 for name, lib in allocators.items():
     if lib and not os.path.exists(lib):

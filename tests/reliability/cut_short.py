@@ -2,8 +2,8 @@
 middle of a heavy run (allocmt, 4 threads, endless; MALLOCK_FLUSH_MS=20):
 `mallock report` reads every complete chunk (exit 0), says where the trace
 stops (no END record, and the byte offset when the last chunk is cut), and
-reports findings from what was read. Done three times, killed after 0.3,
-0.7 and 1.2 s.
+reports findings from what was read. Done three times, killed after 0.5,
+0.8 and 1.2 s.
 """
 import os
 import signal
@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relcommon import Ctx  # noqa: E402
 
 c = Ctx("cut_short", sys.argv[1])
-for i, after in enumerate((0.3, 0.7, 1.2)):
+for i, after in enumerate((0.5, 0.8, 1.2)):
     d = c.tmpdir("cut_%d" % i)
     trace = os.path.join(d, "t.trace")
     env = dict(os.environ)
