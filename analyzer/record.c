@@ -91,6 +91,16 @@ static int expand_output(const char *pattern, pid_t pid, const char *exe,
 	return 0;
 }
 
+static volatile sig_atomic_t record_child;
+
+/* Passes a termination request (timeout(1), a service manager) on to the
+ * command, which then exits and flushes its trace; this process follows. */
+static void forward_signal(int sig)
+{
+	if (record_child > 0)
+		kill((pid_t)record_child, sig);
+}
+
 /* The base name of cmd, resolved through PATH when it has no slash. */
 static const char *program_name(const char *cmd)
 {
@@ -219,6 +229,16 @@ int cmd_record(int argc, char **argv)
 	 * group; this process waits for it and does not die first. */
 	signal(SIGINT, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
+	record_child = pid;
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = forward_signal;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+	sigaction(SIGUSR2, &sa, NULL);
 	int status;
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
