@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -142,6 +143,19 @@ ssize_t prim_read_file(const char *path, char *buf, size_t cap)
 	}
 	close(fd);
 	return (ssize_t)n;
+}
+
+ssize_t prim_thread_name(uint32_t tid, char *buf, size_t cap)
+{
+	char path[48];
+	snprintf(path, sizeof path, "/proc/self/task/%u/comm", tid);
+	ssize_t n = prim_read_file(path, buf, cap - 1);
+	if (n <= 0)
+		return -1;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\0'))
+		n--;
+	buf[n] = 0;
+	return n;
 }
 
 ssize_t prim_exe_path(char *buf, size_t cap)

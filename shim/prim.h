@@ -89,6 +89,12 @@ int prim_secure(void);
  */
 ssize_t prim_read_file(const char *path, char *buf, size_t cap);
 
+/*
+ * The name of thread tid of this process (/proc/self/task/TID/comm, at most
+ * 15 bytes), NUL-terminated, without the newline. Returns its length, or -1.
+ */
+ssize_t prim_thread_name(uint32_t tid, char *buf, size_t cap);
+
 /* readlink("/proc/self/exe"), NUL-terminated; returns the length or -1. */
 ssize_t prim_exe_path(char *buf, size_t cap);
 

@@ -69,6 +69,8 @@ void thread_finish(tls_t *t)
 		                          FMT_CHUNK_HEADER_SIZE,
 		                      memory_order_release);
 	}
+	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL)))
+		writer_thread_name_self(t->tid);
 	writer_detach(t);
 	t->gate = GATE_DEAD;
 }

@@ -378,6 +378,7 @@ void writer_final(void)
 		unlock(&wb->flush_lock);
 	}
 	unlock(&reg_lock);
+	writer_thread_names();
 	writer_notes();
 	uint8_t body[3 * FMT_VARINT_MAX], *p = body;
 	p = fmt_put_u(p, atomic_load(&g_events_written));
@@ -484,6 +485,45 @@ void writer_proc_end(void)
 	if (proc_chunk)
 		proc_write();
 	unlock(&proc_lock);
+}
+
+/* A THREAD_NAME record of thread tid's current name into the process chunk.
+ * Caller holds proc_lock (writer_proc_begin). */
+static void proc_thread_name(uint32_t tid)
+{
+	char name[32];
+	ssize_t n = prim_thread_name(tid, name, sizeof name);
+	if (n <= 0)
+		return;
+	uint8_t body[2 * FMT_VARINT_MAX + sizeof name], *p = body;
+	p = fmt_put_u(p, tid);
+	p = fmt_put_str(p, name, (size_t)n);
+	writer_proc_meta(FMT_THREAD_NAME, body, (size_t)(p - body));
+}
+
+/*
+ * Names every thread that still has a buffer. Threads are usually named by
+ * their creator right after pthread_create, before the new thread has a tid
+ * the hook could look up; the name the kernel holds at the end is the one the
+ * report needs. Lock order: proc_lock, then reg_lock (as at fork).
+ */
+void writer_thread_names(void)
+{
+	writer_proc_begin();
+	lock(&reg_lock);
+	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next)
+		if (wb->tid)
+			proc_thread_name(wb->tid);
+	unlock(&reg_lock);
+	writer_proc_end();
+}
+
+/* Names the calling thread (at its exit), into the process chunk. */
+void writer_thread_name_self(uint32_t tid)
+{
+	writer_proc_begin();
+	proc_thread_name(tid);
+	writer_proc_end();
 }
 
 static void note_record(unsigned level, const char *text, size_t len,

@@ -132,4 +132,10 @@ void writer_fork_child(tls_t *t);
 /* The tid of the registered thread whose pthread_self() is th, or 0. Takes
  * the registry lock. */
 uint32_t writer_tid_of(uintptr_t th);
+/* THREAD_NAME records from the kernel's thread names: of every thread with
+ * a buffer (at the final flush), or of the calling thread (at its exit).
+ * Flush paths only: they read /proc and take the process-chunk lock. */
+void writer_thread_names(void);
+void writer_thread_name_self(uint32_t tid);
+
 #endif
