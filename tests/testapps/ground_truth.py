@@ -1,0 +1,456 @@
+#!/usr/bin/env python3
+"""Ground truth of the bundled test apps (issue 4, "Ground truth, tested").
+
+usage: ground_truth.py BINDIR WORKDIR CASE
+
+BINDIR holds `mallock` and the apps (build/bin); WORKDIR receives the traces
+(each deleted once reported, kept on failure). CASE is one of the names in
+CASES below. For each app the bug variant and the fixed variant are recorded
+with `mallock record`, reported with `mallock report --format=json`, and the
+report is checked against the app's ground truth (docs/testapps.md).
+
+Timing. A finding ranked by the time waiters lost needs a lock that is
+actually contended, and on 2 cores svcqueue's queue lock runs in one of two
+modes: contended (thousands of contended acquisitions per second) or, in
+about one run in five, nearly idle (a handful), where the analyzer rightly
+finds nothing worth ranking. That is a precondition of the recording, not
+the property under test: a recording whose precondition fails is made again
+(at most ATTEMPTS times, each one printed) and the case fails if none meets
+it. An assertion on a recording that meets its precondition is never retried.
+
+Every case prints one `GT` line per recording with the numbers it asserted
+on, so repeated runs can be summarised (docs/testapps.md).
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+ATTEMPTS = 3
+
+
+class Fail(Exception):
+    pass
+
+
+class Precondition(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def need(cond, msg):
+    if not cond:
+        raise Precondition(msg)
+
+
+class Ctx:
+    def __init__(self, bindir, workdir, case):
+        self.bin = bindir
+        self.work = workdir
+        self.case = case
+        self.n = 0
+        self.keep = []
+
+    def record(self, app, args, env=None, tag=None):
+        """Record APP ARGS under the shim, return the JSON report."""
+        self.n += 1
+        tag = tag or app
+        trace = os.path.join(self.work,
+                             f"{self.case}.{os.getpid()}.{self.n}.{tag}.trace")
+        if os.path.exists(trace):
+            os.remove(trace)
+        e = dict(os.environ)
+        e.pop("TCMALLOC_TRANSFER_NUM_OBJ", None)
+        e.update(env or {})
+        cmd = [os.path.join(self.bin, "mallock"), "record", "-o", trace, "--",
+               os.path.join(self.bin, app)] + args
+        t0 = time.monotonic()
+        p = subprocess.run(cmd, env=e, capture_output=True, text=True,
+                           timeout=60)
+        if p.returncode != 0:
+            raise Fail(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr}")
+        r = subprocess.run([os.path.join(self.bin, "mallock"), "report",
+                            "--format=json", trace],
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != 0:
+            raise Fail(f"mallock report {trace}: exit {r.returncode}\n"
+                       f"{r.stderr}")
+        j = json.loads(r.stdout)
+        j["_trace"] = trace
+        j["_stdout"] = p.stdout
+        j["_cmd"] = " ".join(f"{k}={v}" for k, v in (env or {}).items()) + \
+            (" " if env else "") + app + " " + " ".join(args)
+        j["_secs"] = time.monotonic() - t0
+        self.keep.append(trace)
+        return j
+
+    def done(self, j):
+        """The report passed: delete its trace."""
+        t = j["_trace"]
+        if os.path.exists(t):
+            os.remove(t)
+        if t in self.keep:
+            self.keep.remove(t)
+
+
+# ---- helpers over the report --------------------------------------------
+
+def fn(frame):
+    return (frame or {}).get("function") or ""
+
+
+def names(stack):
+    return [fn(f) for f in (stack or [])]
+
+
+def short(fname):
+    """`tree_insert((anonymous namespace)::SvcQueue*, ...)` -> tree_insert."""
+    return fname.split("(")[0].split("::")[-1].strip()
+
+
+def stack_names(f):
+    """Every function name in a finding's site, stack and stacks."""
+    out = [short(fn(f.get("site")))] + [short(n) for n in names(f.get("stack"))]
+    for s in f.get("stacks") or []:
+        out += [short(n) for n in names(s.get("stack"))]
+    return out
+
+
+def lock_by_name(j, name):
+    ls = [l for l in j["locks"] if l.get("name") == name]
+    check(ls, f"{j['_cmd']}: no lock named {name!r} in the report "
+          f"(locks: {[l.get('name') for l in j['locks']]})")
+    return max(ls, key=lambda l: l["acquisitions"])
+
+
+def lock_ids(j, name):
+    return {l["id"] for l in j["locks"] if l.get("name") == name}
+
+
+def findings(j, kind, lock=None):
+    fs = [f for f in j["findings"] if f["kind"] == kind]
+    if lock is not None:
+        ids = lock_ids(j, lock)
+        fs = [f for f in fs if f.get("lock") in ids]
+    return fs
+
+
+def describe(j, n=5):
+    lines = []
+    for i, f in enumerate(j["findings"][:n]):
+        lines.append(f"  #{i + 1} {f['kind']} [{f['severity']}] "
+                     f"score={f['score']:.4g} lock={f.get('lock_name')} "
+                     f"site={fn(f.get('site'))}")
+    return "\n".join(lines) or "  (no findings)"
+
+
+def gt(case, **kw):
+    print("GT " + case + " " + " ".join(f"{k}={v}" for k, v in kw.items()),
+          flush=True)
+
+
+def with_precondition(ctx, what, fn_record):
+    """Call fn_record() until it does not raise Precondition."""
+    last = None
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return fn_record()
+        except Precondition as e:
+            last = e
+            for t in ctx.keep:  # a recording that did not count
+                if os.path.exists(t):
+                    os.remove(t)
+            ctx.keep.clear()
+            print(f"{ctx.case}: {what}: attempt {attempt}/{ATTEMPTS}: "
+                  f"precondition not met ({e}); recording again", flush=True)
+    raise Fail(f"{what}: precondition never met in {ATTEMPTS} recordings: "
+               f"{last}")
+
+
+# ---- svcqueue: allocation under the queue lock ---------------------------
+
+# The demo's settings (scripts/demo.sh): two producers and two consumers keep
+# the queue lock contended on 2 cores; four allocations per put make the
+# allocator a visible share of its hold time.
+SVCQ = ["--producers=2", "--consumers=2", "--allocs-per-put=4",
+        "--duration=1.2"]
+SVCQ_MIN_CONTENDED = 1000
+
+
+def svcqueue_tree_heap(ctx, app, insert_fns):
+    def tree():
+        j = ctx.record(app, ["--container=tree"] + SVCQ, tag="tree")
+        q = lock_by_name(j, "svcqueue.lock")
+        gt(ctx.case, variant="tree", contended=q["contended"],
+           wait_ms=round(q["wait_ns"] / 1e6, 1),
+           top=j["findings"][0]["kind"] if j["findings"] else None,
+           top_score_ms=round(j["findings"][0]["score"] / 1e6, 1)
+           if j["findings"] else 0)
+        need(q["contended"] >= SVCQ_MIN_CONTENDED,
+             f"svcqueue.lock contended {q['contended']} times "
+             f"(< {SVCQ_MIN_CONTENDED}): the queue ran in its idle mode")
+        return j
+
+    j = with_precondition(ctx, "tree", tree)
+    q = lock_by_name(j, "svcqueue.lock")
+    check(q["queue_like"] is True,
+          f"{j['_cmd']}: svcqueue.lock is not queue_like")
+    check(j["findings"], f"{j['_cmd']}: no findings")
+    top = j["findings"][0]
+    check(top["kind"] == "alloc_under_lock" and top.get("lock") == q["id"],
+          f"{j['_cmd']}: the top finding is not alloc_under_lock on "
+          f"svcqueue.lock:\n{describe(j)}")
+    fl = next(l for l in j["locks"] if l["id"] == top["lock"])
+    check(fl["queue_like"] is True, "top finding's lock is not queue_like")
+    check(top["evidence"].get("queue_like") == 1,
+          f"evidence.queue_like = {top['evidence'].get('queue_like')}")
+    sn = stack_names(top)
+    check(any(n in insert_fns for n in sn),
+          f"{j['_cmd']}: the top alloc_under_lock's site/stack names none "
+          f"of {insert_fns}: {sn}")
+    ctx.done(j)
+
+    h = ctx.record(app, ["--container=heap"] + SVCQ, tag="heap")
+    hq = lock_by_name(h, "svcqueue.lock")
+    aul = findings(h, "alloc_under_lock", "svcqueue.lock")
+    gt(ctx.case, variant="heap", contended=hq["contended"],
+       allocs_in_holds=hq["allocations_in_holds"], alloc_under_lock=len(aul))
+    check(not aul, f"{h['_cmd']}: alloc_under_lock on svcqueue.lock in the "
+          f"fixed variant:\n{describe(h)}")
+    ctx.done(h)
+
+
+def case_svcqueue(ctx):
+    svcqueue_tree_heap(ctx, "svcqueue", {"tree_insert", "svcqueue_put"})
+
+
+def case_svcqueue_cxx(ctx):
+    svcqueue_tree_heap(ctx, "svcqueue_cxx", {"tree_insert", "svcqueue_put"})
+
+
+# ---- svcqueue: the central-free-list cascade ------------------------------
+
+CASCADE = ["--container=tree", "--producers=2", "--consumers=2",
+           "--allocs-per-put=4", "--duration=1.2"]
+TRANSFER1 = {"TCMALLOC_TRANSFER_NUM_OBJ": "1"}
+
+
+def cascade_numbers(ctx, app, churn):
+    j = ctx.record(app, CASCADE + [f"--churn-threads={churn}"], TRANSFER1,
+                   tag=f"{app}-churn{churn}")
+    q = lock_by_name(j, "svcqueue.lock")
+    calls = q["allocations_in_holds"]
+    slow = q["slow_allocator_calls_in_holds"]
+    site_slow = sum(f["evidence"].get("slow_calls", 0)
+                    for f in findings(j, "alloc_under_lock", "svcqueue.lock"))
+    n = {"calls": calls, "slow": slow,
+         "slow_ppm": round(1e6 * slow / calls, 1) if calls else 0.0,
+         "evidence_slow_calls": site_slow,
+         "alw_ns": q["allocator_lock_wait_ns_in_holds"],
+         "contended": q["contended"],
+         "total_alw_waits": j["totals"]["allocator_lock_waits"]}
+    gt(ctx.case, app=app, churn=churn, **n)
+    ctx.done(j)
+    return n
+
+
+def case_svcqueue_cascade(ctx):
+    ch1 = cascade_numbers(ctx, "svcqueue", 1)
+    ch0 = cascade_numbers(ctx, "svcqueue", 0)
+    gl1 = cascade_numbers(ctx, "svcqueue_glibc", 1)
+    # Allocator-internal lock waits (tcmalloc's SpinLock futex waits) inside
+    # the queue lock's holds: with a churn pair on the node's size class they
+    # are there in every run (0.9 to 14 ms in 1.2 s; 14 us in one run with
+    # two CPU hogs added); without it nothing but the queue lock's holders
+    # uses that size class, so its central free list is never contended
+    # under the queue lock (0 in every run we made).
+    check(ch1["alw_ns"] > 0,
+          f"churn 1: allocator_lock_wait_ns_in_holds is 0")
+    check(ch1["alw_ns"] > 10 * ch0["alw_ns"],
+          f"churn 1 vs 0: allocator_lock_wait_ns_in_holds {ch1['alw_ns']} "
+          f"not > 10 x {ch0['alw_ns']}")
+    # The shim cannot see glibc's internal lock waits (inline futex
+    # syscalls): glibc's count is 0 by construction, so this only checks the
+    # report does not invent them.
+    check(gl1["alw_ns"] == 0,
+          f"glibc: allocator_lock_wait_ns_in_holds {gl1['alw_ns']} != 0")
+    # Slow (> 1 us) allocator calls in the holds: present with churn (but
+    # also without it: preemption on 2 cores makes 0.02% to 0.09% of the
+    # in-lock calls slow in every variant, so their share is not compared;
+    # with churn it ranged from 0.004% to 9%, bimodal).
+    check(ch1["slow"] >= 10 and ch1["evidence_slow_calls"] >= 1,
+          f"churn 1: {ch1['slow']} slow calls in holds, "
+          f"{ch1['evidence_slow_calls']} in the alloc_under_lock evidence")
+
+
+# ---- xthread: tasks freed on another thread -------------------------------
+
+XTHREAD = ["--duration=1"]
+
+
+def case_xthread(ctx):
+    j = ctx.record("xthread", ["--tasks=heap"] + XTHREAD, tag="heap")
+    xf = findings(j, "cross_thread_free")
+    at = [f for f in xf if short(fn(f.get("site"))) == "task_create"]
+    gt(ctx.case, variant="heap",
+       xfree=[(short(fn(f.get("site"))), f["evidence"]["cross_thread_frees"],
+               f["evidence"]["share"]) for f in xf])
+    check(at, f"{j['_cmd']}: no cross_thread_free at task_create:\n"
+          f"{describe(j, 8)}")
+    ev = at[0]["evidence"]
+    check(ev["share"] >= 0.9,
+          f"cross_thread_free at task_create: share {ev['share']} < 0.9")
+    ctx.done(j)
+    i = ctx.record("xthread", ["--tasks=inline"] + XTHREAD, tag="inline")
+    xi = findings(i, "cross_thread_free")
+    gt(ctx.case, variant="inline", xfree=len(xi),
+       cross_thread_frees=i["totals"]["cross_thread_frees"])
+    check(not xi, f"{i['_cmd']}: cross_thread_free in the fixed variant:\n"
+          f"{describe(i, 8)}")
+    ctx.done(i)
+
+
+# ---- batcher: a node per insert --------------------------------------------
+
+BATCHER = ["--duration=1"]
+
+
+def at_insert(fs):
+    return [f for f in fs if short(fn(f.get("site"))) == "batcher_add_inflight"]
+
+
+def case_batcher(ctx):
+    j = ctx.record("batcher", ["--set=chained"] + BATCHER, tag="chained")
+    q = lock_by_name(j, "batcher.lock")
+    churn = at_insert(findings(j, "alloc_churn"))
+    aul = at_insert(findings(j, "alloc_under_lock", "batcher.lock"))
+    gt(ctx.case, variant="chained", contended=q["contended"],
+       churn_rate=churn[0]["evidence"]["rate_per_s"] if churn else 0,
+       aul_score_ms=round(aul[0]["score"] / 1e6, 1) if aul else 0,
+       kinds=[f["kind"] for f in j["findings"]])
+    check(churn, f"{j['_cmd']}: no alloc_churn at batcher_add_inflight:\n"
+          f"{describe(j)}")
+    check(churn[0]["evidence"]["size"] == 64,
+          f"alloc_churn size {churn[0]['evidence']['size']} != 64")
+    # The set is locked (batcher.lock): alloc_under_lock there too, provided
+    # its waiters lost time (a lock never waited on scores 0 by design).
+    if q["wait_ns"] > 0:
+        check(aul, f"{j['_cmd']}: batcher.lock waited {q['wait_ns']} ns "
+              f"but no alloc_under_lock at batcher_add_inflight:\n"
+              f"{describe(j)}")
+        check(q["queue_like"] is False, "batcher.lock is queue_like")
+    ctx.done(j)
+    o = ctx.record("batcher", ["--set=open"] + BATCHER, tag="open")
+    bad = at_insert([f for f in o["findings"]
+                     if f["kind"] in ("alloc_churn", "alloc_under_lock")])
+    gt(ctx.case, variant="open", at_insert=len(bad),
+       kinds=[f["kind"] for f in o["findings"]])
+    check(not bad, f"{o['_cmd']}: allocation findings at "
+          f"batcher_add_inflight in the fixed variant:\n{describe(o)}")
+    ctx.done(o)
+
+
+# ---- reportqueue: a monitor around a locked queue --------------------------
+
+REPORTQUEUE = ["--duration=1"]
+
+
+def case_reportqueue(ctx):
+    j = ctx.record("reportqueue", ["--locking=nested"] + REPORTQUEUE,
+                   tag="nested")
+    mon = lock_ids(j, "reportqueue.monitor")
+    inner = lock_ids(j, "reportqueue.inner")
+    nl = findings(j, "nested_lock")
+    both = [f for f in nl if f.get("lock") in mon and
+            f.get("inner_lock") in inner]
+    gt(ctx.case, variant="nested",
+       nested=[(f.get("lock_name"), f["evidence"]["nested_acquisitions"],
+                f["evidence"]["outer_contended"]) for f in nl])
+    check(both, f"{j['_cmd']}: no nested_lock with reportqueue.monitor "
+          f"outside and reportqueue.inner inside:\n{describe(j)}")
+    f = both[0]
+    check({"inner_add", "nested_offer"} & set(stack_names(f)),
+          f"nested_lock stack names neither inner_add nor nested_offer: "
+          f"{stack_names(f)}")
+    # Not asserted: its rank. With the queue full the producers spin on the
+    # monitor and one of them often gets far fewer acquisitions; the
+    # analyzer's starvation (the lock's whole wait x CV) then outranks
+    # nested_lock in about one run in three.
+    gt(ctx.case, nested_rank=j["findings"].index(f) + 1,
+       top=j["findings"][0]["kind"])
+    ctx.done(j)
+    s = ctx.record("reportqueue", ["--locking=single"] + REPORTQUEUE,
+                   tag="single")
+    sn = findings(s, "nested_lock")
+    gt(ctx.case, variant="single", nested=len(sn))
+    check(not sn, f"{s['_cmd']}: nested_lock in the fixed variant:\n"
+          f"{describe(s)}")
+    ctx.done(s)
+
+
+# ---- admission: unlucky clients --------------------------------------------
+
+ADMISSION = ["--duration=1.5"]
+
+
+def case_admission(ctx):
+    j = ctx.record("admission", ["--policy=lifo"] + ADMISSION, tag="lifo")
+    q = lock_by_name(j, "admission.queue")
+    st = findings(j, "starvation", "admission.queue")
+    gt(ctx.case, variant="lifo", acq=q["acquisitions"],
+       contended=q["contended"],
+       score=st[0]["score"] if st else 0,
+       cv=st[0]["evidence"]["acquisitions_cv"] if st else None,
+       app=[l for l in j["_stdout"].splitlines()
+            if l.startswith("Stddev/mean")])
+    check(st, f"{j['_cmd']}: no starvation on admission.queue:\n"
+          f"{describe(j)}")
+    ctx.done(j)
+    e = ctx.record("admission", ["--policy=edf"] + ADMISSION, tag="edf")
+    se = findings(e, "starvation", "admission.queue")
+    gt(ctx.case, variant="edf", score=se[0]["score"] if se else 0,
+       cv=se[0]["evidence"]["acquisitions_cv"] if se else None,
+       app=[l for l in e["_stdout"].splitlines()
+            if l.startswith("Stddev/mean")])
+    check(not se or se[0]["score"] < st[0]["score"],
+          f"{e['_cmd']}: starvation on admission.queue scores "
+          f"{se[0]['score'] if se else 0} >= lifo's {st[0]['score']}")
+    ctx.done(e)
+
+
+CASES = {
+    "svcqueue": case_svcqueue,
+    "svcqueue_cxx": case_svcqueue_cxx,
+    "svcqueue_cascade": case_svcqueue_cascade,
+    "xthread": case_xthread,
+    "batcher": case_batcher,
+    "reportqueue": case_reportqueue,
+    "admission": case_admission,
+}
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[3] not in CASES:
+        sys.exit(f"usage: {sys.argv[0]} BINDIR WORKDIR "
+                 f"{{{'|'.join(CASES)}}}")
+    bindir, workdir, case = sys.argv[1:]
+    os.makedirs(workdir, exist_ok=True)
+    ctx = Ctx(bindir, workdir, case)
+    t0 = time.monotonic()
+    try:
+        CASES[case](ctx)
+    except Fail as e:
+        print(f"FAIL {case}: {e}", flush=True)
+        if ctx.keep:
+            print(f"traces kept: {' '.join(ctx.keep)}")
+        sys.exit(1)
+    print(f"PASS {case} ({time.monotonic() - t0:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()
