@@ -29,7 +29,12 @@
  *
  * GROUND TRUTH (what `mallock report` must find):
  *   lifo: starvation on "admission.queue": the "adm-client-N" threads get
- *         very unequal shares of successful requests (some near 0).
+ *         very unequal shares of successful requests (some near 0), and
+ *         take the lock very unequally (a lucky client about three times per
+ *         success, an unlucky one once per retry). The run is dominated by
+ *         sleeps, so the lock is seldom contended: with the defaults an
+ *         analyzer that needs lock wait time may see nothing; more traffic
+ *         (--service-us=2000 --backoff-us=20) gives it some.
  *   edf:  no starvation finding: per-client successes within a few percent.
  *   Neither variant allocates per request.
  */

@@ -30,17 +30,20 @@
  * CPU per req (getrusage of the whole process over the measured window), Avg
  * rpc queue length and Avg idle workers (sampled every 20 ms under the lock).
  *
- * GROUND TRUTH (what `mallock report` must find):
+ * GROUND TRUTH (what `mallock report` must find; run with --producers=2 or
+ * more: with one producer and one consumer the lock is hardly contended on
+ * 2 cores and the finding ranks low):
  *   tree: the top finding is alloc_under_lock on the lock named
  *         "svcqueue.lock" (queue_like: named with mallock_lock_name and waited
  *         on with a condition variable), the allocation stack naming
  *         tree_insert and svcqueue_put (frees under it from tree_remove_min in
- *         svcqueue_get); with --churn-threads, slow_alloc at tree_insert.
+ *         svcqueue_get). With --churn-threads, the churn threads' own
+ *         alloc_churn / cross_thread_free at churn_alloc_main may rank above.
  *   heap: no alloc_under_lock on "svcqueue.lock" (heap_insert and
- *         heap_remove_min never call the allocator). Both variants free the
- *         request on another thread than the one that malloc'd it
- *         (request_new in producer_main): cross_thread_free there is expected
- *         and is not the finding this app is about.
+ *         heap_remove_min never call the allocator).
+ *   Both variants malloc a request per put on a producer and free it on a
+ *   consumer (request_new): alloc_churn / cross_thread_free there are
+ *   expected and are not the finding this app is about.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"

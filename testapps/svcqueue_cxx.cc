@@ -21,14 +21,16 @@
  * Locks are plain pthread mutexes and condition variables (not std::mutex) so
  * the LD_PRELOAD hooks see the same calls as in the C apps.
  *
- * GROUND TRUTH (what `mallock report` must find):
+ * GROUND TRUTH (what `mallock report` must find; run with --producers=2 or
+ * more, as for svcqueue):
  *   tree: the top finding is alloc_under_lock on "svcqueue.lock" (queue_like),
  *         the stack naming tree_insert and svcqueue_put above operator new
  *         (via std::multiset::insert); frees under the lock from
  *         tree_remove_min in svcqueue_get.
  *   heap: no alloc_under_lock on "svcqueue.lock". In both, the 512-byte
- *         request from request_new is freed on another thread
- *         (cross_thread_free), which is expected and not this app's finding.
+ *         request from request_new is freed on another thread (alloc_churn,
+ *         cross_thread_free there), which is expected and not this app's
+ *         finding.
  */
 #include "common.h"
 #include "mallock.h"

@@ -27,7 +27,8 @@
  * GROUND TRUTH (what `mallock report` must find):
  *   heap:   cross_thread_free at task_create (allocated on the "xthr-prod-N"
  *           threads, freed by task_destroy on the "xthr-reactor-N" threads),
- *           about one block per request.
+ *           about one block per request (alloc_churn at the same site may
+ *           rank above it).
  *   inline: no cross_thread_free at any site with a per-request rate (the
  *           rings are allocated once in main).
  *   Neither variant allocates under "xthread.reactor.N".
