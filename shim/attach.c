@@ -7,18 +7,30 @@
  * and the vDSO (dl_iterate_phdr), the JUMP_SLOT (DT_JMPREL) and GLOB_DAT
  * (DT_RELA) relocations naming a hooked function are looked at. A slot is
  * redirected when
- * - it holds the function the hook forwards to (real.X, which a shim
- *   dlopen'ed after libc resolves to libc's: dlsym(RTLD_NEXT) searches the
- *   shim's own dependencies), or
+ * - it holds the function the hook forwards to, or
  * - it is not bound yet (lazy binding: it still points into its own
  *   module's PLT) and the module imports the symbol and the global scope
  *   would bind it to that same function.
- * Any other slot (bound to an allocator of the program's own, tcmalloc, an
- * old symbol version) is left alone and counted as skipped: redirecting it
- * would hand that allocator's blocks to libc. C++ operators are redirected
- * only where they are libstdc++'s: from a dlopen'ed shim the hooks forward
- * to malloc/free (cxx_hooks.c finds no next operator), which is what
- * libstdc++'s operators call.
+ * Any other slot is left alone and counted as skipped: redirecting it would
+ * hand blocks of one allocator to another.
+ *
+ * What the hooks forward to. A shim dlopen'ed after libc resolves real.X to
+ * libc's (dlsym(RTLD_NEXT) searches the shim's own dependencies) and finds
+ * no C++ operator. The allocator families (the malloc family; operator
+ * new/delete in all forms) are therefore first surveyed (family_survey):
+ * when every slot of every module for each function of the family is bound
+ * to that function's definition in the global scope (dlsym(RTLD_DEFAULT):
+ * the late shim is RTLD_LOCAL, not in it), or not bound yet, the hooks of
+ * the family forward to those definitions: real.X for the malloc family,
+ * cxx_next_bind() for the operators. A program linked with tcmalloc is
+ * then recorded as it runs, each block still allocated and freed by
+ * tcmalloc. A family with slots bound to two definitions of one function
+ * (two allocators) is not adopted: the malloc family keeps libc's functions
+ * (only slots bound to them are redirected, the others are left alone and
+ * counted), the C++ operators are all left alone. The survey runs before
+ * the shim starts and before any slot points at a hook: nothing was
+ * allocated through the table before it is final. A preloaded shim never
+ * runs it.
  *
  * Slots in a PT_GNU_RELRO range (read-only after relocation: the whole GOT
  * with -z now) are written after mprotect(PROT_READ|PROT_WRITE) of the
@@ -148,10 +160,41 @@ typedef struct target {
 	int phase;        /* 0: releasing functions, 1: the others */
 } target_t;
 
+/* ---- the allocator families: what the program's slots are bound to ---- */
+
+#define ATTACH_MALLOC(X)                                                       \
+	X(malloc) X(free) X(calloc) X(realloc) X(reallocarray)                 \
+	X(posix_memalign) X(aligned_alloc) X(memalign) X(valloc) X(pvalloc)
+
+#define ATTACH_NAME_(sym) #sym,
+static const char *const fam_malloc_names[] = {ATTACH_MALLOC(ATTACH_NAME_)};
+static const char *const fam_cxx_names[] = {ATTACH_CXX(ATTACH_NAME_)};
+#undef ATTACH_NAME_
+
+#define FAM_MALLOC_N (sizeof fam_malloc_names / sizeof *fam_malloc_names)
+#define FAM_CXX_N (sizeof fam_cxx_names / sizeof *fam_cxx_names)
+
+typedef struct family {
+	const char *label;
+	const char *const *names;
+	unsigned n;
+	uintptr_t global[FAM_CXX_N]; /* dlsym(RTLD_DEFAULT), per name */
+	unsigned slots;              /* bound or lazy slots seen */
+	int mixed;                   /* a slot bound to another definition */
+	int adopted;                 /* the hooks forward to global[] */
+	/* The first slot bound elsewhere. */
+	const char *odd_name;
+	uintptr_t odd_value;
+	char odd_module[256];
+} family_t;
+
+int cxx_next_bind(const char *sym, void *fn); /* cxx_hooks.c */
+
 typedef struct run {
 	target_t tg[ATTACH_MAX_TARGETS];
+	family_t fam[2]; /* 0: the malloc family, 1: the C++ operators */
 	int ntg;
-	uintptr_t self_fn, ldso, vdso;
+	uintptr_t self_fn, self_base, ldso, vdso;
 	int phase;
 	unsigned idx;                 /* the module's place in the walk */
 	unsigned char hit[1024];      /* modules with a slot redirected */
@@ -218,16 +261,10 @@ static void targets_build(run_t *r)
 		            fn_addr(prim_dlsym_default(#name)) == e_);         \
 	}
 	REAL_FUNCS(ATTACH_REAL_)
-#define ATTACH_CXX_(sym)                                                       \
-	{                                                                      \
-		void *g_ = prim_dlsym_default(#sym);                           \
-		uintptr_t e_ = g_ && strstr(prim_object_of(g_), "libstdc++")  \
-		                   ? fn_addr(g_)                               \
-		                   : 0;                                        \
-		ATTACH_ADD_(#sym, e_, 1);                                      \
-	}
-	ATTACH_CXX(ATTACH_CXX_)
-#undef ATTACH_CXX_
+	/* The operators only where the family was adopted (the hooks then
+	 * forward to the operators the slots are bound to). */
+	for (unsigned i = 0; r->fam[1].adopted && i < r->fam[1].n; i++)
+		ATTACH_ADD_(r->fam[1].names[i], r->fam[1].global[i], 1);
 #undef ATTACH_REAL_
 #undef ATTACH_ADD_
 	dlclose(h); /* the NOLOAD reference only; the shim stays */
@@ -304,52 +341,63 @@ static void scan_relocs(run_t *r, const ElfW(Rela) *rel, size_t n,
 #endif
 }
 
-static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
+/* A module's dynamic section, as ld.so relocated it. */
+typedef struct module {
+	uintptr_t base, lo, hi, relro_lo, relro_hi;
+	const ElfW(Sym) *symtab;
+	const char *strtab;
+	const ElfW(Rela) *jmprel, *rela;
+	size_t njmp, nrela;
+	const char *name;
+} module_t;
+
+/* 0 when the module is not looked at (the shim, ld.so, the vDSO, no
+ * dynamic section or symbol table). */
+static int module_parse(const run_t *r, struct dl_phdr_info *info,
+                        module_t *m)
 {
-	run_t *r = arg;
-	(void)size;
-	unsigned idx = r->idx++;
+	memset(m, 0, sizeof *m);
 	uintptr_t base = info->dlpi_addr;
 	if (segment_has(info, r->self_fn) || (r->ldso && base == r->ldso) ||
 	    (r->vdso && base == r->vdso))
 		return 0;
 	const ElfW(Dyn) *dyn = NULL;
-	uintptr_t lo = UINTPTR_MAX, hi = 0, relro_lo = 0, relro_hi = 0;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	m->base = base;
+	m->lo = UINTPTR_MAX;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t a = base + ph->p_vaddr;
 		if (ph->p_type == PT_LOAD) {
-			if (a < lo)
-				lo = a;
-			if (a + ph->p_memsz > hi)
-				hi = a + ph->p_memsz;
+			if (a < m->lo)
+				m->lo = a;
+			if (a + ph->p_memsz > m->hi)
+				m->hi = a + ph->p_memsz;
 		} else if (ph->p_type == PT_DYNAMIC) {
 			dyn = (const ElfW(Dyn) *)a;
 		} else if (ph->p_type == PT_GNU_RELRO) {
 			/* As ld.so's _dl_protect_relro: both ends rounded
 			 * down (the last partial page stays writable). */
-			relro_lo = a & ~(page - 1);
-			relro_hi = (a + ph->p_memsz) & ~(page - 1);
+			m->relro_lo = a & ~(page - 1);
+			m->relro_hi = (a + ph->p_memsz) & ~(page - 1);
 		}
 	}
 	if (!dyn)
 		return 0;
-	const ElfW(Sym) *symtab = NULL;
-	const char *strtab = NULL;
-	const ElfW(Rela) *jmprel = NULL, *rela = NULL;
 	size_t jmpsz = 0, relasz = 0;
 	long pltrel = DT_RELA;
 	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
 		switch (d->d_tag) {
 		case DT_SYMTAB:
-			symtab = (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, base);
+			m->symtab =
+			    (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, base);
 			break;
 		case DT_STRTAB:
-			strtab = (const char *)dyn_ptr(d->d_un.d_ptr, base);
+			m->strtab = (const char *)dyn_ptr(d->d_un.d_ptr, base);
 			break;
 		case DT_JMPREL:
-			jmprel = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
+			m->jmprel =
+			    (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
 			break;
 		case DT_PLTRELSZ:
 			jmpsz = d->d_un.d_val;
@@ -358,7 +406,8 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 			pltrel = (long)d->d_un.d_val;
 			break;
 		case DT_RELA:
-			rela = (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
+			m->rela =
+			    (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
 			break;
 		case DT_RELASZ:
 			relasz = d->d_un.d_val;
@@ -367,19 +416,154 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 			break;
 		}
 	}
-	if (!symtab || !strtab)
+	if (!m->symtab || !m->strtab)
 		return 0;
-	const char *modname = info->dlpi_name && info->dlpi_name[0]
-	                          ? info->dlpi_name
-	                          : "the executable";
+	if (pltrel != DT_RELA)
+		m->jmprel = NULL;
+	m->njmp = m->jmprel ? jmpsz / sizeof *m->jmprel : 0;
+	m->nrela = m->rela ? relasz / sizeof *m->rela : 0;
+	m->name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
+	                                                : "the executable";
+	return 1;
+}
+
+/* ---- the survey of the allocator families (before anything else) ---- */
+
+static int family_find(const family_t *f, const char *name)
+{
+	for (unsigned i = 0; i < f->n; i++)
+		if (name[0] == f->names[i][0] && !strcmp(name, f->names[i]))
+			return (int)i;
+	return -1;
+}
+
+static void survey_relocs(run_t *r, const module_t *m, const ElfW(Rela) *rel,
+                          size_t n)
+{
+#ifdef ATTACH_R_JUMP_SLOT
+	for (size_t i = 0; i < n; i++) {
+		unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
+		size_t si = ELF64_R_SYM(rel[i].r_info);
+		if ((type != ATTACH_R_JUMP_SLOT && type != ATTACH_R_GLOB_DAT) ||
+		    si == 0)
+			continue;
+		const ElfW(Sym) *sym = &m->symtab[si];
+		const char *name = m->strtab + sym->st_name;
+		for (int k = 0; k < 2; k++) {
+			family_t *f = &r->fam[k];
+			int j = family_find(f, name);
+			if (j < 0)
+				continue;
+			uintptr_t *at = (uintptr_t *)(m->base + rel[i].r_offset);
+			uintptr_t v = __atomic_load_n(at, __ATOMIC_RELAXED);
+			int lazy = type == ATTACH_R_JUMP_SLOT && v >= m->lo &&
+			           v < m->hi &&
+			           !(sym->st_shndx != SHN_UNDEF &&
+			             v == m->base + sym->st_value);
+			f->slots++;
+			if (lazy || v == 0 || v == f->global[j])
+				continue;
+			if (!f->mixed) {
+				f->odd_name = f->names[j];
+				f->odd_value = v;
+				snprintf(f->odd_module, sizeof f->odd_module,
+				         "%s", m->name);
+			}
+			f->mixed = 1;
+		}
+	}
+#else
+	(void)r, (void)m, (void)rel, (void)n;
+#endif
+}
+
+static int survey_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	run_t *r = arg;
+	module_t m;
+	(void)size;
+	if (!module_parse(r, info, &m))
+		return 0;
+	if (m.jmprel)
+		survey_relocs(r, &m, m.jmprel, m.njmp);
+	if (m.rela)
+		survey_relocs(r, &m, m.rela, m.nrela);
+	return 0;
+}
+
+/*
+ * Decides what the allocator hooks forward to (see the top of the file).
+ * Called with real usable, before the shim starts and before any slot is
+ * redirected (no hook has run: the table is not in use yet).
+ */
+static void family_survey(run_t *r)
+{
+	static const char *const labels[2] = {"malloc family",
+	                                      "C++ operators new/delete"};
+	r->fam[0].names = fam_malloc_names;
+	r->fam[0].n = FAM_MALLOC_N;
+	r->fam[1].names = fam_cxx_names;
+	r->fam[1].n = FAM_CXX_N;
+	for (int k = 0; k < 2; k++) {
+		family_t *f = &r->fam[k];
+		f->label = labels[k];
+		for (unsigned i = 0; i < f->n; i++) {
+			void *g = prim_dlsym_default(f->names[i]);
+			Dl_info gi;
+			f->global[i] = fn_addr(g);
+			/* The shim in the global scope (dlopen'ed
+			 * RTLD_GLOBAL by someone): its hooks would forward
+			 * to themselves. Not adopted. */
+			if (g && dladdr(g, &gi) &&
+			    gi.dli_fbase == (void *)r->self_base)
+				f->mixed = 1;
+		}
+	}
+	dl_iterate_phdr(survey_module, r);
+	family_t *mf = &r->fam[0];
+	if (!mf->mixed && mf->global[0] && mf->global[1] && mf->global[2] &&
+	    mf->global[3]) {
+#define ATTACH_ADOPT_(sym)                                                     \
+	{                                                                      \
+		int j_ = family_find(mf, #sym);                                \
+		void *g_ = (void *)mf->global[j_];                             \
+		if (g_)                                                        \
+			memcpy(&real.sym, &g_, sizeof g_);                     \
+	}
+		ATTACH_MALLOC(ATTACH_ADOPT_)
+#undef ATTACH_ADOPT_
+		atomic_thread_fence(memory_order_release);
+		mf->adopted = 1;
+	}
+	family_t *cf = &r->fam[1];
+	if (!cf->mixed && cf->slots) {
+		for (unsigned i = 0; i < cf->n; i++)
+			if (cf->global[i])
+				cxx_next_bind(cf->names[i],
+				              (void *)cf->global[i]);
+		cf->adopted = 1;
+	}
+}
+
+static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	run_t *r = arg;
+	(void)size;
+	unsigned idx = r->idx++;
+	module_t m;
+	if (!module_parse(r, info, &m))
+		return 0;
+	uintptr_t base = m.base, lo = m.lo, hi = m.hi;
+	uintptr_t relro_lo = m.relro_lo, relro_hi = m.relro_hi;
+	const char *modname = m.name;
 	slot_t slots[ATTACH_MAX_SLOTS];
 	size_t n = 0;
-	if (jmprel && pltrel == DT_RELA)
-		scan_relocs(r, jmprel, jmpsz / sizeof *jmprel, symtab, strtab,
-		            base, lo, hi, modname, slots, &n);
-	if (rela)
-		scan_relocs(r, rela, relasz / sizeof *rela, symtab, strtab, base,
-		            lo, hi, modname, slots, &n);
+	if (m.jmprel)
+		scan_relocs(r, m.jmprel, m.njmp, m.symtab, m.strtab, base, lo,
+		            hi, modname, slots, &n);
+	if (m.rela)
+		scan_relocs(r, m.rela, m.nrela, m.symtab, m.strtab, base, lo,
+		            hi, modname, slots, &n);
 	if (!n)
 		return 0;
 	int in_relro = 0;
@@ -456,6 +640,18 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	uint8_t gate = t->gate;
 	t->gate = GATE_BUSY;
 	atomic_signal_fence(memory_order_seq_cst);
+	static run_t r; /* large: not on the caller's (gdb-borrowed) stack */
+	memset(&r, 0, sizeof r);
+	int (*self_fn)(void) = attach_loaded_late;
+	memcpy(&r.self_fn, &self_fn, sizeof r.self_fn);
+	Dl_info self_info;
+	if (dladdr((void *)(uintptr_t)mallock_attach_impl, &self_info))
+		r.self_base = (uintptr_t)self_info.dli_fbase;
+	r.ldso = (uintptr_t)getauxval(AT_BASE);
+	r.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	/* Before the shim starts: what the allocator hooks forward to. */
+	if (real_usable())
+		family_survey(&r);
 	if (shim_boot() != 0) {
 		last_note[0] = 0;
 		note_take(keep_note, NULL);
@@ -465,12 +661,6 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		t->gate = gate;
 		return attach_msg;
 	}
-	static run_t r; /* large: not on the caller's (gdb-borrowed) stack */
-	memset(&r, 0, sizeof r);
-	int (*self_fn)(void) = attach_loaded_late;
-	memcpy(&r.self_fn, &self_fn, sizeof r.self_fn);
-	r.ldso = (uintptr_t)getauxval(AT_BASE);
-	r.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
 	targets_build(&r);
 	if (r.ntg == 0) {
 		t->gate = gate;
@@ -481,14 +671,38 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		r.idx = 0;
 		dl_iterate_phdr(patch_module, &r);
 	}
+	/* The C++ operators of a family not adopted: all left alone. */
+	if (!r.fam[1].adopted)
+		r.skipped += r.fam[1].slots;
 	int n = snprintf(attach_msg, sizeof attach_msg, "ok %u %u %u %s",
 	                 r.patched, r.modules, r.skipped, g_trace_path);
+	char sep = '\t';
+	for (int k = 0; k < 2; k++) {
+		const family_t *f = &r.fam[k];
+		if (!f->mixed || !f->odd_name || n <= 0 ||
+		    (size_t)n >= sizeof attach_msg)
+			continue;
+		const char *where = prim_object_of((void *)f->odd_value);
+		const char *glob = prim_object_of(
+		    (void *)f->global[family_find(f, f->odd_name)]);
+		n += snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
+		              "%cthe program's %s is bound to two allocators "
+		              "(%s in %s is bound to %s, the global scope's to "
+		              "%s): %s",
+		              sep, f->label, f->odd_name, f->odd_module,
+		              *where ? where : "another definition",
+		              *glob ? glob : "none",
+		              k ? "the operators are left alone"
+		                : "only slots bound to libc's are redirected");
+		sep = ';';
+	}
 	if (r.skip_name && n > 0 && (size_t)n < sizeof attach_msg) {
 		const char *where = prim_object_of((void *)r.skip_value);
 		n += snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
-		              "\t%s in %s is bound to %s, not to the function "
+		              "%c%s%s in %s is bound to %s, not to the function "
 		              "the shim forwards to: left alone",
-		              r.skip_name, r.skip_module,
+		              sep, sep == ';' ? " " : "", r.skip_name,
+		              r.skip_module,
 		              *where ? where : "another definition");
 	}
 	if (r.failed && n > 0 && (size_t)n < sizeof attach_msg)
@@ -500,6 +714,12 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	          "alone; blocks allocated and locks taken before the attach "
 	          "are not known (unknown frees, unmatched releases)",
 	          r.patched, r.modules, r.skipped);
+	for (int k = 0; k < 2; k++)
+		if (r.fam[k].adopted)
+			shim_info("attached: the %s hooks forward to %s, as the "
+			          "program's calls were bound",
+			          r.fam[k].label,
+			          prim_object_of((void *)r.fam[k].global[0]));
 	atomic_signal_fence(memory_order_seq_cst);
 	t->gate = gate;
 	return attach_msg;

@@ -86,6 +86,23 @@ static any_fn cxx_next(enum cxx_idx i)
 	return p ? as_fn(p) : NULL;
 }
 
+/*
+ * attach.c, a shim loaded late (`mallock attach`): the operators the
+ * program's C++ call slots are bound to, set before any slot points at a
+ * hook. Returns 0, or -1 for a name that is not an operator of CXX_NEXT.
+ */
+int cxx_next_bind(const char *sym, void *fn);
+int cxx_next_bind(const char *sym, void *fn)
+{
+	for (int i = 0; i < CXX_COUNT; i++)
+		if (!strcmp(cxx_names[i], sym)) {
+			atomic_store_explicit(&cxx_ptr[i], fn,
+			                      memory_order_release);
+			return 0;
+		}
+	return -1;
+}
+
 typedef void *(*new_fn)(size_t);
 typedef void *(*new_al_fn)(size_t, size_t);
 typedef void *(*new_nt_fn)(size_t, const void *);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`mallock attach PID` (docs/server.md, "Attach to a running process").
 
-usage: attach_test.py MALLOCK ATTACHAPP TMPDIR
+usage: attach_test.py MALLOCK ATTACHAPP TMPDIR [tcmalloc]
 
 attachapp runs WITHOUT the shim; after 0.5 s `mallock attach` injects it
 (gdb), the app runs on and exits by itself. Checks: the app's exit status
@@ -11,6 +11,11 @@ and lock acquisitions made after the attach, allocations inside lock holds
 counted as unknown frees (not cross-thread); `mallock ctl status` answers;
 a second attach is refused; an attach the kernel would not permit (PID 1
 as uid 65534) is refused in one line with exit status 2.
+
+With `tcmalloc`, ATTACHAPP is linked with libtcmalloc.so.4: no malloc
+slot is left alone, the report says the hooks forward to tcmalloc, and the
+same checks hold (the blocks allocated before the attach are freed by
+tcmalloc through the free hook: the app's exit status shows it survived).
 
 Exits 77 (CTest SKIP_RETURN_CODE) when gdb is missing or ptrace is blocked
 in this environment, printing gdb's exact words.
@@ -23,6 +28,7 @@ import sys
 import time
 
 MALLOCK, APP, TMP = sys.argv[1:4]
+TCMALLOC = sys.argv[4:5] == ["tcmalloc"]
 SKIP = 77
 
 
@@ -53,7 +59,10 @@ check(ready.startswith("attachapp: ready"), "attachapp started: " +
       ready.strip())
 time.sleep(0.5)
 with open("/proc/%d/maps" % app.pid) as f:
-    check("libmallock" not in f.read(), "the app runs without the shim")
+    maps = f.read()
+check("libmallock" not in maps, "the app runs without the shim")
+if TCMALLOC:
+    check("libtcmalloc" in maps, "the app is linked with tcmalloc")
 
 trace = os.path.join(TMP, "a.%p.trace")
 t0 = time.time()
@@ -69,6 +78,9 @@ if r.returncode != 0 and ("Operation not permitted" in r.stderr or
     sys.exit(SKIP)
 check(r.returncode == 0 and "recording (mallock attach)" in r.stdout,
       "mallock attach answers recording")
+if TCMALLOC:
+    check("left alone" not in r.stdout,
+          "no slot bound to tcmalloc is left alone")
 
 st = subprocess.run([MALLOCK, "ctl", "status", str(app.pid)],
                     capture_output=True, text=True)
@@ -106,6 +118,14 @@ check(in_holds > 0, "allocations inside lock holds: %d" % in_holds)
 check("alloc_under_lock" in kinds, "an alloc_under_lock finding: %s" % kinds)
 notes = " | ".join(n["text"] for t in j["traces"] for n in t["notes"])
 check("attached" in notes, "the report says the shim was attached: " + notes)
+if TCMALLOC:
+    check("malloc family hooks forward to" in notes and
+          "libtcmalloc" in notes,
+          "the malloc family's hooks forward to tcmalloc")
+    lock = max(j["locks"], key=lambda l: l.get("acquisitions", 0))
+    check(lock.get("allocs_in_holds", 0) > 1000,
+          "allocations in the busiest lock's holds: %d" %
+          lock.get("allocs_in_holds", 0))
 check(j["traces"][0]["clean_exit"], "the trace ends cleanly (END at exit)")
 
 # A refused attach: one line, exit 2, before gdb runs.
