@@ -127,6 +127,19 @@ static uint32_t nest_of(model_t *m, uint32_t outer, uint32_t inner,
 
 /* ---- locks ---- */
 
+/* Keeps one of the thread's first distinct whole stacks (for its entry
+ * function, findings.c). An uncontended acquisition records only its call
+ * site (a stack of one frame): skipped when already known to be one. */
+static void first_stack(model_t *m, thread_t *t, uint32_t stack)
+{
+	if (stack == NONE32 || (m->stk[stack].defined && m->stk[stack].n < 2))
+		return;
+	for (uint32_t k = 0; k < t->nfirst; k++)
+		if (t->first_stk[k] == stack)
+			return;
+	t->first_stk[t->nfirst++] = stack;
+}
+
 static void owner(lock_t *l, uint32_t ti)
 {
 	if (l->last_owner && l->last_owner != ti + 1)
@@ -182,6 +195,8 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	if (l->first_site == NONE32)
 		l->first_site = stack;
 	owner(l, ti);
+	if (t->nfirst < THREAD_FIRST_STACKS)
+		first_stack(m, t, stack);
 	lockthr_t *lt = lockthr(m, t, ti, li);
 	lt->acq++;
 	held_t *h = push_hold(m, t, li, stack, r->tsc);
@@ -421,6 +436,8 @@ static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	s->live++;
 	site_size(s, size);
 	site_thread(s->athr, s->athr_n, ti);
+	if (t->nfirst < THREAD_FIRST_STACKS)
+		first_stack(m, t, stack);
 	m->tot.bytes += nb;
 	t->allocs += n;
 	t->bytes += nb;
@@ -721,9 +738,13 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 			lockthr(m, t, ti, li)->timeouts++;
 		}
 		owner(l, ti);
-		lockthr(m, t, ti, li)->wakes++;
-		if (t->cond_sleep_tsc && r->tsc > t->cond_sleep_tsc)
-			t->sleep_ns += to_ns(m, r->tsc - t->cond_sleep_tsc);
+		lockthr_t *lt = lockthr(m, t, ti, li);
+		lt->wakes++;
+		if (t->cond_sleep_tsc && r->tsc > t->cond_sleep_tsc) {
+			uint64_t slept = to_ns(m, r->tsc - t->cond_sleep_tsc);
+			t->sleep_ns += slept;
+			lt->sleep_ns += slept;
+		}
 		t->cond_sleep_tsc = 0;
 		push_hold(m, t, li, NONE32, r->tsc);
 		break;

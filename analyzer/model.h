@@ -160,7 +160,10 @@ typedef struct nest {
 typedef struct lockthr {
 	uint32_t lock, thread;
 	uint64_t acq, wakes, contended, wait_ns, try_fail, timeouts;
+	uint64_t sleep_ns; /* condition waits with this lock, until woken */
 } lockthr_t;
+
+#define THREAD_FIRST_STACKS 4
 
 typedef struct held {
 	uint32_t lock, site; /* site: stack index of the acquisition */
@@ -180,6 +183,12 @@ typedef struct thread {
 	size_t nheld, capheld;
 	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAIT before the next call */
 	uint32_t lt_lock, lt_idx;       /* one-entry cache into lockthr */
+	/* Its first distinct whole stacks (of contended acquisitions and
+	 * allocations; an uncontended acquisition records only its call
+	 * site): the thread's entry function, its role for starvation, is
+	 * their outermost user frame, read once the trace is symbolized. */
+	uint32_t first_stk[THREAD_FIRST_STACKS];
+	uint32_t nfirst;
 	const char *role;
 } thread_t;
 

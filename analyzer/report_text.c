@@ -99,13 +99,18 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 	}
 	case FK_STARVATION:
 		snprintf(buf, len,
-		         "%.0f threads share the lock unequally: acquisitions "
-		         "CV %.2f, mean wait CV %.2f, %.0f with no acquisition; "
-		         "%s waited in all.",
-		         ev(f, "threads"), ev(f, "acquisitions_cv"),
-		         ev(f, "mean_wait_cv"),
+		         "%.0f threads running the same code share the lock "
+		         "unequally: %s from %.0f to %.0f per thread (rate CV "
+		         "%.2f), %.0f with none; the %.0f behind the mean "
+		         "rate lost %s of service at that rate.",
+		         ev(f, "threads"),
+		         ev(f, "service_by_cond_wakes") ? "condition wakes"
+		                                        : "acquisitions",
+		         ev(f, "service_min"), ev(f, "service_max"),
+		         ev(f, "acquisitions_cv"),
 		         ev(f, "threads_with_no_acquisition"),
-		         fmt_ns(a, sizeof a, ev(f, "lock_wait_ns")));
+		         ev(f, "threads_behind"),
+		         fmt_ns(a, sizeof a, ev(f, "lost_ns")));
 		break;
 	case FK_SLOW_ALLOC:
 		snprintf(buf, len,

@@ -40,14 +40,21 @@
 	X(NEST_MIN, 10, "times",                                               \
 	  "nested_lock: fewest acquisitions of the inner lock inside the "     \
 	  "outer one")                                                         \
-	X(STARVE_MIN_ACQ, 100, "acquisitions",                                 \
-	  "starvation: fewest acquisitions of the lock")                       \
+	X(STARVE_MIN_PEERS, 3, "threads",                                      \
+	  "starvation: fewest peers (threads with the same entry function "    \
+	  "using the lock) to compare")                                        \
+	X(STARVE_MIN_OPS, 100, "operations",                                   \
+	  "starvation: fewest operations of service (cond wakes, else "        \
+	  "acquisitions) the peers got together; also the wakes that make "    \
+	  "cond wakes the measure")                                            \
+	X(STARVE_MIN_MEAN_OPS, 10, "operations",                               \
+	  "starvation: fewest operations of service per peer on average")      \
 	X(STARVE_CV_PCT, 50, "%",                                              \
-	  "starvation: least coefficient of variation of per-thread "          \
-	  "acquisitions within a group (cond waiters, other threads)")         \
-	X(STARVE_PARTICIPANT_PCT, 5, "%",                                      \
-	  "starvation: a thread takes part when its attempts are at least "    \
-	  "this share of the busiest thread's")                                \
+	  "starvation: least coefficient of variation of the peers' rates "    \
+	  "of service (unless a peer got none)")                               \
+	X(STARVE_PARTICIPANT_PCT, 10, "%",                                     \
+	  "starvation: a peer is compared when its life in the trace is at "   \
+	  "least this share of the longest-lived peer's")                      \
 	X(SEV_HIGH_PPM, 100000, "ppm",                                         \
 	  "severity high: score at least this share of the trace's duration")  \
 	X(SEV_MEDIUM_PPM, 10000, "ppm", "severity medium: likewise")           \

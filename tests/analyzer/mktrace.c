@@ -12,6 +12,13 @@
  *   precise   contended locks that never allocate while held; allocations
  *             only outside locks.
  *   mixed     cascade plus a nested lock pair, a starved lock and churn.
+ *   starve    five "client-N" threads of one role (client_main) on a
+ *             queue-like lock "jobs": wakes per round 1, 1, 1/2, 0, 0
+ *             (starvation); a "server-0" thread takes it once per round.
+ *   roles     a lock "ring" used by two roles with different but even
+ *             shares: three producers (10 acquisitions and 1/10 wake per
+ *             round each) and three consumers (1 wake per round each):
+ *             no starvation.
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -69,6 +76,13 @@ FRAME_FN(starved_op)
 FRAME_FN(churn_op)
 FRAME_FN(worker_main)
 FRAME_FN(producer_alt)
+FRAME_FN(client_main)
+FRAME_FN(client_wait)
+FRAME_FN(server_main)
+/* Stands for libc's start_thread: "mallock_" frames fold as runtime, so a
+ * stack rooted here reaches the thread's start (its entry function is the
+ * next frame). */
+FRAME_FN(mallock_test_thread_start)
 
 static uint64_t fa(void (*fn)(void))
 {
@@ -375,9 +389,10 @@ static void finish_file(void)
 
 enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
        S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
-       S_WORK_SITE, S_PUT_ALLOC2 };
+       S_WORK_SITE, S_PUT_ALLOC2, S_CLIENT_SITE, S_CLIENT_WAIT, S_SERVER,
+       S_PROD_FULL, S_CONS_FULL };
 enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
-       L_STARVE = 6, L_MALLOC = 50 };
+       L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_MALLOC = 50 };
 
 static bool with_module = true;
 static bool two_callers; /* --two-callers */
@@ -413,6 +428,19 @@ static void define_stacks(tw_t *t)
 	f[0] = fa(worker_main);
 	m_stack(t, S_WORK_ALLOC, 1, f);
 	m_stack(t, S_WORK_SITE, 1, f);
+	/* An uncontended acquisition's site (one frame), and whole stacks
+	 * rooted at the thread's start. */
+	f[0] = fa(client_wait);
+	m_stack(t, S_CLIENT_SITE, 1, f);
+	f[1] = fa(client_main), f[2] = fa(mallock_test_thread_start);
+	m_stack(t, S_CLIENT_WAIT, 3, f);
+	f[0] = fa(server_main), f[1] = fa(mallock_test_thread_start);
+	m_stack(t, S_SERVER, 2, f);
+	f[0] = fa(queue_put), f[1] = fa(producer_main);
+	f[2] = fa(mallock_test_thread_start);
+	m_stack(t, S_PROD_FULL, 3, f);
+	f[0] = fa(queue_take), f[1] = fa(consumer_main);
+	m_stack(t, S_CONS_FULL, 3, f);
 }
 
 #define E(t, type, tsc, ...) (nevents++, ev(t, type, tsc, __VA_ARGS__))
@@ -528,6 +556,75 @@ static void scenario_mixed(tw_t *w1, tw_t *w2, int rounds)
 }
 
 /*
+ * starve: per round r from t0 = T0 + 100000 + r * 10000, client i at
+ * a = t0 + 1000 i: ACQ of "jobs" (client 0 in round 0: ACQ_WAIT 100 ns with
+ * its whole stack; every other acquisition records only its site); served
+ * (clients 0 and 1 always, client 2 in even rounds): COND_WAIT at +100,
+ * COND_WAKE at +600, REL at +700; not served: REL at +50. The server takes
+ * the lock at t0 + 9000 for 50 ns and signals.
+ */
+static void scenario_starve(tw_t *server, tw_t **cl, int rounds)
+{
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int i = 0; i < 5; i++) {
+			tw_t *t = cl[i];
+			uint64_t a = t0 + 1000u * (unsigned)i;
+			bool served = i < 2 || (i == 2 && r % 2 == 0);
+			if (i == 0 && r == 0)
+				E(t, FMT_ACQ_WAIT, a, L_JOBS, S_CLIENT_WAIT, 100, 1,
+				  0);
+			else
+				E(t, FMT_ACQ, a, L_JOBS, S_CLIENT_SITE, 0, 0, 0);
+			if (served) {
+				E(t, FMT_COND_WAIT, a + 100, C_JOBS, L_JOBS, 0, 0, 0);
+				E(t, FMT_COND_WAKE, a + 600, C_JOBS, L_JOBS, 0, 0, 0);
+				E(t, FMT_REL, a + 700, L_JOBS, 0, 0, 0, 0);
+			} else {
+				E(t, FMT_REL, a + 50, L_JOBS, 0, 0, 0, 0);
+			}
+		}
+		E(server, FMT_ACQ, t0 + 9000, L_JOBS, S_SERVER, 0, 0, 0);
+		E(server, FMT_REL, t0 + 9050, L_JOBS, 0, 0, 0, 0);
+		E(server, FMT_COND_SIGNAL, t0 + 9060, C_JOBS, 0, 0, 0, 0);
+	}
+}
+
+/*
+ * roles: per round r from t0 = T0 + 100000 + r * 10000: producer i takes
+ * "ring" 10 times at t0 + 300 k + 100 i (ACQ_WAIT 20 ns, whole stack), in
+ * rounds r % 10 == 0 the first time waits on "not full" (COND_WAIT +10,
+ * COND_WAKE +20), REL at +30; consumer i at b = t0 + 5000 + 100 i:
+ * ACQ_WAIT 20 ns, COND_WAIT on "not empty" at +10, COND_WAKE at +50, REL
+ * at +60.
+ */
+static void scenario_roles(tw_t **pr, tw_t **co, int rounds)
+{
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int i = 0; i < 3; i++)
+			for (int k = 0; k < 10; k++) {
+				uint64_t a = t0 + 300u * (unsigned)k + 100u * (unsigned)i;
+				E(pr[i], FMT_ACQ_WAIT, a, L_JOBS, S_PROD_FULL, 20, 1, 0);
+				if (k == 0 && r % 10 == 0) {
+					E(pr[i], FMT_COND_WAIT, a + 10, C_JOBS2, L_JOBS,
+					  0, 0, 0);
+					E(pr[i], FMT_COND_WAKE, a + 20, C_JOBS2, L_JOBS,
+					  0, 0, 0);
+				}
+				E(pr[i], FMT_REL, a + 30, L_JOBS, 0, 0, 0, 0);
+			}
+		for (int i = 0; i < 3; i++) {
+			uint64_t b = t0 + 5000 + 100u * (unsigned)i;
+			E(co[i], FMT_ACQ_WAIT, b, L_JOBS, S_CONS_FULL, 20, 1, 0);
+			E(co[i], FMT_COND_WAIT, b + 10, C_JOBS, L_JOBS, 0, 0, 0);
+			E(co[i], FMT_COND_WAKE, b + 50, C_JOBS, L_JOBS, 0, 0, 0);
+			E(co[i], FMT_REL, b + 60, L_JOBS, 0, 0, 0, 0);
+		}
+	}
+}
+
+/*
  * big: T threads, each looping: ACQ lock (t % 4), ALLOC (stack t % 8),
  * REL, FREE of the block allocated 64 iterations before. 4 events per
  * iteration plus a few per round; live blocks stay at 64 per thread.
@@ -604,7 +701,7 @@ static void corrupt(const char *path, int crc_k, int cut_k)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: mktrace cascade|precise|mixed|big OUT "
+		fprintf(stderr, "usage: mktrace cascade|precise|mixed|starve|roles|big OUT "
 		                "[options]\n");
 		return 1;
 	}
@@ -693,7 +790,31 @@ int main(int argc, char **argv)
 	m_thread_name(proc, 104, "consumer");
 	m_thread_name(proc, PID, "main");
 	bool precise = !strcmp(sc, "precise");
-	if (!strcmp(sc, "cascade") || precise || !strcmp(sc, "mixed")) {
+	if (!strcmp(sc, "starve") || !strcmp(sc, "roles")) {
+		/* threads of their own; the cascade's stay idle */
+		char name[32];
+		tw_t *a[6];
+		for (int i = 0; i < 6; i++) {
+			a[i] = tw_new(111 + (uint32_t)i);
+			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID, 0, 0,
+			  0, 0);
+			if (sc[0] == 's')
+				snprintf(name, sizeof name, i < 5 ? "client-%d"
+				                                  : "server-0", i);
+			else
+				snprintf(name, sizeof name, i < 3 ? "prod-%d"
+				                                  : "cons-%d", i % 3);
+			m_thread_name(proc, 111 + (uint64_t)i, name);
+		}
+		if (sc[0] == 's')
+			scenario_starve(a[5], a, rounds);
+		else
+			scenario_roles(a, a + 3, rounds);
+		m_lock_new(a[0], L_JOBS, 0x6000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(a[0], C_JOBS, 0x6040, FMT_KIND_COND, 0);
+		m_lock_new(a[0], C_JOBS2, 0x6080, FMT_KIND_COND, 0);
+		m_lock_name(a[0], L_JOBS, 0, sc[0] == 's' ? "jobs" : "ring");
+	} else if (!strcmp(sc, "cascade") || precise || !strcmp(sc, "mixed")) {
 		scenario_cascade(mainth, p, c, rounds, precise);
 	} else {
 		fprintf(stderr, "mktrace: unknown scenario %s\n", sc);

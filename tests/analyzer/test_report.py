@@ -151,9 +151,11 @@ eq(nest[0]["inner_lock"], inner["id"], "nested inner")
 eq(nest[0]["evidence"]["inner_wait_ns_while_outer_held"], 200 * R, "nested wait")
 check("inner" in nest[0]["advice"] and "outer" in nest[0]["advice"],
       "nested advice names both locks")
+# The "starved" lock's two users are two threads of different roles
+# (worker-a, worker-b; no whole stack reaches a thread start): starvation
+# compares peers of one role only, at least 3.
 st = [x for x in d["findings"] if x["kind"] == "starvation"]
-starved = lock_by_name(d, "starved")
-eq([x["lock"] for x in st], [starved["id"]], "starvation on the starved lock")
+eq(st, [], "mixed: no starvation between two threads of different roles")
 churn = [x for x in d["findings"] if x["kind"] == "alloc_churn"
          and x["site"]["function"] == "churn_op"]
 eq(len(churn), 1, "churn on churn_op")
@@ -169,6 +171,45 @@ recs2 = [l for l in out2.splitlines() if not l.startswith("#")]
 eq(len(recs), len(recs2), "dump and merged dump: same records")
 tscs = [int(l.split()[1][4:]) for l in recs2]
 check(tscs == sorted(tscs), "merged dump in time order")
+
+# starvation: five peers of one role (client_main; four of them known by
+# their name stem "client" only) on a queue-like lock, served 1, 1, 1/2, 0,
+# 0 times per round: condition wakes are the measure of service.
+path, _ = mktrace("starve", "starve.trace", "--rounds", R)
+d = report_json(path)
+jobs = lock_by_name(d, "jobs")
+st = [x for x in d["findings"] if x["kind"] == "starvation"]
+eq([x["lock"] for x in st], [jobs["id"]], "starve: starvation on jobs")
+e = st[0]["evidence"]
+eq(e["threads"], 5, "starve: 5 peers (the server is a role of its own)")
+eq(e["service_by_cond_wakes"], 1, "starve: service = cond wakes")
+eq(e["threads_with_no_acquisition"], 2, "starve: 2 peers never served")
+eq((e["service_min"], e["service_max"], e["service_total"]),
+   (0, R, 2.5 * R), "starve: service min/max/total")
+check(e["acquisitions_cv"] > 0.8, f"starve: rate CV {e['acquisitions_cv']}")
+# Score: the time the peers behind lost at the role's mean rate: two
+# clients with none over their whole life (about R x 10 us each), client 2
+# at about the mean.
+life = R * 10000
+check(1.9 * life < st[0]["score"] < 2.1 * life,
+      f"starve: score {st[0]['score']} not about 2 x {life}")
+eq(st[0]["score"], e["lost_ns"], "starve: score = lost_ns")
+check("client_main" in st[0]["advice"], "starve: advice names the role")
+eq(st[0]["severity"], "high", "starve: severity")
+# Without symbols the role is the name stem: the same five peers.
+d = report_json("--no-symbols", path)
+st = [x for x in d["findings"] if x["kind"] == "starvation"]
+eq(len(st), 1, "starve --no-symbols: one starvation")
+eq(st[0]["evidence"]["threads"], 5, "starve --no-symbols: 5 peers")
+
+# Two roles with different but even shares of one lock (producers: 10
+# acquisitions and a wake every 10 rounds; consumers: a wake per round):
+# not starvation (the old grouping, cond waiters together, flagged it).
+path, _ = mktrace("roles", "roles.trace", "--rounds", R)
+d = report_json(path)
+eq([x for x in d["findings"] if x["kind"] == "starvation"], [],
+   "roles: no starvation across roles")
+eq(lock_by_name(d, "ring")["contended"], 33 * R, "roles: ring contended")
 
 # several traces together, and per process
 p1, _ = mktrace("cascade", "a.trace", "--rounds", 100)
