@@ -250,6 +250,23 @@ static int resolve(model_t *m, uint64_t addr, frame_t *fr, int max)
 	Dwarf_Die *cu = dwfl_module_addrdie(dm, pc, &bias);
 	Dwarf_Die *scopes = NULL;
 	int nsc = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
+	if (nsc > 0) {
+		/* dwarf_getscopes continues an inlined instance's chain from its
+		 * abstract definition, which loses the functions it was inlined
+		 * into; dwarf_getscopes_die on the innermost scope follows the
+		 * concrete nesting (inlined_subroutine ... subprogram ... CU),
+		 * as eu-addr2line -i does. */
+		Dwarf_Die inner = scopes[0];
+		Dwarf_Die *chain = NULL;
+		int nch = dwarf_getscopes_die(&inner, &chain);
+		if (nch > 0) {
+			free(scopes);
+			scopes = chain;
+			nsc = nch;
+		} else {
+			free(chain);
+		}
+	}
 	Dwarf_Files *files = NULL;
 	size_t nfiles = 0;
 	if (cu && dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
