@@ -314,9 +314,17 @@ static int resolve(model_t *m, uint64_t addr, frame_t *fr, int max)
 		fr->line = (uint32_t)(lineno > 0 ? lineno : 0);
 		n = 1;
 	}
-	for (int i = 0; i < n; i++)
-		if (fr[i].fold == SYM_USER)
-			fr[i].fold = fold_function(fr[i].function);
+	for (int i = 0; i < n; i++) {
+		if (fr[i].fold != SYM_USER)
+			continue;
+		fr[i].fold = fold_function(fr[i].function);
+		/* Code inlined from the C++ standard library's headers (a
+		 * container's node allocation) is folded at the leaf end like the
+		 * allocator itself, so the site is the user's call of the
+		 * container: tree_insert, not std::__new_allocator's allocate. */
+		if (fr[i].file && strstr(fr[i].file, "/include/c++/"))
+			fr[i].fold = SYM_RUNTIME;
+	}
 	return n;
 }
 
