@@ -111,6 +111,11 @@ static const char *const core_layout[0x80] = {
 #undef FMT_LAYOUT_
 };
 
+const char *fmt_core_layout(unsigned type)
+{
+	return type < 0x80 ? core_layout[type] : NULL;
+}
+
 void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
                   const uint8_t *payload)
 {

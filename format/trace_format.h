@@ -334,6 +334,10 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off);
 int fmt_get_str(const uint8_t **p, const uint8_t *end, const char **s,
                 size_t *n);
 
+/* The field layout of a core type (see FMT_CORE_RECORDS), or NULL when
+ * type is not a core type. */
+const char *fmt_core_layout(unsigned type);
+
 /* The record's name ("ALLOC", ...), or NULL for an unknown type. */
 const char *fmt_type_name(unsigned type);
 const char *fmt_alloc_fn_name(unsigned fn);

@@ -117,12 +117,6 @@ static size_t chunk_cap = 512;
 static bool streaming;
 static int bad_record_chunk, chunks_written, chunks_sealed;
 
-static const char *const layout[0x80] = {
-#define LAYOUT_(name, code, l) [code] = l,
-    FMT_CORE_RECORDS(LAYOUT_)
-#undef LAYOUT_
-};
-
 static tw_t *tw_new(uint32_t tid)
 {
 	tw_t *t = &thr[nthr++];
@@ -200,7 +194,7 @@ static void ev(tw_t *t, unsigned type, uint64_t tsc, uint64_t f0, uint64_t f1,
 	uint8_t *p = t->buf + t->len;
 	p = fmt_put_head(p, &t->enc, type, tsc);
 	int i = 0;
-	for (const char *l = layout[type]; *l; l++, i++) {
+	for (const char *l = fmt_core_layout(type); *l; l++, i++) {
 		if (*l == 'p')
 			p = fmt_put_ptr(p, &t->enc, f[i]);
 		else if (*l == 'r') {

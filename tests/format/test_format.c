@@ -67,11 +67,6 @@ static void test_file_header(void)
 /* Every core type, with field values that exercise the pointer deltas. */
 static void test_core_roundtrip(void)
 {
-	static const char *const layout[0x80] = {
-#define L_(name, code, l) [code] = l,
-	    FMT_CORE_RECORDS(L_)
-#undef L_
-	};
 	static const unsigned types[] = {
 #define T_(name, code, l) code,
 	    FMT_CORE_RECORDS(T_)
@@ -89,7 +84,7 @@ static void test_core_roundtrip(void)
 		want_tsc[i] = tsc;
 		p = fmt_put_head(p, &enc, t, tsc);
 		int k = 0;
-		for (const char *l = layout[t]; *l; l++, k++) {
+		for (const char *l = fmt_core_layout(t); *l; l++, k++) {
 			uint64_t v = 0x7f0000001000ull + (uint64_t)(i * 64 + (unsigned)k);
 			if (*l == 'u')
 				v = (uint64_t)k * 1000003u + i;
@@ -139,7 +134,7 @@ static void test_core_roundtrip(void)
 		CHECK(fmt_decode(&d, &r, &eo) == 1);
 		CHECK_EQ_U(r.type, types[i]);
 		CHECK_EQ_U(r.tsc, want_tsc[i]);
-		CHECK_EQ_U(r.nf, strlen(layout[types[i]]));
+		CHECK_EQ_U(r.nf, strlen(fmt_core_layout(types[i])));
 		for (unsigned k = 0; k < r.nf; k++)
 			CHECK_EQ_U(r.f[k], want[i][k]);
 		CHECK(fmt_type_name(r.type) != NULL);
