@@ -254,6 +254,7 @@ __attribute__((destructor)) static void shim_dtor(void)
 	tls_t *t = &shim_tls;
 	t->gate = GATE_BUSY;
 	modules_check();
+	stack_cache_note(t);
 	writer_final();
 	ctl_exit();
 	t->gate = GATE_DEAD;

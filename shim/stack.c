@@ -10,9 +10,12 @@
 
 #include <string.h>
 
+#define UNW_SKIP_MAX 8 /* own frames above the hook's caller, at most */
 #define STACK_BITS 20
 #define STACK_SLOTS (1u << STACK_BITS)
 #define STACK_PROBES 64
+
+_Atomic uint32_t g_stack_epoch = 1;
 
 static _Atomic uint64_t *slots;
 static _Atomic unsigned used;
@@ -33,6 +36,12 @@ void stack_reset(void)
 	atomic_store(&used, 0);
 	atomic_store(&lost, 0);
 	atomic_store(&full_warned, 0);
+	atomic_fetch_add(&g_stack_epoch, 1);
+}
+
+void stack_invalidate(void)
+{
+	atomic_fetch_add(&g_stack_epoch, 1);
 }
 
 uint64_t stack_lost(void)
@@ -148,8 +157,6 @@ static unsigned walk_fp(tls_t *t, uintptr_t *frames, unsigned depth,
 	return n;
 }
 
-#define UNW_SKIP_MAX 8
-
 __attribute__((noinline)) static unsigned walk_unw(uintptr_t *frames,
                                                    unsigned depth, uintptr_t ra)
 {
@@ -191,4 +198,192 @@ uint32_t stack_here_slow(tls_t *t, uintptr_t ra, void *fp)
 	uintptr_t frames[STACK_MAX_DEPTH];
 	unsigned n = stack_capture(t, frames, ra, fp);
 	return stack_intern(t, frames, n);
+}
+
+/* ---- the validated stack cache (stack.h) ---- */
+
+#define SC_CREDIT0 1024  /* learning budget of a new thread */
+#define SC_LEARN_COST 32 /* a learning walk costs about 30 unw_backtrace */
+
+static size_t sc_size(const scache_t *c)
+{
+	return sizeof *c + (size_t)SC_SETS * 2 * c->entry_size;
+}
+
+static scache_t *sc_create(tls_t *t)
+{
+	uintptr_t lo, hi;
+	unsigned cap = 2 * (unsigned)g_cfg.depth + 4;
+	size_t esz = sizeof(sc_entry_t) + ((cap * 4 + 7) & ~(size_t)7) +
+	             (size_t)cap * sizeof(uintptr_t);
+	scache_t *c = NULL;
+	if (prim_stack_bounds(&lo, &hi) == 0 && hi > lo)
+		c = prim_map(sizeof *c + (size_t)SC_SETS * 2 * esz);
+	if (!c) {
+		t->sc_failed = 1;
+		return NULL;
+	}
+	c->lo = lo;
+	c->hi = hi;
+	c->entry_size = esz;
+	c->cap = cap;
+	c->credit = SC_CREDIT0;
+	t->sc = c;
+	return c;
+}
+
+static _Atomic uint64_t sc_hits, sc_learned, sc_walked;
+
+void stack_cache_free(tls_t *t)
+{
+	scache_t *c = t->sc;
+	t->sc = NULL;
+	if (!c)
+		return;
+	atomic_fetch_add(&sc_hits, c->hits);
+	atomic_fetch_add(&sc_learned, c->learned);
+	atomic_fetch_add(&sc_walked, c->walked);
+	prim_unmap(c, sc_size(c));
+}
+
+void stack_cache_note(tls_t *t)
+{
+	if (g_cfg.unwind != CONFIG_UNWIND_LIBUNWIND || !g_cfg.stack_cache)
+		return;
+	const scache_t *c = t->sc;
+	uint64_t h = atomic_load(&sc_hits), l = atomic_load(&sc_learned),
+	         w = atomic_load(&sc_walked);
+	if (c) {
+		h += c->hits;
+		l += c->learned;
+		w += c->walked;
+	}
+	shim_info("stack cache: %lu hits, %lu learned, %lu unwound "
+	          "(exited threads and the last)",
+	          (unsigned long)h, (unsigned long)l, (unsigned long)w);
+}
+
+/*
+ * The learning walk: unwinds with the cursor API from here to the hook's
+ * caller (the frame whose pc is ra and whose stack pointer is cfa), then up
+ * to depth frames, noting each frame's return-address slot and the slots
+ * rbp was restored from. Fills e and returns the interned id, or 0 when the
+ * stack cannot be cached (e untouched).
+ */
+__attribute__((noinline)) static uint32_t
+sc_learn(tls_t *t, scache_t *c, sc_entry_t *e, uintptr_t ra, uintptr_t cfa,
+         uintptr_t rbp)
+{
+	uint32_t epoch = atomic_load(&g_stack_epoch);
+	unw_context_t uc;
+	unw_cursor_t cur;
+	if (unw_getcontext(&uc) != 0 || unw_init_local(&cur, &uc) != 0)
+		return 0;
+	unw_word_t ip = 0, sp = 0;
+	int skip = 0;
+	for (;; skip++) {
+		if (skip == UNW_SKIP_MAX ||
+		    unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 ||
+		    unw_get_reg(&cur, UNW_REG_SP, &sp) != 0)
+			return 0;
+		if (ip == ra && sp == cfa)
+			break;
+		if (unw_step(&cur) <= 0)
+			return 0;
+	}
+	unsigned depth = (unsigned)g_cfg.depth, n = 0, nx = 0, nl = 0;
+	uintptr_t frames[STACK_MAX_DEPTH];
+	uint32_t xo[2 * STACK_MAX_DEPTH + 4], lo_[2 * STACK_MAX_DEPTH + 4];
+	uintptr_t xv[2 * STACK_MAX_DEPTH + 4];
+	uintptr_t hi = c->hi, last_rbp = 0;
+	frames[n++] = ra;
+	while (n < depth) {
+		unw_save_loc_t sl;
+		/* Where this frame's rbp came from: above the caller's stack
+		 * pointer, a slot a callee saved it in; below, the caller's own
+		 * rbp (in the key). */
+		if (unw_get_save_loc(&cur, UNW_X86_64_RBP, &sl) != 0)
+			return 0;
+		if (sl.type == UNW_SLT_REG)
+			return 0;
+		if (sl.type == UNW_SLT_MEMORY && sl.u.addr >= cfa &&
+		    sl.u.addr != last_rbp) {
+			uintptr_t a = sl.u.addr;
+			if (a + sizeof(uintptr_t) > hi || a - cfa > UINT32_MAX ||
+			    nx + nl >= c->cap)
+				return 0;
+			last_rbp = a;
+			uintptr_t v = *(const uintptr_t *)a;
+			if (v - c->lo < hi - c->lo) {
+				xo[nx] = (uint32_t)(a - cfa);
+				xv[nx++] = v;
+			} else {
+				lo_[nl++] = (uint32_t)(a - cfa);
+			}
+		}
+		int r = unw_step(&cur);
+		if (r < 0)
+			return 0;
+		if (r == 0)
+			break;
+		if (unw_is_signal_frame(&cur) > 0 ||
+		    unw_get_reg(&cur, UNW_REG_IP, &ip) != 0 ||
+		    unw_get_save_loc(&cur, UNW_X86_64_RIP, &sl) != 0 ||
+		    sl.type != UNW_SLT_MEMORY)
+			return 0;
+		uintptr_t a = sl.u.addr;
+		if (a < cfa || a + sizeof(uintptr_t) > hi ||
+		    a - cfa > UINT32_MAX || nx + nl >= c->cap)
+			return 0;
+		xo[nx] = (uint32_t)(a - cfa);
+		xv[nx++] = *(const uintptr_t *)a;
+		frames[n++] = ip;
+	}
+	uint32_t id = stack_intern(t, frames, n);
+	if (id == 0)
+		return 0;
+	uint32_t *off = (uint32_t *)(void *)(e + 1);
+	uintptr_t *val = (uintptr_t *)(void *)sc_val(c, e);
+	memcpy(off, xo, nx * sizeof *off);
+	memcpy(off + nx, lo_, nl * sizeof *off);
+	memcpy(val, xv, nx * sizeof *val);
+	e->ra = ra;
+	e->cfa = cfa;
+	e->rbp = rbp;
+	e->nx = nx;
+	e->nl = nl;
+	e->id = id;
+	e->epoch = epoch;
+	e->used = ++c->clock;
+	c->learned++;
+	return id;
+}
+
+uint32_t stack_here_miss(tls_t *t, uintptr_t ra, void *fp)
+{
+	scache_t *c = t->sc;
+	if (!c && !t->sc_failed)
+		c = sc_create(t);
+	uintptr_t cfa = (uintptr_t)fp + 16;
+	if (!c || cfa - c->lo >= c->hi - c->lo)
+		return stack_here_slow(t, ra, fp);
+	uintptr_t rbp = sc_rbp(c, *(const uintptr_t *)fp);
+	uint64_t h = sc_hash(ra, cfa, rbp);
+	unsigned set = (unsigned)(h >> 59) & (SC_SETS - 1);
+	unsigned si = (unsigned)h & (SC_SETS * 2 - 1);
+	/* Learn a key on its second miss, while the credit lasts. */
+	if (c->seen[si] != h || c->credit <= 0) {
+		c->seen[si] = h;
+		c->walked++;
+		return stack_here_slow(t, ra, fp);
+	}
+	c->seen[si] = 0;
+	c->credit -= SC_LEARN_COST;
+	sc_entry_t *e0 = sc_entry(c, set * 2), *e1 = sc_entry(c, set * 2 + 1);
+	uint32_t id = sc_learn(t, c, e0->used <= e1->used ? e0 : e1, ra, cfa,
+	                       rbp);
+	if (id)
+		return id;
+	c->walked++;
+	return stack_here_slow(t, ra, fp);
 }

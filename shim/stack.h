@@ -26,14 +26,18 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define STACK_MAX_DEPTH 64
 
 /* Maps the table. Returns 0, or -1 (then every id is 0). */
 int stack_init(void);
-/* Replaces the table by an empty one (fork child). */
+/* Replaces the table by an empty one (fork child); empties every thread's
+ * stack cache. */
 void stack_reset(void);
+/* Empties every thread's stack cache (an object is being unloaded). */
+void stack_invalidate(void);
 
 /*
  * Interns frames[0..n) and returns its id (0 when the table is full). A new
@@ -53,6 +57,138 @@ unsigned stack_capture(tls_t *t, uintptr_t *frames, uintptr_t ra, void *fp);
 uint32_t stack_here_slow(tls_t *t, uintptr_t ra, void *fp);
 
 /*
+ * The validated stack cache (libunwind only; MALLOCK_STACK_CACHE=0 turns it
+ * off). unw_backtrace costs ~90 ns for 16 frames; a server calls malloc
+ * from the same few paths at the same depths over and over. Per thread, a
+ * small table maps a call's key, (return address, the caller's stack
+ * pointer = the hook's CFA, the caller's rbp), to the interned stack id and
+ * to the list of stack words the unwind read: the return-address slot of
+ * every frame and the saved-rbp slots. A frame's unwind rule depends only
+ * on its pc, so when the key and every listed word are unchanged, libunwind
+ * would walk the same frames: the cached id is the id it would give.
+ *
+ * Exactness assumes that every frame's CFA is computed from rsp or rbp (all
+ * gcc and clang code outside function prologues). An rbp that does not
+ * point into the thread's stack cannot be a CFA base, so such values are
+ * checked only for staying outside the stack (code built without frame
+ * pointers uses rbp as a general register).
+ *
+ * Safety: only calls whose CFA lies inside the thread's own stack are
+ * cached, and every listed word lies between that CFA and the stack's top,
+ * so a check never reads unmapped memory (other stacks: coroutines,
+ * sigaltstack, are not cached). A stack learned through a signal frame is
+ * not cached. Entries carry the global epoch, bumped by a fork child's table
+ * reset and by dlclose.
+ *
+ * A key is learned (a slower unw_init_local/unw_step walk that notes the
+ * words) on its second miss only, and only while the thread's credit lasts:
+ * hits earn credit, learning spends it, so a thread whose stacks never
+ * repeat stops learning and pays unw_backtrace alone.
+ */
+#define SC_SETS 32 /* two ways each */
+
+typedef struct sc_entry {
+	uintptr_t ra, cfa, rbp; /* key (rbp normalised: 1 = not a stack address) */
+	uint32_t id;            /* interned stack id */
+	uint32_t epoch;         /* g_stack_epoch when learned */
+	uint32_t nx, nl;        /* exact checks, then outside-the-stack checks */
+	uint64_t used;          /* the thread's clock at the last hit (LRU) */
+	/* then: uint32_t off[cap] (from cfa), uintptr_t val[cap] */
+} sc_entry_t;
+
+typedef struct scache {
+	uintptr_t lo, hi;     /* the thread's stack */
+	size_t entry_size;    /* bytes per entry, a multiple of 8 */
+	unsigned cap;         /* checks per entry */
+	int64_t credit;       /* learning budget */
+	uint64_t clock;       /* hits + learns (the LRU clock) */
+	uint64_t hits, learned, walked; /* for the exit note */
+	uint64_t seen[SC_SETS * 2]; /* key hashes missed once */
+	unsigned char entries[]; /* SC_SETS * 2 entries */
+} scache_t;
+
+extern _Atomic uint32_t g_stack_epoch;
+
+static inline uint64_t sc_hash(uintptr_t ra, uintptr_t cfa, uintptr_t rbp)
+{
+	uint64_t h = (ra ^ (cfa << 17) ^ (cfa >> 3) ^ (rbp << 7)) *
+	             0x9E3779B97F4A7C15ull;
+	return h ^ (h >> 31);
+}
+
+static inline sc_entry_t *sc_entry(scache_t *c, unsigned i)
+{
+	return (sc_entry_t *)(void *)(c->entries + (size_t)i * c->entry_size);
+}
+
+static inline const uint32_t *sc_off(const sc_entry_t *e)
+{
+	return (const uint32_t *)(const void *)(e + 1);
+}
+
+static inline const uintptr_t *sc_val(const scache_t *c, const sc_entry_t *e)
+{
+	return (const uintptr_t *)(const void *)((const unsigned char *)(e + 1) +
+	                                         ((c->cap * 4 + 7) & ~7u));
+}
+
+/* The caller's rbp as the key holds it. */
+static inline uintptr_t sc_rbp(const scache_t *c, uintptr_t rbp)
+{
+	return rbp - c->lo < c->hi - c->lo ? rbp : 1;
+}
+
+/* 1 when e holds the key and its words are unchanged. */
+static inline int sc_valid(const scache_t *c, const sc_entry_t *e, uintptr_t ra,
+                           uintptr_t cfa, uintptr_t rbp)
+{
+	if (e->ra != ra || e->cfa != cfa || e->rbp != rbp ||
+	    e->epoch != atomic_load_explicit(&g_stack_epoch,
+	                                     memory_order_relaxed))
+		return 0;
+	const uint32_t *off = sc_off(e);
+	const uintptr_t *val = sc_val(c, e);
+	unsigned i = 0, nx = e->nx, n = nx + e->nl;
+	for (; i < nx; i++)
+		if (*(const volatile uintptr_t *)(cfa + off[i]) != val[i])
+			return 0;
+	for (; i < n; i++) {
+		uintptr_t v = *(const volatile uintptr_t *)(cfa + off[i]);
+		if (v - c->lo < c->hi - c->lo)
+			return 0;
+	}
+	return 1;
+}
+
+/* The cached id for the hook's caller, or 0. fp is the hook's frame. */
+static inline uint32_t sc_lookup(tls_t *t, uintptr_t ra, void *fp)
+{
+	scache_t *c = t->sc;
+	uintptr_t cfa = (uintptr_t)fp + 16;
+	uintptr_t rbp = sc_rbp(c, *(const uintptr_t *)fp);
+	unsigned set = (unsigned)(sc_hash(ra, cfa, rbp) >> 59) & (SC_SETS - 1);
+	for (unsigned w = 0; w < 2; w++) {
+		sc_entry_t *e = sc_entry(c, set * 2 + w);
+		if (sc_valid(c, e, ra, cfa, rbp)) {
+			e->used = ++c->clock;
+			c->hits++;
+			if (c->credit < 4096)
+				c->credit++;
+			return e->id;
+		}
+	}
+	return 0;
+}
+
+/* The cache's miss path (and its set-up on a thread's first stack). */
+uint32_t stack_here_miss(tls_t *t, uintptr_t ra, void *fp);
+/* Frees the thread's cache (thread exit), adding its counts to the
+ * process's. */
+void stack_cache_free(tls_t *t);
+/* Notes (info) the cache's counts: the exited threads' and the caller's. */
+void stack_cache_note(tls_t *t);
+
+/*
  * The full stack id of the hook's caller: capture and intern. Inlined into
  * the hook so that libunwind starts in the hook's own frame: the caller's
  * return address is then frame 1, and only depth + 1 frames are walked
@@ -63,6 +199,13 @@ __attribute__((always_inline)) static inline uint32_t
 stack_here(tls_t *t, uintptr_t ra, void *fp)
 {
 	if (likely(g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND)) {
+		if (likely(t->sc != NULL)) {
+			uint32_t id = sc_lookup(t, ra, fp);
+			if (likely(id != 0))
+				return id;
+		}
+		if (g_cfg.stack_cache)
+			return stack_here_miss(t, ra, fp);
 		void *buf[STACK_MAX_DEPTH + 1];
 		unsigned depth = (unsigned)g_cfg.depth;
 		int got = unw_backtrace(buf, (int)depth + 1);

@@ -7,6 +7,7 @@
 #include "event.h"
 #include "prim.h"
 #include "sample.h"
+#include "stack.h"
 #include "writer.h"
 
 #include <errno.h>
@@ -72,6 +73,7 @@ void thread_finish(tls_t *t)
 	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL)))
 		writer_thread_name_self(t->tid);
 	writer_detach(t);
+	stack_cache_free(t);
 	t->gate = GATE_DEAD;
 }
 

@@ -82,9 +82,12 @@ HOOK_EXPORT int dlclose(void *handle)
 	if (unlikely(!real_usable()))
 		return -1;
 	tls_t *t = &shim_tls;
+	stack_invalidate();
 	if (hook_enter(t)) {
 		modules_check();
 		hook_leave(t);
 	}
-	return real.dlclose(handle);
+	int r = real.dlclose(handle);
+	stack_invalidate(); /* and once more, for stacks learned meanwhile */
+	return r;
 }

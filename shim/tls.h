@@ -42,6 +42,7 @@ enum tls_gate {
 #define TLS_SITE_CACHE 64 /* entries of the pc -> site id cache (power of 2) */
 
 struct wbuf;
+struct scache;
 
 typedef struct tls {
 	uint8_t gate;        /* enum tls_gate */
@@ -64,6 +65,8 @@ typedef struct tls {
 	uint64_t rng;
 	uint32_t nheld, held_epoch;
 	uint32_t flush_gen; /* g_flush_gen when this thread last flushed */
+	uint8_t sc_failed;  /* the stack cache could not be set up */
+	struct scache *sc;  /* the validated stack cache (stack.h), or NULL */
 	struct {
 		uintptr_t pc;
 		uint32_t id;

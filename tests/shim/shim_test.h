@@ -25,17 +25,9 @@ static const char *st_shim;
 static char st_dir[512];
 static char st_self[512];
 
-/* Parses "SHIM TMPDIR", empties TMPDIR (creating it). */
-static inline void st_setup(int argc, char **argv)
+/* Empties TMPDIR (creating it). */
+static inline void st_clean(void)
 {
-	if (argc < 3) {
-		fprintf(stderr, "usage: %s SHIM TMPDIR\n", argv[0]);
-		exit(2);
-	}
-	st_shim = argv[1];
-	snprintf(st_dir, sizeof st_dir, "%s", argv[2]);
-	ssize_t n = readlink("/proc/self/exe", st_self, sizeof st_self - 1);
-	st_self[n > 0 ? n : 0] = 0;
 	mkdir(st_dir, 0700);
 	DIR *d = opendir(st_dir);
 	struct dirent *e;
@@ -47,6 +39,20 @@ static inline void st_setup(int argc, char **argv)
 		}
 	if (d)
 		closedir(d);
+}
+
+/* Parses "SHIM TMPDIR", empties TMPDIR (creating it). */
+static inline void st_setup(int argc, char **argv)
+{
+	if (argc < 3) {
+		fprintf(stderr, "usage: %s SHIM TMPDIR\n", argv[0]);
+		exit(2);
+	}
+	st_shim = argv[1];
+	snprintf(st_dir, sizeof st_dir, "%s", argv[2]);
+	ssize_t n = readlink("/proc/self/exe", st_self, sizeof st_self - 1);
+	st_self[n > 0 ? n : 0] = 0;
+	st_clean();
 }
 
 /*
