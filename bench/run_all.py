@@ -51,9 +51,15 @@ class Run:
         return self.user + self.sys
 
 
+# --env NAME=VALUE settings, given to every run (e.g. MALLOCK_SPIN_NS=0 for
+# an A/B against a default).
+EXTRA_ENV = {}
+
+
 def clean_env(extra=None):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("MALLOCK_") and k not in ("LD_PRELOAD", "HEAPTRACK_OUTPUT")}
+    env.update(EXTRA_ENV)
     env.update(extra or {})
     return env
 
@@ -742,12 +748,22 @@ def main():
     ap.add_argument("--only", default="1234567", help="sections to run, e.g. 14 (default all)")
     ap.add_argument("--reps", type=int, default=0, help="repetitions (default 5, --quick 2)")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "performance.md"))
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="an environment setting for every run (repeatable)")
     ap.add_argument("--no-install", action="store_true", help="do not apt-get install rocksdb-tools")
     ap.add_argument("--preface", default="", help=argparse.SUPPRESS)
     ap.add_argument("--appendix", default=os.path.join(REPO, "bench", "performance-notes.md"),
                     help="markdown appended to the document (default bench/performance-notes.md)")
     args = ap.parse_args()
+    for kv in args.env:
+        k, sep, v = kv.partition("=")
+        if not sep or not k:
+            ap.error("--env wants NAME=VALUE, not %r" % kv)
+        EXTRA_ENV[k] = v
     s = Suite(args)
+    if EXTRA_ENV:
+        s.notes.append("every run had the environment setting(s) " +
+                       " ".join("%s=%s" % kv for kv in sorted(EXTRA_ENV.items())))
     for f in (s.shim, s.mallock, os.path.join(s.bin, "shim_bench")):
         if not os.path.exists(f):
             sys.exit("run_all: %s not built (make build, or cmake --build %s)" % (f, args.build))

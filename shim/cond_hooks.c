@@ -31,7 +31,9 @@ static void cond_before(tls_t *t, pthread_cond_t *c, pthread_mutex_t *m,
 	}
 	*cid = atomic_load(&ce->id);
 	*mid = atomic_load(&me->id);
-	atomic_store_explicit(&me->waited, 0, memory_order_relaxed);
+	lock_cont_t *mc = lockmap_cont(me);
+	if (atomic_load_explicit(&mc->waited, memory_order_relaxed))
+		atomic_store_explicit(&mc->waited, 0, memory_order_relaxed);
 	rec_uu(t, FMT_COND_WAIT, tsc, *cid, *mid);
 }
 

@@ -20,6 +20,7 @@
 #define CONFIG_NUMBERS(X)                                                      \
 	X(STACK_DEPTH, depth, 16, 1, 64)                                       \
 	X(STACK_CACHE, stack_cache, 1, 0, 1)                                   \
+	X(SPIN_NS, spin_ns, 0, 0, 100000)                                       \
 	X(FOLLOW_EXEC, follow_exec, 1, 0, 1)                                   \
 	X(BUFFER_KB, buffer_kb, 64, 4, 16384)                                  \
 	X(FLUSH_MS, flush_ms, 1000, 0, 3600000)                                \

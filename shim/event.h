@@ -19,6 +19,7 @@
 
 extern uint64_t g_flush_ticks; /* MALLOCK_FLUSH_MS in TSC ticks */
 extern uint64_t g_stop_tsc;    /* end of the window (control.h) */
+extern uint64_t g_spin_ticks;  /* MALLOCK_SPIN_NS in TSC ticks */
 
 static inline uint8_t *ev_head(tls_t *t, unsigned type, uint64_t tsc)
 {

@@ -45,6 +45,7 @@ __thread tls_t shim_tls __attribute__((tls_model("initial-exec"))) = {
 };
 _Atomic unsigned g_off = SHIM_OFF_INIT;
 uint64_t g_flush_ticks = UINT64_MAX;
+uint64_t g_spin_ticks;
 
 /* A pause was requested since this thread last flushed: write what it
  * holds, so the file is complete up to the pause (control.h). */
@@ -137,6 +138,8 @@ static int shim_start(void)
 	if (!g_cfg.follow_exec)
 		strip_preload();
 	g_tsc_hz = prim_tsc_hz();
+	g_spin_ticks = (g_tsc_hz ? g_tsc_hz : 1000000000u) / 1000000 *
+	               (uint64_t)g_cfg.spin_ns / 1000;
 	if (g_cfg.flush_ms) {
 		uint64_t hz = g_tsc_hz ? g_tsc_hz : 1000000000u;
 		g_flush_ticks = hz / 1000 * (uint64_t)g_cfg.flush_ms;

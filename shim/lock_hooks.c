@@ -14,9 +14,21 @@
  * waiters). A timed lock that times out -> TRY_FAIL(lock, site) only.
  *
  * Release: REL(lock), or REL_CONTENDED(lock, holder's full stack) when a
- * thread waited during this hold (the waited flag, cleared here). The event
- * is recorded before the real unlock, so hold intervals never overlap the
- * next holder's. A lock released without an entry in the lock table (taken
+ * thread waited during this hold (the waited flag, cleared here). Its time
+ * and the flag are read before the real unlock, so hold intervals never
+ * overlap the next holder's; the record is encoded after it, so that the
+ * encoding and the holder's stack do not lengthen the hold.
+ *
+ * Spinning (MALLOCK_SPIN_NS, default 0: off): a waiter retries the trylock
+ * for up to that long before it blocks. The shim lengthens every hold by
+ * its own ACQ record and release clock read (more with an allocation inside
+ * the hold: 20 to 80 ns here), and glibc's mutexes put a waiter to sleep at
+ * once, so the shim turns some waits that would have ended within that time
+ * into sleeps. Spinning compensates for it on hand-off patterns (producer
+ * and consumer) but changes the host's locking: on threads that each loop
+ * on one lock, a sleeping waiter lets the holder run alone, and spinning
+ * slows both (docs/performance.md measures both). Off unless asked for. A
+ * spun wait is still an ACQ_WAIT (the lock was held), with its spin time. A lock released without an entry in the lock table (taken
  * before recording started) is passed through unrecorded.
  */
 #include "hook.h"
@@ -54,6 +66,31 @@ static int op_call(enum lock_op op, void *l, clockid_t clk,
 		return real.pthread_spin_lock(l);
 	}
 	return EINVAL;
+}
+
+/* The op's trylock; EBUSY for spinlocks (they spin by themselves). A mutex
+ * is read first (glibc's lock word, __data.__lock, is 0 when free), so that
+ * spinning waiters do not keep stealing its cache line from the holder. */
+static int op_try(enum lock_op op, void *l)
+{
+	switch (op) {
+	case OP_MUTEX:
+	case OP_MUTEX_TIMED:
+	case OP_MUTEX_CLOCK:
+		if (__atomic_load_n(&((pthread_mutex_t *)l)->__data.__lock,
+		                    __ATOMIC_RELAXED) != 0)
+			return EBUSY;
+		return real.pthread_mutex_trylock(l);
+	case OP_RD:
+	case OP_RD_TIMED:
+		return real.pthread_rwlock_tryrdlock(l);
+	case OP_WR:
+	case OP_WR_TIMED:
+		return real.pthread_rwlock_trywrlock(l);
+	case OP_SPIN:
+		break;
+	}
+	return EBUSY;
 }
 
 static unsigned op_kind(enum lock_op op)
@@ -114,19 +151,30 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 	unsigned kind = op_kind(op);
 	lock_ent_t *e = lockmap_get(t, l, kind);
 	int32_t waiters = 0;
-	if (e) {
-		waiters = atomic_fetch_add(&e->waiters, 1) + 1;
-		atomic_store_explicit(&e->waited, 1, memory_order_relaxed);
+	lock_cont_t *c = e ? lockmap_cont(e) : NULL;
+	if (c) {
+		waiters = atomic_fetch_add(&c->waiters, 1) + 1;
+		if (!atomic_load_explicit(&c->waited, memory_order_relaxed))
+			atomic_store_explicit(&c->waited, 1,
+			                      memory_order_relaxed);
 	}
-	uint64_t t0 = prim_tsc();
-	int r = op_call(op, l, clk, abs);
-	uint64_t t1 = prim_tsc();
+	uint64_t t0 = prim_tsc(), t1 = t0;
+	int r = EBUSY;
+	while (g_spin_ticks && t1 - t0 < g_spin_ticks) {
+		prim_pause();
+		if ((r = op_try(op, l)) != EBUSY)
+			break;
+		t1 = prim_tsc();
+	}
+	if (r == EBUSY)
+		r = op_call(op, l, clk, abs);
+	t1 = prim_tsc();
 	if (!e) {
 		if (r == 0)
 			t->drops++;
 		return r;
 	}
-	atomic_fetch_sub(&e->waiters, 1);
+	atomic_fetch_sub(&c->waiters, 1);
 	if (r == 0 || (r == EOWNERDEAD && !op_shared(op))) {
 		uint32_t stack = stack_here(t, ra, fp);
 		uint8_t *p = ev_head(t, op_shared(op) ? FMT_ACQ_SHARED_WAIT
@@ -144,9 +192,19 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 	return r;
 }
 
-/* The release of l: REL, or REL_CONTENDED with the holder's stack. */
-static inline void rec_release(tls_t *t, void *l, uintptr_t ra, void *fp)
+/* The release of l, in two halves around the real unlock: rel_begin reads
+ * the clock and the waited flag before it (so hold intervals never overlap
+ * the next holder's), rel_end encodes REL or REL_CONTENDED after it (so the
+ * encoding and the holder's stack do not lengthen the hold). */
+typedef struct rel {
+	uint64_t tsc;
+	uint32_t id;
+	uint8_t contended;
+} rel_t;
+
+static inline void rel_begin(tls_t *t, void *l, rel_t *rl)
 {
+	rl->id = 0;
 	lock_ent_t *e = &lockmap_slots[lockmap_hash((uintptr_t)l)];
 	if (unlikely(atomic_load_explicit(&e->addr, memory_order_relaxed) !=
 	             (uintptr_t)l)) {
@@ -160,16 +218,25 @@ static inline void rec_release(tls_t *t, void *l, uintptr_t ra, void *fp)
 			return;
 		}
 	}
-	uint32_t id = atomic_load_explicit(&e->id, memory_order_relaxed);
-	if (unlikely(!id))
-		return;
-	uint64_t tsc = prim_tsc();
-	if (unlikely(atomic_load_explicit(&e->waited, memory_order_relaxed))) {
-		atomic_store_explicit(&e->waited, 0, memory_order_relaxed);
-		rec_uu(t, FMT_REL_CONTENDED, tsc, id, stack_here(t, ra, fp));
-		return;
+	rl->id = atomic_load_explicit(&e->id, memory_order_relaxed);
+	rl->tsc = prim_tsc();
+	rl->contended = 0;
+	lock_cont_t *c = lockmap_cont(e);
+	if (unlikely(atomic_load_explicit(&c->waited, memory_order_relaxed))) {
+		atomic_store_explicit(&c->waited, 0, memory_order_relaxed);
+		rl->contended = 1;
 	}
-	rec_u(t, FMT_REL, tsc, id);
+}
+
+static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
+{
+	if (unlikely(!rl->id))
+		return;
+	if (unlikely(rl->contended))
+		rec_uu(t, FMT_REL_CONTENDED, rl->tsc, rl->id,
+		       stack_here(t, ra, fp));
+	else
+		rec_u(t, FMT_REL, rl->tsc, rl->id);
 }
 
 /* Before the real functions are known (dlsym bootstrap, one thread): locks
@@ -267,9 +334,11 @@ TRY_HOOK(pthread_spin_trylock, pthread_spinlock_t, FMT_KIND_SPIN, FMT_ACQ)
 		tls_t *t = &shim_tls;                                          \
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(real.sym(l));                      \
-		rec_release(t, (void *)l, HOOK_RA(), HOOK_FP());                       \
+		rel_t rl;                                                      \
+		rel_begin(t, (void *)l, &rl);                                  \
 		held_dec(t);                                                   \
 		int r = real.sym(l);                                           \
+		rel_end(t, &rl, HOOK_RA(), HOOK_FP());                         \
 		hook_leave(t);                                                 \
 		return r;                                                      \
 	}

@@ -11,21 +11,36 @@
 #define LOCKMAP_PROBES 128
 
 lock_ent_t *lockmap_slots;
+lock_cont_t *lockmap_conts;
 static _Atomic uint32_t next_id = 1;
 static _Atomic uint64_t lost;
 static _Atomic int full_warned;
 
 int lockmap_init(void)
 {
+	lockmap_conts = prim_map(LOCKMAP_SLOTS * sizeof(lock_cont_t));
 	lockmap_slots = prim_map(LOCKMAP_SLOTS * sizeof(lock_ent_t));
+	if (lockmap_slots && !lockmap_conts) {
+		prim_unmap(lockmap_slots, LOCKMAP_SLOTS * sizeof(lock_ent_t));
+		lockmap_slots = NULL;
+	}
 	return lockmap_slots ? 0 : -1;
 }
 
 void lockmap_reset(void)
 {
 	lock_ent_t *old = lockmap_slots;
-	lockmap_slots = prim_map(LOCKMAP_SLOTS * sizeof(lock_ent_t));
-	prim_unmap(old, LOCKMAP_SLOTS * sizeof(lock_ent_t));
+	lock_cont_t *oldc = lockmap_conts;
+	lock_cont_t *c = prim_map(LOCKMAP_SLOTS * sizeof(lock_cont_t));
+	lock_ent_t *e = c ? prim_map(LOCKMAP_SLOTS * sizeof(lock_ent_t)) : NULL;
+	if (!e && c)
+		prim_unmap(c, LOCKMAP_SLOTS * sizeof(lock_cont_t));
+	lockmap_conts = e ? c : NULL;
+	lockmap_slots = e;
+	if (old)
+		prim_unmap(old, LOCKMAP_SLOTS * sizeof(lock_ent_t));
+	if (oldc)
+		prim_unmap(oldc, LOCKMAP_SLOTS * sizeof(lock_cont_t));
 	atomic_store(&next_id, 1);
 	atomic_store(&lost, 0);
 	atomic_store(&full_warned, 0);
@@ -83,8 +98,8 @@ static void assign(tls_t *t, lock_ent_t *e, unsigned kind, unsigned flags,
 	uint32_t id = atomic_fetch_add(&next_id, 1);
 	if (atomic_compare_exchange_strong(&e->id, &cur, id)) {
 		e->kind = (uint8_t)kind;
-		atomic_store(&e->waiters, 0);
-		atomic_store(&e->waited, 0);
+		atomic_store(&lockmap_cont(e)->waiters, 0);
+		atomic_store(&lockmap_cont(e)->waited, 0);
 		emit_new(t, id, atomic_load(&e->addr), kind, flags);
 	}
 }

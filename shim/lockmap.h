@@ -27,17 +27,30 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* The read-mostly half of an entry: written when the slot is claimed and
+ * when the id changes, so that holders read it from their own cache. */
 typedef struct lock_ent {
 	_Atomic uintptr_t addr;
 	_Atomic uint32_t id;
-	_Atomic int32_t waiters;
-	_Atomic uint8_t waited;
 	uint8_t kind;
 } lock_ent_t;
+
+/* The contention half, in a parallel array: written by waiters, read and
+ * cleared by the holder at release. */
+typedef struct lock_cont {
+	_Atomic int32_t waiters;
+	_Atomic uint8_t waited;
+} lock_cont_t;
 
 #define LOCKMAP_BITS 20
 
 extern lock_ent_t *lockmap_slots;
+extern lock_cont_t *lockmap_conts;
+
+static inline lock_cont_t *lockmap_cont(const lock_ent_t *e)
+{
+	return &lockmap_conts[e - lockmap_slots];
+}
 
 int lockmap_init(void);
 void lockmap_reset(void);

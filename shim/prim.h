@@ -35,6 +35,16 @@ static inline uint64_t prim_tsc(void)
 #define PRIM_HAVE_TSC 0
 #endif
 
+/* A spin-wait hint. */
+static inline void prim_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	_mm_pause();
+#else
+	__asm__ volatile("" ::: "memory");
+#endif
+}
+
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
