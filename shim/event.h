@@ -21,8 +21,14 @@ extern uint64_t g_flush_ticks; /* MALLOCK_FLUSH_MS in TSC ticks */
 extern uint64_t g_stop_tsc;    /* end of the window (control.h) */
 extern uint64_t g_spin_ticks;  /* MALLOCK_SPIN_NS in TSC ticks */
 
+/* Encodes the thread's pending acquisition (tls.h; lock_hooks.c). */
+void acq_pend_flush(tls_t *t);
+
+/* Starts an event. A pending acquisition goes first: it happened before. */
 static inline uint8_t *ev_head(tls_t *t, unsigned type, uint64_t tsc)
 {
+	if (unlikely(t->pend_type))
+		acq_pend_flush(t);
 	return fmt_put_head(t->pos, &t->enc, type, tsc);
 }
 

@@ -22,6 +22,7 @@
 #include "attach.h"
 #include "config.h"
 #include "control.h"
+#include "event.h"
 #include "fatal.h"
 #include "lockmap.h"
 #include "modules.h"
@@ -56,6 +57,7 @@ __attribute__((noinline)) static void pause_flush(tls_t *t)
 		return;
 	t->gate = GATE_BUSY;
 	atomic_signal_fence(memory_order_seq_cst);
+	acq_pend_flush(t);
 	if (t->pos != t->wb->chunk + FMT_CHUNK_HEADER_SIZE)
 		writer_flush(t);
 	atomic_signal_fence(memory_order_seq_cst);
@@ -258,6 +260,8 @@ __attribute__((destructor)) static void shim_dtor(void)
 	t->gate = GATE_BUSY;
 	modules_check();
 	stack_cache_note(t);
+	if (t->wb)
+		acq_pend_flush(t);
 	writer_final();
 	ctl_exit();
 	t->gate = GATE_DEAD;

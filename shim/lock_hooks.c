@@ -4,14 +4,21 @@
  * trylock failure, init and destroy.
  *
  * Uncontended acquisition: the real trylock succeeds -> ACQ/ACQ_SHARED(lock,
- * site): one TSC read (the timestamp, needed for hold times), the lock id
- * (read-only table lookup), the one-frame call-site id from the thread's
- * cache. No atomic read-modify-write, no hashing of deep stacks.
+ * site). Inside the hold only the TSC is read (the timestamp, needed for
+ * hold times); the lock id (read-only table lookup), the one-frame call-site
+ * id and the encoding follow after the release's unlock, or before the
+ * thread's next event (tls.h: pend_*). No atomic read-modify-write, no
+ * hashing of deep stacks. A thread that exits or crashes holding a lock
+ * with no event recorded since its acquisition loses that ACQ (the hold
+ * never ended, so no REL either); the exit path of the main thread, and a
+ * pause, write it.
  *
- * Contended acquisition: waiters++ (the count read, self included, is the
- * event's `waiters`), set the lock's waited flag, time the real blocking
- * call, waiters-- -> ACQ_WAIT/ACQ_SHARED_WAIT(lock, full stack, ticks,
- * waiters). A timed lock that times out -> TRY_FAIL(lock, site) only.
+ * Contended acquisition: the full stack first (before the wait: it must not
+ * lengthen the hold that follows), waiters++ (the count read, self
+ * included, is the event's `waiters`), set the lock's waited flag, time the
+ * real blocking call, waiters-- -> ACQ_WAIT/ACQ_SHARED_WAIT(lock, full
+ * stack, ticks, waiters). A timed lock that times out -> TRY_FAIL(lock,
+ * site) only.
  *
  * Release: REL(lock), or REL_CONTENDED(lock, holder's full stack) when a
  * thread waited during this hold (the waited flag, cleared here). Its time
@@ -113,19 +120,37 @@ static int op_shared(enum lock_op op)
 	return op == OP_RD || op == OP_RD_TIMED;
 }
 
-/* ACQ or ACQ_SHARED at the call site ra. */
+/* ACQ or ACQ_SHARED at the call site ra: only the time is taken inside the
+ * hold; the lookups and the encoding wait until the release has unlocked
+ * (rel_end), or until the thread's next event (ev_head), whichever comes
+ * first. */
 static inline void rec_acq(tls_t *t, unsigned type, void *l, unsigned kind,
                            uintptr_t ra)
 {
 	uint64_t tsc = prim_tsc();
-	lock_ent_t *e = lockmap_get(t, l, kind);
+	if (unlikely(t->pend_type))
+		acq_pend_flush(t);
+	t->pend_tsc = tsc;
+	t->pend_lock = l;
+	t->pend_ra = ra;
+	t->pend_kind = (uint8_t)kind;
+	t->pend_type = (uint8_t)type;
+}
+
+__attribute__((noinline)) void acq_pend_flush(tls_t *t)
+{
+	unsigned type = t->pend_type;
+	t->pend_type = 0;
+	if (!type)
+		return;
+	lock_ent_t *e = lockmap_get(t, t->pend_lock, t->pend_kind);
 	if (unlikely(!e)) {
 		t->drops++;
 		return;
 	}
-	uint32_t site = stack_site(t, ra);
-	rec_uu(t, type, tsc, atomic_load_explicit(&e->id, memory_order_relaxed),
-	       site);
+	uint32_t site = stack_site(t, t->pend_ra);
+	rec_uu(t, type, t->pend_tsc,
+	       atomic_load_explicit(&e->id, memory_order_relaxed), site);
 }
 
 static void rec_tryfail(tls_t *t, void *l, unsigned kind, uintptr_t ra)
@@ -150,6 +175,9 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 {
 	unsigned kind = op_kind(op);
 	lock_ent_t *e = lockmap_get(t, l, kind);
+	/* The stack before the wait, so that it does not lengthen the hold
+	 * that follows (nor count as waiting). */
+	uint32_t stack = e ? stack_here(t, ra, fp) : 0;
 	int32_t waiters = 0;
 	lock_cont_t *c = e ? lockmap_cont(e) : NULL;
 	if (c) {
@@ -176,7 +204,6 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 	}
 	atomic_fetch_sub(&c->waiters, 1);
 	if (r == 0 || (r == EOWNERDEAD && !op_shared(op))) {
-		uint32_t stack = stack_here(t, ra, fp);
 		uint8_t *p = ev_head(t, op_shared(op) ? FMT_ACQ_SHARED_WAIT
 		                                       : FMT_ACQ_WAIT,
 		                     t1);
@@ -207,7 +234,12 @@ static inline void rel_begin(tls_t *t, void *l, rel_t *rl)
 	rl->id = 0;
 	lock_ent_t *e = &lockmap_slots[lockmap_hash((uintptr_t)l)];
 	if (unlikely(atomic_load_explicit(&e->addr, memory_order_relaxed) !=
-	             (uintptr_t)l)) {
+	                 (uintptr_t)l ||
+	             !atomic_load_explicit(&e->id, memory_order_relaxed))) {
+		/* The first hold of a lock: its entry is made when its
+		 * pending ACQ is encoded, so do that now. */
+		if (t->pend_type && t->pend_lock == l)
+			acq_pend_flush(t);
 		e = lockmap_find(l);
 		if (!e) {
 			/* Unknown lock: taken before recording started, or
@@ -230,8 +262,11 @@ static inline void rel_begin(tls_t *t, void *l, rel_t *rl)
 
 static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 {
-	if (unlikely(!rl->id))
+	if (unlikely(!rl->id)) {
+		if (t->pend_type)
+			acq_pend_flush(t);
 		return;
+	}
 	if (unlikely(rl->contended))
 		rec_uu(t, FMT_REL_CONTENDED, rl->tsc, rl->id,
 		       stack_here(t, ra, fp));
