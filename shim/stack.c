@@ -6,6 +6,7 @@
 #include "config.h"
 #include "note.h"
 #include "prim.h"
+#include "sample.h"
 #include "writer.h"
 
 #include <string.h>
@@ -24,6 +25,14 @@ static _Atomic uint64_t lost;
 
 int stack_init(void)
 {
+	/* The stack cache's learning walk steps with unw_step, whose DWARF
+	 * register-state cache, under libunwind's default global policy,
+	 * takes a lock and masks all signals (two sigprocmask calls) per
+	 * step. Per thread it needs neither. (unw_backtrace's own fast path
+	 * keeps its frame cache per thread either way.) */
+	if (g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND)
+		unw_set_caching_policy(unw_local_addr_space,
+		                       UNW_CACHE_PER_THREAD);
 	slots = prim_map(STACK_SLOTS * sizeof *slots);
 	return slots ? 0 : -1;
 }
@@ -202,8 +211,6 @@ uint32_t stack_here_slow(tls_t *t, uintptr_t ra, void *fp)
 
 /* ---- the validated stack cache (stack.h) ---- */
 
-#define SC_CREDIT0 1024  /* learning budget of a new thread */
-#define SC_LEARN_COST 32 /* a learning walk costs about 30 unw_backtrace */
 
 static size_t sc_size(const scache_t *c)
 {
@@ -369,21 +376,37 @@ uint32_t stack_here_miss(tls_t *t, uintptr_t ra, void *fp)
 		return stack_here_slow(t, ra, fp);
 	uintptr_t rbp = sc_rbp(c, *(const uintptr_t *)fp);
 	uint64_t h = sc_hash(ra, cfa, rbp);
-	unsigned set = (unsigned)(h >> 59) & (SC_SETS - 1);
+	unsigned set = (unsigned)(h >> (64 - SC_SET_BITS));
 	unsigned si = (unsigned)h & (SC_SETS * 2 - 1);
 	/* Learn a key on its second miss, while the credit lasts. */
-	if (c->seen[si] != h || c->credit <= 0) {
+	int held = sample_holds(t);
+	if (c->seen[si] == h && c->credit > 0 &&
+	    (!held || c->held_learned < SC_HELD_LEARNS + c->hits / 65536)) {
+		c->held_learned += held;
+		c->seen[si] = 0;
+		sc_entry_t *e0 = sc_entry(c, set * 2),
+		           *e1 = sc_entry(c, set * 2 + 1);
+		uint64_t t0 = prim_tsc();
+		uint32_t id = sc_learn(t, c, e0->used <= e1->used ? e0 : e1,
+		                       ra, cfa, rbp);
+		c->credit -= SC_LEARN_WEIGHT * (int64_t)(prim_tsc() - t0);
+		if (id)
+			return id;
+	} else {
 		c->seen[si] = h;
-		c->walked++;
-		return stack_here_slow(t, ra, fp);
 	}
-	c->seen[si] = 0;
-	c->credit -= SC_LEARN_COST;
-	sc_entry_t *e0 = sc_entry(c, set * 2), *e1 = sc_entry(c, set * 2 + 1);
-	uint32_t id = sc_learn(t, c, e0->used <= e1->used ? e0 : e1, ra, cfa,
-	                       rbp);
-	if (id)
-		return id;
 	c->walked++;
-	return stack_here_slow(t, ra, fp);
+	uint64_t t0 = prim_tsc();
+	uint32_t id = stack_here_slow(t, ra, fp);
+	uint64_t dt = prim_tsc() - t0;
+	/* A running mean (1/8 weight), robust to a preempted walk. */
+	if (c->walk_ticks == 0)
+		c->walk_ticks = dt;
+	else if (dt < 4 * c->walk_ticks)
+		c->walk_ticks = (uint64_t)((int64_t)c->walk_ticks +
+		                           ((int64_t)dt -
+		                            (int64_t)c->walk_ticks) / 8);
+	else
+		c->walk_ticks += c->walk_ticks / 8;
+	return id;
 }

@@ -81,11 +81,21 @@ uint32_t stack_here_slow(tls_t *t, uintptr_t ra, void *fp);
  * reset and by dlclose.
  *
  * A key is learned (a slower unw_init_local/unw_step walk that notes the
- * words) on its second miss only, and only while the thread's credit lasts:
- * hits earn credit, learning spends it, so a thread whose stacks never
- * repeat stops learning and pays unw_backtrace alone.
+ * words: 3 to 15 us, against 0.1 us for unw_backtrace) on its second miss
+ * only, and only while the thread's credit lasts. The credit is in TSC
+ * ticks: each hit earns what an unwind costs (measured on misses), each
+ * learning walk spends four times what it took (a 10 us stall hurts a
+ * program more than the sum of the 100 ns it saves: it may stall others).
+ * A thread whose stacks do not repeat often enough to pay for learning
+ * them learns less, down to nothing. While the thread holds a lock, it
+ * learns at most 64 stacks, plus one per 65536 hits: a stall inside a
+ * critical section stalls every waiter too (db_bench fillrandom lost a
+ * third of its throughput to unlimited learning under RocksDB's mutex),
+ * but the allocation under a lock is the very pattern mallock looks for,
+ * and its few paths should be cached.
  */
-#define SC_SETS 32 /* two ways each */
+#define SC_SET_BITS 6
+#define SC_SETS (1u << SC_SET_BITS) /* two ways each */
 
 typedef struct sc_entry {
 	uintptr_t ra, cfa, rbp; /* key (rbp normalised: 1 = not a stack address) */
@@ -100,12 +110,19 @@ typedef struct scache {
 	uintptr_t lo, hi;     /* the thread's stack */
 	size_t entry_size;    /* bytes per entry, a multiple of 8 */
 	unsigned cap;         /* checks per entry */
-	int64_t credit;       /* learning budget */
+	int64_t credit;       /* learning budget, TSC ticks */
+	uint64_t walk_ticks;  /* running mean of an unwind's cost */
 	uint64_t clock;       /* hits + learns (the LRU clock) */
 	uint64_t hits, learned, walked; /* for the exit note */
+	uint64_t held_learned; /* learning walks made while holding a lock */
 	uint64_t seen[SC_SETS * 2]; /* key hashes missed once */
 	unsigned char entries[]; /* SC_SETS * 2 entries */
 } scache_t;
+
+#define SC_CREDIT0 3000000       /* a new thread's learning budget (ticks) */
+#define SC_CREDIT_MAX 30000000   /* the most it saves up */
+#define SC_LEARN_WEIGHT 4        /* a learning walk is charged 4x its time */
+#define SC_HELD_LEARNS 64        /* learning walks under a lock, at first */
 
 extern _Atomic uint32_t g_stack_epoch;
 
@@ -166,14 +183,14 @@ static inline uint32_t sc_lookup(tls_t *t, uintptr_t ra, void *fp)
 	scache_t *c = t->sc;
 	uintptr_t cfa = (uintptr_t)fp + 16;
 	uintptr_t rbp = sc_rbp(c, *(const uintptr_t *)fp);
-	unsigned set = (unsigned)(sc_hash(ra, cfa, rbp) >> 59) & (SC_SETS - 1);
+	unsigned set = (unsigned)(sc_hash(ra, cfa, rbp) >> (64 - SC_SET_BITS));
 	for (unsigned w = 0; w < 2; w++) {
 		sc_entry_t *e = sc_entry(c, set * 2 + w);
 		if (sc_valid(c, e, ra, cfa, rbp)) {
 			e->used = ++c->clock;
 			c->hits++;
-			if (c->credit < 4096)
-				c->credit++;
+			if (c->credit < SC_CREDIT_MAX)
+				c->credit += (int64_t)c->walk_ticks;
 			return e->id;
 		}
 	}
