@@ -17,7 +17,8 @@
  * lengthen the hold that follows), waiters++ (the count read, self
  * included, is the event's `waiters`), set the lock's waited flag, time the
  * real blocking call, waiters-- -> ACQ_WAIT/ACQ_SHARED_WAIT(lock, full
- * stack, ticks, waiters). A timed lock that times out -> TRY_FAIL(lock,
+ * stack, ticks, waiters), encoded after the hold as an uncontended ACQ is.
+ * A timed lock that times out -> TRY_FAIL(lock,
  * site) only.
  *
  * Release: REL(lock), or REL_CONTENDED(lock, holder's full stack) when a
@@ -143,6 +144,15 @@ __attribute__((noinline)) void acq_pend_flush(tls_t *t)
 	t->pend_type = 0;
 	if (!type)
 		return;
+	if (type == FMT_ACQ_WAIT || type == FMT_ACQ_SHARED_WAIT) {
+		uint8_t *p = ev_head(t, type, t->pend_tsc);
+		p = fmt_put_u(p, t->pend_id);
+		p = fmt_put_u(p, t->pend_stack);
+		p = fmt_put_u(p, t->pend_ticks);
+		p = fmt_put_u(p, t->pend_waiters);
+		ev_commit(t, p, t->pend_tsc);
+		return;
+	}
 	lock_ent_t *e = lockmap_get(t, t->pend_lock, t->pend_kind);
 	if (unlikely(!e)) {
 		t->drops++;
@@ -204,14 +214,17 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 	}
 	atomic_fetch_sub(&c->waiters, 1);
 	if (r == 0 || (r == EOWNERDEAD && !op_shared(op))) {
-		uint8_t *p = ev_head(t, op_shared(op) ? FMT_ACQ_SHARED_WAIT
-		                                       : FMT_ACQ_WAIT,
-		                     t1);
-		p = fmt_put_u(p, atomic_load(&e->id));
-		p = fmt_put_u(p, stack);
-		p = fmt_put_u(p, t1 - t0);
-		p = fmt_put_u(p, (uint64_t)waiters);
-		ev_commit(t, p, t1);
+		/* Encoded after the hold, as an uncontended ACQ is. */
+		if (unlikely(t->pend_type))
+			acq_pend_flush(t);
+		t->pend_tsc = t1;
+		t->pend_lock = l;
+		t->pend_id = atomic_load_explicit(&e->id, memory_order_relaxed);
+		t->pend_stack = stack;
+		t->pend_ticks = t1 - t0;
+		t->pend_waiters = (uint32_t)waiters;
+		t->pend_type = op_shared(op) ? FMT_ACQ_SHARED_WAIT
+		                             : FMT_ACQ_WAIT;
 	} else if (r == ETIMEDOUT) {
 		rec_uu(t, FMT_TRY_FAIL, t1, atomic_load(&e->id),
 		       stack_site(t, ra));

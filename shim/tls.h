@@ -66,13 +66,16 @@ typedef struct tls {
 	uint32_t nheld, held_epoch;
 	uint32_t flush_gen; /* g_flush_gen when this thread last flushed */
 	uint8_t sc_failed;  /* the stack cache could not be set up */
-	/* An uncontended acquisition not yet encoded (lock_hooks.c): its
+	/* An acquisition not yet encoded (lock_hooks.c): its
 	 * record is written after the hold, or before the thread's next event,
 	 * whichever is first. pend_type 0: none. */
 	uint8_t pend_type, pend_kind;
 	uint64_t pend_tsc;
 	void *pend_lock;
 	uintptr_t pend_ra;
+	/* ACQ_WAIT / ACQ_SHARED_WAIT: its fields, already resolved */
+	uint64_t pend_ticks;
+	uint32_t pend_id, pend_stack, pend_waiters;
 	struct scache *sc;  /* the validated stack cache (stack.h), or NULL */
 	struct {
 		uintptr_t pc;
