@@ -165,16 +165,15 @@ static inline int sc_valid(const scache_t *c, const sc_entry_t *e, uintptr_t ra,
 		return 0;
 	const uint32_t *off = sc_off(e);
 	const uintptr_t *val = sc_val(c, e);
+	const uintptr_t lo = c->lo, span = c->hi - c->lo;
 	unsigned i = 0, nx = e->nx, n = nx + e->nl;
+	uintptr_t diff = 0;
+	/* Branch-free: all the words are in cache, a mismatch is rare. */
 	for (; i < nx; i++)
-		if (*(const volatile uintptr_t *)(cfa + off[i]) != val[i])
-			return 0;
-	for (; i < n; i++) {
-		uintptr_t v = *(const volatile uintptr_t *)(cfa + off[i]);
-		if (v - c->lo < c->hi - c->lo)
-			return 0;
-	}
-	return 1;
+		diff |= *(const uintptr_t *)(cfa + off[i]) ^ val[i];
+	for (; i < n; i++)
+		diff |= *(const uintptr_t *)(cfa + off[i]) - lo < span;
+	return diff == 0;
 }
 
 /* The cached id for the hook's caller, or 0. fp is the hook's frame. */
