@@ -273,9 +273,11 @@ void stack_cache_note(tls_t *t)
 /*
  * The learning walk: unwinds with the cursor API from here to the hook's
  * caller (the frame whose pc is ra and whose stack pointer is cfa), then up
- * to depth frames, noting each frame's return-address slot and the slots
- * rbp was restored from. Fills e and returns the interned id, or 0 when the
- * stack cannot be cached (e untouched).
+ * to depth frames, noting each frame's return-address slot, and the slot
+ * each frame's rbp came from when the frame's CFA is rbp + 16 (or, when
+ * that rbp is still the caller's own, that the key must hold it). Fills e
+ * and returns the interned id, or 0 when the stack cannot be cached (e
+ * untouched).
  */
 __attribute__((noinline)) static uint32_t
 sc_learn(tls_t *t, scache_t *c, sc_entry_t *e, uintptr_t ra, uintptr_t cfa,
@@ -298,39 +300,56 @@ sc_learn(tls_t *t, scache_t *c, sc_entry_t *e, uintptr_t ra, uintptr_t cfa,
 		if (unw_step(&cur) <= 0)
 			return 0;
 	}
-	unsigned depth = (unsigned)g_cfg.depth, n = 0, nx = 0, nl = 0;
+	unsigned depth = (unsigned)g_cfg.depth, n = 0, nx = 0;
 	uintptr_t frames[STACK_MAX_DEPTH];
-	uint32_t xo[2 * STACK_MAX_DEPTH + 4], lo_[2 * STACK_MAX_DEPTH + 4];
+	uint32_t xo[2 * STACK_MAX_DEPTH + 4];
 	uintptr_t xv[2 * STACK_MAX_DEPTH + 4];
-	uintptr_t hi = c->hi, last_rbp = 0;
+	uintptr_t hi = c->hi, key_rbp = 0;
+	/* The slot the current frame's rbp came from (0: the caller's own
+	 * rbp, in the key), and whether it is already checked. */
+	uintptr_t slot = 0;
+	int slot_checked = 0;
 	frames[n++] = ra;
 	while (n < depth) {
 		unw_save_loc_t sl;
-		/* Where this frame's rbp came from: above the caller's stack
-		 * pointer, a slot a callee saved it in; below, the caller's own
-		 * rbp (in the key). */
-		if (unw_get_save_loc(&cur, UNW_X86_64_RBP, &sl) != 0)
+		unw_word_t fr_rbp;
+		if (unw_get_save_loc(&cur, UNW_X86_64_RBP, &sl) != 0 ||
+		    sl.type == UNW_SLT_REG ||
+		    unw_get_reg(&cur, UNW_X86_64_RBP, &fr_rbp) != 0)
 			return 0;
-		if (sl.type == UNW_SLT_REG)
-			return 0;
-		if (sl.type == UNW_SLT_MEMORY && sl.u.addr >= cfa &&
-		    sl.u.addr != last_rbp) {
-			uintptr_t a = sl.u.addr;
-			if (a + sizeof(uintptr_t) > hi || a - cfa > UINT32_MAX ||
-			    nx + nl >= c->cap)
-				return 0;
-			last_rbp = a;
-			uintptr_t v = *(const uintptr_t *)a;
-			if (v - c->lo < hi - c->lo) {
-				xo[nx] = (uint32_t)(a - cfa);
-				xv[nx++] = v;
-			} else {
-				lo_[nl++] = (uint32_t)(a - cfa);
-			}
+		uintptr_t here = sl.type == UNW_SLT_MEMORY && sl.u.addr >= cfa
+		                     ? (uintptr_t)sl.u.addr
+		                     : 0;
+		if (here != slot) {
+			slot = here;
+			slot_checked = 0;
 		}
 		int r = unw_step(&cur);
 		if (r < 0)
 			return 0;
+		/* Did this frame's CFA come from rbp? Then what rbp came
+		 * from must not change. (At the end of the stack the CFA is
+		 * unknown: keep rbp if it points into the stack.) */
+		unw_word_t next_sp = 0;
+		int uses_rbp;
+		if (r == 0)
+			uses_rbp = fr_rbp - c->lo < hi - c->lo;
+		else if (unw_get_reg(&cur, UNW_REG_SP, &next_sp) != 0)
+			return 0;
+		else
+			uses_rbp = fr_rbp + 16 == next_sp;
+		if (uses_rbp && !slot_checked) {
+			slot_checked = 1;
+			if (slot == 0) {
+				key_rbp = 1;
+			} else {
+				if (slot + sizeof(uintptr_t) > hi ||
+				    slot - cfa > UINT32_MAX || nx >= c->cap)
+					return 0;
+				xo[nx] = (uint32_t)(slot - cfa);
+				xv[nx++] = *(const uintptr_t *)slot;
+			}
+		}
 		if (r == 0)
 			break;
 		if (unw_is_signal_frame(&cur) > 0 ||
@@ -340,7 +359,7 @@ sc_learn(tls_t *t, scache_t *c, sc_entry_t *e, uintptr_t ra, uintptr_t cfa,
 			return 0;
 		uintptr_t a = sl.u.addr;
 		if (a < cfa || a + sizeof(uintptr_t) > hi ||
-		    a - cfa > UINT32_MAX || nx + nl >= c->cap)
+		    a - cfa > UINT32_MAX || nx >= c->cap)
 			return 0;
 		xo[nx] = (uint32_t)(a - cfa);
 		xv[nx++] = *(const uintptr_t *)a;
@@ -352,13 +371,12 @@ sc_learn(tls_t *t, scache_t *c, sc_entry_t *e, uintptr_t ra, uintptr_t cfa,
 	uint32_t *off = (uint32_t *)(void *)(e + 1);
 	uintptr_t *val = (uintptr_t *)(void *)sc_val(c, e);
 	memcpy(off, xo, nx * sizeof *off);
-	memcpy(off + nx, lo_, nl * sizeof *off);
 	memcpy(val, xv, nx * sizeof *val);
 	e->ra = ra;
 	e->cfa = cfa;
 	e->rbp = rbp;
+	e->rbp_mask = key_rbp ? ~(uintptr_t)0 : 0;
 	e->nx = nx;
-	e->nl = nl;
 	e->id = id;
 	e->epoch = epoch;
 	e->used = ++c->clock;
@@ -366,36 +384,35 @@ sc_learn(tls_t *t, scache_t *c, sc_entry_t *e, uintptr_t ra, uintptr_t cfa,
 	return id;
 }
 
-uint32_t stack_here_miss(tls_t *t, uintptr_t ra, void *fp)
+uint32_t stack_here_first(tls_t *t, uintptr_t ra, void *fp)
+{
+	if (!t->sc && !t->sc_failed)
+		sc_create(t);
+	return stack_here_slow(t, ra, fp);
+}
+
+uint32_t stack_here_learn(tls_t *t, uintptr_t ra, void *fp, uint64_t h)
 {
 	scache_t *c = t->sc;
-	if (!c && !t->sc_failed)
-		c = sc_create(t);
 	uintptr_t cfa = (uintptr_t)fp + 16;
-	if (!c || cfa - c->lo >= c->hi - c->lo)
-		return stack_here_slow(t, ra, fp);
-	uintptr_t rbp = sc_rbp(c, *(const uintptr_t *)fp);
-	uint64_t h = sc_hash(ra, cfa, rbp);
-	unsigned set = (unsigned)(h >> (64 - SC_SET_BITS));
-	unsigned si = (unsigned)h & (SC_SETS * 2 - 1);
-	/* Learn a key on its second miss, while the credit lasts. */
 	int held = sample_holds(t);
-	if (c->seen[si] == h && c->credit > 0 &&
-	    (!held || c->held_learned < SC_HELD_LEARNS + c->hits / 65536)) {
-		c->held_learned += held;
-		c->seen[si] = 0;
-		sc_entry_t *e0 = sc_entry(c, set * 2),
-		           *e1 = sc_entry(c, set * 2 + 1);
-		uint64_t t0 = prim_tsc();
-		uint32_t id = sc_learn(t, c, e0->used <= e1->used ? e0 : e1,
-		                       ra, cfa, rbp);
-		c->credit -= SC_LEARN_WEIGHT * (int64_t)(prim_tsc() - t0);
-		if (id)
-			return id;
-	} else {
-		c->seen[si] = h;
-	}
-	c->walked++;
+	if (c->credit <= 0 || cfa - c->lo >= c->hi - c->lo ||
+	    (held && c->held_learned >= SC_HELD_LEARNS + c->hits / 65536))
+		return 0;
+	c->seen[(unsigned)h & (SC_SETS * 2 - 1)] = 0;
+	c->held_learned += (unsigned)held;
+	unsigned set = (unsigned)(h >> (64 - SC_SET_BITS));
+	sc_entry_t *e0 = sc_entry(c, set * 2), *e1 = sc_entry(c, set * 2 + 1);
+	uint64_t t0 = prim_tsc();
+	uint32_t id = sc_learn(t, c, e0->used <= e1->used ? e0 : e1, ra, cfa,
+	                       *(const uintptr_t *)fp);
+	c->credit -= SC_LEARN_WEIGHT * (int64_t)(prim_tsc() - t0);
+	return id;
+}
+
+uint32_t stack_here_timed(tls_t *t, uintptr_t ra, void *fp)
+{
+	scache_t *c = t->sc;
 	uint64_t t0 = prim_tsc();
 	uint32_t id = stack_here_slow(t, ra, fp);
 	uint64_t dt = prim_tsc() - t0;

@@ -61,17 +61,19 @@ uint32_t stack_here_slow(tls_t *t, uintptr_t ra, void *fp);
  * off). unw_backtrace costs ~90 ns for 16 frames; a server calls malloc
  * from the same few paths at the same depths over and over. Per thread, a
  * small table maps a call's key, (return address, the caller's stack
- * pointer = the hook's CFA, the caller's rbp), to the interned stack id and
- * to the list of stack words the unwind read: the return-address slot of
- * every frame and the saved-rbp slots. A frame's unwind rule depends only
- * on its pc, so when the key and every listed word are unchanged, libunwind
- * would walk the same frames: the cached id is the id it would give.
+ * pointer = the hook's CFA), to the interned stack id and to the list of
+ * stack words the unwind depended on: the return-address slot of every
+ * frame, and the slots rbp was restored from for the frames whose CFA is
+ * rbp + 16. A frame's unwind rule depends only on its pc, so when the key
+ * and every listed word are unchanged, libunwind would walk the same
+ * frames: the cached id is the id it would give.
  *
- * Exactness assumes that every frame's CFA is computed from rsp or rbp (all
- * gcc and clang code outside function prologues). An rbp that does not
- * point into the thread's stack cannot be a CFA base, so such values are
- * checked only for staying outside the stack (code built without frame
- * pointers uses rbp as a general register).
+ * Exactness assumes that every frame's CFA is rsp + offset or rbp + 16 (the
+ * rules gcc and clang emit outside prologues and epilogues). A frame whose
+ * rbp was not CFA - 16 when learned cannot have the rbp rule, so its rbp
+ * (in code without frame pointers, a general register) is not checked; for
+ * a frame with it, the slot rbp came from is checked, or, when rbp is still
+ * the caller's own, the caller's rbp is part of the key.
  *
  * Safety: only calls whose CFA lies inside the thread's own stack are
  * cached, and every listed word lies between that CFA and the stack's top,
@@ -82,26 +84,28 @@ uint32_t stack_here_slow(tls_t *t, uintptr_t ra, void *fp);
  *
  * A key is learned (a slower unw_init_local/unw_step walk that notes the
  * words: 3 to 15 us, against 0.1 us for unw_backtrace) on its second miss
- * only, and only while the thread's credit lasts. The credit is in TSC
- * ticks: each hit earns what an unwind costs (measured on misses), each
- * learning walk spends four times what it took (a 10 us stall hurts a
- * program more than the sum of the 100 ns it saves: it may stall others).
- * A thread whose stacks do not repeat often enough to pay for learning
- * them learns less, down to nothing. While the thread holds a lock, it
- * learns at most 64 stacks, plus one per 65536 hits: a stall inside a
- * critical section stalls every waiter too (db_bench fillrandom lost a
- * third of its throughput to unlimited learning under RocksDB's mutex),
- * but the allocation under a lock is the very pattern mallock looks for,
- * and its few paths should be cached.
+ * in a row only, and only while the thread's credit lasts. The credit is
+ * in TSC ticks: each hit earns what an unwind costs (timed on one miss in
+ * 64), each learning walk is charged 16 times what it took: a 10 us stall
+ * hurts a program more than the sum of the 100 ns steps it saves, since
+ * it may stall others (db_bench fillrandom, 4 threads: charged 4 times,
+ * 34,000 walks a run and no gain over the cache being off; charged 16
+ * times, 3,500 walks, 96% hits and 80% of bare instead of 70%). A thread
+ * whose stacks do not repeat often enough to pay for learning them learns
+ * less, down to nothing. While the thread holds a lock it learns at most
+ * 64 stacks, plus one per 65536 hits: a stall inside a critical section
+ * stalls every waiter too, but the allocation under a lock is the very
+ * pattern mallock looks for, and its few paths should be cached.
  */
 #define SC_SET_BITS 6
 #define SC_SETS (1u << SC_SET_BITS) /* two ways each */
 
 typedef struct sc_entry {
-	uintptr_t ra, cfa, rbp; /* key (rbp normalised: 1 = not a stack address) */
+	uintptr_t ra, cfa, rbp; /* key */
+	uintptr_t rbp_mask;     /* ~0: the caller's rbp is part of the key; 0 */
 	uint32_t id;            /* interned stack id */
 	uint32_t epoch;         /* g_stack_epoch when learned */
-	uint32_t nx, nl;        /* exact checks, then outside-the-stack checks */
+	uint32_t nx;            /* checks */
 	uint64_t used;          /* the thread's clock at the last hit (LRU) */
 	/* then: uint32_t off[cap] (from cfa), uintptr_t val[cap] */
 } sc_entry_t;
@@ -121,15 +125,14 @@ typedef struct scache {
 
 #define SC_CREDIT0 3000000       /* a new thread's learning budget (ticks) */
 #define SC_CREDIT_MAX 30000000   /* the most it saves up */
-#define SC_LEARN_WEIGHT 4        /* a learning walk is charged 4x its time */
+#define SC_LEARN_WEIGHT 16       /* a learning walk is charged 16x its time */
 #define SC_HELD_LEARNS 64        /* learning walks under a lock, at first */
 
 extern _Atomic uint32_t g_stack_epoch;
 
-static inline uint64_t sc_hash(uintptr_t ra, uintptr_t cfa, uintptr_t rbp)
+static inline uint64_t sc_hash(uintptr_t ra, uintptr_t cfa)
 {
-	uint64_t h = (ra ^ (cfa << 17) ^ (cfa >> 3) ^ (rbp << 7)) *
-	             0x9E3779B97F4A7C15ull;
+	uint64_t h = (ra ^ (cfa << 17) ^ (cfa >> 3)) * 0x9E3779B97F4A7C15ull;
 	return h ^ (h >> 31);
 }
 
@@ -149,40 +152,33 @@ static inline const uintptr_t *sc_val(const scache_t *c, const sc_entry_t *e)
 	                                         ((c->cap * 4 + 7) & ~7u));
 }
 
-/* The caller's rbp as the key holds it. */
-static inline uintptr_t sc_rbp(const scache_t *c, uintptr_t rbp)
-{
-	return rbp - c->lo < c->hi - c->lo ? rbp : 1;
-}
-
 /* 1 when e holds the key and its words are unchanged. */
 static inline int sc_valid(const scache_t *c, const sc_entry_t *e, uintptr_t ra,
                            uintptr_t cfa, uintptr_t rbp)
 {
-	if (e->ra != ra || e->cfa != cfa || e->rbp != rbp ||
+	if (e->ra != ra || e->cfa != cfa || ((e->rbp ^ rbp) & e->rbp_mask) ||
 	    e->epoch != atomic_load_explicit(&g_stack_epoch,
 	                                     memory_order_relaxed))
 		return 0;
 	const uint32_t *off = sc_off(e);
 	const uintptr_t *val = sc_val(c, e);
-	const uintptr_t lo = c->lo, span = c->hi - c->lo;
-	unsigned i = 0, nx = e->nx, n = nx + e->nl;
 	uintptr_t diff = 0;
 	/* Branch-free: all the words are in cache, a mismatch is rare. */
-	for (; i < nx; i++)
+	for (unsigned i = 0, n = e->nx; i < n; i++)
 		diff |= *(const uintptr_t *)(cfa + off[i]) ^ val[i];
-	for (; i < n; i++)
-		diff |= *(const uintptr_t *)(cfa + off[i]) - lo < span;
 	return diff == 0;
 }
 
-/* The cached id for the hook's caller, or 0. fp is the hook's frame. */
-static inline uint32_t sc_lookup(tls_t *t, uintptr_t ra, void *fp)
+/* The cached id for the hook's caller, or 0 (then *h is the key's hash).
+ * fp is the hook's frame. */
+static inline uint32_t sc_lookup(tls_t *t, uintptr_t ra, void *fp,
+                                 uint64_t *h)
 {
 	scache_t *c = t->sc;
 	uintptr_t cfa = (uintptr_t)fp + 16;
-	uintptr_t rbp = sc_rbp(c, *(const uintptr_t *)fp);
-	unsigned set = (unsigned)(sc_hash(ra, cfa, rbp) >> (64 - SC_SET_BITS));
+	uintptr_t rbp = *(const uintptr_t *)fp;
+	*h = sc_hash(ra, cfa);
+	unsigned set = (unsigned)(*h >> (64 - SC_SET_BITS));
 	for (unsigned w = 0; w < 2; w++) {
 		sc_entry_t *e = sc_entry(c, set * 2 + w);
 		if (sc_valid(c, e, ra, cfa, rbp)) {
@@ -196,8 +192,12 @@ static inline uint32_t sc_lookup(tls_t *t, uintptr_t ra, void *fp)
 	return 0;
 }
 
-/* The cache's miss path (and its set-up on a thread's first stack). */
-uint32_t stack_here_miss(tls_t *t, uintptr_t ra, void *fp);
+/* The cache's slow paths (stack.c): the thread's first stack (sets the
+ * cache up), a learning walk (0 when the credit or the lock rule says no,
+ * or the stack cannot be cached), and an unwind timed for the credit. */
+uint32_t stack_here_first(tls_t *t, uintptr_t ra, void *fp);
+uint32_t stack_here_learn(tls_t *t, uintptr_t ra, void *fp, uint64_t h);
+uint32_t stack_here_timed(tls_t *t, uintptr_t ra, void *fp);
 /* Frees the thread's cache (thread exit), adding its counts to the
  * process's. */
 void stack_cache_free(tls_t *t);
@@ -215,13 +215,26 @@ __attribute__((always_inline)) static inline uint32_t
 stack_here(tls_t *t, uintptr_t ra, void *fp)
 {
 	if (likely(g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND)) {
-		if (likely(t->sc != NULL)) {
-			uint32_t id = sc_lookup(t, ra, fp);
+		scache_t *c = t->sc;
+		if (likely(c != NULL)) {
+			uint64_t h;
+			uint32_t id = sc_lookup(t, ra, fp, &h);
 			if (likely(id != 0))
 				return id;
+			/* A key missed twice in a row may be learned. */
+			unsigned si = (unsigned)h & (SC_SETS * 2 - 1);
+			if (c->seen[si] == h) {
+				id = stack_here_learn(t, ra, fp, h);
+				if (id)
+					return id;
+			} else {
+				c->seen[si] = h;
+			}
+			if ((c->walked++ & 63) == 0)
+				return stack_here_timed(t, ra, fp);
+		} else if (g_cfg.stack_cache && !t->sc_failed) {
+			return stack_here_first(t, ra, fp);
 		}
-		if (g_cfg.stack_cache)
-			return stack_here_miss(t, ra, fp);
 		void *buf[STACK_MAX_DEPTH + 1];
 		unsigned depth = (unsigned)g_cfg.depth;
 		int got = unw_backtrace(buf, (int)depth + 1);
