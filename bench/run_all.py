@@ -369,8 +369,11 @@ class Suite:
             log("  apps: repetition %d/%d" % (rep + 1, self.reps))
             for app, x, bug, fix, lab_, hi, tools in runs:
                 dur = self.duration * (2 if app == "admission" else 1)
-                for t in tools:
-                    for variant, args in (("bug", bug), ("fix", fix)):
+                # Tools innermost: a tool's run and the bare run it is
+                # divided by are neighbours in time (this VM drifts between
+                # a fast and a slow state that lasts seconds).
+                for variant, args in (("bug", bug), ("fix", fix)):
+                    for t in tools:
                         cmd = self.wrap(t, [x] + args + ["--duration=%g" % dur])
                         r = run(cmd)
                         self.cmd_note(2, cmd)
@@ -413,7 +416,8 @@ class Suite:
             "Each app at its documented defaults (tcmalloc-linked build, P/C 1/1 for svcqueue), "
             "--duration=%gs, %d repetitions; bare, `mallock record` (libunwind, depth 16: full "
             "recording; the target applies to it), `mallock record --unwind fp` (depth 16) and "
-            "heaptrack alternate within each repetition. kept = the app's own "
+            "heaptrack alternate within each repetition, one variant at a time, so that each "
+            "tool's run follows its bare run. kept = the app's own "
             "rate under the tool / the bare rate of the same repetition, median [min..max]. "
             "CPU us/unit = user+sys CPU of the whole process tree (wait4; heaptrack's "
             "interpreter and start-up included) / (rate x duration)." % (self.duration, self.reps),
