@@ -18,8 +18,7 @@
  * included, is the event's `waiters`), set the lock's waited flag, time the
  * real blocking call, waiters-- -> ACQ_WAIT/ACQ_SHARED_WAIT(lock, full
  * stack, ticks, waiters), encoded after the hold as an uncontended ACQ is.
- * A timed lock that times out -> TRY_FAIL(lock,
- * site) only.
+ * A timed lock that times out -> TRY_FAIL(lock, site) only.
  *
  * Release: REL(lock), or REL_CONTENDED(lock, holder's full stack) when a
  * thread waited during this hold (the waited flag, cleared here). Its time
@@ -35,9 +34,12 @@
  * into sleeps. Spinning compensates for it on hand-off patterns (producer
  * and consumer) but changes the host's locking: on threads that each loop
  * on one lock, a sleeping waiter lets the holder run alone, and spinning
- * slows both (docs/performance.md measures both). Off unless asked for. A
- * spun wait is still an ACQ_WAIT (the lock was held), with its spin time. A lock released without an entry in the lock table (taken
- * before recording started) is passed through unrecorded.
+ * slows both (bench/performance-notes.md measures both). Off unless asked
+ * for. A spun wait is still an ACQ_WAIT (the lock was held), with its spin
+ * time.
+ *
+ * A lock released without an entry in the lock table (taken before
+ * recording started) is passed through unrecorded.
  */
 #include "hook.h"
 

@@ -90,7 +90,7 @@ uint32_t stack_here_slow(tls_t *t, uintptr_t ra, void *fp);
  * hurts a program more than the sum of the 100 ns steps it saves, since
  * it may stall others (db_bench fillrandom, 4 threads: charged 4 times,
  * 34,000 walks a run and no gain over the cache being off; charged 16
- * times, 3,500 walks, 96% hits and 80% of bare instead of 70%). A thread
+ * times, 3,800 walks, 95% hits and 80% of bare instead of 70%). A thread
  * whose stacks do not repeat often enough to pay for learning them learns
  * less, down to nothing. While the thread holds a lock it learns at most
  * 64 stacks, plus one per 65536 hits: a stall inside a critical section
