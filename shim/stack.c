@@ -379,8 +379,7 @@ sc_learn(tls_t *t, scache_t *c, sc_entry_t *e, uintptr_t ra, uintptr_t cfa,
 	e->nx = nx;
 	e->id = id;
 	e->epoch = epoch;
-	e->used = ++c->clock;
-	c->learned++;
+	e->used = c->hits + ++c->learned;
 	return id;
 }
 

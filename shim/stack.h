@@ -106,7 +106,7 @@ typedef struct sc_entry {
 	uint32_t id;            /* interned stack id */
 	uint32_t epoch;         /* g_stack_epoch when learned */
 	uint32_t nx;            /* checks */
-	uint64_t used;          /* the thread's clock at the last hit (LRU) */
+	uint64_t used;          /* hits + learned at its last use (LRU) */
 	/* then: uint32_t off[cap] (from cfa), uintptr_t val[cap] */
 } sc_entry_t;
 
@@ -116,7 +116,6 @@ typedef struct scache {
 	unsigned cap;         /* checks per entry */
 	int64_t credit;       /* learning budget, TSC ticks */
 	uint64_t walk_ticks;  /* running mean of an unwind's cost */
-	uint64_t clock;       /* hits + learns (the LRU clock) */
 	uint64_t hits, learned, walked; /* for the exit note */
 	uint64_t held_learned; /* learning walks made while holding a lock */
 	uint64_t seen[SC_SETS * 2]; /* key hashes missed once */
@@ -182,8 +181,7 @@ static inline uint32_t sc_lookup(tls_t *t, uintptr_t ra, void *fp,
 	for (unsigned w = 0; w < 2; w++) {
 		sc_entry_t *e = sc_entry(c, set * 2 + w);
 		if (sc_valid(c, e, ra, cfa, rbp)) {
-			e->used = ++c->clock;
-			c->hits++;
+			e->used = ++c->hits + c->learned;
 			if (c->credit < SC_CREDIT_MAX)
 				c->credit += (int64_t)c->walk_ticks;
 			return e->id;
