@@ -1,10 +1,10 @@
 /*
- * finding.h - one finding: its kind (the six of docs/mallock-report.md), a
- * severity, a score (nanoseconds of time it explains), the lock class, the
- * code, the evidence in numbers and one sentence of advice; and what every
- * output asks of one finding (its names, evidence, lock and summary). The
- * detectors (find_*.c) create findings with finding_add and fill them with
- * finding_put and finding_add_stack.
+ * finding.h - one finding: its kind (FINDING_KINDS), a severity, a score
+ * (nanoseconds of time it explains), the lock class, the code, the evidence
+ * in numbers and one sentence of advice; and what every output asks of one
+ * finding (its names, evidence, lock and summary). The detectors (find.h)
+ * create findings with finding_add and fill them with finding_put and
+ * finding_add_stack.
  */
 #ifndef MALLOCK_FINDING_H
 #define MALLOCK_FINDING_H

@@ -7,7 +7,7 @@
  * last good chunk), 1 on an I/O or usage error, 2 when a file is not a
  * mallock trace or of an unsupported version.
  */
-#define _GNU_SOURCE /* pread, posix_fadvise, getopt_long */
+#define _GNU_SOURCE /* getopt_long */
 #include "cli.h"
 #include "load.h"
 #include "report.h"
