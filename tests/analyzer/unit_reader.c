@@ -58,40 +58,27 @@ static void test_merge(void)
 	char path[256];
 	FILE *f = ut_open(path, sizeof path);
 	ut_chunk_t *c = malloc(sizeof *c);
-	uint64_t k1 = 0, k2 = 0, k3 = 0;
 	/* File order: thread 2's only chunk, thread 1's first, thread 3's
 	 * first, thread 1's second, thread 3's second. Streams (by first
 	 * chunk in the file): 0 = thread 2, 1 = thread 1, 2 = thread 3. */
-	ut_begin(c, 2, 0, 5);
-	put(c, 5, &k2);
-	put(c, 20, &k2);
-	put(c, 20, &k2);
-	put(c, 70, &k2);
-	put(c, 300, &k2);
-	ut_write(f, c);
-	ut_begin(c, 1, 0, 10);
-	put(c, 10, &k1);
-	put(c, 20, &k1);
-	put(c, 20, &k1);
-	put(c, 50, &k1);
-	ut_write(f, c);
-	ut_begin(c, 3, 0, 1);
-	put(c, 1, &k3);
-	put(c, 20, &k3);
-	put(c, 100, &k3);
-	ut_write(f, c);
-	ut_begin(c, 1, 1, 60);
-	put(c, 60, &k1);
-	put(c, 90, &k1);
-	put(c, 200, &k1);
-	ut_write(f, c);
-	ut_begin(c, 3, 1, 150);
-	put(c, 150, &k3);
-	put(c, 200, &k3);
-	put(c, 200, &k3);
-	ut_write(f, c);
+	static const struct {
+		uint32_t tid, seq;
+		uint64_t tsc[6]; /* 0 ends */
+	} chunks[] = {
+	    {2, 0, {5, 20, 20, 70, 300}}, {1, 0, {10, 20, 20, 50}},
+	    {3, 0, {1, 20, 100}},         {1, 1, {60, 90, 200}},
+	    {3, 1, {150, 200, 200}},
+	};
+	uint64_t k[4] = {0, 0, 0, 0};
+	for (size_t i = 0; i < sizeof chunks / sizeof *chunks; i++) {
+		ut_begin(c, chunks[i].tid, chunks[i].seq, chunks[i].tsc[0]);
+		for (int j = 0; j < 6 && chunks[i].tsc[j]; j++)
+			put(c, chunks[i].tsc[j], &k[chunks[i].tid]);
+		ut_write(f, c);
+	}
 	fclose(f);
 	free(c);
+	uint64_t k1 = k[1], k2 = k[2], k3 = k[3];
 	int total = (int)(k1 + k2 + k3);
 
 	reader_t *r;

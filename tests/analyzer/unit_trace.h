@@ -37,6 +37,24 @@ static inline void ut_begin(ut_chunk_t *c, uint32_t tid, uint32_t seq,
 	c->enc.last_tsc = tsc_base;
 }
 
+/* Encodes the fields f of a core event of type at p, by the format's
+ * layout table; returns the end. (mktrace.c uses it too.) */
+static inline uint8_t *ut_put_fields(uint8_t *p, fmt_enc_t *enc,
+                                     unsigned type, const uint64_t *f)
+{
+	int i = 0;
+	for (const char *l = fmt_core_layout(type); *l; l++, i++) {
+		if (*l == 'p')
+			p = fmt_put_ptr(p, enc, f[i]);
+		else if (*l == 'r') {
+			p = fmt_put_s(p, (int64_t)(f[i] - f[i - 1]));
+			enc->last_ptr = f[i];
+		} else
+			p = fmt_put_u(p, f[i]);
+	}
+	return p;
+}
+
 /* One core event, fields in wire order (unused ones ignored). */
 static inline void ut_ev(ut_chunk_t *c, unsigned type, uint64_t tsc,
                          uint64_t f0, uint64_t f1, uint64_t f2, uint64_t f3,
@@ -44,16 +62,7 @@ static inline void ut_ev(ut_chunk_t *c, unsigned type, uint64_t tsc,
 {
 	uint64_t f[5] = {f0, f1, f2, f3, f4};
 	uint8_t *p = fmt_put_head(c->buf + c->len, &c->enc, type, tsc);
-	int i = 0;
-	for (const char *l = fmt_core_layout(type); *l; l++, i++) {
-		if (*l == 'p')
-			p = fmt_put_ptr(p, &c->enc, f[i]);
-		else if (*l == 'r') {
-			p = fmt_put_s(p, (int64_t)(f[i] - f[i - 1]));
-			c->enc.last_ptr = f[i];
-		} else
-			p = fmt_put_u(p, f[i]);
-	}
+	p = ut_put_fields(p, &c->enc, type, f);
 	c->len = (size_t)(p - c->buf);
 	if (tsc > c->last)
 		c->last = tsc;
