@@ -1,7 +1,7 @@
 /*
- * classes.c - lock instances -> lock classes (see classes.h). The class's
- * representative instance (the one a finding names) is the one with the
- * most wait, then the most acquisitions.
+ * classes.c - lock instances -> lock classes, and each thread's activity
+ * (see classes.h). The class's representative instance (the one a finding
+ * names) is the one with the most wait, then the most acquisitions.
  */
 #include "classes.h"
 
@@ -74,4 +74,23 @@ void classes_build(model_t *m)
 			c->kind = l->kind;
 	}
 	u64map_free(&by_key);
+}
+
+void thread_activity(model_t *m)
+{
+	for (size_t i = 0; i < m->nthr; i++) {
+		thread_t *t = &m->thr[i];
+		if (m->pid && t->tid == m->pid)
+			t->role = "main";
+		else if (t->cond_waits && t->cond_waits >= t->cond_signals)
+			t->role = "consumer (waits on a condition)";
+		else if (t->cond_signals)
+			t->role = "producer (signals a condition)";
+		else if (t->acq)
+			t->role = "worker (takes locks)";
+		else if (t->allocs)
+			t->role = "worker (allocates)";
+		else
+			t->role = "idle";
+	}
 }

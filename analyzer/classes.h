@@ -1,7 +1,7 @@
 /*
- * classes.h - groups lock instances into lock classes, as lockdep and
- * lock_stat do: a thousand per-connection mutexes initialised at one line
- * are one class.
+ * classes.h - the groupings the reports name: lock instances into lock
+ * classes, as lockdep and lock_stat do (a thousand per-connection mutexes
+ * initialised at one line are one class), and threads by what they do.
  */
 #ifndef MALLOCK_CLASSES_H
 #define MALLOCK_CLASSES_H
@@ -17,5 +17,11 @@
  * (sym_open). Allocates.
  */
 void classes_build(model_t *m);
+
+/* Sets each thread's activity (thread_t.role, a static string): main,
+ * consumer (waits on a condition), producer (signals one), worker (takes
+ * locks, or only allocates), idle. Starvation's peer roles are another
+ * grouping (find_starvation.c). */
+void thread_activity(model_t *m);
 
 #endif

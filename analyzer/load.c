@@ -1,5 +1,5 @@
 /*
- * load.c - the pipeline of one trace (see load.h), and the thread roles.
+ * load.c - the pipeline of one trace (see load.h).
  */
 #include "load.h"
 
@@ -30,25 +30,6 @@ const char *truncation_text(const model_t *m, char *buf, size_t len)
 		         (unsigned long long)in->truncated_at, in->chunks,
 		         in->why);
 	return buf;
-}
-
-void threads_roles(model_t *m)
-{
-	for (size_t i = 0; i < m->nthr; i++) {
-		thread_t *t = &m->thr[i];
-		if (m->pid && t->tid == m->pid)
-			t->role = "main";
-		else if (t->cond_waits && t->cond_waits >= t->cond_signals)
-			t->role = "consumer (waits on a condition)";
-		else if (t->cond_signals)
-			t->role = "producer (signals a condition)";
-		else if (t->acq)
-			t->role = "worker (takes locks)";
-		else if (t->allocs)
-			t->role = "worker (allocates)";
-		else
-			t->role = "idle";
-	}
 }
 
 /* The analyzer's own remarks on how the trace was recorded: sampling
@@ -107,7 +88,7 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 		        truncation_text(m, tr, sizeof tr));
 	sym_open(m, o->symbols);
 	classes_build(m);
-	threads_roles(m);
+	thread_activity(m);
 	if (f)
 		findings_compute(m, f);
 	return 0;

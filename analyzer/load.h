@@ -1,7 +1,7 @@
 /*
  * load.h - one trace from file to findings: read, aggregate, symbolize,
- * group into classes, name thread roles, derive findings. Shared by
- * `mallock report` and `mallock diff`.
+ * group locks into classes and threads by activity, derive findings.
+ * Shared by `mallock report` and `mallock diff`.
  */
 #ifndef MALLOCK_LOAD_H
 #define MALLOCK_LOAD_H
@@ -27,9 +27,6 @@ typedef struct load_opts {
 int load_trace(const char *path, model_t *m, findings_t *f,
                const load_opts_t *o);
 void load_free(model_t *m);
-
-/* Names each thread's role (main, cond waiter, signaller, worker...). */
-void threads_roles(model_t *m);
 
 /* The truncation sentence, "trace truncated at byte N: M of K chunks
  * read (why)", into buf; "" when the trace is complete. */

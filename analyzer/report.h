@@ -1,6 +1,8 @@
 /*
- * report.h - the state of one `mallock report` run, shared by its output
- * formats (report_text.c, report_json.c, report_folded.c) and filters.
+ * report.h - the state of one `mallock report` run (report.c), what every
+ * output format may ask of it (report_query.c), and the formats
+ * (report_text.c, report_json.c, report_folded.c). The formats call only
+ * report_query.c, finding.h and the model; report.c calls the formats.
  */
 #ifndef MALLOCK_REPORT_H
 #define MALLOCK_REPORT_H
@@ -31,13 +33,13 @@ typedef struct report {
 	bool per_process;
 } report_t;
 
+/* report_query.c */
+
 /* Whether lock class c of m passes --lock (id, name or site substring). */
 bool report_class_matches(const report_t *r, model_t *m, uint32_t c);
 /* The id a lock has in the report's output (unique across traces). */
 uint64_t report_lock_id(const report_t *r, const model_t *m,
                         const lock_t *l);
-/* Instance index a finding names (its own, or its class's rep). */
-uint32_t finding_lock(const finding_t *f);
 
 /* A contention point (waiter stack, LS_WAITER) or contending point (holder
  * stack at a contended release, LS_HOLDER) of a lock class, summed over its
@@ -53,15 +55,9 @@ typedef struct point {
 int class_points(model_t *m, uint32_t c, int k, point_t *out, int max,
                  size_t *total);
 
-/* One sentence of evidence for f, into buf. */
-const char *finding_summary(const finding_t *f, char *buf, size_t len);
-
+/* The formats: each writes the whole report r to out. */
 void report_text(const report_t *r, FILE *out);
 void report_json(const report_t *r, FILE *out);
 void report_folded(const report_t *r, FILE *out);
-
-/* Writes text wrapped at 100 columns; continuation lines get indent. */
-void wrap_print(FILE *out, int indent, const char *first_prefix,
-                const char *text);
 
 #endif

@@ -42,97 +42,6 @@ static const char *class_label(const model_t *m, uint32_t c, char *buf,
 	return buf;
 }
 
-const char *finding_summary(const finding_t *f, char *buf, size_t len)
-{
-	char a[32], b[32], c[32], g[32], d[64], e[64];
-	const model_t *m = f->m;
-	switch (f->kind) {
-	case FK_ALLOC_UNDER_LOCK:
-		snprintf(buf, len,
-		         "waiters lost %s on this lock (%.0f contended "
-		         "acquisitions); its holders spent %.1f%% of their hold "
-		         "time in the allocator; %.0f calls for blocks from this "
-		         "site take %.1f%% (%.0f slow, %s waiting on the "
-		         "allocator's own lock).",
-		         fmt_ns(a, sizeof a, ev(f, "lock_wait_ns")),
-		         ev(f, "contended"),
-		         100 * ev(f, "allocator_share_of_hold"), ev(f, "calls"),
-		         100 * ev(f, "site_share_of_hold"), ev(f, "slow_calls"),
-		         fmt_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
-		break;
-	case FK_CROSS_THREAD_FREE:
-		snprintf(buf, len,
-		         "%s of %s frees (%.0f%%) happen on another thread than "
-		         "the allocating one (%.0f allocating, %.0f freeing "
-		         "threads), %s spent in the allocator on them.",
-		         fmt_count(d, sizeof d, ev(f, "cross_thread_frees")),
-		         fmt_count(e, sizeof e, ev(f, "frees")),
-		         100 * ev(f, "share"), ev(f, "allocating_threads"),
-		         ev(f, "freeing_threads"),
-		         fmt_ns(a, sizeof a, ev(f, "allocator_ns")));
-		break;
-	case FK_ALLOC_CHURN:
-		snprintf(buf, len,
-		         "%s short-lived blocks (%.0f%% of size %.0f bytes), "
-		         "%.0f/s, living %s on average; %s in the allocator.",
-		         fmt_count(d, sizeof d, ev(f, "short_lived")),
-		         100 * ev(f, "size_share"), ev(f, "size"),
-		         ev(f, "rate_per_s"),
-		         fmt_ns(a, sizeof a, ev(f, "mean_lifetime_ns")),
-		         fmt_ns(b, sizeof b, ev(f, "allocator_ns")));
-		break;
-	case FK_NESTED_LOCK: {
-		char o[128], i[128];
-		lock_label(m, &m->lock[m->cls[f->cls].rep], o, sizeof o);
-		lock_label(m, &m->lock[m->cls[f->cls2].rep], i, sizeof i);
-		snprintf(buf, len,
-		         "%.0f acquisitions of %s while holding %s; %s waited on "
-		         "the inner lock meanwhile; the outer lock was waited on "
-		         "for %s (%.1f%% of its hold time is spent holding the "
-		         "inner one).",
-		         ev(f, "nested_acquisitions"), i, o,
-		         fmt_ns(a, sizeof a,
-		                ev(f, "inner_wait_ns_while_outer_held")),
-		         fmt_ns(b, sizeof b, ev(f, "outer_wait_ns")),
-		         100 * ev(f, "outer_hold_share_in_inner"));
-		break;
-	}
-	case FK_STARVATION:
-		snprintf(buf, len,
-		         "%.0f threads running the same code share the lock "
-		         "unequally: %s from %.0f to %.0f per thread (rate CV "
-		         "%.2f), %.0f with none; the %.0f behind the mean "
-		         "rate lost %s of service at that rate.",
-		         ev(f, "threads"),
-		         ev(f, "service_by_cond_wakes") ? "condition wakes"
-		                                        : "acquisitions",
-		         ev(f, "service_min"), ev(f, "service_max"),
-		         ev(f, "acquisitions_cv"),
-		         ev(f, "threads_with_no_acquisition"),
-		         ev(f, "threads_behind"),
-		         fmt_ns(a, sizeof a, ev(f, "lost_ns")));
-		break;
-	case FK_SLOW_ALLOC:
-		snprintf(buf, len,
-		         "%s of %s allocator calls (%.1f%%) %s took over %s "
-		         "(mean %s, median call %s), %s of it waiting on the "
-		         "allocator's own lock.",
-		         fmt_count(d, sizeof d, ev(f, "slow_calls")),
-		         fmt_count(e, sizeof e, ev(f, "calls")),
-		         100 * ev(f, "slow_share"),
-		         ev(f, "lock_held") ? "made with a lock held"
-		                            : "made with no lock held",
-		         fmt_ns(a, sizeof a, ev(f, "threshold_ns")),
-		         fmt_ns(b, sizeof b, ev(f, "mean_slow_ns")),
-		         fmt_ns(c, sizeof c, ev(f, "median_call_ns")),
-		         fmt_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
-		break;
-	default:
-		buf[0] = 0;
-	}
-	return buf;
-}
-
 static void print_stack(FILE *out, model_t *m, uint32_t stack,
                         const char *label)
 {
@@ -157,6 +66,39 @@ static void print_stack(FILE *out, model_t *m, uint32_t stack,
 #define WIDTH 100
 #define POINTS_SHOWN 3   /* waiter and holder stacks per lock */
 #define CONTENDED_LOCKS 5 /* locks whose points follow the lock table */
+
+/* Writes prefix and text wrapped at WIDTH columns; continuation lines get
+ * indent spaces. */
+static void wrap_print(FILE *out, int indent, const char *prefix,
+                       const char *text)
+{
+	int col = fprintf(out, "%s", prefix);
+	const char *p = text;
+	bool line_start = true;
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		const char *w = p;
+		while (*p && *p != ' ')
+			p++;
+		int len = (int)(p - w);
+		if (!len)
+			break;
+		if (!line_start && col + 1 + len > WIDTH) {
+			fprintf(out, "\n%*s", indent, "");
+			col = indent;
+			line_start = true;
+		}
+		if (!line_start) {
+			fputc(' ', out);
+			col++;
+		}
+		fwrite(w, 1, (size_t)len, out);
+		col += len;
+		line_start = false;
+	}
+	fputc('\n', out);
+}
 
 /* One line: prefix, then a stack as "site < caller < caller", cut to the
  * report's width. */

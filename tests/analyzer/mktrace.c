@@ -44,6 +44,7 @@
  */
 #define _GNU_SOURCE
 #include "trace_format.h"
+#include "unit_trace.h"
 
 #include <elf.h>
 #include <link.h>
@@ -193,16 +194,7 @@ static void ev(tw_t *t, unsigned type, uint64_t tsc, uint64_t f0, uint64_t f1,
 	tw_begin(t, tsc);
 	uint8_t *p = t->buf + t->len;
 	p = fmt_put_head(p, &t->enc, type, tsc);
-	int i = 0;
-	for (const char *l = fmt_core_layout(type); *l; l++, i++) {
-		if (*l == 'p')
-			p = fmt_put_ptr(p, &t->enc, f[i]);
-		else if (*l == 'r') {
-			p = fmt_put_s(p, (int64_t)(f[i] - f[i - 1]));
-			t->enc.last_ptr = f[i];
-		} else
-			p = fmt_put_u(p, f[i]);
-	}
+	p = ut_put_fields(p, &t->enc, type, f);
 	t->len = (size_t)(p - t->buf);
 	if (tsc > t->last)
 		t->last = tsc;

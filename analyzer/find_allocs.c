@@ -1,0 +1,173 @@
+/*
+ * find_allocs.c - the allocation detectors, per allocation site (see find.h
+ * and sites.h):
+ *
+ *   cross_thread_free  allocator time (malloc + free) of the blocks freed
+ *                      on another thread beyond two median calls each.
+ *   alloc_churn        allocator time of the short-lived blocks.
+ *   slow_alloc         time of the slow calls beyond the median call, apart
+ *                      for calls made with and without a lock held.
+ */
+#include "find.h"
+
+#include "thresholds.h"
+
+#include <stdio.h>
+
+/* Evidence of a site finding: its member stacks valued by what(site). */
+static void group_stacks(finding_t *f, model_t *m, const sites_t *S,
+                         uint32_t g, const char *unit,
+                         double (*what)(const site_t *, int), int h)
+{
+	f->stack_unit = unit;
+	for (uint32_t k = S->start[g]; k < S->start[g + 1]; k++) {
+		uint32_t si = S->order[k];
+		double v = what(m->stk[si].site, h);
+		if (v > 0)
+			finding_add_stack(f, si, v);
+	}
+	if (f->nstacks)
+		f->stack = f->stacks[0];
+}
+
+static double v_xfree(const site_t *s, int h)
+{
+	(void)h;
+	return (double)s->xfree_n;
+}
+
+static double v_churn(const site_t *s, int h)
+{
+	(void)h;
+	return (double)s->short_n;
+}
+
+static double v_slow(const site_t *s, int h)
+{
+	return (double)s->slow_ns[h];
+}
+
+static uint64_t top_size(const site_t *s, uint64_t *count)
+{
+	int best = 0;
+	for (int i = 1; i < SITE_SIZES; i++)
+		if (s->size_n[i] > s->size_n[best])
+			best = i;
+	*count = s->size_n[best];
+	return s->size[best];
+}
+
+static int nthreads(const uint32_t *thr)
+{
+	int n = 0;
+	for (int i = 0; i < SITE_THREADS; i++)
+		n += thr[i] != 0;
+	return n;
+}
+
+void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
+{
+	double dur_s = (double)model_duration_ns(m) / 1e9;
+	double median = hist_quantile(&m->alloc_hist, 0.5) / 2;
+	char sn[256];
+	for (uint32_t g = 0; g < S->ng; g++) {
+		const site_t *s = &S->g[g].s;
+		uint32_t si = S->g[g].rep;
+		/* cross_thread_free */
+		double xexcess =
+		    (double)s->xfree_ns - 2.0 * (double)s->xfree_n * median;
+		if (s->xfree_n >= TH_XFREE_MIN &&
+		    s->xfree_n * 100 >= s->frees * TH_XFREE_MIN_SHARE_PCT) {
+			finding_t *f = finding_add(out, m, FK_CROSS_THREAD_FREE,
+			                           xexcess > 0 ? xexcess : 0);
+			f->stack = si;
+			group_stacks(f, m, S, g, "cross_thread_frees", v_xfree, 0);
+			finding_put(f, "cross_thread_frees",
+			            (double)s->xfree_n);
+			finding_put(f, "frees", (double)s->frees);
+			finding_put(f, "share",
+			            ratio((double)s->xfree_n, (double)s->frees));
+			finding_put(f, "bytes", (double)s->xfree_bytes);
+			finding_put(f, "allocator_ns", (double)s->xfree_ns);
+			finding_put(f, "allocating_threads", nthreads(s->athr));
+			finding_put(f, "freeing_threads", nthreads(s->fthr));
+			finding_put(f, "stacks", f->stacks_total);
+			snprintf(f->advice, sizeof f->advice,
+			         "Blocks allocated at %s are freed by another "
+			         "thread, which defeats per-thread caches: free "
+			         "them where they were allocated, move the "
+			         "objects by value, or recycle them through a "
+			         "per-thread pool.",
+			         finding_site_name(m, f->stack, sn, sizeof sn));
+		}
+		/* alloc_churn */
+		uint64_t nsize;
+		uint64_t size = top_size(s, &nsize);
+		uint64_t allocs = s->allocs + s->reallocs;
+		if (s->short_n >= TH_CHURN_MIN_BLOCKS && dur_s > 0 &&
+		    (double)s->short_n / dur_s >= TH_CHURN_MIN_RATE &&
+		    nsize * 100 >= allocs * TH_CHURN_SIZE_SHARE_PCT) {
+			finding_t *f = finding_add(out, m, FK_ALLOC_CHURN,
+			                           (double)s->short_ns);
+			f->stack = si;
+			group_stacks(f, m, S, g, "short_lived", v_churn, 0);
+			finding_put(f, "short_lived", (double)s->short_n);
+			finding_put(f, "allocs", (double)allocs);
+			finding_put(f, "rate_per_s",
+			            (double)s->short_n / dur_s);
+			finding_put(f, "size", (double)size);
+			finding_put(f, "size_share",
+			            ratio((double)nsize, (double)allocs));
+			finding_put(f, "mean_lifetime_ns",
+			            ratio((double)s->life_ns, (double)s->frees));
+			finding_put(f, "allocator_ns", (double)s->short_ns);
+			finding_put(f, "stacks", f->stacks_total);
+			snprintf(f->advice, sizeof f->advice,
+			         "%llu-byte blocks from %s live less than %.1f ms "
+			         "at %.0f/s (a node-based container?): use open "
+			         "addressing or a pre-allocated pool, or reuse "
+			         "the objects.",
+			         (unsigned long long)size,
+			         finding_site_name(m, f->stack, sn, sizeof sn),
+			         TH_CHURN_LIFETIME_NS / 1e6,
+			         (double)s->short_n / dur_s);
+		}
+		/* slow_alloc, by whether a lock was held */
+		for (int h = 0; h < 2; h++) {
+			uint64_t calls = s->calls[h], slow = s->slow_n[h];
+			if (slow < TH_SLOW_MIN_CALLS ||
+			    (double)slow * 1e6 <
+			        (double)calls * TH_SLOW_MIN_SHARE_PPM)
+				continue;
+			double excess = (double)s->slow_ns[h] - (double)slow * median;
+			if (excess <= 0)
+				continue;
+			finding_t *f =
+			    finding_add(out, m, FK_SLOW_ALLOC, excess);
+			f->stack = si;
+			group_stacks(f, m, S, g, "slow_ns", v_slow, h);
+			finding_put(f, "lock_held", h);
+			finding_put(f, "slow_calls", (double)slow);
+			finding_put(f, "calls", (double)calls);
+			finding_put(f, "slow_share",
+			            ratio((double)slow, (double)calls));
+			finding_put(f, "slow_ns", (double)s->slow_ns[h]);
+			finding_put(f, "mean_slow_ns",
+			            ratio((double)s->slow_ns[h], (double)slow));
+			finding_put(f, "median_call_ns", median);
+			finding_put(f, "allocator_lock_wait_ns",
+			            (double)s->slow_lw_ns[h]);
+			finding_put(f, "threshold_ns", TH_SLOW_ALLOC_NS);
+			finding_put(f, "stacks", f->stacks_total);
+			snprintf(f->advice, sizeof f->advice,
+			         h ? "Allocator calls for %s often take the "
+			             "slow path while a lock is held: allocate "
+			             "before locking, or pre-allocate."
+			           : "Allocator calls for %s often take the "
+			             "slow path (central free list, page heap): "
+			             "reuse objects, reserve capacity, or give "
+			             "the allocator larger thread caches.",
+			         finding_site_name(m, f->stack, sn, sizeof sn));
+		}
+	}
+}

@@ -1,0 +1,314 @@
+/*
+ * find_starvation.c - the starvation detector (see find.h): per lock and
+ * peer role (threads with one entry function, or one name stem), the time
+ * the peers behind the role's mean rate of service would have needed, at
+ * that rate, for the service they did not get:
+ * sum (1 - rate_i / mean rate) x life_i.
+ */
+#include "find.h"
+
+#include "symbols.h"
+#include "thresholds.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * A thread's role: its entry function, the outermost user frame of one of
+ * its recorded whole stacks that reaches the thread's start (its outermost
+ * frame is in libc, start_thread/clone or __libc_start_main, or is _start;
+ * a stack cut at the recording depth does not count). NULL when no stack
+ * does (a thread whose acquisitions were all uncontended and which never
+ * allocated has only call sites) or when it is not symbolized.
+ */
+static const char *thread_entry(model_t *m, const thread_t *t)
+{
+	const char *inl = NULL;
+	for (uint32_t k = 0; k < t->nfirst; k++) {
+		const stack_t *st = &m->stk[t->first_stk[k]];
+		if (!st->defined || st->n < 2)
+			continue;
+		const frame_t *fr;
+		int nf = sym_addr(m, m->frames[st->off + st->n - 1], &fr);
+		const frame_t *root = &fr[nf - 1];
+		if (root->fold == SYM_USER &&
+		    !(root->function && strcmp(root->function, "_start") == 0))
+			continue;
+		for (uint32_t i = st->n; i-- > 0;) {
+			nf = sym_addr(m, m->frames[st->off + i], &fr);
+			const frame_t *f = &fr[nf - 1]; /* the real function */
+			if (f->fold != SYM_USER)
+				continue;
+			if (f->function && strcmp(f->function, "_start") == 0)
+				continue;
+			if (!f->function)
+				break;
+			/* An inlined frame whose enclosing function the debug
+			 * info did not give: another stack may name it. */
+			if (f->inlined) {
+				if (!inl)
+					inl = f->function;
+				break;
+			}
+			return f->function;
+		}
+	}
+	return inl;
+}
+
+/* The thread's name without its trailing number ("adm-client-3" ->
+ * "adm-client") into buf, or NULL: no name, or the process's own name
+ * (threads that were never named inherit it). */
+static const char *name_stem(const char *name, const char *procname,
+                             char *buf, size_t len)
+{
+	if (!name || !*name || (procname && strcmp(name, procname) == 0))
+		return NULL;
+	size_t n = strlen(name);
+	while (n > 0 && name[n - 1] >= '0' && name[n - 1] <= '9')
+		n--;
+	while (n > 0 && strchr("-_ .:#/", name[n - 1]))
+		n--;
+	if (n == 0)
+		return NULL;
+	snprintf(buf, len, "%.*s", (int)n, name);
+	return buf;
+}
+
+typedef struct stemref {
+	const char *stem;
+	uint32_t thread;
+} stemref_t;
+
+static int by_stem(const void *a, const void *b)
+{
+	const stemref_t *x = a, *y = b;
+	int c = strcmp(x->stem, y->stem);
+	return c ? c : (x->thread > y->thread) - (x->thread < y->thread);
+}
+
+/*
+ * Roles of every thread (arena strings, NULL: no peers). A thread without a
+ * known entry function (no whole stack) takes the entry function of the
+ * threads sharing its name stem when they all have the same one (the
+ * starved clients of a pool whose lucky members waited once); a name stem
+ * whose threads have no entry function at all is a role of its own
+ * ("threads named adm-client"); a stem shared by threads of several entry
+ * functions gives nothing to the threads without one. Unnamed threads (the
+ * process's own name) have no stem.
+ */
+static const char **peer_roles(model_t *m)
+{
+	const char **role = xcalloc(m->nthr + 1, sizeof *role);
+	stemref_t *st = xmalloc((m->nthr + 1) * sizeof *st);
+	const char *procname = NULL;
+	char buf[256];
+	size_t ns = 0;
+	for (size_t i = 0; i < m->nthr; i++)
+		if (m->pid && m->thr[i].tid == m->pid)
+			procname = m->thr[i].name;
+	for (size_t i = 0; i < m->nthr; i++) {
+		const thread_t *t = &m->thr[i];
+		const char *e = thread_entry(m, t);
+		role[i] = e ? arena_strdup(&m->arena, e) : NULL;
+		if (m->pid && t->tid == m->pid)
+			continue;
+		const char *s = name_stem(t->name, procname, buf, sizeof buf);
+		if (s) {
+			st[ns].stem = arena_strdup(&m->arena, s);
+			st[ns].thread = (uint32_t)i;
+			ns++;
+		}
+	}
+	if (ns > 1)
+		qsort(st, ns, sizeof *st, by_stem);
+	for (size_t i = 0, j; i < ns; i = j) {
+		const char *e = NULL;
+		bool mixed = false;
+		for (j = i; j < ns && strcmp(st[j].stem, st[i].stem) == 0; j++) {
+			const char *r = role[st[j].thread];
+			if (!r)
+				continue;
+			if (e && strcmp(e, r) != 0)
+				mixed = true;
+			e = r;
+		}
+		if (mixed)
+			continue;
+		if (!e) {
+			snprintf(buf, sizeof buf, "threads named %s", st[i].stem);
+			e = arena_strdup(&m->arena, buf);
+		}
+		for (size_t k = i; k < j; k++)
+			if (!role[st[k].thread])
+				role[st[k].thread] = e;
+	}
+	free(st);
+	return role;
+}
+
+typedef struct peer {
+	const lockthr_t *lt;
+	const char *role; /* arena; NULL: no peers */
+	double span_ns;   /* the thread's first to last event */
+	double service, rate;
+} peer_t;
+
+static int by_lock_role(const void *a, const void *b)
+{
+	const peer_t *x = a, *y = b;
+	if (x->lt->lock != y->lt->lock)
+		return x->lt->lock < y->lt->lock ? -1 : 1;
+	if (!x->role || !y->role) {
+		if (x->role != y->role)
+			return x->role ? -1 : 1;
+	} else {
+		int c = strcmp(x->role, y->role);
+		if (c)
+			return c;
+	}
+	return x->lt->thread < y->lt->thread ? -1 : x->lt->thread > y->lt->thread;
+}
+
+/*
+ * One role's peers on one lock: p[0..k). The measure of service: on a lock
+ * the role waits on with a condition variable (its peers were woken, not by
+ * a timeout, STARVE_MIN_OPS times or more), the wakes (what a waiter waits
+ * for: an answer, an item, a slot); otherwise the successful acquisitions.
+ * Rates (service per ns of the thread's life) are compared, so a thread
+ * that lived half the run is not starved for doing half the work.
+ */
+static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
+{
+	double wakes = 0, acq = 0, maxspan = 0;
+	for (size_t i = 0; i < k; i++) {
+		wakes += (double)(p[i].lt->wakes - p[i].lt->timeouts);
+		acq += (double)p[i].lt->acq;
+		maxspan = fmax(maxspan, p[i].span_ns);
+	}
+	bool by_wakes = wakes >= TH_STARVE_MIN_OPS;
+	/* Peers: those that lived long enough to be compared. */
+	size_t n = 0;
+	double total = 0, rsum = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (p[i].span_ns * 100 < maxspan * TH_STARVE_PARTICIPANT_PCT ||
+		    p[i].span_ns <= 0)
+			continue;
+		const lockthr_t *lt = p[i].lt;
+		p[i].service = by_wakes ? (double)(lt->wakes - lt->timeouts)
+		                        : (double)lt->acq;
+		p[i].rate = p[i].service / p[i].span_ns;
+		total += p[i].service;
+		rsum += p[i].rate;
+		p[n++] = p[i];
+	}
+	if (n < TH_STARVE_MIN_PEERS || total < TH_STARVE_MIN_OPS ||
+	    total < (double)n * TH_STARVE_MIN_MEAN_OPS)
+		return;
+	double mu = rsum / (double)n;
+	double sq = 0, lost = 0, short_ops = 0;
+	double pwait = 0, psleep = 0, smin = HUGE_VAL, smax = 0;
+	int zeros = 0, behind = 0;
+	double wsum = 0, wsq = 0;
+	int wk = 0;
+	for (size_t i = 0; i < n; i++) {
+		double d = p[i].rate - mu;
+		sq += d * d;
+		smin = fmin(smin, p[i].service);
+		smax = fmax(smax, p[i].service);
+		if (p[i].lt->acq) {
+			double w = (double)p[i].lt->wait_ns / (double)p[i].lt->acq;
+			wsum += w;
+			wsq += w * w;
+			wk++;
+		}
+		if (p[i].rate < mu) {
+			zeros += p[i].service == 0;
+			/* The time this peer would have needed, at the
+			 * role's mean rate, for the service it did not get. */
+			double gap = (1 - p[i].rate / mu) * p[i].span_ns;
+			lost += gap;
+			short_ops += mu * p[i].span_ns - p[i].service;
+			pwait += (double)p[i].lt->wait_ns;
+			psleep += (double)p[i].lt->sleep_ns;
+			behind++;
+		}
+	}
+	double cv = sqrt(sq / (double)n) / mu;
+	double wcv = 0;
+	if (wk >= 2 && wsum > 0) {
+		double wm = wsum / wk;
+		wcv = sqrt(fmax(0, wsq / wk - wm * wm)) / wm;
+	}
+	if (!behind || (cv * 100 < TH_STARVE_CV_PCT && !zeros))
+		return;
+	const lock_t *l = &m->lock[p[0].lt->lock];
+	finding_t *f = finding_add(out, m, FK_STARVATION, lost);
+	f->cls = l->cls;
+	f->lock = p[0].lt->lock;
+	f->stack = m->cls[l->cls].site;
+	finding_put(f, "lock_id", (double)l->id);
+	finding_put(f, "threads", (double)n);
+	finding_put(f, "threads_with_no_acquisition", zeros);
+	finding_put(f, "acquisitions_cv", cv);
+	finding_put(f, "mean_wait_cv", wcv);
+	finding_put(f, "cond_waiters_group", by_wakes);
+	finding_put(f, "lock_wait_ns", (double)l->s.wait_ns);
+	finding_put(f, "service_by_cond_wakes", by_wakes);
+	finding_put(f, "service_total", total);
+	finding_put(f, "service_min", smin);
+	finding_put(f, "service_max", smax);
+	finding_put(f, "role_acquisitions", acq);
+	finding_put(f, "role_cond_wakes", wakes);
+	finding_put(f, "threads_behind", behind);
+	finding_put(f, "service_shortfall", short_ops);
+	finding_put(f, "behind_lock_wait_ns", pwait);
+	finding_put(f, "behind_cond_sleep_ns", psleep);
+	finding_put(f, "lost_ns", lost);
+	char a[128];
+	snprintf(f->advice, sizeof f->advice,
+	         "The %zu threads running %s get very unequal shares of %s "
+	         "(%s from %.0f to %.0f, %d with none): some are passed over "
+	         "again and again; admit work in order (FIFO or "
+	         "earliest-deadline-first), or give each thread its own queue.",
+	         n, p[0].role, lock_label(m, l, a, sizeof a),
+	         by_wakes ? "condition wakes" : "acquisitions", smin, smax,
+	         zeros);
+}
+
+void find_starvation(model_t *m, findings_t *out)
+{
+	if (!m->nlt)
+		return;
+	const char **role = peer_roles(m);
+	peer_t *p = xmalloc(m->nlt * sizeof *p);
+	size_t np = 0;
+	for (size_t i = 0; i < m->nlt; i++) {
+		const lockthr_t *lt = &m->lt[i];
+		const thread_t *t = &m->thr[lt->thread];
+		const lock_t *l = &m->lock[lt->lock];
+		if (l->cls == NONE32 || t->excluded || !role[lt->thread])
+			continue;
+		memset(&p[np], 0, sizeof p[np]);
+		p[np].lt = lt;
+		p[np].role = role[lt->thread];
+		p[np].span_ns = t->last_tsc > t->first_tsc
+		                    ? (double)(t->last_tsc - t->first_tsc) *
+		                          m->ns_per_tick
+		                    : 0;
+		np++;
+	}
+	if (np > 1)
+		qsort(p, np, sizeof *p, by_lock_role);
+	for (size_t i = 0, j; i < np; i = j) {
+		for (j = i + 1; j < np && p[j].lt->lock == p[i].lt->lock &&
+		                strcmp(p[j].role, p[i].role) == 0;
+		     j++)
+			;
+		starve_group(m, p + i, j - i, out);
+	}
+	free(p);
+	free(role);
+}

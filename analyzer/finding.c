@@ -1,0 +1,208 @@
+/*
+ * finding.c - one finding (see finding.h): names, evidence, creation with
+ * its severity, and the sentence that sums it up for every output.
+ */
+#include "finding.h"
+
+#include "symbols.h"
+#include "thresholds.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *finding_kind_name(int kind)
+{
+	static const char *const names[] = {
+#define FK_NAME_(e, name) name,
+	    FINDING_KINDS(FK_NAME_)
+#undef FK_NAME_
+	};
+	return kind >= 0 && kind < FK_COUNT ? names[kind] : "?";
+}
+
+const char *severity_name(int sev)
+{
+	static const char *const names[] = {
+#define SEV_NAME_(e, name) name,
+	    SEVERITIES(SEV_NAME_)
+#undef SEV_NAME_
+	};
+	return sev >= 0 && sev <= SEV_HIGH ? names[sev] : "?";
+}
+
+int severity_parse(const char *s)
+{
+	for (int i = 0; i <= SEV_HIGH; i++)
+		if (strcmp(s, severity_name(i)) == 0)
+			return i;
+	return -1;
+}
+
+double finding_ev(const finding_t *f, const char *key, double def)
+{
+	for (int i = 0; i < f->nev; i++)
+		if (strcmp(f->ev[i].key, key) == 0)
+			return f->ev[i].v;
+	return def;
+}
+
+void finding_put(finding_t *f, const char *key, double v)
+{
+	if (f->nev < EV_MAX) {
+		f->ev[f->nev].key = key;
+		f->ev[f->nev].v = v;
+		f->nev++;
+	}
+}
+
+finding_t *finding_add(findings_t *out, model_t *m, int kind, double score)
+{
+	VEC_RESERVE(out->v, out->cap, out->n);
+	finding_t *f = &out->v[out->n++];
+	memset(f, 0, sizeof *f);
+	f->kind = kind;
+	f->m = m;
+	f->score = score;
+	f->cls = f->cls2 = f->stack = f->lock = NONE32;
+	uint64_t dur = model_duration_ns(m);
+	double ppm = dur ? score * 1e6 / (double)dur : 1e9;
+	f->severity = ppm >= TH_SEV_HIGH_PPM     ? SEV_HIGH
+	              : ppm >= TH_SEV_MEDIUM_PPM ? SEV_MEDIUM
+	              : ppm >= TH_SEV_LOW_PPM    ? SEV_LOW
+	                                         : SEV_INFO;
+	return f;
+}
+
+void finding_add_stack(finding_t *f, uint32_t si, double v)
+{
+	f->stacks_total++;
+	uint32_t n = f->nstacks, i = n;
+	if (n == FINDING_STACKS) {
+		if (v <= f->stack_v[n - 1])
+			return;
+		i = --n;
+	}
+	while (i > 0 && f->stack_v[i - 1] < v) {
+		f->stacks[i] = f->stacks[i - 1];
+		f->stack_v[i] = f->stack_v[i - 1];
+		i--;
+	}
+	f->stacks[i] = si;
+	f->stack_v[i] = v;
+	f->nstacks = n + 1;
+}
+
+const char *finding_site_name(model_t *m, uint32_t stack, char *buf,
+                              size_t len)
+{
+	frame_t fr;
+	if (stack_site(m, stack, &fr) && fr.function)
+		return frame_label(&fr, buf, len);
+	snprintf(buf, len, "this site");
+	return buf;
+}
+
+uint32_t finding_lock(const finding_t *f)
+{
+	if (f->lock != NONE32)
+		return f->lock;
+	if (f->cls != NONE32)
+		return f->m->cls[f->cls].rep;
+	return NONE32;
+}
+
+static double ev(const finding_t *f, const char *k)
+{
+	return finding_ev(f, k, 0);
+}
+
+const char *finding_summary(const finding_t *f, char *buf, size_t len)
+{
+	char a[32], b[32], c[32], g[32], d[64], e[64];
+	const model_t *m = f->m;
+	switch (f->kind) {
+	case FK_ALLOC_UNDER_LOCK:
+		snprintf(buf, len,
+		         "waiters lost %s on this lock (%.0f contended "
+		         "acquisitions); its holders spent %.1f%% of their hold "
+		         "time in the allocator; %.0f calls for blocks from this "
+		         "site take %.1f%% (%.0f slow, %s waiting on the "
+		         "allocator's own lock).",
+		         fmt_ns(a, sizeof a, ev(f, "lock_wait_ns")),
+		         ev(f, "contended"),
+		         100 * ev(f, "allocator_share_of_hold"), ev(f, "calls"),
+		         100 * ev(f, "site_share_of_hold"), ev(f, "slow_calls"),
+		         fmt_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
+		break;
+	case FK_CROSS_THREAD_FREE:
+		snprintf(buf, len,
+		         "%s of %s frees (%.0f%%) happen on another thread than "
+		         "the allocating one (%.0f allocating, %.0f freeing "
+		         "threads), %s spent in the allocator on them.",
+		         fmt_count(d, sizeof d, ev(f, "cross_thread_frees")),
+		         fmt_count(e, sizeof e, ev(f, "frees")),
+		         100 * ev(f, "share"), ev(f, "allocating_threads"),
+		         ev(f, "freeing_threads"),
+		         fmt_ns(a, sizeof a, ev(f, "allocator_ns")));
+		break;
+	case FK_ALLOC_CHURN:
+		snprintf(buf, len,
+		         "%s short-lived blocks (%.0f%% of size %.0f bytes), "
+		         "%.0f/s, living %s on average; %s in the allocator.",
+		         fmt_count(d, sizeof d, ev(f, "short_lived")),
+		         100 * ev(f, "size_share"), ev(f, "size"),
+		         ev(f, "rate_per_s"),
+		         fmt_ns(a, sizeof a, ev(f, "mean_lifetime_ns")),
+		         fmt_ns(b, sizeof b, ev(f, "allocator_ns")));
+		break;
+	case FK_NESTED_LOCK: {
+		char o[128], i[128];
+		lock_label(m, &m->lock[m->cls[f->cls].rep], o, sizeof o);
+		lock_label(m, &m->lock[m->cls[f->cls2].rep], i, sizeof i);
+		snprintf(buf, len,
+		         "%.0f acquisitions of %s while holding %s; %s waited on "
+		         "the inner lock meanwhile; the outer lock was waited on "
+		         "for %s (%.1f%% of its hold time is spent holding the "
+		         "inner one).",
+		         ev(f, "nested_acquisitions"), i, o,
+		         fmt_ns(a, sizeof a,
+		                ev(f, "inner_wait_ns_while_outer_held")),
+		         fmt_ns(b, sizeof b, ev(f, "outer_wait_ns")),
+		         100 * ev(f, "outer_hold_share_in_inner"));
+		break;
+	}
+	case FK_STARVATION:
+		snprintf(buf, len,
+		         "%.0f threads running the same code share the lock "
+		         "unequally: %s from %.0f to %.0f per thread (rate CV "
+		         "%.2f), %.0f with none; the %.0f behind the mean "
+		         "rate lost %s of service at that rate.",
+		         ev(f, "threads"),
+		         ev(f, "service_by_cond_wakes") ? "condition wakes"
+		                                        : "acquisitions",
+		         ev(f, "service_min"), ev(f, "service_max"),
+		         ev(f, "acquisitions_cv"),
+		         ev(f, "threads_with_no_acquisition"),
+		         ev(f, "threads_behind"),
+		         fmt_ns(a, sizeof a, ev(f, "lost_ns")));
+		break;
+	case FK_SLOW_ALLOC:
+		snprintf(buf, len,
+		         "%s of %s allocator calls (%.1f%%) %s took over %s "
+		         "(mean %s, median call %s), %s of it waiting on the "
+		         "allocator's own lock.",
+		         fmt_count(d, sizeof d, ev(f, "slow_calls")),
+		         fmt_count(e, sizeof e, ev(f, "calls")),
+		         100 * ev(f, "slow_share"),
+		         ev(f, "lock_held") ? "made with a lock held"
+		                            : "made with no lock held",
+		         fmt_ns(a, sizeof a, ev(f, "threshold_ns")),
+		         fmt_ns(b, sizeof b, ev(f, "mean_slow_ns")),
+		         fmt_ns(c, sizeof c, ev(f, "median_call_ns")),
+		         fmt_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
+		break;
+	default:
+		buf[0] = 0;
+	}
+	return buf;
+}

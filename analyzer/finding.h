@@ -1,0 +1,103 @@
+/*
+ * finding.h - one finding: its kind (FINDING_KINDS), a severity, a score
+ * (nanoseconds of time it explains), the lock class, the code, the evidence
+ * in numbers and one sentence of advice; and what every output asks of one
+ * finding (its names, evidence, lock and summary). The detectors (find.h)
+ * create findings with finding_add and fill them with finding_put and
+ * finding_add_stack.
+ */
+#ifndef MALLOCK_FINDING_H
+#define MALLOCK_FINDING_H
+
+#include "model.h"
+
+#include <stddef.h>
+
+/* X(enum, name) */
+#define FINDING_KINDS(X)                                                       \
+	X(ALLOC_UNDER_LOCK, "alloc_under_lock")                                \
+	X(CROSS_THREAD_FREE, "cross_thread_free")                              \
+	X(ALLOC_CHURN, "alloc_churn")                                          \
+	X(NESTED_LOCK, "nested_lock")                                          \
+	X(STARVATION, "starvation")                                            \
+	X(SLOW_ALLOC, "slow_alloc")
+
+enum finding_kind {
+#define FK_ENUM_(e, name) FK_##e,
+	FINDING_KINDS(FK_ENUM_)
+#undef FK_ENUM_
+	FK_COUNT
+};
+
+#define SEVERITIES(X) X(INFO, "info") X(LOW, "low") X(MEDIUM, "medium") X(HIGH, "high")
+enum severity {
+#define SEV_ENUM_(e, name) SEV_##e,
+	SEVERITIES(SEV_ENUM_)
+#undef SEV_ENUM_
+};
+
+typedef struct evidence {
+	const char *key; /* static string, a JSON member name */
+	double v;
+} evidence_t;
+
+#define EV_MAX 24
+/* Allocation findings are per allocation site (the first frame outside the
+ * allocator, the shim and libc): one allocating line reached from several
+ * callers is one finding, with its stacks, the heaviest first, as evidence. */
+#define FINDING_STACKS 4
+
+typedef struct finding {
+	int kind, severity;
+	double score; /* ns of time the finding explains */
+	model_t *m;   /* the process */
+	uint32_t cls, cls2; /* lock class (nested_lock: outer, inner) */
+	uint32_t lock;      /* the instance named, NONE32: the class's rep */
+	uint32_t stack;     /* the code: stack index, NONE32 if none; for
+	                       allocation findings the heaviest stack of the
+	                       site */
+	uint32_t stacks[FINDING_STACKS]; /* evidence stacks, heaviest first */
+	double stack_v[FINDING_STACKS];  /* each one's share of stack_unit */
+	uint32_t nstacks, stacks_total;  /* shown; reaching the site */
+	const char *stack_unit; /* what stack_v counts (a JSON member name) */
+	evidence_t ev[EV_MAX];
+	int nev;
+	char advice[1024];
+} finding_t;
+
+typedef struct findings {
+	finding_t *v;
+	size_t n, cap;
+} findings_t;
+
+/* Appends a finding of kind to out, scored score (ns), with its severity
+ * (score against the trace's duration, thresholds.h) and no class, lock or
+ * stack (NONE32). The pointer is valid until the next finding_add on out.
+ * May allocate. */
+finding_t *finding_add(findings_t *out, model_t *m, int kind, double score);
+/* Adds evidence key = v (key: a static JSON member name); beyond EV_MAX
+ * it is dropped. */
+void finding_put(finding_t *f, const char *key, double v);
+/* Counts stack si among those reaching f's code, and keeps it, valued v,
+ * among the heaviest FINDING_STACKS (f->stacks, heaviest first). */
+void finding_add_stack(finding_t *f, uint32_t si, double v);
+/* The first user frame of stack as a label ("fn (file:line)") into buf, or
+ * "this site" when it has none: the site an advice sentence names. */
+const char *finding_site_name(model_t *m, uint32_t stack, char *buf,
+                              size_t len);
+
+/* The value of evidence key, or def. */
+double finding_ev(const finding_t *f, const char *key, double def);
+/* Instance index a finding names (its own, or its class's rep), or
+ * NONE32. */
+uint32_t finding_lock(const finding_t *f);
+/* One sentence of evidence for f (the "what" of the text report, the
+ * "summary" of the JSON one), into buf; returns buf. */
+const char *finding_summary(const finding_t *f, char *buf, size_t len);
+
+const char *finding_kind_name(int kind);
+const char *severity_name(int sev);
+/* Parses "info|low|medium|high"; returns -1 if unknown. */
+int severity_parse(const char *s);
+
+#endif

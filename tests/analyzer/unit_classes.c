@@ -1,0 +1,214 @@
+/*
+ * unit_classes.c - unit tests of analyzer/classes.c: lock instances into
+ * lock classes (classes_build) and each thread's activity
+ * (thread_activity), on a model read from a trace written record by record
+ * (no MODULE record: frames stay addresses, every frame is a user frame, so
+ * a stack's site is its first frame).
+ *
+ * Locks (ids) and what classes_build must make of them:
+ *   1, 2, 3   initialised at 0x1000 (two callers: stacks 10 and 11): one
+ *             class keyed 0x1000, by init, 3 instances; its representative
+ *             is lock 2 (the only one waited on) although lock 3 has more
+ *             acquisitions; named "q" and queue-like (lock 3's name).
+ *   4, 5      never initialised, first acquired at 0x3000 (stacks 20 and
+ *             21): one class by first site.
+ *   12        initialised at a stack never defined, first acquired at
+ *             0x3000: joins 4 and 5 (falls back to the first site). The
+ *             representative of 4, 5, 12 is 5 (no waits; most acquisitions:
+ *             3 against 2 and 1).
+ *   6         initialised at 0x2000: a class of its own, queue-like (a
+ *             condition variable waits on it).
+ *   7, 8      allocator-internal, acquired at 0x3000: a class each, with
+ *             no site.
+ *   11        acquired with no site at all: a class of its own.
+ *   9         a condition variable: no class.
+ *   10        only destroyed (never defined, taken or named): no class.
+ * Threads: 1 is the process's main thread; 2 waits on the condition
+ * (consumer); 3 signals it (producer); 4 only takes locks, 5 only
+ * allocates (workers); 6 does nothing (idle).
+ */
+#define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
+#include "../check.h"
+#include "classes.h"
+#include "load.h"
+#include "unit_trace.h"
+
+static uint32_t lock_ix(model_t *m, uint64_t id)
+{
+	for (size_t i = 0; i < m->nlock; i++)
+		if (m->lock[i].id == id)
+			return (uint32_t)i;
+	CHECK(!"lock id not in the model");
+	return 0;
+}
+
+static const lockclass_t *cls_of(model_t *m, uint64_t id)
+{
+	uint32_t c = m->lock[lock_ix(m, id)].cls;
+	CHECK(c != NONE32 && c < m->ncls);
+	return c != NONE32 && c < m->ncls ? &m->cls[c] : NULL;
+}
+
+static const thread_t *thr(model_t *m, uint32_t tid)
+{
+	for (size_t i = 0; i < m->nthr; i++)
+		if (m->thr[i].tid == tid)
+			return &m->thr[i];
+	CHECK(!"thread not in the model");
+	return &m->thr[0];
+}
+
+static void acq(ut_chunk_t *c, uint64_t *t, uint64_t lock, uint64_t site)
+{
+	ut_ev(c, FMT_ACQ, ++*t, lock, site, 0, 0, 0);
+	ut_ev(c, FMT_REL, ++*t, lock, 0, 0, 0, 0);
+}
+
+static void write_trace(char *path, size_t len)
+{
+	FILE *f = ut_open(path, len);
+	ut_chunk_t *c = malloc(sizeof *c);
+	uint64_t t = 1000;
+	ut_begin(c, 0, 0, t);
+	ut_process(c, 1, t, t, 1000000000);
+	ut_write(f, c);
+
+	ut_begin(c, 1, 0, t);
+	static const uint64_t s10[] = {0x1000, 0x5000}, s11[] = {0x1000, 0x6000},
+	                      s12[] = {0x2000}, s20[] = {0x3000},
+	                      s21[] = {0x3000, 0x7000};
+	ut_stack(c, 10, 2, s10);
+	ut_stack(c, 11, 2, s11);
+	ut_stack(c, 12, 1, s12);
+	ut_stack(c, 20, 1, s20);
+	ut_stack(c, 21, 2, s21);
+	for (uint64_t id = 1; id <= 12; id++)
+		if (id != 10)
+			ut_lock_new(c, id, 0x10000 + id * 64,
+			            id == 9 ? FMT_KIND_COND
+			            : id == 7 || id == 8 ? FMT_KIND_ALLOC_INTERNAL
+			                                 : FMT_KIND_MUTEX,
+			            0);
+	ut_lock_name(c, 3, FMT_NAMEF_QUEUE, "q");
+	ut_ev(c, FMT_LOCK_INIT, ++t, 1, 10, 0, 0, 0);
+	ut_ev(c, FMT_LOCK_INIT, ++t, 2, 11, 0, 0, 0);
+	ut_ev(c, FMT_LOCK_INIT, ++t, 3, 10, 0, 0, 0);
+	ut_ev(c, FMT_LOCK_INIT, ++t, 6, 12, 0, 0, 0);
+	ut_ev(c, FMT_LOCK_INIT, ++t, 9, 12, 0, 0, 0);
+	ut_ev(c, FMT_LOCK_INIT, ++t, 12, 999, 0, 0, 0);
+	for (int i = 0; i < 3; i++)
+		acq(c, &t, 1, 20);
+	ut_ev(c, FMT_ACQ_WAIT, t += 500, 2, 20, 500, 2, 0);
+	ut_ev(c, FMT_REL, ++t, 2, 0, 0, 0, 0);
+	for (int i = 0; i < 5; i++)
+		acq(c, &t, 3, 20);
+	acq(c, &t, 4, 20);
+	for (int i = 0; i < 3; i++)
+		acq(c, &t, 5, 21);
+	acq(c, &t, 12, 20);
+	acq(c, &t, 7, 20);
+	acq(c, &t, 8, 20);
+	acq(c, &t, 11, 0);
+	ut_ev(c, FMT_LOCK_DESTROY, ++t, 10, 0, 0, 0, 0);
+	ut_write(f, c);
+
+	ut_begin(c, 2, 0, ++t); /* consumer */
+	ut_ev(c, FMT_ACQ, ++t, 6, 20, 0, 0, 0);
+	ut_ev(c, FMT_COND_WAIT, ++t, 9, 6, 0, 0, 0);
+	ut_ev(c, FMT_COND_WAKE, t += 10, 9, 6, 0, 0, 0);
+	ut_ev(c, FMT_REL, ++t, 6, 0, 0, 0, 0);
+	ut_write(f, c);
+	ut_begin(c, 3, 0, ++t); /* producer */
+	ut_ev(c, FMT_COND_SIGNAL, ++t, 9, 0, 0, 0, 0);
+	ut_write(f, c);
+	ut_begin(c, 4, 0, ++t); /* takes a lock */
+	acq(c, &t, 4, 20);
+	ut_write(f, c);
+	ut_begin(c, 5, 0, ++t); /* allocates */
+	ut_ev(c, FMT_ALLOC, ++t, 0x900000, 32, 20, 5, FMT_FN_MALLOC);
+	ut_write(f, c);
+	ut_begin(c, 6, 0, ++t); /* idle */
+	ut_ev(c, FMT_THREAD_START, ++t, 1, 0, 0, 0, 0);
+	ut_write(f, c);
+	fclose(f);
+	free(c);
+}
+
+int main(void)
+{
+	char path[256];
+	write_trace(path, sizeof path);
+	model_t m;
+	load_opts_t o = {.symbols = false, .quiet = true};
+	int rc = load_trace(path, &m, NULL, &o);
+	unlink(path);
+	CHECK(rc == 0);
+	if (rc)
+		return check_done("unit_classes");
+	/* load_trace ran classes_build and thread_activity; run them again
+	 * to check they start over (no class twice). */
+	classes_build(&m);
+	thread_activity(&m);
+
+	CHECK_EQ_U(m.ncls, 6);
+	const lockclass_t *a = cls_of(&m, 1), *c = cls_of(&m, 4);
+	if (a) {
+		CHECK(cls_of(&m, 2) == a && cls_of(&m, 3) == a);
+		CHECK_EQ_U(a->key, 0x1000);
+		CHECK(a->by_init);
+		CHECK_EQ_U(a->site, model_stack(&m, 10)); /* lock 1's init */
+		CHECK_EQ_U(a->ninst, 3);
+		CHECK_EQ_U(a->rep, lock_ix(&m, 2));
+		CHECK(a->queue);
+		CHECK(a->name && strcmp(a->name, "q") == 0);
+		CHECK_EQ_U(a->s.acq, 3 + 1 + 5);
+		CHECK_EQ_U(a->s.contended, 1);
+		CHECK_EQ_U(a->s.wait_ns, 500);
+		CHECK_EQ_U(a->kind, FMT_KIND_MUTEX);
+	}
+	if (c) {
+		CHECK(cls_of(&m, 5) == c && cls_of(&m, 12) == c);
+		CHECK_EQ_U(c->key, 0x3000);
+		CHECK(!c->by_init);
+		CHECK_EQ_U(c->site, model_stack(&m, 20)); /* lock 4's first */
+		CHECK_EQ_U(c->ninst, 3);
+		CHECK_EQ_U(c->rep, lock_ix(&m, 5));
+		CHECK(!c->queue);
+		CHECK(c->name == NULL);
+		CHECK_EQ_U(c->s.acq, 2 + 3 + 1); /* lock 4: threads 1 and 4 */
+	}
+	const lockclass_t *b = cls_of(&m, 6);
+	if (b) {
+		CHECK(b != a && b != c);
+		CHECK_EQ_U(b->key, 0x2000);
+		CHECK_EQ_U(b->site, model_stack(&m, 12));
+		CHECK(b->by_init);
+		CHECK_EQ_U(b->ninst, 1);
+		CHECK(b->queue); /* a condition variable waits on it */
+	}
+	const lockclass_t *i7 = cls_of(&m, 7), *i8 = cls_of(&m, 8);
+	if (i7 && i8) {
+		CHECK(i7 != i8 && i7 != c);
+		CHECK(i7->key >> 63 && i8->key >> 63);
+		CHECK(i7->site == NONE32 && i8->site == NONE32);
+		CHECK_EQ_U(i7->kind, FMT_KIND_ALLOC_INTERNAL);
+		CHECK_EQ_U(i7->ninst, 1);
+	}
+	const lockclass_t *n11 = cls_of(&m, 11);
+	if (n11) {
+		CHECK(n11->key >> 63);
+		CHECK(n11->site == NONE32);
+		CHECK_EQ_U(n11->ninst, 1);
+	}
+	CHECK(m.lock[lock_ix(&m, 9)].cls == NONE32);
+	CHECK(m.lock[lock_ix(&m, 10)].cls == NONE32);
+
+	CHECK(strcmp(thr(&m, 1)->role, "main") == 0);
+	CHECK(strncmp(thr(&m, 2)->role, "consumer", 8) == 0);
+	CHECK(strncmp(thr(&m, 3)->role, "producer", 8) == 0);
+	CHECK(strcmp(thr(&m, 4)->role, "worker (takes locks)") == 0);
+	CHECK(strcmp(thr(&m, 5)->role, "worker (allocates)") == 0);
+	CHECK(strcmp(thr(&m, 6)->role, "idle") == 0);
+	load_free(&m);
+	return check_done("unit_classes");
+}
