@@ -3,25 +3,26 @@
  * in a process that is already running, without a restart (docs/server.md,
  * "Attach to a running process").
  *
- * How: gdb, in batch mode, attaches to PID, calls dlopen() on libmallock.so
- * inside it (RTLD_NOW|RTLD_NODELETE), then mallock_attach_impl(OUTPUT, S),
- * which starts the shim and rewrites the GOT slots of the hooked functions
- * in every loaded module (shim/attach.c), and detaches. The function's
- * one-line answer comes back through gdb's printf. The process keeps
- * running; `mallock ctl stop|start|status PID` controls it from then on.
- * There is no detach of the shim.
+ * How: with ptrace (inject.c, no debugger), one thread of PID calls
+ * dlopen() on libmallock.so (RTLD_NOW|RTLD_NODELETE), then
+ * mallock_attach_impl(OUTPUT, S), which starts the shim and rewrites the GOT
+ * slots of the hooked functions in every loaded module (shim/attach.c). The
+ * function's one-line answer is read back from the process, whose thread
+ * is then restored and released. The process keeps running;
+ * `mallock ctl stop|start|status PID` controls it from then on.
  *
- * Before gdb is run, the ptrace permission is checked as the kernel will
+ * Before ptrace is used, the permission is checked as the kernel will
  * (same real uid and gid as the target's real, effective and saved ids, a
  * dumpable target, the Yama ptrace_scope), unless this process has
  * CAP_SYS_PTRACE: a refusal is one line naming the reason.
  *
- * Exit status: 0 attached and recording; 1 usage or failure (gdb missing,
- * no such process, the injection failed: one line saying why); 2 refused
+ * Exit status: 0 attached and recording; 1 usage or failure (no such
+ * process, the injection failed: one line saying why); 2 refused
  * (ptrace is not permitted for this user, or the kernel refused it).
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "inject.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +37,7 @@
 #include <unistd.h>
 
 #define CAP_SYS_PTRACE_BIT 19
-#define GDB_TIMEOUT_S 120
+#define INJECT_TIMEOUT_S 120
 #define DEFAULT_OUTPUT "mallock.%e.%p.trace"
 
 static void attach_usage(FILE *f)
@@ -48,8 +49,7 @@ static void attach_usage(FILE *f)
 	        "                   default %s in this directory)\n"
 	        "  --duration S     stop recording by itself after S seconds\n"
 	        "  --shim PATH      inject this libmallock.so\n"
-	        "  --gdb PATH       the gdb to run (default: gdb from PATH)\n"
-	        "Injects the shim into the running process PID with gdb. Stop "
+	        "Injects the shim into the running process PID with ptrace. Stop "
 	        "recording with\n`mallock ctl stop PID`; the shim stays loaded "
 	        "until the process exits.\n",
 	        DEFAULT_OUTPUT);
@@ -73,28 +73,6 @@ static int find_shim(char *out, size_t n)
 		return -1;
 	snprintf(out, n, "%s", real);
 	return 0;
-}
-
-/* An executable named name in PATH (or name itself if it has a '/'). */
-static int find_in_path(const char *name, char *out, size_t n)
-{
-	if (strchr(name, '/')) {
-		snprintf(out, n, "%s", name);
-		return access(out, X_OK);
-	}
-	const char *path = getenv("PATH");
-	if (!path || !*path)
-		path = "/usr/local/bin:/usr/bin:/bin";
-	while (*path) {
-		const char *end = strchr(path, ':');
-		size_t len = end ? (size_t)(end - path) : strlen(path);
-		if (len && (size_t)snprintf(out, n, "%.*s/%s", (int)len, path,
-		                            name) < n &&
-		    access(out, X_OK) == 0)
-			return 0;
-		path += len + (end ? 1 : 0);
-	}
-	return -1;
 }
 
 /* The four ids of a "Uid:" or "Gid:" line of /proc/PID/status. */
@@ -134,7 +112,7 @@ static int have_cap_sys_ptrace(void)
 }
 
 /*
- * Whether the kernel will let gdb (our child, with our credentials) attach
+ * Whether the kernel will let this process ptrace-attach
  * to pid. Returns 0, or 2 after printing one line saying why not, or 1 when
  * there is no such process.
  */
@@ -235,120 +213,9 @@ static int has_shim(long pid)
 	return found;
 }
 
-/* s as a gdb string literal body (backslash and quote escaped). -1 if it
- * cannot be (a newline, or too long). */
-static int gdb_quote(const char *s, char *out, size_t cap)
-{
-	size_t o = 0;
-	for (; *s; s++) {
-		if (*s == '\n' || *s == '\r' || o + 3 >= cap)
-			return -1;
-		if (*s == '\\' || *s == '"')
-			out[o++] = '\\';
-		out[o++] = *s;
-	}
-	out[o] = 0;
-	return 0;
-}
-
-/* Runs gdb with the script, its stdout and stderr into out (NUL-ended).
- * Returns gdb's exit status, or -1 when it could not run or timed out. */
-static int run_gdb(const char *gdb, long pid, const char *script, char *out,
-                   size_t cap, int *timed_out)
-{
-	int pfd[2];
-	*timed_out = 0;
-	if (pipe2(pfd, O_CLOEXEC) != 0)
-		return -1;
-	char pids[32];
-	snprintf(pids, sizeof pids, "%ld", pid);
-	pid_t child = fork();
-	if (child < 0)
-		return -1;
-	if (child == 0) {
-		int nul = open("/dev/null", O_RDONLY);
-		if (nul >= 0)
-			dup2(nul, 0);
-		dup2(pfd[1], 1);
-		dup2(pfd[1], 2);
-		execl(gdb, gdb, "-q", "-batch", "-nx", "-iex",
-		      "set debuginfod enabled off", "-iex", "set auto-load off",
-		      "-p", pids, "-x", script, (char *)NULL);
-		fprintf(stderr, "exec %s: %s\n", gdb, strerror(errno));
-		_exit(127);
-	}
-	close(pfd[1]);
-	size_t n = 0;
-	time_t deadline = time(NULL) + GDB_TIMEOUT_S;
-	fcntl(pfd[0], F_SETFL, O_NONBLOCK);
-	for (;;) {
-		char buf[4096];
-		ssize_t r = read(pfd[0], buf, sizeof buf);
-		if (r > 0) {
-			size_t k = (size_t)r < cap - 1 - n ? (size_t)r : cap - 1 - n;
-			memcpy(out + n, buf, k);
-			n += k;
-			continue;
-		}
-		if (r == 0)
-			break;
-		if (errno != EAGAIN && errno != EINTR)
-			break;
-		if (time(NULL) > deadline) {
-			*timed_out = 1;
-			kill(child, SIGTERM);
-			break;
-		}
-		struct timespec ts = {0, 20 * 1000 * 1000};
-		nanosleep(&ts, NULL);
-	}
-	out[n] = 0;
-	close(pfd[0]);
-	int status;
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
-	if (*timed_out)
-		return -1;
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-/* The line of out that starts with tag (without it), or NULL. */
-static char *tagged_line(char *out, const char *tag)
-{
-	char *p = out;
-	size_t len = strlen(tag);
-	while (p && *p) {
-		if (!strncmp(p, tag, len)) {
-			char *e = strchr(p, '\n');
-			if (e)
-				*e = 0;
-			return p + len;
-		}
-		p = strchr(p, '\n');
-		if (p)
-			p++;
-	}
-	return NULL;
-}
-
-/* The last non-empty line of gdb's output that is not a banner. */
-static void last_lines(const char *out)
-{
-	const char *p = out;
-	while (*p) {
-		const char *e = strchr(p, '\n');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-		if (len && (strstr(p, "ptrace") || strstr(p, "rror") ||
-		            strstr(p, "No symbol") || strstr(p, "signal") ||
-		            strstr(p, "annot")))
-			fprintf(stderr, "  gdb: %.*s\n", (int)len, p);
-		p += len + (e ? 1 : 0);
-	}
-}
-
 int cmd_attach(int argc, char **argv)
 {
-	const char *output = NULL, *shim_opt = NULL, *gdb_opt = NULL;
+	const char *output = NULL, *shim_opt = NULL;
 	long duration = 0, pid = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -367,8 +234,6 @@ int cmd_attach(int argc, char **argv)
 			}
 		} else if (!strcmp(a, "--shim") && i + 1 < argc) {
 			shim_opt = argv[++i];
-		} else if (!strcmp(a, "--gdb") && i + 1 < argc) {
-			gdb_opt = argv[++i];
 		} else if (a[0] != '-' && !pid) {
 			pid = strtol(a, &end, 10);
 			if (*end || pid <= 0) {
@@ -398,7 +263,7 @@ int cmd_attach(int argc, char **argv)
 		return 1;
 	}
 
-	char shim[PATH_MAX], gdb[PATH_MAX];
+	char shim[PATH_MAX];
 	if (shim_opt) {
 		if (!realpath(shim_opt, shim)) {
 			fprintf(stderr, "mallock attach: %s: %s\n", shim_opt,
@@ -411,15 +276,6 @@ int cmd_attach(int argc, char **argv)
 		                "use --shim PATH\n");
 		return 1;
 	}
-	if (find_in_path(gdb_opt ? gdb_opt : "gdb", gdb, sizeof gdb) != 0) {
-		fprintf(stderr,
-		        "mallock attach: gdb is needed to inject the shim into "
-		        "a running process and was not found%s%s (Debian/Ubuntu: "
-		        "apt-get install gdb; Fedora: dnf install gdb)\n",
-		        gdb_opt ? ": " : " in PATH", gdb_opt ? gdb_opt : "");
-		return 1;
-	}
-
 	/* The trace path: relative to this directory, not the target's. */
 	char out_abs[PATH_MAX + 64], cwd[PATH_MAX];
 	const char *pat = output ? output : DEFAULT_OUTPUT;
@@ -440,107 +296,45 @@ int cmd_attach(int argc, char **argv)
 		    S_ISREG(sb.st_mode))
 			unlink(out_abs);
 	}
-	char q_shim[2 * PATH_MAX], q_out[2 * PATH_MAX + 128];
-	if (gdb_quote(shim, q_shim, sizeof q_shim) != 0 ||
-	    gdb_quote(out_abs, q_out, sizeof q_out) != 0) {
-		fprintf(stderr, "mallock attach: the paths must not contain "
-		                "newlines\n");
-		return 1;
+	static char answer[4096];
+	char err[1024];
+	int irc = inj_dlcall((pid_t)pid, shim, "mallock_attach_impl", out_abs,
+	                     duration, INJECT_TIMEOUT_S, answer, sizeof answer,
+	                     err, sizeof err);
+	if (irc) {
+		fprintf(stderr, "mallock attach: %s%s\n",
+		        irc == INJ_REFUSED ? "refused: " : "", err);
+		return irc == INJ_REFUSED ? 2 : 1;
 	}
-
-	char script[] = "/tmp/mallock-attach.XXXXXX";
-	int fd = mkstemp(script);
-	if (fd < 0) {
-		fprintf(stderr, "mallock attach: cannot create a gdb script in "
-		                "/tmp: %s\n", strerror(errno));
-		return 1;
+	char *msg = answer;
+	if (!strncmp(msg, "ok ", 3)) {
+		unsigned patched = 0, modules = 0, skipped = 0;
+		int used = 0;
+		sscanf(msg + 3, "%u %u %u %n", &patched, &modules,
+		       &skipped, &used);
+		char *path = msg + 3 + used, *detail = strchr(path, '\t');
+		if (detail)
+			*detail++ = 0;
+		printf("pid %ld: recording (mallock attach): %u call "
+		       "slots in %u modules redirected to the shim\n"
+		       "  trace %s\n",
+		       pid, patched, modules, path);
+		if (duration)
+			printf("  recording stops by itself after %ld s\n",
+			       duration);
+		printf("  stop with `mallock ctl stop %ld`; the trace is "
+		       "complete when the process exits\n",
+		       pid);
+		if (skipped)
+			printf("  %u slots left alone: %s\n", skipped,
+			       detail ? detail : "");
+		if (!patched)
+			fprintf(stderr,
+			        "mallock attach: warning: no call was "
+			        "redirected: nothing will be recorded\n");
+		return 0;
 	}
-	FILE *sf = fdopen(fd, "w");
-	/* 0x1002 = RTLD_NOW | RTLD_NODELETE: the GOT slots will point into
-	 * the shim for the rest of the process's life. */
-	fprintf(sf,
-	        "set pagination off\n"
-	        "set confirm off\n"
-	        "set $mallock_h = (void *) dlopen(\"%s\", 0x1002)\n"
-	        "if $mallock_h == 0\n"
-	        "  printf \"MALLOCK_DLERROR %%s\\n\", (char *) dlerror()\n"
-	        "else\n"
-	        "  printf \"MALLOCK_ATTACH %%s\\n\", (char *) "
-	        "mallock_attach_impl(\"%s\", %ld)\n"
-	        "end\n"
-	        "detach\n"
-	        "quit\n",
-	        q_shim, q_out, duration);
-	fclose(sf);
-
-	static char out[1 << 16];
-	int timed_out;
-	int grc = run_gdb(gdb, pid, script, out, sizeof out, &timed_out);
-	unlink(script);
-	if (timed_out) {
-		fprintf(stderr,
-		        "mallock attach: gdb did not finish within %d s "
-		        "(the process may be stopped inside the allocator or "
-		        "the dynamic loader); it was stopped\n",
-		        GDB_TIMEOUT_S);
-		return 1;
-	}
-	char *msg;
-	if ((msg = tagged_line(out, "MALLOCK_ATTACH "))) {
-		if (!strncmp(msg, "ok ", 3)) {
-			unsigned patched = 0, modules = 0, skipped = 0;
-			int used = 0;
-			sscanf(msg + 3, "%u %u %u %n", &patched, &modules,
-			       &skipped, &used);
-			char *path = msg + 3 + used, *detail = strchr(path, '\t');
-			if (detail)
-				*detail++ = 0;
-			printf("pid %ld: recording (mallock attach): %u call "
-			       "slots in %u modules redirected to the shim\n"
-			       "  trace %s\n",
-			       pid, patched, modules, path);
-			if (duration)
-				printf("  recording stops by itself after %ld s\n",
-				       duration);
-			printf("  stop with `mallock ctl stop %ld`; the trace is "
-			       "complete when the process exits\n",
-			       pid);
-			if (skipped)
-				printf("  %u slots left alone: %s\n", skipped,
-				       detail ? detail : "");
-			if (!patched)
-				fprintf(stderr,
-				        "mallock attach: warning: no call was "
-				        "redirected: nothing will be recorded\n");
-			return 0;
-		}
-		fprintf(stderr, "mallock attach: pid %ld: %s\n", pid,
-		        !strncmp(msg, "error ", 6) ? msg + 6 : msg);
-		return 1;
-	}
-	if ((msg = tagged_line(out, "MALLOCK_DLERROR "))) {
-		fprintf(stderr,
-		        "mallock attach: pid %ld: dlopen(%s) failed inside the "
-		        "process: %s\n",
-		        pid, shim, msg);
-		return 1;
-	}
-	if (strstr(out, "ptrace: Operation not permitted")) {
-		fprintf(stderr,
-		        "mallock attach: refused: the kernel does not let gdb "
-		        "trace pid %ld (ptrace: Operation not permitted; a "
-		        "seccomp or container policy, or another tracer)\n",
-		        pid);
-		return 2;
-	}
-	if (strstr(out, "ptrace: No such process")) {
-		fprintf(stderr, "mallock attach: no process %ld\n", pid);
-		return 1;
-	}
-	fprintf(stderr,
-	        "mallock attach: gdb (exit %d) did not inject the shim into "
-	        "pid %ld; what it said:\n",
-	        grc, pid);
-	last_lines(out);
+	fprintf(stderr, "mallock attach: pid %ld: %s\n", pid,
+	        !strncmp(msg, "error ", 6) ? msg + 6 : msg);
 	return 1;
 }
