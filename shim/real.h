@@ -17,6 +17,7 @@
 #define MALLOCK_SHIM_REAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <time.h>
@@ -85,7 +86,19 @@
 	X(pthread_setname_np, REAL_OPT, NULL, int, (pthread_t, const char *))  \
 	X(syscall, REAL_REQ, NULL, long,                                       \
 	  (long, long, long, long, long, long, long))                          \
-	X(dlclose, REAL_REQ, NULL, int, (void *))
+	X(dlclose, REAL_REQ, NULL, int, (void *))                              \
+	X(sigaction, REAL_OPT, NULL, int,                                      \
+	  (int, const struct sigaction *, struct sigaction *))                 \
+	X(signal, REAL_OPT, NULL, __sighandler_t, (int, __sighandler_t))       \
+	X(execve, REAL_OPT, NULL, int,                                         \
+	  (const char *, char *const[], char *const[]))                        \
+	X(execv, REAL_OPT, NULL, int, (const char *, char *const[]))           \
+	X(execvp, REAL_OPT, NULL, int, (const char *, char *const[]))          \
+	X(execvpe, REAL_OPT, NULL, int,                                        \
+	  (const char *, char *const[], char *const[]))                        \
+	X(fexecve, REAL_OPT, NULL, int, (int, char *const[], char *const[]))   \
+	X(execveat, REAL_OPT, NULL, int,                                       \
+	  (int, const char *, char *const[], char *const[], int))
 
 typedef struct real_table {
 #define REAL_MEMBER_(name, req, ver, ret, params) ret(*name) params;
