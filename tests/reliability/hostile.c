@@ -38,14 +38,22 @@
  *                              N rounds, exit 5
  *   daemon DONE                daemon(0, 0), closefrom(3), N rounds, writes
  *                              DONE
+ *   relcount                   locks a mutex while recording is paused
+ *                              (mallock_recording), then more distinct
+ *                              mutexes than the lock table holds, then
+ *                              unlocks the first: its release lost nothing
  */
 #define _GNU_SOURCE
+#include "mallock.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -269,6 +277,27 @@ static int sc_daemon(const char *done)
 	return 0;
 }
 
+static int sc_relcount(void)
+{
+	static pthread_mutex_t early = PTHREAD_MUTEX_INITIALIZER;
+	long n = 1100000; /* more than the 2^20 entries of the lock table */
+	pthread_mutex_t *m = mmap(NULL, (size_t)n * sizeof *m,
+	                          PROT_READ | PROT_WRITE,
+	                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 90;
+	mallock_recording(0);
+	pthread_mutex_lock(&early);
+	mallock_recording(1);
+	for (long i = 0; i < n; i++) {
+		pthread_mutex_lock(&m[i]);
+		pthread_mutex_unlock(&m[i]);
+	}
+	pthread_mutex_unlock(&early);
+	say("done\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *s = argc > 1 ? argv[1] : "";
@@ -298,6 +327,8 @@ int main(int argc, char **argv)
 		return sc_execfail();
 	if (!strcmp(s, "daemon"))
 		return sc_daemon(a);
+	if (!strcmp(s, "relcount"))
+		return sc_relcount();
 	fprintf(stderr, "hostile: unknown scenario %s %s\n", s, a);
 	return 2;
 }
