@@ -86,7 +86,13 @@
 	X(pthread_setname_np, REAL_OPT, NULL, int, (pthread_t, const char *))  \
 	X(syscall, REAL_REQ, NULL, long,                                       \
 	  (long, long, long, long, long, long, long))                          \
-	X(dlclose, REAL_REQ, NULL, int, (void *))                              \
+	X(dlclose, REAL_REQ, NULL, int, (void *))
+
+/* Process-level hooks (fatal.c, exec_hooks.c): resolved with the table, but
+ * not part of REAL_FUNCS, whose entries `mallock attach` patches into the
+ * running program's GOT (attach.c): a late shim leaves the program's
+ * signal and exec calls alone. */
+#define REAL_FUNCS_PROC(X)                                                     \
 	X(sigaction, REAL_OPT, NULL, int,                                      \
 	  (int, const struct sigaction *, struct sigaction *))                 \
 	X(signal, REAL_OPT, NULL, __sighandler_t, (int, __sighandler_t))       \
@@ -103,6 +109,7 @@
 typedef struct real_table {
 #define REAL_MEMBER_(name, req, ver, ret, params) ret(*name) params;
 	REAL_FUNCS(REAL_MEMBER_)
+	REAL_FUNCS_PROC(REAL_MEMBER_)
 #undef REAL_MEMBER_
 } real_table_t;
 
