@@ -537,7 +537,7 @@ static void flush_other(wbuf_t *wb, int close)
 static void write_note_end(const char *why, unsigned flags, int on_stack)
 {
 	uint8_t body[NOTE_LEN + 3 * FMT_VARINT_MAX], *p;
-	uint8_t stack_chunk[FMT_CHUNK_HEADER_SIZE + NOTE_LEN + 64];
+	uint8_t stack_chunk[FMT_CHUNK_HEADER_SIZE + NOTE_LEN + 128];
 	size_t stack_len = 0;
 	for (int rec = why ? 0 : 1; rec < 2; rec++) {
 		p = body;

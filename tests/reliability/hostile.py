@@ -1,9 +1,13 @@
-"""hostile.py BUILD_DIR SCENARIO - a hostile host (hostile.c) run bare and
+"""hostile.py BUILD_DIR SCENARIO [ALLOCATOR] - a hostile host (hostile.c) run bare and
 under the shim, each under a timeout (a hang fails). Asserted: the same exit
 status (or signal), stdout, stderr and files the program wrote, and a
 readable trace whose totals are exact: the program's own allocations
 (malloc(4242) + free, counted by pointer in `trace_stats -d`) are all there,
 or counted as dropped.
+
+ALLOCATOR: tcmalloc or jemalloc (Debian's shared libraries), preloaded
+after the shim (and alone in the bare run); exit 77 when it is not
+installed. Default: glibc's.
 
 Scenarios (one CTest each): closeall_loop closeall_range closeall_from
 dup2err stderr_pipe sigexit signals sigign sigdfl sigwait exec execfail
@@ -26,7 +30,14 @@ EXECS = ["execl", "execle", "execlp", "execv", "execve", "execvp", "execvpe",
          "fexecve", "execveat"]
 
 build, scen = sys.argv[1], sys.argv[2]
-c = Ctx("hostile " + scen, build)
+alloc = sys.argv[3] if len(sys.argv) > 3 else ""
+c = Ctx("hostile " + scen + (" " + alloc if alloc else ""), build)
+ALLOC_LIBS = {"tcmalloc": "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4",
+              "jemalloc": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}
+alloc_lib = ALLOC_LIBS[alloc] if alloc else None
+if alloc_lib and not os.path.exists(alloc_lib):
+    print("hostile: %s not installed (%s): skipped" % (alloc, alloc_lib))
+    sys.exit(77)
 prog = c.bin("hostile")
 trace_stats = c.bin("trace_stats")
 
@@ -47,9 +58,11 @@ def env_for(under_shim, out, extra=None):
         if k.startswith("MALLOCK_") or k == "LD_PRELOAD":
             del e[k]
     if under_shim:
-        e["LD_PRELOAD"] = c.shim
+        e["LD_PRELOAD"] = c.shim + (":" + alloc_lib if alloc_lib else "")
         e["MALLOCK_OUTPUT"] = out
         e.update(extra or {})
+    elif alloc_lib:
+        e["LD_PRELOAD"] = alloc_lib
     return e
 
 
@@ -176,8 +189,8 @@ def pair(args, what, extra=None, kill=None, stderr=subprocess.PIPE,
          warning=None):
     """Bare and shim runs in fresh directories; returns the shim's dir.
     warning: the one line the shim is expected to print on stderr."""
-    db = c.tmpdir("hostile_%s_bare" % what)
-    ds = c.tmpdir("hostile_%s_shim" % what)
+    db = c.tmpdir("hostile_%s%s_bare" % (what, alloc))
+    ds = c.tmpdir("hostile_%s%s_shim" % (what, alloc))
     bare = run(args, False, db, kill=kill, stderr=stderr)
     shim = run(args, True, ds, extra, kill=kill, stderr=stderr)
     if warning and shim[2] is not None:
@@ -217,7 +230,7 @@ elif scen == "stderr_pipe":
                                          "MALLOCK_MAX_BYTES": "1048576"})):
         res = []
         for under in (False, True):
-            d = c.tmpdir("hostile_pipe_%d" % under)
+            d = c.tmpdir("hostile_pipe%s_%d" % (alloc, under))
             r, w = os.pipe()
             os.close(r)  # the reader is gone: a write raises SIGPIPE
             p = start([prog, "quiet"],
@@ -231,7 +244,7 @@ elif scen == "sigexit":
     # each must exit 0 within its timeout (4 of 12 hung before).
     hung = bad = 0
     for i in range(50):
-        d = c.tmpdir("hostile_sigexit")
+        d = c.tmpdir("hostile_sigexit" + alloc)
         env = env_for(True, os.path.join(d, "t.%p.trace"),
                       {"MALLOCK_BUFFER_KB": "4"})
         p = start([prog, "sigexit"], env, d)
@@ -307,7 +320,7 @@ elif scen == "daemon":
     # started, not to / (where daemon() changed directory).
     results = []
     for under in (False, True):
-        d = c.tmpdir("hostile_daemon_%d" % under)
+        d = c.tmpdir("hostile_daemon%s_%d" % (alloc, under))
         done = os.path.join(d, "done")
         st = run(["daemon", done], under, d, out="t.%p.trace")
         c.check(wait_for(lambda: os.path.exists(done), 30),
