@@ -192,9 +192,9 @@ void prim_unmap(void *p, size_t size)
 int prim_fd_high(int fd)
 {
 	struct rlimit rl;
-	long lim = 1024;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
-		lim = rl.rlim_cur < 1024 ? (long)rl.rlim_cur : 1024;
+	long lim = 1 << 20;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1u << 20))
+		lim = (long)rl.rlim_cur;
 	long floor = lim - lim / 8;
 	if (floor > 1000)
 		floor = 1000;

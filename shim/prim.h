@@ -136,8 +136,9 @@ int prim_open_dir(const char *path);
  * The host owns the low fd numbers: a daemon closes every fd and reopens its
  * own files, which get the same numbers (reliability review #1). The shim's
  * own fds are moved to a high number (fcntl F_DUPFD_CLOEXEC at or above
- * min(1000, RLIMIT_NOFILE - RLIMIT_NOFILE/8), below FD_SETSIZE so they never
- * grow a select() set), and checked by identity before each use. Returns the
+ * min(1000, 7/8 of RLIMIT_NOFILE): 896 with the usual 1024; below
+ * FD_SETSIZE, so they never grow a select() set), and checked by identity
+ * before each use. Returns the
  * new fd (fd itself is closed), or fd unchanged when no high number is free.
  */
 int prim_fd_high(int fd);
