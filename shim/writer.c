@@ -73,8 +73,10 @@ static pthread_mutex_t lazy_lock = PTHREAD_MUTEX_INITIALIZER;
 static int (*lazy_fn)(void);
 static uint32_t lazy_opener; /* tid running lazy_fn (it re-enters) */
 
-/* The writer's locks this thread holds (bits), and the buffer whose
- * flush_lock it holds. */
+/* The writer's locks this thread holds or waits for (bits), and the
+ * buffer whose flush_lock it holds. A bit is set before the lock is taken
+ * and cleared after it is released: a signal handler in between sees it
+ * set, and skips a lock it could have taken (safe), never the reverse. */
 #define W_REG 1u
 #define W_PROC 2u
 #define W_FLUSH 4u
@@ -83,26 +85,28 @@ static __thread wbuf_t *w_held_wb __attribute__((tls_model("initial-exec")));
 
 static void wlock(pthread_mutex_t *m, unsigned bit)
 {
-	real.pthread_mutex_lock(m);
 	w_held |= bit;
+	atomic_signal_fence(memory_order_seq_cst);
+	real.pthread_mutex_lock(m);
 }
 
 static void wunlock(pthread_mutex_t *m, unsigned bit)
 {
-	w_held &= ~bit;
 	real.pthread_mutex_unlock(m);
+	atomic_signal_fence(memory_order_seq_cst);
+	w_held &= ~bit;
 }
 
 static void flock_wb(wbuf_t *wb)
 {
-	wlock(&wb->flush_lock, W_FLUSH);
 	w_held_wb = wb;
+	wlock(&wb->flush_lock, W_FLUSH);
 }
 
 static void funlock_wb(wbuf_t *wb)
 {
-	w_held_wb = NULL;
 	wunlock(&wb->flush_lock, W_FLUSH);
+	w_held_wb = NULL;
 }
 
 /* The trace fd, checked: g_fd when it is still the trace file; else the
