@@ -36,6 +36,9 @@
  *                              execvpe fexecve execveat)
  *   execfail                   N rounds, execv of a missing file (fails),
  *                              N rounds, exit 5
+ *   execfail_mt                2 threads allocate while main fails 200
+ *                              execs (500 rounds after each); prints the
+ *                              number of rounds of all three threads
  *   daemon DONE                daemon(0, 0), closefrom(3), N rounds, writes
  *                              DONE
  *   relcount                   locks a mutex while recording is paused
@@ -50,6 +53,8 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +265,40 @@ static int sc_execfail(void)
 	return 5;
 }
 
+static _Atomic int mt_stop;
+static long mt_done[2];
+
+static void *mt_worker(void *a)
+{
+	long n = 0;
+	while (!atomic_load(&mt_stop)) {
+		rounds(1);
+		n++;
+	}
+	mt_done[(intptr_t)a] = n;
+	return NULL;
+}
+
+static int sc_execfail_mt(void)
+{
+	pthread_t t[2];
+	for (intptr_t i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, mt_worker, (void *)i);
+	for (int k = 0; k < 200; k++) {
+		char *argv[] = {"nothing", NULL};
+		execv("/nonexistent/nothing", argv);
+		rounds(500);
+	}
+	atomic_store(&mt_stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	char line[64];
+	snprintf(line, sizeof line, "rounds %ld\n",
+	         200 * 500 + mt_done[0] + mt_done[1]);
+	say(line);
+	return 0;
+}
+
 static int sc_daemon(const char *done)
 {
 	rounds(100);
@@ -325,6 +364,8 @@ int main(int argc, char **argv)
 		return sc_exec(a);
 	if (!strcmp(s, "execfail"))
 		return sc_execfail();
+	if (!strcmp(s, "execfail_mt"))
+		return sc_execfail_mt();
 	if (!strcmp(s, "daemon"))
 		return sc_daemon(a);
 	if (!strcmp(s, "relcount"))
