@@ -217,6 +217,7 @@ static void fork_child(void)
 int shim_boot(void)
 {
 	tls_t *t = &shim_tls;
+	prim_stderr_init(); /* warnings go only to this stderr (prim.h) */
 	if (!real_usable()) {
 		atomic_store(&g_off, SHIM_OFF_STOPPED);
 		return -1;
@@ -257,11 +258,19 @@ __attribute__((destructor)) static void shim_dtor(void)
 	if (!writer_active() || (atomic_load(&g_off) & SHIM_OFF_STOPPED))
 		return;
 	tls_t *t = &shim_tls;
+	/* exit() from a signal handler that interrupted a hook of this
+	 * thread (review #4: a server's SIGTERM handler hung in the final
+	 * flush): the interrupted code may hold the writer's, the loader's or
+	 * the stack cache's locks. Only the final flush runs, and it skips
+	 * what this thread holds (writer.c). */
+	int nested = t->gate == GATE_BUSY;
 	t->gate = GATE_BUSY;
-	modules_check();
-	stack_cache_note(t);
-	if (t->wb)
-		acq_pend_flush(t);
+	if (!nested) {
+		modules_check();
+		stack_cache_note(t);
+		if (t->wb)
+			acq_pend_flush(t);
+	}
 	writer_final();
 	ctl_exit();
 	t->gate = GATE_DEAD;

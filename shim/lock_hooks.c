@@ -140,6 +140,12 @@ static inline void rec_acq(tls_t *t, unsigned type, void *l, unsigned kind,
 	t->pend_type = (uint8_t)type;
 }
 
+/* Acquisitions this thread could not record (the lock table was full):
+ * the release of an unknown lock counts as a drop only against one of
+ * these (review #21: every release of a lock taken before recording
+ * started was counted once the table had overflowed). */
+static __thread uint32_t acq_lost __attribute__((tls_model("initial-exec")));
+
 __attribute__((noinline)) void acq_pend_flush(tls_t *t)
 {
 	unsigned type = t->pend_type;
@@ -158,6 +164,7 @@ __attribute__((noinline)) void acq_pend_flush(tls_t *t)
 	lock_ent_t *e = lockmap_get(t, t->pend_lock, t->pend_kind);
 	if (unlikely(!e)) {
 		t->drops++;
+		acq_lost++;
 		return;
 	}
 	uint32_t site = stack_site(t, t->pend_ra);
@@ -210,8 +217,10 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 		r = op_call(op, l, clk, abs);
 	t1 = prim_tsc();
 	if (!e) {
-		if (r == 0)
+		if (r == 0) {
 			t->drops++;
+			acq_lost++;
+		}
 		return r;
 	}
 	atomic_fetch_sub(&c->waiters, 1);
@@ -260,8 +269,10 @@ static inline void rel_begin(tls_t *t, void *l, rel_t *rl)
 			/* Unknown lock: taken before recording started, or
 			 * one the full table has no room for, whose ACQ was
 			 * counted as a drop: count its REL too. */
-			if (unlikely(lockmap_lost()))
+			if (unlikely(acq_lost)) {
+				acq_lost--;
 				t->drops++;
+			}
 			return;
 		}
 	}

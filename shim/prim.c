@@ -20,6 +20,8 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -187,40 +189,107 @@ void prim_unmap(void *p, size_t size)
 		munmap(p, size);
 }
 
-int prim_create_excl(const char *path)
+int prim_fd_high(int fd)
 {
-	int fd = open(path,
-	              O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
-	                  O_APPEND,
-	              0600);
-	return fd < 0 ? -errno : fd;
+	struct rlimit rl;
+	long lim = 1 << 20;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < (1u << 20))
+		lim = (long)rl.rlim_cur;
+	long floor = lim - lim / 8;
+	if (floor > 1000)
+		floor = 1000;
+	if (fd < 0 || fd >= floor || floor <= 3)
+		return fd;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)floor);
+	if (hi < 0)
+		return fd;
+	close(fd);
+	return hi;
+}
+
+int prim_fid(int fd, prim_fid_t *id)
+{
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0) {
+		id->dev = id->ino = 0;
+		return -1;
+	}
+	id->dev = (uint64_t)st.st_dev;
+	id->ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+int prim_fid_same(int fd, const prim_fid_t *id)
+{
+	prim_fid_t now;
+	return prim_fid(fd, &now) == 0 && now.dev == id->dev &&
+	       now.ino == id->ino;
+}
+
+int prim_create_excl(int dirfd, const char *path)
+{
+	int fd = openat(dirfd, path,
+	                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC |
+	                    O_APPEND,
+	                0600);
+	return fd < 0 ? -errno : prim_fd_high(fd);
+}
+
+int prim_reopen_append(int dirfd, const char *path)
+{
+	int fd = openat(dirfd, path,
+	                O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : prim_fd_high(fd);
+}
+
+int prim_open_dir(const char *path)
+{
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : prim_fd_high(fd);
+}
+
+void prim_getcwd(char *buf, size_t cap)
+{
+	if (!getcwd(buf, cap))
+		buf[0] = 0;
 }
 
 /*
  * write(2), retried on EINTR. A write past RLIMIT_FSIZE raises SIGXFSZ,
  * whose default action kills the host (seen with `ulimit -f 0`: the host
  * died of the trace's file header, then of the warning written to a
- * stderr redirected to a file). Block it for the call, and take back the
- * signal this call raised, so the write just fails with EFBIG. A SIGXFSZ
- * that was already pending is left for the program. Returns the byte count
- * or -errno.
+ * stderr redirected to a file); a write to a pipe or socket whose reader
+ * has gone raises SIGPIPE (a host that never writes to stderr died of a
+ * warning written to a closed pipe: reliability review #15). Block both
+ * for the call, and take back the signal this call raised, so the write
+ * just fails with EFBIG or EPIPE. A signal that was already pending is left
+ * for the program. Returns the byte count or -errno.
  */
 static ssize_t write_guarded(int fd, const void *buf, size_t n)
 {
-	sigset_t xfsz, old, pend;
-	sigemptyset(&xfsz);
-	sigaddset(&xfsz, SIGXFSZ);
-	pthread_sigmask(SIG_BLOCK, &xfsz, &old);
-	int was_pending = sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ);
+	sigset_t mask, old, pend;
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGXFSZ);
+	sigaddset(&mask, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &mask, &old);
+	int have_pend = sigpending(&pend) == 0;
+	int xfsz_was = have_pend && sigismember(&pend, SIGXFSZ);
+	int pipe_was = have_pend && sigismember(&pend, SIGPIPE);
 	ssize_t r;
 	do
 		r = write(fd, buf, n);
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		r = -errno;
-	if (r == -EFBIG && !was_pending) {
+	int take = r == -EFBIG && !xfsz_was ? SIGXFSZ
+	           : r == -EPIPE && !pipe_was ? SIGPIPE
+	                                      : 0;
+	if (take) {
+		sigset_t one;
 		struct timespec zero = {0, 0};
-		while (sigtimedwait(&xfsz, NULL, &zero) < 0 && errno == EINTR)
+		sigemptyset(&one);
+		sigaddset(&one, take);
+		while (sigtimedwait(&one, NULL, &zero) < 0 && errno == EINTR)
 			;
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -240,10 +309,23 @@ void prim_close(int fd)
 	close(fd);
 }
 
+/* fd 2 as the process started with it (review #1: warnings went into
+ * the host's own files once it had closed fd 2 and opened another file). No
+ * dup is kept: holding the host's stderr open would keep a parent's pipe
+ * from reaching end-of-file after a daemon closed its stderr. */
+static prim_fid_t stderr_id;
+static int stderr_ok;
+
+void prim_stderr_init(void)
+{
+	stderr_ok = prim_fid(2, &stderr_id) == 0;
+}
+
 void prim_stderr(const char *msg, size_t n)
 {
 	int saved = errno;
-	write_guarded(2, msg, n);
+	if (stderr_ok && prim_fid_same(2, &stderr_id))
+		write_guarded(2, msg, n);
 	errno = saved;
 }
 

@@ -118,20 +118,63 @@ void prim_unmap(void *p, size_t size);
 
 /*
  * Creates the trace file: O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC|
- * O_APPEND, mode 0600 (an existing file or a symlink at path is refused).
- * Returns the fd, or -errno.
+ * O_APPEND, mode 0600 (an existing file or a symlink at path is refused),
+ * relative to the directory fd dirfd (or AT_FDCWD, -100). The fd is moved
+ * high (prim_fd_high). Returns the fd, or -errno.
  */
-int prim_create_excl(const char *path);
+int prim_create_excl(int dirfd, const char *path);
+
+/* Reopens an existing trace file for appending (O_WRONLY|O_APPEND|
+ * O_NOFOLLOW|O_CLOEXEC), relative to dirfd, moved high. fd or -errno. */
+int prim_reopen_append(int dirfd, const char *path);
+
+/* Opens a directory as an O_PATH|O_DIRECTORY|O_CLOEXEC fd, moved high (the
+ * base of a forked child's trace file). fd or -errno. */
+int prim_open_dir(const char *path);
+
+/*
+ * The host owns the low fd numbers: a daemon closes every fd and reopens its
+ * own files, which get the same numbers (reliability review #1). The shim's
+ * own fds are moved to a high number (fcntl F_DUPFD_CLOEXEC at or above
+ * min(1000, 7/8 of RLIMIT_NOFILE): 896 with the usual 1024; below
+ * FD_SETSIZE, so they never grow a select() set), and checked by identity
+ * before each use. Returns the
+ * new fd (fd itself is closed), or fd unchanged when no high number is free.
+ */
+int prim_fd_high(int fd);
+
+/* An open file's identity (st_dev, st_ino), or zero when fd is not open. */
+typedef struct prim_fid {
+	uint64_t dev, ino;
+} prim_fid_t;
+int prim_fid(int fd, prim_fid_t *id); /* 0, or -1 (not open) */
+/* Nonzero when fd is open and is the file id names (one fstat). */
+int prim_fid_same(int fd, const prim_fid_t *id);
+
+/* The current directory (getcwd), NUL-terminated; "" on failure. */
+void prim_getcwd(char *buf, size_t cap);
 
 /* One write(2) of n bytes; returns 0 when all were written, else an errno
  * value (EIO for a short write). Never retries a partial write (a chunk is
- * written whole or not at all, as far as the kernel lets us). */
+ * written whole or not at all, as far as the kernel lets us). SIGPIPE and
+ * SIGXFSZ raised by the call are taken back (EPIPE, EFBIG). */
 int prim_write_once(int fd, const void *buf, size_t n);
 
 /* close(2), ignoring errors. */
 void prim_close(int fd);
 
-/* write(2) of a message to stderr, ignoring errors. */
+/*
+ * Remembers which file fd 2 is (the stderr the process started with). Called
+ * once by the constructor (and by a fork child: its fd 2 is inherited).
+ */
+void prim_stderr_init(void);
+
+/* write(2) of a message to stderr, ignoring errors, only while fd 2 is still
+ * the file prim_stderr_init() saw: never into a file the host opened later
+ * at fd 2, never into a closed one. SIGPIPE and SIGXFSZ cannot kill the host
+ * (blocked for the call, the one it raised is taken back). No fd of the shim
+ * holds the host's stderr open (a daemon that closes it releases its
+ * parent's pipe). */
 void prim_stderr(const char *msg, size_t n);
 
 /* Lowest and highest address of the calling thread's stack, from

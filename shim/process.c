@@ -28,10 +28,74 @@ static const char *exe_base(char *buf, size_t cap)
 	return slash ? slash + 1 : buf;
 }
 
+/*
+ * Where this process image's traces go, fixed at its first open (review
+ * #16: a forked child resolved the pattern at its first write, after
+ * daemon()'s chdir("/"), a chroot or a setuid, and traced to / or not at
+ * all). base_dirfd: the output directory (O_PATH, high fd), when the
+ * pattern's directory part names the same directory for every process (no
+ * '%' in it); base_abs: that directory's absolute path ("" when the pattern
+ * is relative and the working directory is unknown). A child creates its
+ * file with openat(base_dirfd) while that fd is still the directory (a
+ * daemon may have closed it), else by the absolute path.
+ */
+static int base_ready;
+static int base_dirfd = -1;
+static prim_fid_t base_fid;
+static char base_cwd[CONFIG_PATH_MAX];
+
+static void base_setup(void)
+{
+	base_ready = 1;
+	const char *pat = g_cfg.output;
+	const char *slash = strrchr(pat, '/');
+	char dir[CONFIG_PATH_MAX];
+	size_t dlen = slash ? (size_t)(slash - pat) : 1;
+	if (slash && dlen == 0)
+		dlen = 1; /* "/name" */
+	memcpy(dir, slash ? pat : ".", dlen);
+	dir[dlen] = 0;
+	prim_getcwd(base_cwd, sizeof base_cwd);
+	if (base_cwd[0] != '/')
+		base_cwd[0] = 0;
+	if (strchr(dir, '%'))
+		return; /* per-process directory: resolved by path */
+	base_dirfd = prim_open_dir(dir);
+	if (base_dirfd >= 0)
+		prim_fid(base_dirfd, &base_fid);
+}
+
+/* Creates the file named by the expanded pattern path: by base_dirfd and
+ * its last component when the directory is fixed and the fd still is it,
+ * else by the absolute path (relative paths are taken from the working
+ * directory at start). Sets g_trace_path (absolute when known). */
+static int open_expanded(const char *path)
+{
+	char abs[sizeof g_trace_path];
+	const char *slash = strrchr(path, '/');
+	const char *name = slash ? slash + 1 : path;
+	const char *rel = path[0] == '.' && path[1] == '/' ? path + 2 : path;
+	if (path[0] == '/' || !base_cwd[0])
+		snprintf(abs, sizeof abs, "%s", path);
+	else
+		snprintf(abs, sizeof abs, "%s%s%s", base_cwd,
+		         base_cwd[1] ? "/" : "", rel);
+	int err;
+	if (base_dirfd >= 0 && prim_fid_same(base_dirfd, &base_fid))
+		err = writer_open(base_dirfd, name, abs);
+	else
+		err = writer_open(-100 /* AT_FDCWD */, abs, abs);
+	if (!err)
+		snprintf(g_trace_path, sizeof g_trace_path, "%s", abs);
+	return err;
+}
+
 int process_open_output(int child)
 {
 	char exe[512], path[CONFIG_PATH_MAX], alt[CONFIG_PATH_MAX + 32];
 	uint32_t pid = prim_getpid();
+	if (!base_ready)
+		base_setup();
 	if (config_output_path(path, sizeof path, pid, exe_base(exe, sizeof exe),
 	                       child) != 0) {
 		shim_warn("MALLOCK_OUTPUT expands to a path longer than %d "
@@ -39,7 +103,7 @@ int process_open_output(int child)
 		          CONFIG_PATH_MAX);
 		return -1;
 	}
-	int err = writer_open(path);
+	int err = open_expanded(path);
 	if (err == EEXIST) {
 		/* Never overwrite, never follow a symlink: pick a new name. */
 		for (int i = 0; i < 100 && err == EEXIST; i++) {
@@ -47,14 +111,14 @@ int process_open_output(int child)
 				snprintf(alt, sizeof alt, "%s.%u", path, pid);
 			else
 				snprintf(alt, sizeof alt, "%s.%u.%d", path, pid, i);
-			err = writer_open(alt);
+			err = open_expanded(alt);
 		}
 		if (!err) {
-			snprintf(g_trace_path, sizeof g_trace_path, "%s", alt);
 			if (!child)
-				shim_warn("%s exists; tracing to %s", path, alt);
+				shim_warn("%s exists; tracing to %s", path,
+				          g_trace_path);
 			else
-				shim_info("tracing to %s", alt);
+				shim_info("tracing to %s", g_trace_path);
 			return 0;
 		}
 	}
@@ -63,9 +127,13 @@ int process_open_output(int child)
 		          strerror(err));
 		return -1;
 	}
-	snprintf(g_trace_path, sizeof g_trace_path, "%s", path);
-	shim_info("tracing to %s", path);
+	shim_info("tracing to %s", g_trace_path);
 	return 0;
+}
+
+const char *process_trace_path(void)
+{
+	return g_trace_path;
 }
 
 void process_write_header(void)

@@ -50,6 +50,7 @@ int real_ensure(void)
 		}                                                              \
 	}
 	REAL_FUNCS(REAL_RESOLVE_)
+	REAL_FUNCS_PROC(REAL_RESOLVE_)
 #undef REAL_RESOLVE_
 	real = t;
 	/* Without the allocator itself nothing can work; without a lock

@@ -17,6 +17,7 @@
 #define MALLOCK_SHIM_REAL_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <time.h>
@@ -87,9 +88,28 @@
 	  (long, long, long, long, long, long, long))                          \
 	X(dlclose, REAL_REQ, NULL, int, (void *))
 
+/* Process-level hooks (fatal.c, exec_hooks.c): resolved with the table, but
+ * not part of REAL_FUNCS, whose entries `mallock attach` patches into the
+ * running program's GOT (attach.c): a late shim leaves the program's
+ * signal and exec calls alone. */
+#define REAL_FUNCS_PROC(X)                                                     \
+	X(sigaction, REAL_OPT, NULL, int,                                      \
+	  (int, const struct sigaction *, struct sigaction *))                 \
+	X(signal, REAL_OPT, NULL, __sighandler_t, (int, __sighandler_t))       \
+	X(execve, REAL_OPT, NULL, int,                                         \
+	  (const char *, char *const[], char *const[]))                        \
+	X(execv, REAL_OPT, NULL, int, (const char *, char *const[]))           \
+	X(execvp, REAL_OPT, NULL, int, (const char *, char *const[]))          \
+	X(execvpe, REAL_OPT, NULL, int,                                        \
+	  (const char *, char *const[], char *const[]))                        \
+	X(fexecve, REAL_OPT, NULL, int, (int, char *const[], char *const[]))   \
+	X(execveat, REAL_OPT, NULL, int,                                       \
+	  (int, const char *, char *const[], char *const[], int))
+
 typedef struct real_table {
 #define REAL_MEMBER_(name, req, ver, ret, params) ret(*name) params;
 	REAL_FUNCS(REAL_MEMBER_)
+	REAL_FUNCS_PROC(REAL_MEMBER_)
 #undef REAL_MEMBER_
 } real_table_t;
 

@@ -7,6 +7,18 @@
  *   reg_lock (registry of buffers) -> wbuf.flush_lock
  *   proc_lock (process chunk) is taken alone.
  * Nothing here allocates through malloc: buffers are mmap'd.
+ *
+ * Each thread remembers which of these locks it holds (w_held): an exit()
+ * or exec called from a signal handler that interrupted the writer on the
+ * same thread must not wait for a lock that thread holds (review #4). The
+ * final and exec flushes skip what the caller holds, and say so in a note.
+ *
+ * The trace fd is the host's resource too (review #1): it is kept at a high
+ * number and checked by identity (st_dev, st_ino) before every write. When
+ * the host closed it or put another file at its number, the file is
+ * reopened by its absolute path (and checked again); when that fails,
+ * recording stops with one note. An fd that failed the check is never
+ * written to or closed: its number belongs to the host.
  */
 #include "writer.h"
 
@@ -19,6 +31,7 @@
 #include "real.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 _Atomic uint64_t g_events_written, g_events_dropped;
@@ -30,8 +43,14 @@ uint64_t writer_bytes(void)
 	return atomic_load(&g_bytes);
 }
 
-static int g_fd = -1;
+static _Atomic int g_fd = -1;
+static prim_fid_t g_fid;         /* the identity of the trace file */
+static char g_reopen_path[CONFIG_PATH_MAX + 64]; /* absolute, or "" */
+static _Atomic uint32_t fd_fixer; /* tid recovering the fd, or 0 */
 static uint32_t g_file_pid;      /* process that owns g_fd */
+/* What the END records written so far said (END counts add up: a failed
+ * exec writes one, the exit a second with the rest). */
+static uint64_t end_sent_written, end_sent_dropped;
 static _Atomic int g_write_failed;
 static int g_in_fatal; /* writer_fatal runs: no warning (not signal-safe) */
 
@@ -54,19 +73,93 @@ static pthread_mutex_t lazy_lock = PTHREAD_MUTEX_INITIALIZER;
 static int (*lazy_fn)(void);
 static uint32_t lazy_opener; /* tid running lazy_fn (it re-enters) */
 
-static void lock(pthread_mutex_t *m)
+/* The writer's locks this thread holds or waits for (bits), and the
+ * buffer whose flush_lock it holds. A bit is set before the lock is taken
+ * and cleared after it is released: a signal handler in between sees it
+ * set, and skips a lock it could have taken (safe), never the reverse. */
+#define W_REG 1u
+#define W_PROC 2u
+#define W_FLUSH 4u
+static __thread unsigned w_held __attribute__((tls_model("initial-exec")));
+static __thread wbuf_t *w_held_wb __attribute__((tls_model("initial-exec")));
+
+static void wlock(pthread_mutex_t *m, unsigned bit)
 {
+	w_held |= bit;
+	atomic_signal_fence(memory_order_seq_cst);
 	real.pthread_mutex_lock(m);
 }
 
-static void unlock(pthread_mutex_t *m)
+static void wunlock(pthread_mutex_t *m, unsigned bit)
 {
 	real.pthread_mutex_unlock(m);
+	atomic_signal_fence(memory_order_seq_cst);
+	w_held &= ~bit;
 }
 
-int writer_open(const char *path)
+static void flock_wb(wbuf_t *wb)
 {
-	int fd = prim_create_excl(path);
+	w_held_wb = wb;
+	wlock(&wb->flush_lock, W_FLUSH);
+}
+
+static void funlock_wb(wbuf_t *wb)
+{
+	wunlock(&wb->flush_lock, W_FLUSH);
+	w_held_wb = NULL;
+}
+
+/* The trace fd, checked: g_fd when it is still the trace file; else the
+ * file reopened by its path (a host that closed every fd); else -1 after
+ * one warning, with recording stopped. Async-signal-safe when quiet (the
+ * fatal path): open, fstat, fcntl only. */
+static int trace_fd(void)
+{
+	int fd = atomic_load(&g_fd);
+	if (likely(prim_fid_same(fd, &g_fid)))
+		return fd;
+	uint32_t self = prim_gettid(), zero = 0;
+	while (!atomic_compare_exchange_weak(&fd_fixer, &zero, self)) {
+		if (zero == self)
+			return -1; /* a signal handler interrupted the fix */
+		zero = 0;
+		prim_yield();
+	}
+	int bad = atomic_load(&g_fd);
+	int nfd = prim_fid_same(bad, &g_fid) ? bad : -1;
+	if (nfd < 0 && g_reopen_path[0] && !atomic_load(&g_write_failed)) {
+		nfd = prim_reopen_append(-100 /* AT_FDCWD */, g_reopen_path);
+		if (nfd >= 0 && !prim_fid_same(nfd, &g_fid)) {
+			prim_close(nfd); /* another file at that path now */
+			nfd = -1;
+		}
+		if (nfd >= 0) {
+			atomic_store(&g_fd, nfd);
+			if (!g_in_fatal)
+				shim_info("the program closed or replaced the "
+				          "trace's fd %d; reopened %s as fd %d",
+				          bad, g_reopen_path, nfd);
+		}
+	}
+	if (nfd < 0) {
+		int expect = 0;
+		if (atomic_compare_exchange_strong(&g_write_failed, &expect,
+		                                   1)) {
+			atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
+			if (!g_in_fatal)
+				shim_warn("the program closed or replaced the "
+				          "trace's fd %d and %s cannot be "
+				          "reopened; recording stopped",
+				          bad, g_reopen_path);
+		}
+	}
+	atomic_store(&fd_fixer, 0);
+	return nfd;
+}
+
+int writer_open(int dirfd, const char *path, const char *abs_path)
+{
+	int fd = prim_create_excl(dirfd, path);
 	if (fd < 0)
 		return -fd;
 	uint8_t hdr[FMT_FILE_HEADER_SIZE];
@@ -76,7 +169,10 @@ int writer_open(const char *path)
 		prim_close(fd);
 		return err;
 	}
-	g_fd = fd;
+	prim_fid(fd, &g_fid);
+	snprintf(g_reopen_path, sizeof g_reopen_path, "%s",
+	         abs_path && abs_path[0] == '/' ? abs_path : "");
+	atomic_store(&g_fd, fd);
 	g_file_pid = prim_getpid();
 	atomic_store(&g_bytes, FMT_FILE_HEADER_SIZE);
 	atomic_store(&g_write_failed, 0);
@@ -120,14 +216,18 @@ static void ensure_file(void)
  * Seals and writes one chunk (header at chunk[0..47], payload after).
  * Returns 0, or -1 when nothing was written (file closed, wrong process,
  * earlier failure, or this write failed: then warns once and stops the
- * shim). events: the chunk's core events, for the END counters.
+ * shim). events: the chunk's core events, for the END counters; lost: the
+ * program's events it stands for (events, less its DROP records, plus the
+ * counts they carry), added to END's dropped when it is not written
+ * (review #21: a DROP's count was lost with its chunk).
  */
 static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
-                       uint64_t tsc_base, size_t len, uint64_t events)
+                       uint64_t tsc_base, size_t len, uint64_t events,
+                       uint64_t lost)
 {
-	if (g_fd < 0 || atomic_load(&g_write_failed) ||
+	if (atomic_load(&g_fd) < 0 || atomic_load(&g_write_failed) ||
 	    prim_getpid() != g_file_pid) {
-		atomic_fetch_add(&g_events_dropped, events);
+		atomic_fetch_add(&g_events_dropped, lost);
 		return -1;
 	}
 	/* MALLOCK_MAX_BYTES: event chunks stop CAP_TAIL short of the cap,
@@ -140,7 +240,7 @@ static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
 		uint64_t before = atomic_fetch_add(&g_bytes, total);
 		if (before + total > limit) {
 			atomic_fetch_sub(&g_bytes, total);
-			atomic_fetch_add(&g_events_dropped, events);
+			atomic_fetch_add(&g_events_dropped, lost);
 			if (tid && !g_in_fatal)
 				ctl_capped(before);
 			else if (tid)
@@ -157,9 +257,14 @@ static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
 	h.tsc_base = tsc_base;
 	prim_clock_pair(&h.tsc_flush, &h.mono_flush_ns);
 	fmt_chunk_seal(chunk, &h, chunk + FMT_CHUNK_HEADER_SIZE);
-	int err = prim_write_once(g_fd, chunk, FMT_CHUNK_HEADER_SIZE + len);
+	int fd = trace_fd();
+	int err = fd < 0 ? EBADF
+	                 : prim_write_once(fd, chunk,
+	                                   FMT_CHUNK_HEADER_SIZE + len);
 	if (err) {
-		atomic_fetch_add(&g_events_dropped, events);
+		atomic_fetch_add(&g_events_dropped, lost);
+		if (fd < 0)
+			return -1; /* trace_fd() said why */
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&g_write_failed, &expect, 1)) {
 			atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
@@ -191,6 +296,7 @@ static void chunk_start(tls_t *t)
 	t->enc.last_tsc = t->chunk_tsc0;
 	t->enc.last_ptr = 0;
 	t->chunk_events = 0;
+	wb->drop_recs = wb->drop_vals = 0;
 	wb->tsc_base = t->chunk_tsc0;
 	atomic_store_explicit(&wb->committed, 0, memory_order_release);
 }
@@ -199,12 +305,12 @@ int writer_attach(tls_t *t)
 {
 	size_t cap = (size_t)g_cfg.buffer_kb << 10;
 	wbuf_t *wb = NULL;
-	lock(&reg_lock);
+	wlock(&reg_lock, W_REG);
 	if (free_list && free_list->cap == cap) {
 		wb = free_list;
 		free_list = wb->next;
 	}
-	unlock(&reg_lock);
+	wunlock(&reg_lock, W_REG);
 	if (!wb) {
 		size_t size = (sizeof(wbuf_t) + 63) / 64 * 64 +
 		              FMT_CHUNK_HEADER_SIZE + cap;
@@ -219,16 +325,18 @@ int writer_attach(tls_t *t)
 	wb->tid = t->tid;
 	wb->seq = 0;
 	wb->closed = 0;
+	wb->exec_len = 0;
+	wb->exec_drops = 0;
 	wb->thread = (uintptr_t)pthread_self();
 	wb->owner = t;
 	t->wb = wb;
 	chunk_start(t);
-	lock(&reg_lock);
+	wlock(&reg_lock, W_REG);
 	wb->next = active.next;
 	wb->prev = &active;
 	active.next->prev = wb;
 	active.next = wb;
-	unlock(&reg_lock);
+	wunlock(&reg_lock, W_REG);
 	return 0;
 }
 
@@ -239,6 +347,8 @@ static void emit_drop(tls_t *t)
 	uint64_t tsc = prim_tsc();
 	uint8_t *p = fmt_put_head(t->pos, &t->enc, FMT_DROP, tsc);
 	p = fmt_put_u(p, t->drops);
+	t->wb->drop_recs++;
+	t->wb->drop_vals += t->drops;
 	t->drops = 0;
 	t->pos = p;
 	t->chunk_events++;
@@ -247,25 +357,73 @@ static void emit_drop(tls_t *t)
 	                      memory_order_release);
 }
 
+/* What a payload holds: its core events, and the program's events it
+ * stands for (DROP records replaced by their counts). Decodes from the
+ * start, so len must end on a record boundary (a committed length). */
+typedef struct pcount {
+	uint64_t events, lost;
+} pcount_t;
+
+static pcount_t count_payload(const uint8_t *payload, size_t len)
+{
+	fmt_chunk_header_t h = {0};
+	h.payload_len = (uint32_t)len;
+	fmt_dec_t d;
+	fmt_record_t r;
+	size_t off;
+	pcount_t n = {0, 0};
+	fmt_dec_init(&d, &h, payload);
+	while (fmt_decode(&d, &r, &off) > 0) {
+		if (FMT_IS_META(r.type))
+			continue;
+		n.events++;
+		n.lost += r.type == FMT_DROP ? r.f[0] : 1;
+	}
+	return n;
+}
+
+/* The owner's side of an exec that failed (writer_exec): that pass wrote
+ * this buffer's first exec_len bytes, and the pending drops it read. What
+ * came after cannot be written on its own (the encoding is relative to the
+ * chunk's start): it is counted as dropped. Caller: the owner, holding
+ * wb->flush_lock. */
+static void exec_settle(tls_t *t, wbuf_t *wb)
+{
+	t->drops -= wb->exec_drops < t->drops ? wb->exec_drops : t->drops;
+	wb->exec_drops = 0;
+	if (wb->exec_len) {
+		size_t len = (size_t)(t->pos - wb->chunk) - FMT_CHUNK_HEADER_SIZE;
+		uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
+		uint64_t all = count_payload(payload, len).lost;
+		uint64_t done = count_payload(payload, wb->exec_len).lost;
+		atomic_fetch_add(&g_events_dropped, all - done);
+		wb->exec_len = 0;
+		chunk_start(t);
+	}
+}
+
 void writer_flush(tls_t *t)
 {
 	int saved = errno;
 	ensure_file();
 	wbuf_t *wb = t->wb;
+	flock_wb(wb);
+	if (unlikely(wb->exec_len || wb->exec_drops))
+		exec_settle(t, wb);
 	/* Drops go into the chunk written now: emitted at the start of the
 	 * next chunk (as they were), those of a thread's last flush (exit)
 	 * were never written. WRITER_RESERVE leaves room for the record. */
 	if (t->drops && !wb->closed)
 		emit_drop(t);
 	size_t len = (size_t)(t->pos - wb->chunk) - FMT_CHUNK_HEADER_SIZE;
-	lock(&wb->flush_lock);
 	if (len && !wb->closed) {
 		write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base, len,
-		            t->chunk_events);
+		            t->chunk_events,
+		            t->chunk_events - wb->drop_recs + wb->drop_vals);
 		wb->seq++;
 	}
 	chunk_start(t);
-	unlock(&wb->flush_lock);
+	funlock_wb(wb);
 	modules_check();
 	errno = saved;
 }
@@ -304,48 +462,33 @@ void writer_detach(tls_t *t)
 	if (!wb)
 		return;
 	writer_flush(t);
-	lock(&reg_lock);
+	wlock(&reg_lock, W_REG);
 	wb->prev->next = wb->next;
 	wb->next->prev = wb->prev;
 	wb->next = free_list;
 	wb->prev = NULL;
 	free_list = wb;
-	unlock(&reg_lock);
+	wunlock(&reg_lock, W_REG);
 	t->wb = NULL;
 }
 
 static void proc_write(void);
 
-/* Counts the core events of a payload (the final flush of another thread's
- * buffer, whose owner's counter it cannot read). */
-static uint64_t count_events(const uint8_t *payload, size_t len)
-{
-	fmt_chunk_header_t h = {0};
-	h.payload_len = (uint32_t)len;
-	fmt_dec_t d;
-	fmt_record_t r;
-	size_t off;
-	uint64_t n = 0;
-	fmt_dec_init(&d, &h, payload);
-	while (fmt_decode(&d, &r, &off) > 0)
-		if (!FMT_IS_META(r.type))
-			n++;
-	return n;
-}
-
 /*
  * The events another thread lost since its last DROP record (it is still
  * running, so its own buffer cannot be appended to): written as a chunk of
  * that thread holding only DROP. Caller holds wb->flush_lock, and reg_lock
- * (so the owner, in the active list, is alive). Allocation-free.
+ * (so the owner, in the active list, is alive). Allocation-free. Returns
+ * the count written (exec: the owner subtracts it later).
  */
-static void write_pending_drops(wbuf_t *wb)
+static uint64_t write_pending_drops(wbuf_t *wb)
 {
 	uint64_t n = wb->owner ? __atomic_load_n(&wb->owner->drops,
 	                                         __ATOMIC_RELAXED)
 	                       : 0;
+	n -= wb->exec_drops < n ? wb->exec_drops : n;
 	if (!n || wb->closed)
-		return;
+		return 0;
 	uint8_t chunk[FMT_CHUNK_HEADER_SIZE + 2 * FMT_VARINT_MAX + 16];
 	uint8_t *payload = chunk + FMT_CHUNK_HEADER_SIZE;
 	uint64_t tsc = prim_tsc();
@@ -354,39 +497,162 @@ static void write_pending_drops(wbuf_t *wb)
 	enc.last_tsc = tsc;
 	uint8_t *p = fmt_put_head(payload, &enc, FMT_DROP, tsc);
 	p = fmt_put_u(p, n);
-	write_chunk(chunk, wb->tid, wb->seq, tsc, (size_t)(p - payload), 1);
+	write_chunk(chunk, wb->tid, wb->seq, tsc, (size_t)(p - payload), 1, n);
 	wb->seq++;
+	return n;
+}
+
+/*
+ * Writes another thread's committed records (its owner only appends past
+ * `committed`, and cannot reset the buffer while its flush_lock is held
+ * here) and its pending drops. Caller holds wb->flush_lock and reg_lock.
+ * close: the final flush (nothing more from this buffer); else an exec
+ * (the owner goes on if the exec fails: exec_settle).
+ */
+static void flush_other(wbuf_t *wb, int close)
+{
+	size_t len = atomic_load_explicit(&wb->committed, memory_order_acquire);
+	if (len && !wb->closed) {
+		uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
+		if (wb->exec_len) {
+			/* An earlier exec pass wrote the start of it. */
+			pcount_t all = count_payload(payload, len);
+			pcount_t done = count_payload(payload, wb->exec_len);
+			atomic_fetch_add(&g_events_dropped, all.lost - done.lost);
+		} else {
+			pcount_t n = count_payload(payload, len);
+			write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base,
+			            len, n.events, n.lost);
+			wb->seq++;
+		}
+		if (!close)
+			wb->exec_len = len;
+	}
+	uint64_t n = write_pending_drops(wb);
+	if (close)
+		wb->closed = 1;
+	else
+		wb->exec_drops += n;
+}
+
+/* A NOTE (warning) and an END with the counts not yet reported by an
+ * earlier END, as one process chunk. Caller holds proc_lock, or (a nested
+ * exit) cannot take it: then the chunk is built on the stack. */
+static void write_note_end(const char *why, unsigned flags, int on_stack)
+{
+	uint8_t body[NOTE_LEN + 3 * FMT_VARINT_MAX], *p;
+	uint8_t stack_chunk[FMT_CHUNK_HEADER_SIZE + NOTE_LEN + 128];
+	size_t stack_len = 0;
+	for (int rec = why ? 0 : 1; rec < 2; rec++) {
+		p = body;
+		unsigned type = rec ? FMT_END : FMT_NOTE;
+		if (!rec) {
+			size_t n = strlen(why);
+			p = fmt_put_u(p, FMT_NOTE_WARN);
+			p = fmt_put_str(p, why, n < NOTE_LEN ? n : NOTE_LEN - 1);
+		} else {
+			uint64_t w = atomic_load(&g_events_written);
+			uint64_t d = atomic_load(&g_events_dropped);
+			p = fmt_put_u(p, w - end_sent_written);
+			p = fmt_put_u(p, d - end_sent_dropped);
+			p = fmt_put_u(p, flags);
+			end_sent_written = w;
+			end_sent_dropped = d;
+		}
+		size_t len = (size_t)(p - body);
+		if (!on_stack) {
+			writer_proc_meta(type, body, len);
+			continue;
+		}
+		uint8_t *q = stack_chunk + FMT_CHUNK_HEADER_SIZE + stack_len;
+		uint8_t *start = q;
+		*q++ = (uint8_t)type;
+		q = fmt_put_u(q, len);
+		memcpy(q, body, len);
+		q += len;
+		stack_len += (size_t)(q - start);
+	}
+	if (on_stack)
+		write_chunk(stack_chunk, 0, proc_seq++, prim_tsc(), stack_len, 0,
+		            0);
+}
+
+/*
+ * The passes over every thread's buffer at exit and at exec. Locks the
+ * caller already holds (a signal handler that interrupted the writer on
+ * this thread called exit or exec) are not waited for: what they guard is
+ * skipped and named in the returned note text (empty: nothing skipped).
+ */
+static const char *flush_all(int close)
+{
+	const char *skipped = "";
+	if (w_held & W_REG)
+		return "exit or exec from a signal handler that interrupted "
+		       "the writer: no thread's buffer written";
+	wlock(&reg_lock, W_REG);
+	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next) {
+		if (wb == w_held_wb) {
+			skipped = "exit or exec from a signal handler that "
+			          "interrupted a flush: that thread's buffer "
+			          "not written";
+			continue;
+		}
+		flock_wb(wb);
+		flush_other(wb, close);
+		funlock_wb(wb);
+	}
+	wunlock(&reg_lock, W_REG);
+	return skipped;
 }
 
 void writer_final(void)
 {
 	ensure_file();
 	atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
-	lock(&reg_lock);
-	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next) {
-		lock(&wb->flush_lock);
-		size_t len = atomic_load_explicit(&wb->committed,
-		                                  memory_order_acquire);
-		if (len && !wb->closed) {
-			uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
-			write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base,
-			            len, count_events(payload, len));
-			wb->seq++;
-		}
-		write_pending_drops(wb);
-		wb->closed = 1;
-		unlock(&wb->flush_lock);
+	const char *skipped = flush_all(1);
+	if (skipped[0])
+		shim_info("%s", skipped);
+	if (w_held & (W_PROC | W_REG)) {
+		/* The process chunk may be half built by the interrupted
+		 * code, and thread names need the registry. */
+		write_note_end(skipped[0] ? skipped
+		                          : "exit from a signal handler that "
+		                            "interrupted the writer",
+		               FMT_ENDF_CLEAN, 1);
+		return;
 	}
-	unlock(&reg_lock);
 	writer_thread_names();
 	writer_notes();
-	uint8_t body[3 * FMT_VARINT_MAX], *p = body;
-	p = fmt_put_u(p, atomic_load(&g_events_written));
-	p = fmt_put_u(p, atomic_load(&g_events_dropped));
-	p = fmt_put_u(p, FMT_ENDF_CLEAN);
 	writer_proc_begin();
-	writer_proc_meta(FMT_END, body, (size_t)(p - body));
+	write_note_end(NULL, FMT_ENDF_CLEAN, 0);
 	writer_proc_end();
+}
+
+int writer_owner(void)
+{
+	return atomic_load(&g_fd) >= 0 && !atomic_load(&g_write_failed) &&
+	       prim_getpid() == g_file_pid;
+}
+
+int writer_exec(tls_t *self, const char *why)
+{
+	if (!writer_owner())
+		return -1;
+	if (self && self->wb && !(w_held & W_FLUSH))
+		writer_flush(self);
+	const char *skipped = flush_all(0);
+	if (skipped[0])
+		shim_info("%s", skipped);
+	if (w_held & (W_PROC | W_REG)) {
+		write_note_end(why, 0, 1);
+		return 0;
+	}
+	writer_thread_names();
+	writer_notes();
+	writer_proc_begin();
+	write_note_end(why, 0, 0);
+	writer_proc_end();
+	return 0;
 }
 
 /*
@@ -394,29 +660,20 @@ void writer_final(void)
  * held by the interrupted code, or by a thread that is mid-flush, is
  * skipped), no allocation, no stdio; write() and clock reads only. Writes
  * self's committed records first, then every other buffer's committed
- * records (their owners only append past `committed`, and cannot reset the
- * buffer while its flush_lock is held here), closes them, and ends with a
- * NOTE (why) and an END record without FMT_ENDF_CLEAN.
+ * records, closes them, and ends with a NOTE (why) and an END without
+ * FMT_ENDF_CLEAN.
  */
 static void fatal_flush_one(wbuf_t *wb)
 {
 	if (real.pthread_mutex_trylock(&wb->flush_lock) != 0)
 		return;
-	size_t len = atomic_load_explicit(&wb->committed, memory_order_acquire);
-	if (len && !wb->closed) {
-		uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
-		write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base, len,
-		            count_events(payload, len));
-		wb->seq++;
-	}
-	write_pending_drops(wb);
-	wb->closed = 1;
+	flush_other(wb, 1);
 	real.pthread_mutex_unlock(&wb->flush_lock);
 }
 
 void writer_fatal(tls_t *self, const char *why)
 {
-	if (g_fd < 0 || atomic_load(&g_write_failed) ||
+	if (atomic_load(&g_fd) < 0 || atomic_load(&g_write_failed) ||
 	    prim_getpid() != g_file_pid)
 		return;
 	g_in_fatal = 1;
@@ -429,19 +686,13 @@ void writer_fatal(tls_t *self, const char *why)
 				fatal_flush_one(wb);
 		real.pthread_mutex_unlock(&reg_lock);
 	}
-	if (!proc_chunk || real.pthread_mutex_trylock(&proc_lock) != 0)
+	if (!proc_chunk || real.pthread_mutex_trylock(&proc_lock) != 0) {
+		/* The process chunk is busy: NOTE and END from the stack. */
+		write_note_end(why, 0, 1);
 		return;
-	uint8_t body[NOTE_LEN + 3 * FMT_VARINT_MAX], *p = body;
-	size_t n = strlen(why);
-	p = fmt_put_u(p, FMT_NOTE_WARN);
-	p = fmt_put_str(p, why, n < NOTE_LEN ? n : NOTE_LEN - 1);
+	}
 	proc_len = 0; /* a half-built process chunk is dropped */
-	writer_proc_meta(FMT_NOTE, body, (size_t)(p - body));
-	p = body;
-	p = fmt_put_u(p, atomic_load(&g_events_written));
-	p = fmt_put_u(p, atomic_load(&g_events_dropped));
-	p = fmt_put_u(p, 0); /* not FMT_ENDF_CLEAN */
-	writer_proc_meta(FMT_END, body, (size_t)(p - body));
+	write_note_end(why, 0, 0);
 	proc_write();
 	real.pthread_mutex_unlock(&proc_lock);
 }
@@ -451,7 +702,8 @@ void writer_fatal(tls_t *self, const char *why)
 static void proc_write(void)
 {
 	if (proc_len) {
-		write_chunk(proc_chunk, 0, proc_seq++, prim_tsc(), proc_len, 0);
+		write_chunk(proc_chunk, 0, proc_seq++, prim_tsc(), proc_len, 0,
+		            0);
 		proc_len = 0;
 	}
 }
@@ -459,7 +711,7 @@ static void proc_write(void)
 void writer_proc_begin(void)
 {
 	ensure_file();
-	lock(&proc_lock);
+	wlock(&proc_lock, W_PROC);
 	if (!proc_chunk)
 		proc_chunk = prim_map(FMT_CHUNK_HEADER_SIZE + PROC_CAP);
 }
@@ -484,7 +736,7 @@ void writer_proc_end(void)
 {
 	if (proc_chunk)
 		proc_write();
-	unlock(&proc_lock);
+	wunlock(&proc_lock, W_PROC);
 }
 
 /* A THREAD_NAME record of thread tid's current name into the process chunk.
@@ -510,11 +762,11 @@ static void proc_thread_name(uint32_t tid)
 void writer_thread_names(void)
 {
 	writer_proc_begin();
-	lock(&reg_lock);
+	wlock(&reg_lock, W_REG);
 	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next)
 		if (wb->tid)
 			proc_thread_name(wb->tid);
-	unlock(&reg_lock);
+	wunlock(&reg_lock, W_REG);
 	writer_proc_end();
 }
 
@@ -539,7 +791,7 @@ static void note_record(unsigned level, const char *text, size_t len,
 void writer_notes(void)
 {
 	ensure_file();
-	if (g_fd < 0)
+	if (atomic_load(&g_fd) < 0)
 		return;
 	writer_proc_begin();
 	note_take(note_record, NULL);
@@ -550,14 +802,14 @@ void writer_notes(void)
 
 void writer_fork_prepare(void)
 {
-	lock(&proc_lock);
-	lock(&reg_lock);
+	wlock(&proc_lock, W_PROC);
+	wlock(&reg_lock, W_REG);
 }
 
 void writer_fork_parent(void)
 {
-	unlock(&reg_lock);
-	unlock(&proc_lock);
+	wunlock(&reg_lock, W_REG);
+	wunlock(&proc_lock, W_PROC);
 }
 
 void writer_fork_child(tls_t *t)
@@ -565,6 +817,9 @@ void writer_fork_child(tls_t *t)
 	memcpy(&reg_lock, &mutex_init_value, sizeof reg_lock);
 	memcpy(&lazy_lock, &mutex_init_value, sizeof lazy_lock);
 	memcpy(&proc_lock, &mutex_init_value, sizeof proc_lock);
+	w_held = 0;
+	w_held_wb = NULL;
+	atomic_store(&fd_fixer, 0);
 	/* Other threads do not exist here: their buffers become free ones,
 	 * and their unflushed events belong to the parent's trace. */
 	wbuf_t *wb = active.next;
@@ -577,12 +832,16 @@ void writer_fork_child(tls_t *t)
 		wb = next;
 	}
 	active.next = active.prev = &active;
-	if (g_fd >= 0)
-		prim_close(g_fd);
-	g_fd = -1;
+	/* The parent's trace fd: closed only while it is still that file
+	 * (the host may have reused the number). */
+	int fd = atomic_load(&g_fd);
+	if (fd >= 0 && prim_fid_same(fd, &g_fid))
+		prim_close(fd);
+	atomic_store(&g_fd, -1);
 	atomic_store(&g_write_failed, 0);
 	atomic_store(&g_events_written, 0);
 	atomic_store(&g_events_dropped, 0);
+	end_sent_written = end_sent_dropped = 0;
 	proc_len = 0;
 	proc_seq = 0;
 	if (t->wb) {
@@ -591,6 +850,8 @@ void writer_fork_child(tls_t *t)
 		wb->tid = t->tid;
 		wb->seq = 0;
 		wb->closed = 0;
+		wb->exec_len = 0;
+		wb->exec_drops = 0;
 		wb->thread = (uintptr_t)pthread_self();
 		wb->owner = t;
 		wb->next = active.next;
@@ -605,12 +866,12 @@ void writer_fork_child(tls_t *t)
 uint32_t writer_tid_of(uintptr_t th)
 {
 	uint32_t tid = 0;
-	lock(&reg_lock);
+	wlock(&reg_lock, W_REG);
 	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next)
 		if (wb->thread == th) {
 			tid = wb->tid;
 			break;
 		}
-	unlock(&reg_lock);
+	wunlock(&reg_lock, W_REG);
 	return tid;
 }

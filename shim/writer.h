@@ -18,7 +18,10 @@
  *   a buffer is closed: its owner's later events are discarded, and the shim
  *   is stopped (g_off) so nothing more is recorded.
  * - Writes happen only in the process that created the file (a forked child
- *   before its atfork handler ran writes nothing).
+ *   before its atfork handler ran writes nothing), and only to the trace
+ *   file itself: the fd is checked by identity before each write (writer.c).
+ * - END counts add up over the END records of a file (an exec that failed
+ *   leaves one, the exit another with the rest).
  */
 #ifndef MALLOCK_SHIM_WRITER_H
 #define MALLOCK_SHIM_WRITER_H
@@ -42,6 +45,14 @@ typedef struct wbuf {
 	uint32_t seq;       /* next chunk's sequence number */
 	uint64_t tsc_base;  /* of the chunk being filled */
 	int closed;         /* final flush done: write nothing more */
+	/* The DROP records of the chunk being filled and the counts they
+	 * carry (owner's; for END when the chunk cannot be written). */
+	uint64_t drop_recs, drop_vals;
+	/* An exec that failed wrote this buffer's first exec_len committed
+	 * bytes and exec_drops of its owner's pending drops (writer_exec);
+	 * the owner settles both at its next flush. Under flush_lock. */
+	size_t exec_len;
+	uint64_t exec_drops;
 	uintptr_t thread;   /* pthread_self() of the owner */
 	tls_t *owner;       /* its shim_tls (alive while in the active list) */
 	size_t map_size;
@@ -49,9 +60,12 @@ typedef struct wbuf {
 	uint8_t *chunk;     /* 48 header bytes, then the payload */
 } wbuf_t;
 
-/* Creates the trace file at path, writes the file header. Returns 0, or an
- * errno value (EEXIST: a file or symlink is already there). */
-int writer_open(const char *path);
+/* Creates the trace file at path (relative to the directory fd dirfd, or
+ * AT_FDCWD), writes the file header. abs_path: the same file's absolute
+ * path, by which the file is reopened if the host closes the fd (NULL or
+ * relative: never reopened). Returns 0, or an errno value (EEXIST: a file
+ * or symlink is already there). */
+int writer_open(int dirfd, const char *path, const char *abs_path);
 
 /* Nonzero once the file is open (or will be opened lazily) and writable. */
 int writer_active(void);
@@ -88,6 +102,23 @@ int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len);
 /* The final flush (process exit): writes every thread's committed records,
  * closes the buffers, writes END. Stops recording first. */
 void writer_final(void);
+
+/*
+ * Before an exec (exec_hooks.c): writes every thread's committed records
+ * and pending drops, a NOTE(why) and an END without FMT_ENDF_CLEAN (with
+ * the counts so far). Recording goes on: if the exec fails, the buffers of
+ * the other threads settle at their owners' next flush (what they added
+ * since is counted as dropped), and the exit's END adds the rest. self:
+ * the caller's state, flushed as its own; NULL when the caller was inside
+ * a hook (its buffer is then written as another thread's). Caller holds
+ * its gate. Returns 0, or -1 in a process that has no file of its
+ * own (a forked child before its first write, a vfork child).
+ */
+int writer_exec(tls_t *self, const char *why);
+
+/* Nonzero when this process owns an open trace file (not a vfork child,
+ * not a forked child before its first write, no write failure). */
+int writer_owner(void);
 
 /* The fatal-signal flush: async-signal-safe (trylocks only, no
  * allocation). Writes self's and then the other threads' committed records,

@@ -140,12 +140,18 @@ static int stats_cb(const fmt_chunk_header_t *h, const fmt_record_t *r,
 		    v[1] > s->stack_frames_max)
 			s->stack_frames_max = v[1];
 		break;
-	case FMT_END:
-		fmt_get_u(&p, end, &s->end_events);
-		fmt_get_u(&p, end, &s->end_dropped);
+	case FMT_END: {
+		/* END counts add up (an exec that failed writes one, the
+		 * exit another); the flags are the last one's. */
+		uint64_t ev = 0, dr = 0;
+		fmt_get_u(&p, end, &ev);
+		fmt_get_u(&p, end, &dr);
 		fmt_get_u(&p, end, &s->end_flags);
+		s->end_events += ev;
+		s->end_dropped += dr;
 		s->have_end++;
 		break;
+	}
 	}
 	return 0;
 }

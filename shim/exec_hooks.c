@@ -1,0 +1,186 @@
+/*
+ * exec_hooks.c - execve and its relatives: the trace is written before the
+ * process image is replaced (review #13: an exec lost every thread's
+ * buffered events, silently, and the trace had no END).
+ *
+ * Before the real call: every thread's committed events and drop counts, a
+ * NOTE "exec of PATH" and an END without FMT_ENDF_CLEAN (writer_exec). If
+ * the exec fails, the program goes on and so does the recording; the exit
+ * writes a second END with the rest (END counts add up).
+ *
+ * glibc's exec functions call the system call through internal aliases, so
+ * each one is hooked, not only execve; the execl forms build their argv and
+ * go through the execv forms, as glibc's do.
+ *
+ * Invariants:
+ * - A process that does not own the trace file does nothing here: a vfork
+ *   child shares its parent's memory (and its thread's TLS), and a forked
+ *   child that has not written yet has no file (its exec leaves no empty
+ *   trace, as before). Nothing is touched before that test.
+ * - posix_spawn, system and popen are not hooked: they exec in a child and
+ *   the caller goes on recording.
+ * - errno is the real call's.
+ */
+#include "event.h"
+#include "hook.h"
+#include "real.h"
+#include "tls.h"
+#include "writer.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+/* The flush before an exec of what (a path, or "fd N"). */
+static void exec_flush(const char *what)
+{
+	if (!writer_owner() ||
+	    (atomic_load(&g_off) & (SHIM_OFF_STOPPED | SHIM_OFF_INIT)))
+		return;
+	int saved = errno;
+	tls_t *t = &shim_tls;
+	uint8_t gate = t->gate;
+	t->gate = GATE_BUSY;
+	atomic_signal_fence(memory_order_seq_cst);
+	/* Inside a hook (an exec from a signal handler), the thread's own
+	 * buffer is written as another thread's: its records may be half
+	 * encoded past the committed ones. */
+	int own = gate == GATE_READY && t->wb;
+	if (own)
+		acq_pend_flush(t);
+	char why[256];
+	snprintf(why, sizeof why, "exec of %s: trace written before it", what);
+	writer_exec(own ? t : NULL, why);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->gate = gate;
+	errno = saved;
+}
+
+/* glibc declares the paths and arg nonnull, but a host built elsewhere may
+ * pass NULL: tested out of line, where the compiler cannot drop the test. */
+__attribute__((noinline)) static const char *or_null(const char *s)
+{
+	return s ? s : "(null)";
+}
+
+static int no_real(void)
+{
+	errno = ENOSYS;
+	return -1;
+}
+
+HOOK_EXPORT int execve(const char *path, char *const argv[],
+                       char *const envp[])
+{
+	if (!real_usable() || !real.execve)
+		return no_real();
+	exec_flush(or_null(path));
+	return real.execve(path, argv, envp);
+}
+
+HOOK_EXPORT int execv(const char *path, char *const argv[])
+{
+	if (!real_usable() || !real.execv)
+		return no_real();
+	exec_flush(or_null(path));
+	return real.execv(path, argv);
+}
+
+HOOK_EXPORT int execvp(const char *file, char *const argv[])
+{
+	if (!real_usable() || !real.execvp)
+		return no_real();
+	exec_flush(or_null(file));
+	return real.execvp(file, argv);
+}
+
+HOOK_EXPORT int execvpe(const char *file, char *const argv[],
+                        char *const envp[])
+{
+	if (!real_usable() || !real.execvpe)
+		return no_real();
+	exec_flush(or_null(file));
+	return real.execvpe(file, argv, envp);
+}
+
+HOOK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
+{
+	if (!real_usable() || !real.fexecve)
+		return no_real();
+	char what[32];
+	snprintf(what, sizeof what, "fd %d", fd);
+	exec_flush(what);
+	return real.fexecve(fd, argv, envp);
+}
+
+HOOK_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
+                         char *const envp[], int flags)
+{
+	if (!real_usable() || !real.execveat)
+		return no_real();
+	exec_flush(or_null(path));
+	return real.execveat(dirfd, path, argv, envp, flags);
+}
+
+/* The number of arguments of an execl call: arg and those in ap after it,
+ * up to the NULL (which is not counted). */
+__attribute__((noinline)) static size_t execl_argc(const char *arg,
+                                                   va_list ap)
+{
+	size_t argc = 0;
+	if (arg)
+		for (argc = 1; va_arg(ap, const char *); argc++)
+			;
+	return argc;
+}
+
+/* argv of an execl call (argc from execl_argc), NULL-terminated; leaves ap
+ * past the list's NULL (at execle's envp). */
+#define EXECL_ARGV(arg, ap, argv, argc)                                        \
+	do {                                                                   \
+		argv[0] = (char *)arg;                                         \
+		for (size_t i_ = 1; i_ <= argc; i_++)                          \
+			argv[i_] = va_arg(ap, char *);                         \
+		argv[argc] = NULL;                                             \
+	} while (0)
+
+HOOK_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	size_t argc = execl_argc(arg, ap);
+	va_end(ap);
+	char *argv[argc + 1];
+	va_start(ap, arg);
+	EXECL_ARGV(arg, ap, argv, argc);
+	va_end(ap);
+	return execv(path, argv);
+}
+
+HOOK_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	size_t argc = execl_argc(arg, ap);
+	va_end(ap);
+	char *argv[argc + 1];
+	va_start(ap, arg);
+	EXECL_ARGV(arg, ap, argv, argc);
+	va_end(ap);
+	return execvp(file, argv);
+}
+
+HOOK_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	size_t argc = execl_argc(arg, ap);
+	va_end(ap);
+	char *argv[argc + 1];
+	va_start(ap, arg);
+	EXECL_ARGV(arg, ap, argv, argc);
+	char *const *envp = va_arg(ap, char *const *);
+	va_end(ap);
+	return execve(path, argv, envp);
+}
