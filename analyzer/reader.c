@@ -27,7 +27,8 @@
 typedef struct rd_chunk {
 	uint64_t off; /* file offset of the chunk header */
 	uint64_t tsc_base;
-	uint32_t len;
+	uint32_t len; /* payload_len: the bytes stored */
+	uint32_t flags;
 	uint32_t seq;
 	uint32_t tid;
 	uint32_t next; /* next chunk of the same stream, or UINT32_MAX */
@@ -56,6 +57,8 @@ struct reader {
 	uint32_t nheap;
 	uint32_t pending; /* stream whose head was returned last */
 	bool failed;
+	uint8_t *zin; /* a compressed chunk as stored, before inflating */
+	size_t zcap;
 };
 
 #define NONE UINT32_MAX
@@ -214,8 +217,8 @@ static void scan_process(reader_t *r, const fmt_chunk_header_t *h,
 static int pass1(reader_t *r, char *err, size_t errlen)
 {
 	uint8_t hb[FMT_CHUNK_HEADER_SIZE];
-	uint8_t *buf = NULL;
-	size_t cap = 0;
+	uint8_t *buf = NULL, *zbuf = NULL;
+	size_t cap = 0, zcap = 0;
 	uint64_t off = FMT_FILE_HEADER_SIZE, size = r->info.file_size;
 	clockspan_t clk = {0};
 	char why[160];
@@ -235,6 +238,7 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 			snprintf(err, errlen, "read error at byte %llu: %s",
 			         (unsigned long long)off, strerror(errno));
 			free(buf);
+			free(zbuf);
 			return 1;
 		}
 		if (fmt_chunk_parse(hb, &h) < 0) {
@@ -268,6 +272,7 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 			snprintf(err, errlen, "read error at byte %llu",
 			         (unsigned long long)off);
 			free(buf);
+			free(zbuf);
 			return 1;
 		}
 		if (fmt_chunk_verify(hb, &h, buf) < 0) {
@@ -278,8 +283,23 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 			r->info.chunks_total = rest ? m + rest : 0;
 			break;
 		}
-		if (h.tid == 0)
-			scan_process(r, &h, buf, &clk);
+		const uint8_t *recs;
+		uint32_t nrecs;
+		if (fmt_chunk_inflate(&h, buf, &zbuf, &zcap, &recs, &nrecs) < 0) {
+			snprintf(why, sizeof why,
+			         "chunk %u: corrupt compressed payload", m + 1);
+			stop_at(r, off, why);
+			uint32_t rest = count_rest(r, off);
+			r->info.chunks_total = rest ? m + rest : 0;
+			break;
+		}
+		if (h.flags & FMT_CHUNKF_ZSTD)
+			r->info.chunks_compressed++;
+		if (h.tid == 0) {
+			fmt_chunk_header_t hr = h;
+			hr.payload_len = nrecs;
+			scan_process(r, &hr, recs, &clk);
+		}
 		clock_pair(&clk, h.tsc_flush, h.mono_flush_ns);
 		if (h.tsc_base && h.tsc_base < r->info.tsc_min)
 			r->info.tsc_min = h.tsc_base;
@@ -288,6 +308,7 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 		c->off = off;
 		c->tsc_base = h.tsc_base;
 		c->len = h.payload_len;
+		c->flags = h.flags;
 		c->seq = h.seq;
 		c->tid = h.tid;
 		c->next = NONE;
@@ -295,6 +316,7 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 		off += FMT_CHUNK_HEADER_SIZE + h.payload_len;
 	}
 	free(buf);
+	free(zbuf);
 	r->info.chunks = (uint32_t)r->nchunk;
 	if (!r->info.truncated)
 		r->info.chunks_total = r->info.chunks;
@@ -364,22 +386,35 @@ uint32_t reader_streams(const reader_t *r)
 	return (uint32_t)r->nst;
 }
 
-/* Loads chunk c into stream s and starts decoding it. */
+/* Loads chunk c into stream s (inflated, when it is compressed) and starts
+ * decoding it. */
 static int load_chunk(reader_t *r, rd_stream_t *s, uint32_t c)
 {
 	rd_chunk_t *ch = &r->chunk[c];
 	fmt_chunk_header_t h = {0};
-	if (!s->buf || ch->len > s->cap) { /* never NULL: see pass1() */
-		free(s->buf);
-		s->cap = ch->len;
-		s->buf = xmalloc(s->cap ? s->cap : 1);
+	h.payload_len = ch->len;
+	h.flags = ch->flags;
+	h.tsc_base = ch->tsc_base;
+	uint8_t **dst = &s->buf;
+	size_t *dcap = &s->cap;
+	if (ch->flags & FMT_CHUNKF_ZSTD) {
+		dst = &r->zin;
+		dcap = &r->zcap;
 	}
-	if (read_at(r->fd, s->buf, ch->len, ch->off + FMT_CHUNK_HEADER_SIZE) <
+	if (!*dst || ch->len > *dcap) { /* never NULL: see pass1() */
+		free(*dst);
+		*dcap = ch->len;
+		*dst = xmalloc(*dcap ? *dcap : 1);
+	}
+	if (read_at(r->fd, *dst, ch->len, ch->off + FMT_CHUNK_HEADER_SIZE) <
 	    0)
 		return -1;
-	h.payload_len = ch->len;
-	h.tsc_base = ch->tsc_base;
-	fmt_dec_init(&s->dec, &h, s->buf);
+	const uint8_t *recs;
+	uint32_t nrecs;
+	if (fmt_chunk_inflate(&h, *dst, &s->buf, &s->cap, &recs, &nrecs) < 0)
+		return -1;
+	h.payload_len = nrecs;
+	fmt_dec_init(&s->dec, &h, recs);
 	s->cur = c;
 	return 0;
 }
@@ -397,11 +432,20 @@ static int advance(reader_t *r, rd_stream_t *s)
 			char why[160];
 			const rd_chunk_t *ch = &r->chunk[s->cur];
 			uint64_t at = ch->off + FMT_CHUNK_HEADER_SIZE + eo;
-			snprintf(why, sizeof why,
-			         "chunk %u (thread %u): malformed record "
-			         "(type 0x%02x) at byte %llu",
-			         s->cur + 1, ch->tid,
-			         s->dec.start[eo], (unsigned long long)at);
+			if (ch->flags & FMT_CHUNKF_ZSTD) {
+				/* eo counts decompressed bytes: no file offset. */
+				at = ch->off;
+				snprintf(why, sizeof why,
+				         "chunk %u (thread %u): malformed record "
+				         "(type 0x%02x) at byte %zu of its "
+				         "decompressed records",
+				         s->cur + 1, ch->tid, s->dec.start[eo], eo);
+			} else
+				snprintf(why, sizeof why,
+				         "chunk %u (thread %u): malformed record "
+				         "(type 0x%02x) at byte %llu",
+				         s->cur + 1, ch->tid, s->dec.start[eo],
+				         (unsigned long long)at);
 			stop_at(r, at, why);
 			r->failed = true;
 			return -1;
@@ -487,8 +531,8 @@ int reader_next(reader_t *r, reader_ev_t *ev)
 
 int reader_walk(reader_t *r, reader_walk_fn fn, void *ctx, uint64_t *err_off)
 {
-	uint8_t *buf = NULL;
-	size_t cap = 0;
+	uint8_t *buf = NULL, *zbuf = NULL;
+	size_t cap = 0, zcap = 0;
 	int ret = 0;
 	for (uint32_t i = 0; i < r->nchunk && !ret; i++) {
 		rd_chunk_t *c = &r->chunk[i];
@@ -508,11 +552,20 @@ int reader_walk(reader_t *r, reader_walk_fn fn, void *ctx, uint64_t *err_off)
 			break;
 		}
 		fn(ctx, i, &h, c->off, NULL);
+		const uint8_t *recs;
+		uint32_t nrecs;
+		if (fmt_chunk_inflate(&h, buf, &zbuf, &zcap, &recs, &nrecs) < 0) {
+			*err_off = c->off;
+			ret = -1;
+			break;
+		}
+		fmt_chunk_header_t hr = h;
+		hr.payload_len = nrecs;
 		fmt_dec_t d;
 		fmt_record_t rec;
 		size_t eo;
 		int rc;
-		fmt_dec_init(&d, &h, buf);
+		fmt_dec_init(&d, &hr, recs);
 		while ((rc = fmt_decode(&d, &rec, &eo)) > 0)
 			fn(ctx, i, &h, c->off, &rec);
 		if (rc < 0) {
@@ -521,6 +574,7 @@ int reader_walk(reader_t *r, reader_walk_fn fn, void *ctx, uint64_t *err_off)
 		}
 	}
 	free(buf);
+	free(zbuf);
 	return ret;
 }
 
@@ -534,6 +588,7 @@ void reader_close(reader_t *r)
 	u64map_free(&r->st_by_tid);
 	free(r->chunk);
 	free(r->heap);
+	free(r->zin);
 	if (r->fd >= 0)
 		close(r->fd);
 	free(r);

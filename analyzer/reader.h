@@ -39,6 +39,7 @@ typedef struct reader_info {
 	uint64_t file_size;
 	uint32_t chunks;       /* good chunks indexed */
 	uint32_t chunks_total; /* chunks the file seems to hold, 0 if unknown */
+	uint32_t chunks_compressed; /* of chunks, zstd-compressed ones (1.2) */
 	bool truncated;
 	uint64_t truncated_at; /* byte offset where reading stopped */
 	char why[160];         /* what was wrong there */

@@ -30,12 +30,24 @@
 #define FMT_FILE_MAGIC "MALLOCK\x1a"
 #define FMT_FILE_MAGIC_LEN 8
 #define FMT_VERSION_MAJOR 1
-#define FMT_VERSION_MINOR 1 /* 1.1: PROCESS flags and trailing fields */
+#define FMT_VERSION_MINOR 2 /* 1.1: PROCESS flags and trailing fields;
+                             * 1.2: zstd-compressed chunks */
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
 #define FMT_CHUNK_HEADER_SIZE 48
 #define FMT_CHUNK_MAX_PAYLOAD (16u << 20) /* a reader refuses larger chunks */
+/* Chunk flags (1.2). FMT_CHUNKF_ZSTD: the payload as stored is a u32
+ * little-endian length of the records (at most FMT_CHUNK_MAX_PAYLOAD), then
+ * one zstd frame holding exactly that many bytes of records; payload_len
+ * and the CRC cover what is stored. */
+#define FMT_CHUNKF_ZSTD 1u
+#define FMT_ZSTD_PREFIX 4u
+/* A compressed chunk's records are at most this many times its stored
+ * payload_len: a reader sizes no buffer beyond it, so a forged length
+ * cannot make it allocate more than this multiple of the file; a writer
+ * stores a chunk that compresses better than this uncompressed. */
+#define FMT_ZSTD_MAX_RATIO 16u
 #define FMT_VARINT_MAX 10                 /* bytes in a 64-bit LEB128 */
 #define FMT_STR_MAX 4096                  /* longest string field */
 #define FMT_STACK_MAX 256                 /* most frames in one STACK record */
@@ -290,6 +302,17 @@ void fmt_chunk_seal(uint8_t out[FMT_CHUNK_HEADER_SIZE], fmt_chunk_header_t *h,
  * length over FMT_CHUNK_MAX_PAYLOAD. Does not check the CRC. */
 int fmt_chunk_parse(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
                     fmt_chunk_header_t *h);
+
+/* The records of a chunk whose CRC matched: stored itself, or for a
+ * compressed chunk its decompressed bytes in *buf (grown with realloc as
+ * needed; the caller frees it). On return *out and *outlen describe the
+ * records. Returns 0, or -1 when a compressed payload is malformed (its
+ * length prefix too large, the frame corrupt, or not exactly that long).
+ * In the analyzer's format library only (format/inflate.c): the shim
+ * never decompresses. */
+int fmt_chunk_inflate(const fmt_chunk_header_t *h, const uint8_t *stored,
+                      uint8_t **buf, size_t *cap, const uint8_t **out,
+                      uint32_t *outlen);
 
 /* Returns 0 when the CRC of raw header bytes and payload matches h->crc32. */
 int fmt_chunk_verify(const uint8_t in[FMT_CHUNK_HEADER_SIZE],

@@ -22,6 +22,7 @@
  */
 #include "writer.h"
 
+#include "compress.h"
 #include "config.h"
 #include "control.h"
 #include "event.h"
@@ -221,6 +222,10 @@ static void ensure_file(void)
  * counts they carry), added to END's dropped when it is not written
  * (review #21: a DROP's count was lost with its chunk).
  */
+static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
+                        uint64_t tsc_base, size_t len, uint32_t flags,
+                        uint64_t events, uint64_t lost);
+
 static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
                        uint64_t tsc_base, size_t len, uint64_t events,
                        uint64_t lost)
@@ -230,6 +235,26 @@ static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
 		atomic_fetch_add(&g_events_dropped, lost);
 		return -1;
 	}
+	/* Compressed on this thread (compress.h; docs/performance.md says
+	 * why here): out is the chunk as it will be written. */
+	int zslot = -1;
+	size_t stored = len;
+	uint8_t *zout = compress_chunk(chunk + FMT_CHUNK_HEADER_SIZE, len,
+	                               &stored, &zslot);
+	uint8_t *out = zout ? zout : chunk;
+	int rc = write_sealed(out, tid, seq, tsc_base, stored,
+	                      zout ? FMT_CHUNKF_ZSTD : 0, events, lost);
+	if (zout)
+		compress_release(zslot);
+	return rc;
+}
+
+/* write_chunk's second half: the cap, the header and the write of the
+ * chunk as stored (len payload bytes after the header at out). */
+static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
+                        uint64_t tsc_base, size_t len, uint32_t flags,
+                        uint64_t events, uint64_t lost)
+{
 	/* MALLOCK_MAX_BYTES: event chunks stop CAP_TAIL short of the cap,
 	 * which keeps room for the closing process chunks (NOTE, END); no
 	 * write makes the file larger than the cap. */
@@ -252,14 +277,15 @@ static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
 	}
 	fmt_chunk_header_t h = {0};
 	h.payload_len = (uint32_t)len;
+	h.flags = flags;
 	h.tid = tid;
 	h.seq = seq;
 	h.tsc_base = tsc_base;
 	prim_clock_pair(&h.tsc_flush, &h.mono_flush_ns);
-	fmt_chunk_seal(chunk, &h, chunk + FMT_CHUNK_HEADER_SIZE);
+	fmt_chunk_seal(out, &h, out + FMT_CHUNK_HEADER_SIZE);
 	int fd = trace_fd();
 	int err = fd < 0 ? EBADF
-	                 : prim_write_once(fd, chunk,
+	                 : prim_write_once(fd, out,
 	                                   FMT_CHUNK_HEADER_SIZE + len);
 	if (err) {
 		atomic_fetch_add(&g_events_dropped, lost);
@@ -820,6 +846,7 @@ void writer_fork_child(tls_t *t)
 	w_held = 0;
 	w_held_wb = NULL;
 	atomic_store(&fd_fixer, 0);
+	compress_fork_child();
 	/* Other threads do not exist here: their buffers become free ones,
 	 * and their unflushed events belong to the parent's trace. */
 	wbuf_t *wb = active.next;

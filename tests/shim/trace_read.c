@@ -12,7 +12,8 @@ int tr_walk(const char *path, tr_cb cb, void *arg, char *err, size_t errlen)
 {
 	FILE *f = fopen(path, "rb");
 	uint8_t fh[FMT_FILE_HEADER_SIZE], ch[FMT_CHUNK_HEADER_SIZE];
-	uint8_t *payload = NULL;
+	uint8_t *payload = NULL, *raw = NULL;
+	size_t rawcap = 0;
 	unsigned major, minor;
 	int rc = -1;
 	long off = 0;
@@ -47,26 +48,38 @@ int tr_walk(const char *path, tr_cb cb, void *arg, char *err, size_t errlen)
 			         off);
 			goto out;
 		}
+		/* Compressed chunks (1.2): the callbacks see the records. */
+		const uint8_t *recs;
+		uint32_t nrecs;
+		if (fmt_chunk_inflate(&h, payload, &raw, &rawcap, &recs,
+		                      &nrecs) != 0) {
+			snprintf(err, errlen, "%s: offset %ld: corrupt "
+			         "compressed payload", path, off);
+			goto out;
+		}
+		long at = off;
+		off += (long)(sizeof ch + h.payload_len);
+		h.payload_len = nrecs;
 		fmt_dec_t d;
 		fmt_record_t r;
 		size_t eoff;
 		int k;
-		fmt_dec_init(&d, &h, payload);
+		fmt_dec_init(&d, &h, recs);
 		while ((k = fmt_decode(&d, &r, &eoff)) > 0)
 			if (cb(&h, &r, arg))
 				goto done;
 		if (k < 0) {
 			snprintf(err, errlen,
 			         "%s: offset %ld: bad record at payload offset %zu",
-			         path, off, eoff);
+			         path, at, eoff);
 			goto out;
 		}
-		off += (long)(sizeof ch + h.payload_len);
 	}
 done:
 	rc = 0;
 out:
 	free(payload);
+	free(raw);
 	fclose(f);
 	return rc;
 }

@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""Compressed chunks (trace format 1.2, docs/trace-format.md).
+
+usage: test_compressed.py MALLOCK ZCHUNKS SVCQUEUE TMPDIR
+
+- The shim writes zstd chunks by default and none with MALLOCK_COMPRESS=0;
+  the file says 1.2.
+- A trace and its compressed rewrite (zchunks) give the same JSON report.
+- A compressed trace cut inside its k-th chunk is read up to chunk k-1 and
+  the report says where it stopped; a compressed chunk whose frame is
+  corrupt (with a CRC that matches, so only the frame is wrong) stops the
+  reading at that chunk, with the chunks before it used.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+
+MALLOCK, ZCHUNKS, SVCQUEUE, TMP = sys.argv[1:5]
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok: " if cond else "FAIL: ") + what)
+    if not cond:
+        failures += 1
+
+
+def chunks(path):
+    """(offset, flags, payload_len) of each chunk."""
+    out = []
+    with open(path, "rb") as f:
+        data = f.read()
+    off = 16
+    while off + 48 <= len(data):
+        magic, plen, _crc, _tid, _seq, flags = struct.unpack_from("<6I", data, off)
+        if magic != 0x434b4c4d:
+            break
+        out.append((off, flags, plen))
+        off += 48 + plen
+    return out
+
+
+def report(path, *extra):
+    r = subprocess.run([MALLOCK, "report", "--format=json", "--no-symbols",
+                        *extra, path], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stderr)
+        return None
+    return json.loads(r.stdout)
+
+
+def record(name, compress):
+    path = os.path.join(TMP, name)
+    env = dict(os.environ, MALLOCK_COMPRESS=str(compress))
+    env.pop("LD_PRELOAD", None)
+    r = subprocess.run([MALLOCK, "record", "-o", path, "--", SVCQUEUE,
+                        "--duration=0.5"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    check(r.returncode == 0, f"record {name} (exit {r.returncode}) {r.stderr[-200:]}")
+    return path
+
+
+shutil.rmtree(TMP, ignore_errors=True)
+os.makedirs(TMP)
+
+plain = record("plain.trace", 0)
+packed = record("packed.trace", 1)
+with open(packed, "rb") as f:
+    check(f.read(12)[8:12] == b"\x01\x00\x02\x00", "the file header says 1.2")
+pc = chunks(plain)
+zc = chunks(packed)
+check(pc and all(fl == 0 for _, fl, _ in pc),
+      "MALLOCK_COMPRESS=0: no chunk is compressed")
+check(sum(1 for _, fl, _ in zc if fl & 1) >= len(zc) // 2,
+      f"default: most chunks are compressed ({sum(1 for _, fl, _ in zc if fl & 1)} of {len(zc)})")
+rp = report(packed)
+check(rp is not None and rp["totals"]["allocations"] > 1000,
+      "the shim's compressed trace is reported")
+
+# The same events, stored both ways, give the same report.
+rewritten = os.path.join(TMP, "rewritten.trace")
+r = subprocess.run([ZCHUNKS, plain, rewritten], capture_output=True, text=True)
+check(r.returncode == 0, "zchunks: " + r.stdout.strip() + r.stderr.strip())
+a, b = report(plain), report(rewritten)
+for d in (a, b):
+    if d:
+        d["trace"].pop("path", None)
+        for t in d["traces"]:
+            t.pop("path", None)
+check(a is not None and a == b, "a trace and its compressed rewrite report alike")
+
+# Cut inside a compressed chunk: read up to the one before.
+zr = chunks(rewritten)
+k = next(i for i, (_, fl, _) in enumerate(zr) if fl & 1 and i >= len(zr) // 2)
+off, _, plen = zr[k]
+cut = os.path.join(TMP, "cut.trace")
+with open(rewritten, "rb") as f:
+    data = f.read()
+with open(cut, "wb") as f:
+    f.write(data[:off + 48 + plen // 2])
+rc = report(cut)
+check(rc is not None and rc["trace"]["truncated"] and
+      rc["trace"]["truncated_at"] == off,
+      f"a cut compressed chunk stops the reading at its offset {off}: "
+      f"{rc and rc['trace'].get('truncation')}")
+
+# A forged chunk whose CRC matches but whose frame is wrong: (a) the frame's
+# magic number, which zstd refuses; (b) a byte inside the compressed data,
+# which may decompress into wrong records. Either way the reading stops at
+# that chunk's offset and the chunks before it are used.
+for what, at in (("frame magic", off + 48 + 4),
+                 ("frame data", off + 48 + 4 + (plen - 4) // 2)):
+    bad = bytearray(data)
+    bad[at] ^= 0x5a
+    hdr = bytes(bad[off:off + 48])
+    crc = zlib.crc32(hdr[12:48] + bytes(bad[off + 48:off + 48 + plen]))
+    struct.pack_into("<I", bad, off + 8, crc & 0xffffffff)
+    corrupt = os.path.join(TMP, "corrupt.trace")
+    with open(corrupt, "wb") as f:
+        f.write(bad)
+    rb = report(corrupt)
+    why = rb and rb["trace"].get("truncation", "")
+    check(rb is not None and rb["trace"]["truncated"] and
+          rb["trace"]["truncated_at"] == off and
+          f"chunk {k + 1}" in why and
+          ("corrupt compressed payload" in why or
+           "decompressed records" in why),
+          f"corrupt {what}: the reading stops at chunk {k + 1}: {why}")
+    if what == "frame magic":
+        check("corrupt compressed payload" in why,
+              "a frame zstd refuses is named as such")
+
+print(f"compressed: {failures} failed")
+sys.exit(1 if failures else 0)
