@@ -221,6 +221,15 @@ eq([x for x in d["findings"] if x["kind"] == "starvation"], [],
    "roles: no starvation across roles")
 eq(lock_by_name(d, "ring")["contended"], 33 * R, "roles: ring contended")
 
+# A free of a pointer no thread allocated, by the consumer (which frees the
+# producers' blocks): one unknown free, and the cross-thread count unchanged
+# (an unknown free has no allocating thread to differ from).
+path, _ = mktrace("cascade", "unknown.trace", "--rounds", R, "--unknown-free")
+d = report_json(path)
+eq(d["totals"]["unknown_frees"], 1, "unknown free counted")
+eq(d["totals"]["cross_thread_frees"], 3 * R, "unknown free is not cross-thread")
+eq(d["totals"]["frees"], 6 * R + 1, "unknown free is a free")
+
 # several traces together, and per process
 p1, _ = mktrace("cascade", "a.trace", "--rounds", 100)
 p2, _ = mktrace("precise", "b.trace", "--rounds", 100)

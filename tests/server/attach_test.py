@@ -155,11 +155,15 @@ check(tot["allocations"] > 1000, "allocations after attach: %d" %
       tot["allocations"])
 check(tot["lock_acquisitions"] > 1000, "lock acquisitions after attach: %d"
       % tot["lock_acquisitions"])
-check(tot["unknown_frees"] > 0,
-      "blocks allocated before the attach are unknown frees: %d" %
+# attachapp's ring holds at most RING (256) blocks at the attach; a few
+# more of glibc's own (the threads' exit) are allowed for.
+check(0 < tot["unknown_frees"] <= 256 + 32,
+      "blocks allocated before the attach are unknown frees: %d (1..288)" %
       tot["unknown_frees"])
+# (Whether an unknown free is also counted cross-thread cannot be told from
+# these totals: analyzer_report's --unknown-free trace asserts it exactly.)
 check(tot["cross_thread_frees"] + tot["unknown_frees"] <= tot["frees"],
-      "unknown frees are not counted as cross-thread")
+      "cross-thread and unknown frees are at most the frees")
 in_holds = sum(l.get("allocs_in_holds", 0) for l in j["locks"])
 kinds = [f["kind"] for f in j["findings"]]
 check(in_holds > 0, "allocations inside lock holds: %d" % in_holds)
