@@ -192,15 +192,21 @@ def with_precondition(ctx, what, fn_record):
 SVCQ = ["--producers=2", "--consumers=2", "--allocs-per-put=4",
         "--duration=1.2"]
 SVCQ_MIN_CONTENDED = 1000
+# svcqueue_cxx with 2/2 ran idle (< 1000 contended) in 2 of 5 tree
+# recordings at load 7 to 8 (2026-12-01), with 3/3 in none of 5 (3012 to
+# 88341 contended) and with 4/2 in none of 5: three of each contend on 2
+# cores even when other jobs take much of the CPU.
+SVCQ_CXX = ["--producers=3", "--consumers=3", "--allocs-per-put=4",
+            "--duration=1.2"]
 
 
-def svcqueue_tree_heap(ctx, app, insert_fns, site=None):
+def svcqueue_tree_heap(ctx, app, insert_fns, site=None, flags=SVCQ):
     """The tree variant's top finding is alloc_under_lock on svcqueue.lock
     reached from insert_fns (its site exactly `site` when given); the heap
     variant, recorded while the lock is contended too, allocates in almost
     none of its holds and has no alloc_under_lock."""
     def tree():
-        j = ctx.record(app, ["--container=tree"] + SVCQ, tag="tree")
+        j = ctx.record(app, ["--container=tree"] + flags, tag="tree")
         q = lock_by_name(j, "svcqueue.lock")
         gt(ctx.case, variant="tree", contended=q["contended"],
            wait_ms=round(q["wait_ns"] / 1e6, 1),
@@ -242,7 +248,7 @@ def svcqueue_tree_heap(ctx, app, insert_fns, site=None):
     ctx.done(j)
 
     def heap():
-        h = ctx.record(app, ["--container=heap"] + SVCQ, tag="heap")
+        h = ctx.record(app, ["--container=heap"] + flags, tag="heap")
         hq = lock_by_name(h, "svcqueue.lock")
         gt(ctx.case, variant="heap", contended=hq["contended"],
            acquisitions=hq["acquisitions"],
@@ -277,7 +283,7 @@ def case_svcqueue(ctx):
 
 def case_svcqueue_cxx(ctx):
     svcqueue_tree_heap(ctx, "svcqueue_cxx", {"tree_insert", "svcqueue_put"},
-                       site="tree_insert")
+                       site="tree_insert", flags=SVCQ_CXX)
 
 
 # ---- svcqueue: the central-free-list cascade ------------------------------
