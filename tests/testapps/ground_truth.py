@@ -244,6 +244,14 @@ def svcqueue_tree_heap(ctx, app, insert_fns, site=None, flags=SVCQ):
         check(short(fn(top.get("site"))) == site,
               f"{j['_cmd']}: the top alloc_under_lock's site is "
               f"{fn(top.get('site'))!r}, not {site}: stack {sn}")
+        # Every allocation under the lock is made in tree_insert: in the
+        # C++ variant the multiset's node too (std::__new_allocator's
+        # allocate, inlined: a site of its own if the fold were lost).
+        other = [(fn(f.get("site")), (f.get("site") or {}).get("file"))
+                 for f in findings(j, "alloc_under_lock", "svcqueue.lock")
+                 if short(fn(f.get("site"))) != site]
+        check(not other, f"{j['_cmd']}: alloc_under_lock on svcqueue.lock "
+              f"at other sites than {site}: {other}")
     no_starvation(j)
     ctx.done(j)
 
