@@ -113,7 +113,6 @@ check("libmallock" not in maps, "the app runs without the shim")
 if TCMALLOC:
     check("libtcmalloc" in maps, "the app is linked with tcmalloc")
 
-
 trace = os.path.join(TMP, "a.%p.trace")
 t0 = time.time()
 r = subprocess.run([MALLOCK, "attach", "-o", trace, str(app.pid)],
