@@ -3,23 +3,26 @@
 (CTest >= 3.21; checked with 3.25). CTest itself exits 0 when a test is
 skipped (exit 77 with SKIP_RETURN_CODE) or disabled; here those fail CI.
 
-usage: ctest_verdict.py JUNIT.xml MIN_TESTS [ALLOWED_SKIP...]
+usage: ctest_verdict.py JUNIT.xml MIN_TESTS [NAME[=REGEX]...]
 
 Fails (exit 1, one line per reason) when the run holds fewer than MIN_TESTS
 tests (a CMake change that drops a folder), when any test is disabled, when a
 test did not run for another reason (missing required files), or when a test
-skipped that is not in ALLOWED_SKIP. An allowed skip is printed with the
-test's own output (its reason). Prints the counts."""
+skipped that is not allowed: NAME allows test NAME to skip, NAME=REGEX only
+when its output (the reason it printed) matches REGEX. An allowed skip is
+printed with the test's own output. Prints the counts."""
+import re
 import sys
 import xml.etree.ElementTree as ET
 
 
 def main(argv):
     if len(argv) < 3:
-        print("usage: ctest_verdict.py JUNIT.xml MIN_TESTS [ALLOWED_SKIP...]",
-              file=sys.stderr)
+        print("usage: ctest_verdict.py JUNIT.xml MIN_TESTS "
+              "[NAME[=REGEX]...]", file=sys.stderr)
         return 2
-    path, min_tests, allowed = argv[1], int(argv[2]), set(argv[3:])
+    path, min_tests = argv[1], int(argv[2])
+    allowed = dict((a.split("=", 1) + [""])[:2] for a in argv[3:])
     try:
         root = ET.parse(path).getroot()
     except (OSError, ET.ParseError) as e:
@@ -40,11 +43,14 @@ def main(argv):
             counts["skipped"] += 1
             if why != "SKIP_RETURN_CODE=77":
                 bad.append("%s: not run (%s)" % (name, why))
-            elif name not in allowed:
-                bad.append("%s: skipped and not on .ci/run's allow-list: %s"
-                           % (name, out.splitlines()[-1] if out else "no reason"))
+            elif name not in allowed or not re.search(allowed[name], out):
+                bad.append("%s: skipped and not on .ci/run's allow-list%s: %s"
+                           % (name, " for this reason" if name in allowed
+                              else "",
+                              out.splitlines()[-1] if out else "no reason"))
             else:
-                print("ctest_verdict: allowed skip: %s: %s" % (name, out))
+                print("ctest_verdict: allowed skip: %s: %s" %
+                      (name, out.splitlines()[-1] if out else ""))
         elif c.find("failure") is not None or status == "fail":
             counts["failed"] += 1
         else:

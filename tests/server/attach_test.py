@@ -70,7 +70,8 @@ def ptrace_blocked():
     # that cannot write the CPU's register state back (gdb 13.1 on a CPU
     # with AMX: "Couldn't write extended state status") kills the process
     # it calls into: ask gdb itself, on a throwaway child, to call getpid().
-    dummy = subprocess.Popen(["sleep", "60"])
+    dummy = subprocess.Popen(["sleep", "60"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
     try:
         g = subprocess.run(["gdb", "-q", "-batch", "-nx", "-p", str(dummy.pid),
                             "-ex", "call (int)getpid()"],
