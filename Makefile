@@ -3,6 +3,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# Extra ctest arguments (.ci/run passes --output-junit FILE).
+CTEST_FLAGS ?=
 
 .PHONY: all deps configure build demo test test-sanitize fuzz bench clean
 
@@ -11,10 +13,10 @@ all: build
 deps:
 	@scripts/install-deps.sh
 
-$(BUILD)/CMakeCache.txt:
+# Always re-run: flags passed now (CI's -DMALLOCK_WERROR=ON) must apply to a
+# build directory configured earlier without them.
+configure: deps
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
-
-configure: deps $(BUILD)/CMakeCache.txt
 
 build: configure
 	cmake --build $(BUILD) -j $(JOBS)
@@ -22,14 +24,16 @@ build: configure
 demo: build
 	@scripts/demo.sh $(BUILD)
 
+# --no-tests=error: a build that registers no test is a failure, not a pass.
 test: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_FLAGS)
 
 # The analyzer and format code under ASan+UBSan (a build of its own).
 test-sanitize: deps
 	cmake -S . -B $(BUILD)-san -DMALLOCK_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-san -j $(JOBS)
-	cd $(BUILD)-san && ctest -L analyzer --output-on-failure -j $(JOBS)
+	cd $(BUILD)-san && ctest -L analyzer --output-on-failure --no-tests=error \
+	  -j $(JOBS) $(CTEST_FLAGS)
 
 # libFuzzer over the trace reader and the report path (clang build of its own).
 FUZZ_SECONDS ?= 60

@@ -28,18 +28,30 @@ def near(a, b, rel, what):
     check(abs(a - b) <= rel * abs(b), "%s: %r not within %g of %r" % (what, a, rel, b))
 
 
+def no_sanitizer_finding(cmd, err):
+    """Fails the test at once when a sanitizer spoke on stderr: a sanitized
+    build (make test-sanitize) must not rely on the finding also changing
+    the exit status or losing buffered output."""
+    if "Sanitizer" in err or "runtime error:" in err:
+        raise SystemExit("sanitizer finding in %s:\n%s" % (" ".join(cmd), err))
+
+
 def mktrace(scenario, name, *opts):
     path = os.path.join(TMP, name)
-    r = subprocess.run([MKTRACE, scenario, path] + [str(o) for o in opts],
-                       capture_output=True, text=True)
+    cmd = [MKTRACE, scenario, path] + [str(o) for o in opts]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    no_sanitizer_finding(cmd, r.stderr)
     if r.returncode != 0:
         raise SystemExit("mktrace failed: " + r.stderr)
     return path, r.stdout
 
 
 def run(*args):
-    r = subprocess.run([MALLOCK] + [str(a) for a in args], capture_output=True,
-                       text=True)
+    """Runs mallock ARGS: (exit status, stdout, stderr). Every caller checks
+    the status; a sanitizer report on stderr fails the test here."""
+    cmd = [MALLOCK] + [str(a) for a in args]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    no_sanitizer_finding(cmd, r.stderr)
     return r.returncode, r.stdout, r.stderr
 
 

@@ -36,6 +36,9 @@
  *   --two-callers     cascade: the third producer reaches the allocating
  *                     line (queue_put) from another caller (producer_alt):
  *                     two stacks, one allocation site
+ *   --unknown-free    cascade: after the last round the consumer also frees
+ *                     a pointer no thread allocated (one unknown free,
+ *                     which is not a cross-thread free)
  *
  * Small scenarios keep every chunk in memory and write the threads'
  * chunks in reverse thread order (the consumer's before the producers'),
@@ -382,6 +385,7 @@ enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
 
 static bool with_module = true;
 static bool two_callers; /* --two-callers */
+static bool unknown_free; /* --unknown-free */
 static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 
@@ -491,6 +495,8 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 			E(c, FMT_FREE, w + 100 + 100u * (unsigned)i, ptr, 100, 0, 0, 0);
 		}
 		E(c, FMT_COND_WAIT, w + 600, C_QUEUE, L_QUEUE, 0, 0, 0);
+		if (unknown_free && r == rounds - 1)
+			E(c, FMT_FREE, w + 650, 0x7f0000000040ull, 100, 0, 0, 0);
 		if (precise)
 			for (int i = 0; i < 3; i++) {
 				uint64_t ptr = ptr_base +
@@ -704,6 +710,8 @@ int main(int argc, char **argv)
 			alloc_lock_addr = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--two-callers"))
 			two_callers = true;
+		else if (!strcmp(a, "--unknown-free"))
+			unknown_free = true;
 		else if (!strcmp(a, "--no-module"))
 			with_module = false;
 		else if (!strcmp(a, "--chunk"))

@@ -11,6 +11,7 @@ from common import *
 
 def chunk_offsets(path):
     rc, out, err = run("dump", path)
+    eq(rc, 0, "dump exit for chunk offsets")
     return [int(m.group(1)) for m in re.finditer(r"^# chunk \d+ at byte (\d+):",
                                                   out, re.M)]
 
@@ -65,6 +66,7 @@ eq(d["trace"]["chunks_read"], K - 1, "chunks read")
 check(msg in d["trace"]["truncation"], "json truncation text")
 check(d["totals"]["allocations"] > 0, "events before the cut are read")
 rc, out, err = run("report", p)
+eq(rc, 0, "truncated trace: text report exit")
 check(msg in out, "text report says truncated")
 
 # Bad CRC in chunk 3 of K.
@@ -88,6 +90,7 @@ d = json.loads(out)
 eq(d["trace"]["truncated"], True, "bad varint: truncated")
 check(0 < d["trace"]["events"] < full["trace"]["events"], "stopped there")
 rc, out, err = run("dump", p)
+eq(rc, 0, "bad varint: dump exit")
 check("# malformed record at byte" in out, "dump says where")
 
 # A 5-chunk trace with a bad CRC in chunk 3: "2 of 5 chunks read".
@@ -96,5 +99,6 @@ n = len(chunk_offsets(p))
 p, _ = mktrace("cascade", "five.trace", "--rounds", 3, "--chunk", 100000,
                "--corrupt-crc", 3)
 rc, out, err = run("report", p)
+eq(rc, 0, "five chunks, bad CRC: exit")
 check(("2 of %d chunks read" % n) in err, "2 of %d (got %r)" % (n, err))
 done("analyzer_malformed")

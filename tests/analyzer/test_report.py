@@ -92,19 +92,23 @@ check("give back up to about 2.6 ms" in " ".join(out.split()),
       "cascade gives back")
 check(max(len(l) for l in out.splitlines()) <= 100, "100 columns")
 rc, out, err = run("report", "--top", "1", path)
+eq(rc, 0, "--top 1 exit")
 eq(out.count("\n#"), 1, "--top 1")
 
 # folded stacks
 rc, out, err = run("report", "--format=folded", "--metric=wait", path)
+eq(rc, 0, "folded wait exit")
 lines = out.strip().splitlines()
 check(any(l.startswith("producer_main;queue_put;[wait queue] ") for l in lines),
       "folded wait line")
 total_wait = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
 eq(total_wait, 4900 * R, "folded wait total")
 rc, out, err = run("report", "--format=folded", "--metric=alloc-under-lock", path)
+eq(rc, 0, "folded alloc-under-lock exit")
 check("producer_main;queue_put;[alloc under queue] %d" % (2340 * R) in out,
       "folded alloc-under-lock")
 rc, out, err = run("report", "--format=folded", "--metric=cross-thread", path)
+eq(rc, 0, "folded cross-thread exit")
 check("producer_main;queue_put;[cross-thread free] %d" % (3 * R) in out,
       "folded cross-thread")
 rc, out, err = run("report", "--format=folded", "--metric=hold", path)
@@ -117,6 +121,10 @@ check(all(x["kind"] != "alloc_under_lock" for x in d2["findings"]),
       "--lock=stats: no alloc_under_lock")
 d3 = report_json("--min-severity=high", path)
 check(all(x["severity"] == "high" for x in d3["findings"]), "--min-severity")
+# all() holds for an empty list: the filter must keep every high finding.
+eq(len(d3["findings"]), sum(x["severity"] == "high" for x in d["findings"]),
+   "--min-severity=high keeps the high findings")
+check(len(d3["findings"]) >= 1, "--min-severity: the cascade has a high finding")
 d4 = report_json("--thread=104", path)
 eq(d4["totals"]["frees"], 3 * R, "--thread: the consumer's frees")
 eq(d4["totals"]["allocations"], 0, "--thread: no allocations")
@@ -135,6 +143,7 @@ for lk in d["locks"]:
     eq(lk["allocations_in_holds"], 0, "precise: no allocations in holds")
 check(d["totals"]["contended_acquisitions"] > 0, "precise: contended")
 rc, out, err = run("report", path)
+eq(rc, 0, "precise: text exit")
 check("The cascade" not in out, "precise: no cascade")
 
 # mixed: nested lock, starvation, churn
@@ -166,6 +175,7 @@ rc, out, err = run("dump", path)
 eq(rc, 0, "dump exit")
 check("ALLOC ptr=0x" in out and "LOCK_NAME" in out, "dump records")
 rc, out2, err = run("dump", "--merged", path)
+eq(rc, 0, "merged dump exit")
 recs = [l for l in out.splitlines() if not l.startswith("#")]
 recs2 = [l for l in out2.splitlines() if not l.startswith("#")]
 eq(len(recs), len(recs2), "dump and merged dump: same records")
@@ -211,6 +221,15 @@ eq([x for x in d["findings"] if x["kind"] == "starvation"], [],
    "roles: no starvation across roles")
 eq(lock_by_name(d, "ring")["contended"], 33 * R, "roles: ring contended")
 
+# A free of a pointer no thread allocated, by the consumer (which frees the
+# producers' blocks): one unknown free, and the cross-thread count unchanged
+# (an unknown free has no allocating thread to differ from).
+path, _ = mktrace("cascade", "unknown.trace", "--rounds", R, "--unknown-free")
+d = report_json(path)
+eq(d["totals"]["unknown_frees"], 1, "unknown free counted")
+eq(d["totals"]["cross_thread_frees"], 3 * R, "unknown free is not cross-thread")
+eq(d["totals"]["frees"], 6 * R + 1, "unknown free is a free")
+
 # several traces together, and per process
 p1, _ = mktrace("cascade", "a.trace", "--rounds", 100)
 p2, _ = mktrace("precise", "b.trace", "--rounds", 100)
@@ -220,5 +239,6 @@ eq(d["totals"]["allocations"], 1200, "totals summed")
 ids = [lk["id"] for lk in d["locks"]]
 eq(len(ids), len(set(ids)), "lock ids unique across traces")
 rc, out, err = run("report", "--per-process", p1, p2)
+eq(rc, 0, "--per-process exit")
 eq(out.count("mallock report\n"), 2, "--per-process: two reports")
 done("analyzer_report")

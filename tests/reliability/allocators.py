@@ -36,9 +36,10 @@ if missing and os.geteuid() == 0:
                    " ".join(missing), shell=True, env=env,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 bare = c.run([c.bin("allocmt"), str(THREADS), str(ITERS)])
+c.check(bare[0] == 0, "bare allocmt: status %s" % bare[0])
 for name, lib in allocators.items():
     if lib and not os.path.exists(lib):
-        print("allocators: %s missing (%s): skipped" % (name, lib))
+        c.skip("%s missing (%s) and not installable here" % (name, lib))
         continue
     d = c.tmpdir("alloc_" + name)
     env = c.shim_env(os.path.join(d, "t.trace"), preload_after=lib)

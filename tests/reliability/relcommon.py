@@ -23,6 +23,7 @@ class Ctx:
         self.shim = os.path.join(self.build, "lib", "libmallock.so")
         self.failures = 0
         self.checks = 0
+        self.skipped = []
 
     def bin(self, name):
         return os.path.join(self.build, "bin", name)
@@ -40,10 +41,24 @@ class Ctx:
             print("%s: FAILED: %s" % (self.name, what), flush=True)
         return cond
 
+    def skip(self, why):
+        """A part of the test cannot run here: WHY names the prerequisite
+        proved missing. The other parts still run; done() then exits 77
+        (CTest's SKIP_RETURN_CODE) unless a check failed, so a part left
+        untested is never reported as a pass."""
+        self.skipped.append(why)
+        print("%s: SKIP: %s" % (self.name, why), flush=True)
+
     def done(self):
         print("%s: %d checks, %d failed" % (self.name, self.checks,
                                              self.failures))
-        sys.exit(1 if self.failures else 0)
+        if self.failures:
+            sys.exit(1)
+        if self.skipped:
+            print("%s: SKIP: untested here: %s" % (self.name,
+                                                   "; ".join(self.skipped)))
+            sys.exit(77)
+        sys.exit(0)
 
     def run(self, argv, env=None, timeout=60, cwd=None, preexec=None):
         """Runs argv; returns (status, stdout, stderr). status is the exit

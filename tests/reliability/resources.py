@@ -26,6 +26,7 @@ from relcommon import Ctx  # noqa: E402
 c = Ctx("resources", sys.argv[1])
 ALLOCMT = [c.bin("allocmt"), "4", "30000"]
 bare = c.run(ALLOCMT)
+c.check(bare[0] == 0, "bare allocmt: status %s" % bare[0])
 mutex_line = re.compile(rb"mutex 0x[0-9a-f]+\n")
 
 
@@ -35,11 +36,13 @@ def shim_lines(err):
 
 
 def mount_tmpfs(d, opts):
+    """Mounts a tmpfs on d: None, or why it could not (not root, or mount's
+    own words)."""
     if os.geteuid() != 0:
-        return False
+        return "not root (euid %d)" % os.geteuid()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", d],
-                       stderr=subprocess.DEVNULL)
-    return r.returncode == 0
+                       stderr=subprocess.PIPE)
+    return None if r.returncode == 0 else r.stderr.decode().strip()
 
 
 def umount(d):
@@ -63,8 +66,8 @@ def one_warning(what, res, pattern):
 d = c.tmpdir("res_unwritable")
 ro = os.path.join(d, "ro")
 os.makedirs(ro)
-mounted = mount_tmpfs(ro, "ro,size=64k")
-if not mounted:
+mounted = mount_tmpfs(ro, "ro,size=64k") is None
+if not mounted:  # as a user, mode 0555 does it (root writes through it)
     os.chmod(ro, 0o555)
 res = c.run(ALLOCMT, env=c.shim_env(os.path.join(ro, "t.trace")))
 host_ok("unwritable", res)
@@ -93,9 +96,11 @@ for what, limit in (("fsize", 256 << 10), ("enospc", None)):
     pre = None
     if limit:
         pre = fsize(limit)
-    elif not mount_tmpfs(d, "size=512k"):
-        print("resources: enospc skipped (cannot mount a tmpfs)")
-        continue
+    else:
+        why = mount_tmpfs(d, "size=512k")
+        if why:
+            c.skip("enospc: cannot mount a 512 KiB tmpfs: " + why)
+            continue
     try:
         res = c.run(ALLOCMT, env=c.shim_env(os.path.join(d, "t.trace"),
                                             {"MALLOCK_BUFFER_KB": "16"}),

@@ -18,7 +18,9 @@ same checks hold (the blocks allocated before the attach are freed by
 tcmalloc through the free hook: the app's exit status shows it survived).
 
 Exits 77 (CTest SKIP_RETURN_CODE) when gdb is missing or ptrace is blocked
-in this environment, printing gdb's exact words.
+in this environment, or gdb cannot call a function in a process here,
+decided before mallock runs (ptrace_blocked): any refusal or failure of
+`mallock attach` itself is a test failure.
 """
 import json
 import os
@@ -43,10 +45,58 @@ def check(cond, msg):
     print("ok:", msg)
 
 
+def ptrace_blocked():
+    """Why gdb cannot inject anything into a child of ours here, or None.
+    Decided from the kernel's policy and a bare gdb run on a throwaway child
+    (`sleep`), never from mallock's answer: a bug in mallock's pre-check
+    must fail the test, not skip it."""
+    cap_eff = 0
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("CapEff:"):
+                cap_eff = int(line.split()[1], 16)
+    cap_ptrace = bool(cap_eff >> 19 & 1)  # CAP_SYS_PTRACE
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            scope = int(f.read())
+    except OSError:
+        scope = 0  # no Yama: the classic same-uid rule
+    if scope >= 3:
+        return "kernel.yama.ptrace_scope is 3 (no attach at all)"
+    if scope >= 1 and not cap_ptrace:
+        # 1: only a debugger's descendants; PID is not gdb's.
+        return "kernel.yama.ptrace_scope is %d and CAP_SYS_PTRACE is off" % scope
+    # A seccomp filter or an LSM may still refuse the attach, and a gdb
+    # that cannot write the CPU's register state back (gdb 13.1 on a CPU
+    # with AMX: "Couldn't write extended state status") kills the process
+    # it calls into: ask gdb itself, on a throwaway child, to call getpid().
+    dummy = subprocess.Popen(["sleep", "60"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        g = subprocess.run(["gdb", "-q", "-batch", "-nx", "-p", str(dummy.pid),
+                            "-ex", "call (int)getpid()"],
+                           capture_output=True, text=True, timeout=60)
+    finally:
+        dummy.kill()
+        dummy.wait()
+    said = g.stdout + g.stderr
+    if g.returncode != 0 or "$1 = %d" % dummy.pid not in said:
+        why = [l for l in said.splitlines()
+               if "permitted" in l or "Couldn't" in l or "rror" in l]
+        return "a bare `gdb -p PID -ex 'call (int)getpid()'` fails (exit " \
+            "%d): %s" % (g.returncode, " | ".join(why) or said.strip())
+    return None
+
+
 shutil.rmtree(TMP, ignore_errors=True)
 os.makedirs(TMP)
 if not shutil.which("gdb"):
     print("SKIP: gdb is not installed (mallock attach needs it)")
+    sys.exit(SKIP)
+
+blocked = ptrace_blocked()
+if blocked:
+    print("SKIP: gdb cannot attach and call here: " + blocked)
     sys.exit(SKIP)
 
 env = {k: v for k, v in os.environ.items()
@@ -70,12 +120,10 @@ r = subprocess.run([MALLOCK, "attach", "-o", trace, str(app.pid)],
                    capture_output=True, text=True)
 print("attach took %.2f s, exit %d:\n%s%s" % (time.time() - t0, r.returncode,
                                               r.stdout, r.stderr))
-if r.returncode != 0 and ("Operation not permitted" in r.stderr or
-                          r.returncode == 2):
+if r.returncode != 0:
     app.kill()
     app.wait()
-    print("SKIP: ptrace is blocked here: " + r.stderr.strip())
-    sys.exit(SKIP)
+    fail("mallock attach exits %d where ptrace is permitted" % r.returncode)
 check(r.returncode == 0 and "recording (mallock attach)" in r.stdout,
       "mallock attach answers recording")
 if TCMALLOC:
@@ -107,11 +155,15 @@ check(tot["allocations"] > 1000, "allocations after attach: %d" %
       tot["allocations"])
 check(tot["lock_acquisitions"] > 1000, "lock acquisitions after attach: %d"
       % tot["lock_acquisitions"])
-check(tot["unknown_frees"] > 0,
-      "blocks allocated before the attach are unknown frees: %d" %
+# attachapp's ring holds at most RING (256) blocks at the attach; a few
+# more of glibc's own (the threads' exit) are allowed for.
+check(0 < tot["unknown_frees"] <= 256 + 32,
+      "blocks allocated before the attach are unknown frees: %d (1..288)" %
       tot["unknown_frees"])
+# (Whether an unknown free is also counted cross-thread cannot be told from
+# these totals: analyzer_report's --unknown-free trace asserts it exactly.)
 check(tot["cross_thread_frees"] + tot["unknown_frees"] <= tot["frees"],
-      "unknown frees are not counted as cross-thread")
+      "cross-thread and unknown frees are at most the frees")
 in_holds = sum(l.get("allocs_in_holds", 0) for l in j["locks"])
 kinds = [f["kind"] for f in j["findings"]]
 check(in_holds > 0, "allocations inside lock holds: %d" % in_holds)

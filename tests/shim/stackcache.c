@@ -195,6 +195,42 @@ static void load(run_t *x, const char *cache)
 
 static run_t off, on;
 
+/* The uncached run's stack of tagged allocation i (NULL if unknown). */
+static const uint64_t *frames_of(const run_t *x, unsigned i, unsigned *n)
+{
+	int k = i < x->nalloc ? find_stack(x, x->stack[i]) : -1;
+	*n = k >= 0 ? x->nframes[k] : 0;
+	return k >= 0 ? x->frames[k] : NULL;
+}
+
+/*
+ * The uncached run itself is right, not only equal to the cached one (a
+ * walk cut short would be learnt by the cache too). Round r's tagged
+ * allocations start at 6r + (r + 49) / 50 (one from the signal handler
+ * after rounds 0, 50, ...), in the order caller_a, caller_b, outer_a (or
+ * outer_b when r % 3 == 0), recurse(r % 7), with_alloca, nofp_mid.
+ */
+static void check_anchors(const run_t *x)
+{
+	unsigned na, nb, n1, n2;
+	const uint64_t *a = frames_of(x, 7, &na), *b = frames_of(x, 8, &nb);
+	/* caller_a and caller_b: the same leaf_alloc and helper frames, and
+	 * different callers (frame 2). */
+	CHECK(a && b && na >= 3 && a[0] == b[0] && a[1] == b[1] && a[2] != b[2]);
+	/* outer_a (round 1) and outer_b (round 3): frames 0 to 4 (leaf_alloc,
+	 * deep4 .. deep1) equal, frame 5 differs. */
+	const uint64_t *oa = frames_of(x, 9, &n1), *ob = frames_of(x, 21, &n2);
+	CHECK(oa && ob && n1 >= 6 && n2 >= 6 && !memcmp(oa, ob, 5 * 8) &&
+	      oa[5] != ob[5]);
+	/* recurse(n) in rounds 1..6: leaf_alloc, n + 1 recurse frames and
+	 * child at least. */
+	for (unsigned r = 1; r <= 6; r++) {
+		unsigned n;
+		frames_of(x, 6 * r + 1 + 3, &n);
+		CHECK(n >= r + 3);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--child"))
@@ -212,6 +248,7 @@ int main(int argc, char **argv)
 	CHECK_EQ_U(off.nalloc, expect);
 	CHECK_EQ_U(on.nalloc, off.nalloc);
 	CHECK(off.hits <= 0);
+	check_anchors(&off);
 	CHECK(on.hits > (long)off.nalloc / 2);
 	unsigned bad = 0;
 	for (unsigned i = 0; i < on.nalloc && i < off.nalloc; i++) {
