@@ -4,7 +4,7 @@
 usage: attach_test.py MALLOCK ATTACHAPP TMPDIR [tcmalloc]
 
 attachapp runs WITHOUT the shim; after 0.5 s `mallock attach` injects it
-(gdb), the app runs on and exits by itself. Checks: the app's exit status
+(ptrace, analyzer/inject.c), the app runs on and exits by itself. Checks: the app's exit status
 and output are unchanged, the trace exists and its report shows allocations
 and lock acquisitions made after the attach, allocations inside lock holds
 (an alloc_under_lock finding), the blocks allocated before the attach
@@ -17,10 +17,9 @@ slot is left alone, the report says the hooks forward to tcmalloc, and the
 same checks hold (the blocks allocated before the attach are freed by
 tcmalloc through the free hook: the app's exit status shows it survived).
 
-Exits 77 (CTest SKIP_RETURN_CODE) when gdb is missing or ptrace is blocked
-in this environment, or gdb cannot call a function in a process here,
-decided before mallock runs (ptrace_blocked): any refusal or failure of
-`mallock attach` itself is a test failure.
+Exits 77 (CTest SKIP_RETURN_CODE) when ptrace is blocked in this
+environment, decided before mallock runs (ptrace_blocked): any refusal or
+failure of `mallock attach` itself is a test failure.
 """
 import json
 import os
@@ -46,10 +45,11 @@ def check(cond, msg):
 
 
 def ptrace_blocked():
-    """Why gdb cannot inject anything into a child of ours here, or None.
-    Decided from the kernel's policy and a bare gdb run on a throwaway child
-    (`sleep`), never from mallock's answer: a bug in mallock's pre-check
-    must fail the test, not skip it."""
+    """Why no process of ours may ptrace a child of ours here, or None.
+    Decided from the kernel's policy and a bare PTRACE_SEIZE of a throwaway
+    child (`sleep`) by a sibling process, as mallock attach will be, never
+    from mallock's answer: a bug in mallock's pre-check must fail the test,
+    not skip it."""
     cap_eff = 0
     with open("/proc/self/status") as f:
         for line in f:
@@ -64,39 +64,37 @@ def ptrace_blocked():
     if scope >= 3:
         return "kernel.yama.ptrace_scope is 3 (no attach at all)"
     if scope >= 1 and not cap_ptrace:
-        # 1: only a debugger's descendants; PID is not gdb's.
+        # 1: only a tracer's descendants; the app is not mallock's.
         return "kernel.yama.ptrace_scope is %d and CAP_SYS_PTRACE is off" % scope
-    # A seccomp filter or an LSM may still refuse the attach, and a gdb
-    # that cannot write the CPU's register state back (gdb 13.1 on a CPU
-    # with AMX: "Couldn't write extended state status") kills the process
-    # it calls into: ask gdb itself, on a throwaway child, to call getpid().
+    # A seccomp filter or an LSM may still refuse: seize and release a
+    # throwaway child from a sibling process.
     dummy = subprocess.Popen(["sleep", "60"], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
+    probe = ("import ctypes,sys\n"
+             "libc=ctypes.CDLL(None,use_errno=True)\n"
+             "libc.ptrace.argtypes=[ctypes.c_long,ctypes.c_long,"
+             "ctypes.c_void_p,ctypes.c_void_p]\n"
+             "pid=int(sys.argv[1])\n"
+             "if libc.ptrace(0x4206,pid,None,None)!=0:\n"
+             "  import os;print(os.strerror(ctypes.get_errno()));sys.exit(1)\n"
+             "libc.ptrace(17,pid,None,None)\n")
     try:
-        g = subprocess.run(["gdb", "-q", "-batch", "-nx", "-p", str(dummy.pid),
-                            "-ex", "call (int)getpid()"],
+        g = subprocess.run([sys.executable, "-c", probe, str(dummy.pid)],
                            capture_output=True, text=True, timeout=60)
     finally:
         dummy.kill()
         dummy.wait()
-    said = g.stdout + g.stderr
-    if g.returncode != 0 or "$1 = %d" % dummy.pid not in said:
-        why = [l for l in said.splitlines()
-               if "permitted" in l or "Couldn't" in l or "rror" in l]
-        return "a bare `gdb -p PID -ex 'call (int)getpid()'` fails (exit " \
-            "%d): %s" % (g.returncode, " | ".join(why) or said.strip())
+    if g.returncode != 0:
+        return "a bare PTRACE_SEIZE of a child fails: " + \
+            (g.stdout + g.stderr).strip()
     return None
 
 
 shutil.rmtree(TMP, ignore_errors=True)
 os.makedirs(TMP)
-if not shutil.which("gdb"):
-    print("SKIP: gdb is not installed (mallock attach needs it)")
-    sys.exit(SKIP)
-
 blocked = ptrace_blocked()
 if blocked:
-    print("SKIP: gdb cannot attach and call here: " + blocked)
+    print("SKIP: ptrace is blocked here: " + blocked)
     sys.exit(SKIP)
 
 env = {k: v for k, v in os.environ.items()
@@ -155,11 +153,18 @@ check(tot["allocations"] > 1000, "allocations after attach: %d" %
       tot["allocations"])
 check(tot["lock_acquisitions"] > 1000, "lock acquisitions after attach: %d"
       % tot["lock_acquisitions"])
-# attachapp's ring holds at most RING (256) blocks at the attach; a few
-# more of glibc's own (the threads' exit) are allowed for.
-check(0 < tot["unknown_frees"] <= 256 + 32,
-      "blocks allocated before the attach are unknown frees: %d (1..288)" %
-      tot["unknown_frees"])
+# attachapp's ring holds at most RING (256) blocks at the attach. More
+# frees are unknown: the workers run on while the shim switches the GOT
+# slots (free before malloc, docs/server.md), so a block allocated in that
+# window through the unswitched malloc slot is freed through the switched
+# free slot. The window is a few hundred microseconds on a quiet machine
+# (hundreds of such frees, about 0.03% of them) and ten times that on a
+# loaded one (7456 of 2.9M seen at load 12). 5% of the frees bounds it and
+# still fails an analyzer that counts every free unknown, or none.
+bound = 256 + tot["frees"] // 20
+check(0 < tot["unknown_frees"] <= bound,
+      "blocks allocated before the attach are unknown frees: %d (1..%d)" %
+      (tot["unknown_frees"], bound))
 # (Whether an unknown free is also counted cross-thread cannot be told from
 # these totals: analyzer_report's --unknown-free trace asserts it exactly.)
 check(tot["cross_thread_frees"] + tot["unknown_frees"] <= tot["frees"],
@@ -180,7 +185,7 @@ if TCMALLOC:
           lock.get("allocs_in_holds", 0))
 check(j["traces"][0]["clean_exit"], "the trace ends cleanly (END at exit)")
 
-# A refused attach: one line, exit 2, before gdb runs.
+# A refused attach: one line, exit 2, before ptrace is used.
 cmd = [MALLOCK, "attach", "1"]
 if os.geteuid() == 0:
     if not shutil.which("setpriv"):
