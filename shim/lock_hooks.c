@@ -252,8 +252,15 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 			break;
 		t1 = prim_tsc();
 	}
-	if (r == EBUSY)
+	if (r == EBUSY) {
+		/* A signal handler may longjmp out of the wait (thread.c
+		 * gate_revalidate). */
+		t->wait_sp = (uintptr_t)fp;
+		atomic_signal_fence(memory_order_seq_cst);
 		r = op_call(op, l, clk, abs);
+		atomic_signal_fence(memory_order_seq_cst);
+		t->wait_sp = 0;
+	}
 	t1 = prim_tsc();
 	if (!e) {
 		if (r == 0)
