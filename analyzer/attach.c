@@ -7,9 +7,26 @@
  * inside it (RTLD_NOW|RTLD_NODELETE), then mallock_attach_impl(OUTPUT, S),
  * which starts the shim and rewrites the GOT slots of the hooked functions
  * in every loaded module (shim/attach.c), and detaches. The function's
- * one-line answer comes back through gdb's printf. The process keeps
+ * one-line answer comes back through gdb's output. The process keeps
  * running; `mallock ctl stop|start|status PID` controls it from then on.
- * There is no detach of the shim.
+ * `mallock detach PID` has gdb call mallock_detach_impl(), which gives
+ * every slot back and ends the trace (the library stays mapped).
+ *
+ * The calls (x86-64): gdb's own `call` saves and restores every register,
+ * the vector state included, and gdb 13 cannot write that state back on
+ * CPUs with AMX ("Couldn't write extended state status: Bad address"; the
+ * process is left broken). So a gdb Python script makes the call itself:
+ * it picks a thread stopped inside a system call (its vector registers are
+ * not live there: the kernel preserved them, the C code around a system
+ * call keeps none across it), saves the general registers, points the
+ * thread at the function with a return address at the program's entry
+ * point (never executed again) under a breakpoint, lets the process run
+ * until the thread gets there, and puts the registers back (the system
+ * call is then restarted as after any signal). Elsewhere gdb's `call`.
+ *
+ * As root, gdb runs with the target's uid and gid when the target is not
+ * root and is dumpable: gdb then parses the target's files with no more
+ * privilege than their owner (review #22).
  *
  * Before gdb is run, the ptrace permission is checked as the kernel will
  * (same real uid and gid as the target's real, effective and saved ids, a
@@ -30,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -50,8 +68,9 @@ static void attach_usage(FILE *f)
 	        "  --shim PATH      inject this libmallock.so\n"
 	        "  --gdb PATH       the gdb to run (default: gdb from PATH)\n"
 	        "Injects the shim into the running process PID with gdb. Stop "
-	        "recording with\n`mallock ctl stop PID`; the shim stays loaded "
-	        "until the process exits.\n",
+	        "recording with\n`mallock ctl stop PID`, or end it with "
+	        "`mallock detach PID` (the process then\nruns as before the "
+	        "attach; the library stays mapped).\n",
 	        DEFAULT_OUTPUT);
 }
 
@@ -235,26 +254,11 @@ static int has_shim(long pid)
 	return found;
 }
 
-/* s as a gdb string literal body (backslash and quote escaped). -1 if it
- * cannot be (a newline, or too long). */
-static int gdb_quote(const char *s, char *out, size_t cap)
-{
-	size_t o = 0;
-	for (; *s; s++) {
-		if (*s == '\n' || *s == '\r' || o + 3 >= cap)
-			return -1;
-		if (*s == '\\' || *s == '"')
-			out[o++] = '\\';
-		out[o++] = *s;
-	}
-	out[o] = 0;
-	return 0;
-}
-
-/* Runs gdb with the script, its stdout and stderr into out (NUL-ended).
- * Returns gdb's exit status, or -1 when it could not run or timed out. */
-static int run_gdb(const char *gdb, long pid, const char *script, char *out,
-                   size_t cap, int *timed_out)
+/* Runs gdb with the script, its stdout and stderr into out (NUL-ended),
+ * as uid/gid when uid >= 0 (else with our credentials). Returns gdb's exit
+ * status, or -1 when it could not run or timed out. */
+static int run_gdb(const char *gdb, long pid, const char *script, long uid,
+                   long gid, char *out, size_t cap, int *timed_out)
 {
 	int pfd[2];
 	*timed_out = 0;
@@ -271,6 +275,13 @@ static int run_gdb(const char *gdb, long pid, const char *script, char *out,
 			dup2(nul, 0);
 		dup2(pfd[1], 1);
 		dup2(pfd[1], 2);
+		if (uid >= 0 && (setgroups(0, NULL) != 0 ||
+		                 setgid((gid_t)gid) != 0 ||
+		                 setuid((uid_t)uid) != 0 || setuid(0) == 0)) {
+			fprintf(stderr, "cannot drop to uid %ld gid %ld: %s\n",
+			        uid, gid, strerror(errno));
+			_exit(127);
+		}
 		execl(gdb, gdb, "-q", "-batch", "-nx", "-iex",
 		      "set debuginfod enabled off", "-iex", "set auto-load off",
 		      "-p", pids, "-x", script, (char *)NULL);
@@ -344,6 +355,234 @@ static void last_lines(const char *out)
 			fprintf(stderr, "  gdb: %.*s\n", (int)len, p);
 		p += len + (e ? 1 : 0);
 	}
+}
+
+/* s as hex digits (for bytes.fromhex in the gdb script: no quoting). */
+static void hexstr(const char *s, char *out, size_t cap)
+{
+	size_t o = 0;
+	for (; *s && o + 3 <= cap; s++, o += 2)
+		snprintf(out + o, 3, "%02x", (unsigned char)*s);
+	out[o] = 0;
+}
+
+/* The program's entry point (AT_ENTRY in /proc/PID/auxv), 0 if unknown. */
+static unsigned long target_entry(long pid)
+{
+	char path[64];
+	unsigned long v[2], entry = 0;
+	snprintf(path, sizeof path, "/proc/%ld/auxv", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	while (read(fd, v, sizeof v) == (ssize_t)sizeof v && v[0] != 0)
+		if (v[0] == 9 /* AT_ENTRY */)
+			entry = v[1];
+	close(fd);
+	return entry;
+}
+
+/*
+ * The script's first part: mc_call(FN, ARGS) calls FN in the target (ARGS
+ * are ints or bytes, bytes passed as NUL-ended copies) and returns its
+ * result; mc_say(TAG, P) prints "TAG <C string at P>". On x86-64 the call
+ * is made by hand (see the top of this file); elsewhere with gdb's call.
+ */
+static const char mc_prelude[] =
+    "import gdb, struct\n"
+    "gdb.execute('set pagination off')\n"
+    "gdb.execute('set confirm off')\n"
+    "gdb.execute('handle SIGUSR1 SIGUSR2 SIGALRM SIGCHLD SIGPIPE SIGWINCH "
+    "SIGURG SIGPROF SIGIO SIGVTALRM nostop noprint pass')\n"
+    "MC_MASK = (1 << 64) - 1\n"
+    "MC_REGS = ('rax', 'rbx', 'rcx', 'rdx', 'rsi', 'rdi', 'rbp', 'rsp', "
+    "'r8', 'r9', 'r10', 'r11', 'r12', 'r13', 'r14', 'r15', 'rip', 'eflags', "
+    "'orig_rax')\n"
+    "mc_th = None\n"
+    "def mc_reg(n):\n"
+    "    return int(gdb.parse_and_eval('$' + n))\n"
+    "def mc_set(n, v):\n"
+    "    gdb.execute('set $%s = %d' % (n, v))\n"
+    "def mc_pick():\n"
+    "    for th in sorted(gdb.selected_inferior().threads(), "
+    "key=lambda t: t.num):\n"
+    "        th.switch()\n"
+    "        if mc_reg('orig_rax') >= 0:\n"
+    "            return th\n"
+    "    raise gdb.GdbError('no thread of the process is waiting in a system "
+    "call (all are running): try again at a quieter moment')\n"
+    "def mc_call_x86(fn, args):\n"
+    "    global mc_th\n"
+    "    if mc_th is None:\n"
+    "        mc_th = mc_pick()\n"
+    "    mc_th.switch()\n"
+    "    addr = int(gdb.parse_and_eval('(long)&' + fn))\n"
+    "    saved = [(n, mc_reg(n)) for n in MC_REGS]\n"
+    "    inf = gdb.selected_inferior()\n"
+    "    top = (dict(saved)['rsp'] - 256) & ~15\n"
+    "    vals = []\n"
+    "    for a in args:\n"
+    "        if isinstance(a, bytes):\n"
+    "            top = (top - len(a) - 1) & ~15\n"
+    "            inf.write_memory(top, a + b'\\0')\n"
+    "            vals.append(top)\n"
+    "        else:\n"
+    "            vals.append(a)\n"
+    "    sp = (top - 64) & ~15\n"
+    "    inf.write_memory(sp - 8, struct.pack('<Q', MC_ENTRY))\n"
+    "    mc_set('orig_rax', -1)\n"
+    "    mc_set('rsp', sp - 8)\n"
+    "    for n, v in zip(('rdi', 'rsi', 'rdx', 'rcx', 'r8', 'r9'), vals):\n"
+    "        mc_set(n, v)\n"
+    "    mc_set('rax', 0)\n"
+    "    mc_set('rip', addr)\n"
+    "    bp = gdb.Breakpoint('*%d' % MC_ENTRY, internal=True)\n"
+    "    bp.thread = mc_th.global_num\n"
+    "    try:\n"
+    "        for i in range(1000):\n"
+    "            gdb.execute('continue', to_string=True)\n"
+    "            cur = gdb.selected_thread()\n"
+    "            if cur is not None and cur.global_num == mc_th.global_num:\n"
+    "                if (mc_reg('rip') & MC_MASK) == MC_ENTRY:\n"
+    "                    break\n"
+    "                raise gdb.GdbError('the call of %s stopped at a fault' "
+    "% fn)\n"
+    "        else:\n"
+    "            raise gdb.GdbError('the call of %s did not return' % fn)\n"
+    "    finally:\n"
+    "        bp.delete()\n"
+    "    mc_th.switch()\n"
+    "    r = mc_reg('rax') & MC_MASK\n"
+    "    for n, v in saved:\n"
+    "        mc_set(n, v)\n"
+    "    return r\n"
+    "def mc_call_gdb(fn, args):\n"
+    "    def lit(a):\n"
+    "        if isinstance(a, bytes):\n"
+    "            return '\"' + ''.join('\\\\x%02x' % c for c in a) + "
+    "'\"'\n"
+    "        return '%d' % a\n"
+    "    e = '(long)((long(*)())%s)(%s)' % (fn, ', '.join(lit(a) for a in "
+    "args))\n"
+    "    return int(gdb.parse_and_eval(e)) & MC_MASK\n"
+    "def mc_call(fn, args):\n"
+    "    return (mc_call_x86 if MC_X86 else mc_call_gdb)(fn, args)\n"
+    "def mc_say(tag, p):\n"
+    "    inf = gdb.selected_inferior()\n"
+    "    out = b''\n"
+    "    while p and len(out) < 8192:\n"
+    "        n = 4096 - (p + len(out)) % 4096\n"
+    "        chunk = bytes(inf.read_memory(p + len(out), min(n, 256)))\n"
+    "        if b'\\0' in chunk:\n"
+    "            out += chunk[:chunk.index(b'\\0')]\n"
+    "            break\n"
+    "        out += chunk\n"
+    "    print(tag + ' ' + out.decode('utf-8', 'replace'), flush=True)\n";
+
+/* The credentials gdb should run with: the target's uid/gid (*uid >= 0)
+ * when we are root and the target is not root, has one uid and one gid,
+ * and is dumpable (/proc/PID is then its uid's); else *uid = -1 (our own).
+ * Yama's ptrace_scope 1 would forbid that uid to attach: root stays. */
+static void gdb_credentials(long pid, long *uid, long *gid)
+{
+	char path[64], st[8192];
+	long u[4], g[4];
+	struct stat sb;
+	*uid = *gid = -1;
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	if (geteuid() != 0 || read_text(path, st, sizeof st) != 0 ||
+	    status_ids(st, "Uid:", u) != 0 || status_ids(st, "Gid:", g) != 0)
+		return;
+	snprintf(path, sizeof path, "/proc/%ld", pid);
+	if (u[0] == 0 || u[0] != u[1] || u[0] != u[2] || g[0] != g[1] ||
+	    g[0] != g[2] || stat(path, &sb) != 0 || (long)sb.st_uid != u[0])
+		return;
+	char scope[32];
+	if (read_text("/proc/sys/kernel/yama/ptrace_scope", scope,
+	              sizeof scope) == 0 &&
+	    strtol(scope, NULL, 10) != 0)
+		return;
+	*uid = u[0];
+	*gid = g[0];
+}
+
+/*
+ * Runs gdb on pid with the prelude and body (Python, using mc_call and
+ * mc_say), as gdb_credentials() says. Returns gdb's exit status, -1 when it
+ * could not run or timed out (*timed_out), -2 after printing why the
+ * script could not be written.
+ */
+static int gdb_session(const char *gdb, long pid, const char *body,
+                       char *out, size_t cap, int *timed_out)
+{
+	unsigned long entry = target_entry(pid);
+	if (!entry) {
+		fprintf(stderr, "mallock: cannot read the entry point of pid "
+		                "%ld (/proc/%ld/auxv)\n", pid, pid);
+		return -2;
+	}
+	char script[] = "/tmp/mallock-attach.XXXXXX.py";
+	int fd = mkstemps(script, 3);
+	if (fd < 0) {
+		fprintf(stderr, "mallock: cannot create a gdb script in /tmp: "
+		                "%s\n", strerror(errno));
+		return -2;
+	}
+	long uid, gid;
+	gdb_credentials(pid, &uid, &gid);
+	if (uid >= 0 && fchown(fd, (uid_t)uid, (gid_t)gid) != 0)
+		uid = gid = -1;
+	FILE *sf = fdopen(fd, "w");
+	fprintf(sf, "MC_ENTRY = %lu\nMC_X86 = %d\n%s", entry,
+#if defined(__x86_64__)
+	        1,
+#else
+	        0,
+#endif
+	        mc_prelude);
+	fprintf(sf, "try:\n");
+	for (const char *l = body; *l;) {
+		const char *e = strchr(l, '\n');
+		size_t len = e ? (size_t)(e - l) : strlen(l);
+		fprintf(sf, "    %.*s\n", (int)len, l);
+		l += len + (e ? 1 : 0);
+	}
+	fprintf(sf, "except gdb.error as e:\n"
+	            "    print('MALLOCK_GDBERROR ' + str(e), flush=True)\n"
+	            "gdb.execute('detach')\n");
+	fclose(sf);
+	int grc = run_gdb(gdb, pid, script, uid, gid, out, cap, timed_out);
+	unlink(script);
+	return grc;
+}
+
+/* What went wrong when gdb gave no answer of ours: one line (and gdb's own
+ * relevant lines). Returns the exit status: 2 refused, 1 otherwise. */
+static int gdb_failure(const char *cmd, long pid, char *out, int grc)
+{
+	char *msg;
+	if (strstr(out, "ptrace: Operation not permitted")) {
+		fprintf(stderr,
+		        "mallock %s: refused: the kernel does not let gdb "
+		        "trace pid %ld (ptrace: Operation not permitted; a "
+		        "seccomp or container policy, or another tracer)\n",
+		        cmd, pid);
+		return 2;
+	}
+	if (strstr(out, "ptrace: No such process")) {
+		fprintf(stderr, "mallock %s: no process %ld\n", cmd, pid);
+		return 1;
+	}
+	if ((msg = tagged_line(out, "MALLOCK_GDBERROR "))) {
+		fprintf(stderr, "mallock %s: pid %ld: gdb: %s\n", cmd, pid, msg);
+		return 1;
+	}
+	fprintf(stderr,
+	        "mallock %s: gdb (exit %d) gave no answer from pid %ld; what "
+	        "it said:\n",
+	        cmd, grc, pid);
+	last_lines(out);
+	return 1;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -440,43 +679,25 @@ int cmd_attach(int argc, char **argv)
 		    S_ISREG(sb.st_mode))
 			unlink(out_abs);
 	}
-	char q_shim[2 * PATH_MAX], q_out[2 * PATH_MAX + 128];
-	if (gdb_quote(shim, q_shim, sizeof q_shim) != 0 ||
-	    gdb_quote(out_abs, q_out, sizeof q_out) != 0) {
-		fprintf(stderr, "mallock attach: the paths must not contain "
-		                "newlines\n");
-		return 1;
-	}
-
-	char script[] = "/tmp/mallock-attach.XXXXXX";
-	int fd = mkstemp(script);
-	if (fd < 0) {
-		fprintf(stderr, "mallock attach: cannot create a gdb script in "
-		                "/tmp: %s\n", strerror(errno));
-		return 1;
-	}
-	FILE *sf = fdopen(fd, "w");
+	char h_shim[2 * PATH_MAX + 1], h_out[2 * (PATH_MAX + 64) + 1];
+	hexstr(shim, h_shim, sizeof h_shim);
+	hexstr(out_abs, h_out, sizeof h_out);
 	/* 0x1002 = RTLD_NOW | RTLD_NODELETE: the GOT slots will point into
 	 * the shim for the rest of the process's life. */
-	fprintf(sf,
-	        "set pagination off\n"
-	        "set confirm off\n"
-	        "set $mallock_h = (void *) dlopen(\"%s\", 0x1002)\n"
-	        "if $mallock_h == 0\n"
-	        "  printf \"MALLOCK_DLERROR %%s\\n\", (char *) dlerror()\n"
-	        "else\n"
-	        "  printf \"MALLOCK_ATTACH %%s\\n\", (char *) "
-	        "mallock_attach_impl(\"%s\", %ld)\n"
-	        "end\n"
-	        "detach\n"
-	        "quit\n",
-	        q_shim, q_out, duration);
-	fclose(sf);
-
+	char body[sizeof h_shim + sizeof h_out + 512];
+	snprintf(body, sizeof body,
+	         "h = mc_call('dlopen', [bytes.fromhex('%s'), 0x1002])\n"
+	         "if h == 0:\n"
+	         "    mc_say('MALLOCK_DLERROR', mc_call('dlerror', []))\n"
+	         "else:\n"
+	         "    mc_say('MALLOCK_ATTACH', mc_call('mallock_attach_impl', "
+	         "[bytes.fromhex('%s'), %ld]))\n",
+	         h_shim, h_out, duration);
 	static char out[1 << 16];
 	int timed_out;
-	int grc = run_gdb(gdb, pid, script, out, sizeof out, &timed_out);
-	unlink(script);
+	int grc = gdb_session(gdb, pid, body, out, sizeof out, &timed_out);
+	if (grc == -2)
+		return 1;
 	if (timed_out) {
 		fprintf(stderr,
 		        "mallock attach: gdb did not finish within %d s "
@@ -503,8 +724,9 @@ int cmd_attach(int argc, char **argv)
 				printf("  recording stops by itself after %ld s\n",
 				       duration);
 			printf("  stop with `mallock ctl stop %ld`; the trace is "
-			       "complete when the process exits\n",
-			       pid);
+			       "complete when the process exits or at `mallock "
+			       "detach %ld`\n",
+			       pid, pid);
 			if (skipped)
 				printf("  %u slots left alone: %s\n", skipped,
 				       detail ? detail : "");
@@ -525,22 +747,90 @@ int cmd_attach(int argc, char **argv)
 		        pid, shim, msg);
 		return 1;
 	}
-	if (strstr(out, "ptrace: Operation not permitted")) {
-		fprintf(stderr,
-		        "mallock attach: refused: the kernel does not let gdb "
-		        "trace pid %ld (ptrace: Operation not permitted; a "
-		        "seccomp or container policy, or another tracer)\n",
-		        pid);
-		return 2;
+	return gdb_failure("attach", pid, out, grc);
+}
+
+static void detach_usage(FILE *f)
+{
+	fprintf(f, "usage: mallock detach [--gdb PATH] PID\n"
+	           "Undoes `mallock attach PID`: every call slot the attach "
+	           "redirected gets its old\nvalue back, the trace is "
+	           "written to its end, and the process runs on as before\n"
+	           "the attach (libmallock.so stays mapped, unused).\n");
+}
+
+int cmd_detach(int argc, char **argv)
+{
+	const char *gdb_opt = NULL;
+	long pid = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *end;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			detach_usage(stdout);
+			return 0;
+		} else if (!strcmp(a, "--gdb") && i + 1 < argc) {
+			gdb_opt = argv[++i];
+		} else if (a[0] != '-' && !pid) {
+			pid = strtol(a, &end, 10);
+			if (*end || pid <= 0) {
+				fprintf(stderr, "mallock detach: '%s' is not a "
+				                "process id\n", a);
+				return 1;
+			}
+		} else {
+			detach_usage(stderr);
+			return 1;
+		}
 	}
-	if (strstr(out, "ptrace: No such process")) {
-		fprintf(stderr, "mallock attach: no process %ld\n", pid);
+	if (!pid) {
+		detach_usage(stderr);
 		return 1;
 	}
-	fprintf(stderr,
-	        "mallock attach: gdb (exit %d) did not inject the shim into "
-	        "pid %ld; what it said:\n",
-	        grc, pid);
-	last_lines(out);
-	return 1;
+	int rc = ptrace_permitted(pid);
+	if (rc)
+		return rc;
+	if (!has_shim(pid)) {
+		fprintf(stderr, "mallock detach: pid %ld has no libmallock.so: "
+		                "nothing to detach\n", pid);
+		return 1;
+	}
+	char gdb[PATH_MAX];
+	if (find_in_path(gdb_opt ? gdb_opt : "gdb", gdb, sizeof gdb) != 0) {
+		fprintf(stderr, "mallock detach: gdb is needed and was not "
+		                "found%s%s (apt-get install gdb)\n",
+		        gdb_opt ? ": " : " in PATH", gdb_opt ? gdb_opt : "");
+		return 1;
+	}
+	static char out[1 << 16];
+	int timed_out;
+	int grc = gdb_session(gdb, pid,
+	                      "mc_say('MALLOCK_DETACH', "
+	                      "mc_call('mallock_detach_impl', []))\n",
+	                      out, sizeof out, &timed_out);
+	if (grc == -2)
+		return 1;
+	if (timed_out) {
+		fprintf(stderr, "mallock detach: gdb did not finish within %d "
+		                "s; it was stopped\n", GDB_TIMEOUT_S);
+		return 1;
+	}
+	char *msg = tagged_line(out, "MALLOCK_DETACH ");
+	if (!msg)
+		return gdb_failure("detach", pid, out, grc);
+	if (strncmp(msg, "ok ", 3)) {
+		fprintf(stderr, "mallock detach: pid %ld: %s\n", pid,
+		        !strncmp(msg, "error ", 6) ? msg + 6 : msg);
+		return 1;
+	}
+	unsigned restored = 0, changed = 0;
+	int used = 0;
+	sscanf(msg + 3, "%u %u %n", &restored, &changed, &used);
+	printf("pid %ld: detached: %u call slots restored; nothing is "
+	       "recorded from now on\n  trace %s (complete)\n",
+	       pid, restored, msg + 3 + used);
+	if (changed)
+		printf("  %u slots were rewritten by someone else since the "
+		       "attach: left as they are\n", changed);
+	return 0;
 }

@@ -10,6 +10,7 @@
  */
 #include "writer.h"
 
+#include "attach.h"
 #include "config.h"
 #include "control.h"
 #include "event.h"
@@ -267,6 +268,7 @@ void writer_flush(tls_t *t)
 	chunk_start(t);
 	unlock(&wb->flush_lock);
 	modules_check();
+	attach_after_flush();
 	errno = saved;
 }
 
