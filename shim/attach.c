@@ -207,6 +207,10 @@ typedef struct run {
 	unsigned known;               /* modules walked by the previous pass */
 	int late;                     /* a pass after the attach (flush) */
 	int not_ready;                /* a module still being loaded: retry */
+	int mod_not_ready;            /* the module walked is one */
+	int fresh;                    /* the module walked is new since the
+	                                 previous pass */
+	unsigned retries;             /* passes that found one not ready */
 	unsigned noted;               /* modules named in NOTEs */
 	/* The first skipped slot, described after the walk. */
 	const char *skip_name;
@@ -320,11 +324,13 @@ static void scan_relocs(run_t *r, const ElfW(Rela) *rel, size_t n,
 		uintptr_t *at = (uintptr_t *)(base + rel[i].r_offset);
 		uintptr_t v = __atomic_load_n(at, __ATOMIC_RELAXED);
 		/* After the attach, a module dlopen'ed meanwhile may not be
-		 * relocated yet (link-time values): leave it for a later
+		 * relocated yet: its slots still hold link-time values (an
+		 * offset inside the module, or 0). Leave it for a later
 		 * pass. */
-		if (r->late && ((type == ATTACH_R_JUMP_SLOT && v < base) ||
-		                (type == ATTACH_R_GLOB_DAT && v == 0))) {
-			r->not_ready = 1;
+		if (r->fresh && base &&
+		    ((type == ATTACH_R_JUMP_SLOT && v < hi - lo) ||
+		     (type == ATTACH_R_GLOB_DAT && v == 0))) {
+			r->mod_not_ready = 1;
 			*nout = 0;
 			return;
 		}
@@ -669,14 +675,18 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	slot_t slots[ATTACH_MAX_SLOTS];
 	size_t n = 0;
 	r->mod_skipped = 0;
+	r->fresh = r->late && idx >= r->known;
+	r->mod_not_ready = 0;
 	if (m.jmprel)
 		scan_relocs(r, m.jmprel, m.njmp, m.symtab, m.strtab, base, lo,
 		            hi, modname, slots, &n);
-	if (m.rela && !r->not_ready)
+	if (m.rela && !r->mod_not_ready)
 		scan_relocs(r, m.rela, m.nrela, m.symtab, m.strtab, base, lo,
 		            hi, modname, slots, &n);
-	if (r->not_ready)
-		return 1; /* stop the walk: the next flush looks again */
+	if (r->mod_not_ready) {
+		r->not_ready = 1; /* this one at the next flush; others now */
+		return 0;
+	}
 	/* Only slots that can be given back at detach. */
 	size_t room = saved_room();
 	if (n > room) {
@@ -695,9 +705,9 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	/* After the attach: ld.so makes the range read-only once it has
 	 * relocated the module; before that it still writes there, and a
 	 * read-only range would crash it. */
-	if (in_relro && r->late && !relro_sealed(relro_lo)) {
+	if (in_relro && r->fresh && !relro_sealed(relro_lo)) {
 		r->not_ready = 1;
-		return 1;
+		return 0;
 	}
 	if (in_relro && mprotect((void *)relro_lo, relro_hi - relro_lo,
 	                         PROT_READ | PROT_WRITE) != 0) {
@@ -886,6 +896,8 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 
 /* ---- modules loaded after the attach ---- */
 
+#define ATTACH_MAX_RETRIES 1000
+
 void attach_after_flush(void)
 {
 	if (!atomic_load_explicit(&attach_done, memory_order_acquire) ||
@@ -901,12 +913,19 @@ void attach_after_flush(void)
 		r->not_ready = 0;
 		memset(r->mod_patched, 0, sizeof r->mod_patched);
 		memset(r->mod_skips, 0, sizeof r->mod_skips);
-		for (r->phase = 0; r->phase < 2 && !r->not_ready; r->phase++) {
+		for (r->phase = 0; r->phase < 2; r->phase++) {
 			r->idx = 0;
 			dl_iterate_phdr(patch_module, r);
 		}
-		if (!r->not_ready) {
+		/* A module still being loaded is looked at again by the next
+		 * flushes, for a while; then it is given up (named in a NOTE
+		 * as not covered). */
+		if (!r->not_ready || ++r->retries > ATTACH_MAX_RETRIES) {
+			if (r->not_ready)
+				shim_info("attach: a module loaded after the attach "
+				          "never looked relocated: not covered");
 			r->known = r->idx;
+			r->retries = 0;
 			atomic_store(&patched_adds, adds);
 		}
 	}
