@@ -10,6 +10,7 @@
  *   late N           late_work(N) in the loaded library ("late N SUM")
  *   bench N          N malloc(64)+free pairs and N lock+unlock pairs, timed
  *                    ("bench NS_PER_PAIR")
+ *   quiet            stops the background thread ("quiet")
  *   quit             exits 0
  *
  * A background thread allocates and locks all the time (so the shim's
@@ -103,13 +104,21 @@ int main(void)
 				pthread_mutex_unlock(&m);
 			}
 			printf("bench %.2f\n", (now_ns() - t0) / (double)n);
+		} else if (!strcmp(line, "quiet")) {
+			if (!stop) {
+				stop = 1;
+				pthread_join(bg, NULL);
+			}
+			puts("quiet");
 		} else if (!strcmp(line, "quit")) {
 			break;
 		} else {
 			printf("error unknown command: %s\n", line);
 		}
 	}
-	stop = 1;
-	pthread_join(bg, NULL);
+	if (!stop) {
+		stop = 1;
+		pthread_join(bg, NULL);
+	}
 	return 0;
 }
