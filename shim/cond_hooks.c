@@ -80,6 +80,7 @@ static void cond_unwound(cond_guard_t *g)
 		return;
 	tls_t *t = g->t;
 	t->wait_sp = 0;
+	t->wait_passes = 0;
 	held_inc(t);
 	cond_after(t, g->cid, g->mid, ECANCELED);
 	hook_leave(t);
@@ -117,6 +118,7 @@ static int cond_wait_rec(tls_t *t, enum cond_how how, pthread_cond_t *c,
 	atomic_signal_fence(memory_order_seq_cst);
 	g.waiting = 0;
 	t->wait_sp = 0;
+	t->wait_passes = 0; /* a handler's calls, not a stuck gate's */
 	held_inc(t);
 	cond_after(t, g.cid, g.mid, r);
 	return r;

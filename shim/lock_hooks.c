@@ -260,6 +260,7 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 		r = op_call(op, l, clk, abs);
 		atomic_signal_fence(memory_order_seq_cst);
 		t->wait_sp = 0;
+		t->wait_passes = 0;
 	}
 	t1 = prim_tsc();
 	if (!e) {
