@@ -547,7 +547,7 @@ static int gdb_session(const char *gdb, long pid, const char *body,
 		fprintf(sf, "    %.*s\n", (int)len, l);
 		l += len + (e ? 1 : 0);
 	}
-	fprintf(sf, "except gdb.error as e:\n"
+	fprintf(sf, "except (gdb.error, gdb.GdbError) as e:\n"
 	            "    print('MALLOCK_GDBERROR ' + str(e), flush=True)\n"
 	            "gdb.execute('detach')\n");
 	fclose(sf);
