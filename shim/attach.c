@@ -43,8 +43,24 @@
  * cross-thread); locks taken before attach are released through the hooks
  * (unmatched releases); threads that existed before attach are set up by
  * the slow path of their first hook call (their TLS block was initialised
- * by dlopen to the static-empty state, gate UNINIT). Modules dlopen'ed
- * after attach bind to libc, not to the shim (not recorded).
+ * by dlopen to the static-empty state, gate UNINIT).
+ *
+ * Modules dlopen'ed after the attach bind to libc, not to the shim. The
+ * first flush that sees the loader's count of loaded objects grow
+ * (attach_after_flush) walks the modules again as the attach did, skipping
+ * the slots already redirected. A module that is new since the previous
+ * walk is touched only once ld.so has relocated it (no slot still holds a
+ * link-time value) and made its RELRO range read-only (/proc/self/maps):
+ * before that ld.so still writes there. Until then it is looked at again
+ * by later flushes (up to ATTACH_MAX_RETRIES). Another dlopen, no hook of
+ * dlopen: a dlopen hook in the shim would make the shim, not the caller,
+ * the object whose RUNPATH ld.so searches. NOTEs name the new modules and
+ * the modules not covered fully.
+ *
+ * Detach (mallock_detach_impl) gives every redirected slot, remembered in
+ * `saved` (mapped once, ATTACH_MAX_SAVED entries; a slot with no room left
+ * is not redirected), its old value back, newest first, then ends the
+ * trace. patch_busy keeps a flush's walk and the detach apart.
  *
  * dlopen/dlsym on the shim itself are called here rather than in prim.c:
  * only this file needs them, and only once.
@@ -208,6 +224,7 @@ typedef struct run {
 	int late;                     /* a pass after the attach (flush) */
 	int not_ready;                /* a module still being loaded: retry */
 	int mod_not_ready;            /* the module walked is one */
+	const char *unready;          /* the last one's name */
 	int fresh;                    /* the module walked is new since the
 	                                 previous pass */
 	unsigned retries;             /* passes that found one not ready */
@@ -327,7 +344,7 @@ static void scan_relocs(run_t *r, const ElfW(Rela) *rel, size_t n,
 		 * relocated yet: its slots still hold link-time values (an
 		 * offset inside the module, or 0). Leave it for a later
 		 * pass. */
-		if (r->fresh && base &&
+		if ((r->fresh || !r->late) && base &&
 		    ((type == ATTACH_R_JUMP_SLOT && v < hi - lo) ||
 		     (type == ATTACH_R_GLOB_DAT && v == 0))) {
 			r->mod_not_ready = 1;
@@ -685,6 +702,7 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 		            hi, modname, slots, &n);
 	if (r->mod_not_ready) {
 		r->not_ready = 1; /* this one at the next flush; others now */
+		r->unready = modname;
 		return 0;
 	}
 	/* Only slots that can be given back at detach. */
@@ -705,8 +723,9 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	/* After the attach: ld.so makes the range read-only once it has
 	 * relocated the module; before that it still writes there, and a
 	 * read-only range would crash it. */
-	if (in_relro && r->fresh && !relro_sealed(relro_lo)) {
+	if (in_relro && (r->fresh || !r->late) && !relro_sealed(relro_lo)) {
 		r->not_ready = 1;
+		r->unready = modname;
 		return 0;
 	}
 	if (in_relro && mprotect((void *)relro_lo, relro_hi - relro_lo,
@@ -838,6 +857,13 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		dl_iterate_phdr(patch_module, r);
 	}
 	r->known = r->idx;
+	/* A module another thread was loading at that moment: not touched
+	 * (its slots were not relocated yet, or ld.so had still to make them
+	 * read-only); not looked at again either. */
+	if (r->not_ready)
+		shim_info("attach: %s was being loaded during the attach: not "
+		          "covered",
+		          r->unready);
 	atomic_store(&attach_done, 1);
 	/* The C++ operators of a family not adopted: all left alone. */
 	if (!r->fam[1].adopted)
