@@ -157,17 +157,20 @@ static int have_cap_sys_ptrace(void)
  * to pid. Returns 0, or 2 after printing one line saying why not, or 1 when
  * there is no such process.
  */
+/* "attach" or "detach": the command whose messages these are. */
+static const char *cmd_name = "attach";
+
 static int ptrace_permitted(long pid)
 {
 	char path[64], st[8192];
 	snprintf(path, sizeof path, "/proc/%ld/status", pid);
 	if (read_text(path, st, sizeof st) != 0) {
-		fprintf(stderr, "mallock attach: no process %ld\n", pid);
+		fprintf(stderr, "mallock %s: no process %ld\n", cmd_name, pid);
 		return 1;
 	}
 	if (pid == (long)getpid()) {
-		fprintf(stderr, "mallock attach: pid %ld is mallock itself\n",
-		        pid);
+		fprintf(stderr, "mallock %s: pid %ld is mallock itself\n",
+		        cmd_name, pid);
 		return 1;
 	}
 	int cap = have_cap_sys_ptrace();
@@ -178,21 +181,21 @@ static int ptrace_permitted(long pid)
 		scope = strtol(scope_s, NULL, 10);
 	if (scope >= 3) {
 		fprintf(stderr,
-		        "mallock attach: refused: kernel.yama.ptrace_scope=3 "
-		        "forbids every ptrace attach (until reboot)\n");
+		        "mallock %s: refused: kernel.yama.ptrace_scope=3 "
+		        "forbids every ptrace attach (until reboot)\n", cmd_name);
 		return 2;
 	}
 	if (scope == 2 && !cap) {
 		fprintf(stderr,
-		        "mallock attach: refused: kernel.yama.ptrace_scope=2 "
+		        "mallock %s: refused: kernel.yama.ptrace_scope=2 "
 		        "lets only root (CAP_SYS_PTRACE) attach to a process; "
-		        "run mallock attach as root\n");
+		        "run it as root\n", cmd_name);
 		return 2;
 	}
 	long uid[4], gid[4];
 	if (status_ids(st, "Uid:", uid) != 0 || status_ids(st, "Gid:", gid)) {
-		fprintf(stderr, "mallock attach: cannot read the owner of pid "
-		                "%ld\n", pid);
+		fprintf(stderr, "mallock %s: cannot read the owner of pid "
+		                "%ld\n", cmd_name, pid);
 		return 1;
 	}
 	if (cap)
@@ -202,17 +205,17 @@ static int ptrace_permitted(long pid)
 	 * real, effective and saved ids. */
 	if (uid[0] != me || uid[1] != me || uid[2] != me) {
 		fprintf(stderr,
-		        "mallock attach: refused: pid %ld runs as uid %ld and "
+		        "mallock %s: refused: pid %ld runs as uid %ld and "
 		        "you are uid %ld without CAP_SYS_PTRACE: only its own "
-		        "user or root may trace it\n",
+		        "user or root may trace it\n", cmd_name,
 		        pid, uid[1], me);
 		return 2;
 	}
 	if (gid[0] != mygid || gid[1] != mygid || gid[2] != mygid) {
 		fprintf(stderr,
-		        "mallock attach: refused: pid %ld runs with gid %ld "
+		        "mallock %s: refused: pid %ld runs with gid %ld "
 		        "(set-group-ID) and you have gid %ld without "
-		        "CAP_SYS_PTRACE: run as root\n",
+		        "CAP_SYS_PTRACE: run as root\n", cmd_name,
 		        pid, gid[1], mygid);
 		return 2;
 	}
@@ -222,18 +225,18 @@ static int ptrace_permitted(long pid)
 		/* /proc/PID belongs to root when the process is not
 		 * dumpable. */
 		fprintf(stderr,
-		        "mallock attach: refused: pid %ld is not dumpable "
+		        "mallock %s: refused: pid %ld is not dumpable "
 		        "(it changed credentials or called "
 		        "prctl(PR_SET_DUMPABLE, 0)): only root may trace it\n",
-		        pid);
+		        cmd_name, pid);
 		return 2;
 	}
 	if (scope == 1) {
 		fprintf(stderr,
-		        "mallock attach: refused: kernel.yama.ptrace_scope=1 "
+		        "mallock %s: refused: kernel.yama.ptrace_scope=1 "
 		        "lets a process trace only its own descendants: run "
-		        "mallock attach as root (or sysctl "
-		        "kernel.yama.ptrace_scope=0)\n");
+		        "it as root (or sysctl "
+		        "kernel.yama.ptrace_scope=0)\n", cmd_name);
 		return 2;
 	}
 	return 0;
@@ -763,6 +766,7 @@ int cmd_detach(int argc, char **argv)
 {
 	const char *gdb_opt = NULL;
 	long pid = 0;
+	cmd_name = "detach";
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		char *end;
