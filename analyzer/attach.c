@@ -11,6 +11,15 @@
  * is then restored and released. The process keeps running;
  * `mallock ctl stop|start|status PID` controls it from then on.
  *
+ * `mallock detach PID` makes the process call mallock_detach_impl() the
+ * same way, which gives every redirected slot back and ends the trace (the
+ * library stays mapped).
+ *
+ * As root, the injection runs with the target's uid and gid when the
+ * target is not root and is dumpable: the target's files (its libc's
+ * symbol table) are then read with no more privilege than their owner has
+ * (review #22).
+ *
  * Before ptrace is used, the permission is checked as the kernel will
  * (same real uid and gid as the target's real, effective and saved ids, a
  * dumpable target, the Yama ptrace_scope), unless this process has
@@ -26,6 +35,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -116,17 +126,20 @@ static int have_cap_sys_ptrace(void)
  * to pid. Returns 0, or 2 after printing one line saying why not, or 1 when
  * there is no such process.
  */
+/* "attach" or "detach": the command whose messages these are. */
+static const char *cmd_name = "attach";
+
 static int ptrace_permitted(long pid)
 {
 	char path[64], st[8192];
 	snprintf(path, sizeof path, "/proc/%ld/status", pid);
 	if (read_text(path, st, sizeof st) != 0) {
-		fprintf(stderr, "mallock attach: no process %ld\n", pid);
+		fprintf(stderr, "mallock %s: no process %ld\n", cmd_name, pid);
 		return 1;
 	}
 	if (pid == (long)getpid()) {
-		fprintf(stderr, "mallock attach: pid %ld is mallock itself\n",
-		        pid);
+		fprintf(stderr, "mallock %s: pid %ld is mallock itself\n",
+		        cmd_name, pid);
 		return 1;
 	}
 	int cap = have_cap_sys_ptrace();
@@ -137,21 +150,21 @@ static int ptrace_permitted(long pid)
 		scope = strtol(scope_s, NULL, 10);
 	if (scope >= 3) {
 		fprintf(stderr,
-		        "mallock attach: refused: kernel.yama.ptrace_scope=3 "
-		        "forbids every ptrace attach (until reboot)\n");
+		        "mallock %s: refused: kernel.yama.ptrace_scope=3 "
+		        "forbids every ptrace attach (until reboot)\n", cmd_name);
 		return 2;
 	}
 	if (scope == 2 && !cap) {
 		fprintf(stderr,
-		        "mallock attach: refused: kernel.yama.ptrace_scope=2 "
+		        "mallock %s: refused: kernel.yama.ptrace_scope=2 "
 		        "lets only root (CAP_SYS_PTRACE) attach to a process; "
-		        "run mallock attach as root\n");
+		        "run it as root\n", cmd_name);
 		return 2;
 	}
 	long uid[4], gid[4];
 	if (status_ids(st, "Uid:", uid) != 0 || status_ids(st, "Gid:", gid)) {
-		fprintf(stderr, "mallock attach: cannot read the owner of pid "
-		                "%ld\n", pid);
+		fprintf(stderr, "mallock %s: cannot read the owner of pid "
+		                "%ld\n", cmd_name, pid);
 		return 1;
 	}
 	if (cap)
@@ -161,17 +174,17 @@ static int ptrace_permitted(long pid)
 	 * real, effective and saved ids. */
 	if (uid[0] != me || uid[1] != me || uid[2] != me) {
 		fprintf(stderr,
-		        "mallock attach: refused: pid %ld runs as uid %ld and "
+		        "mallock %s: refused: pid %ld runs as uid %ld and "
 		        "you are uid %ld without CAP_SYS_PTRACE: only its own "
-		        "user or root may trace it\n",
+		        "user or root may trace it\n", cmd_name,
 		        pid, uid[1], me);
 		return 2;
 	}
 	if (gid[0] != mygid || gid[1] != mygid || gid[2] != mygid) {
 		fprintf(stderr,
-		        "mallock attach: refused: pid %ld runs with gid %ld "
+		        "mallock %s: refused: pid %ld runs with gid %ld "
 		        "(set-group-ID) and you have gid %ld without "
-		        "CAP_SYS_PTRACE: run as root\n",
+		        "CAP_SYS_PTRACE: run as root\n", cmd_name,
 		        pid, gid[1], mygid);
 		return 2;
 	}
@@ -181,18 +194,18 @@ static int ptrace_permitted(long pid)
 		/* /proc/PID belongs to root when the process is not
 		 * dumpable. */
 		fprintf(stderr,
-		        "mallock attach: refused: pid %ld is not dumpable "
+		        "mallock %s: refused: pid %ld is not dumpable "
 		        "(it changed credentials or called "
 		        "prctl(PR_SET_DUMPABLE, 0)): only root may trace it\n",
-		        pid);
+		        cmd_name, pid);
 		return 2;
 	}
 	if (scope == 1) {
 		fprintf(stderr,
-		        "mallock attach: refused: kernel.yama.ptrace_scope=1 "
+		        "mallock %s: refused: kernel.yama.ptrace_scope=1 "
 		        "lets a process trace only its own descendants: run "
-		        "mallock attach as root (or sysctl "
-		        "kernel.yama.ptrace_scope=0)\n");
+		        "it as root (or sysctl "
+		        "kernel.yama.ptrace_scope=0)\n", cmd_name);
 		return 2;
 	}
 	return 0;
@@ -211,6 +224,50 @@ static int has_shim(long pid)
 		found = strstr(line, "/libmallock.so") != NULL;
 	fclose(f);
 	return found;
+}
+
+/* The credentials to inject with: the target's uid/gid (*uid >= 0)
+ * when we are root and the target is not root, has one uid and one gid,
+ * and is dumpable (/proc/PID is then its uid's); else *uid = -1 (our own).
+ * Yama's ptrace_scope 1 would forbid that uid to attach: root stays. */
+static void target_credentials(long pid, long *uid, long *gid)
+{
+	char path[64], st[8192];
+	long u[4], g[4];
+	struct stat sb;
+	*uid = *gid = -1;
+	snprintf(path, sizeof path, "/proc/%ld/status", pid);
+	if (geteuid() != 0 || read_text(path, st, sizeof st) != 0 ||
+	    status_ids(st, "Uid:", u) != 0 || status_ids(st, "Gid:", g) != 0)
+		return;
+	snprintf(path, sizeof path, "/proc/%ld", pid);
+	if (u[0] == 0 || u[0] != u[1] || u[0] != u[2] || g[0] != g[1] ||
+	    g[0] != g[2] || stat(path, &sb) != 0 || (long)sb.st_uid != u[0])
+		return;
+	char scope[32];
+	if (read_text("/proc/sys/kernel/yama/ptrace_scope", scope,
+	              sizeof scope) == 0 &&
+	    strtol(scope, NULL, 10) != 0)
+		return;
+	*uid = u[0];
+	*gid = g[0];
+}
+
+/* Drops this process to the credentials target_credentials() names, for
+ * the injection. 0, or -1 after printing why (then nothing is done). */
+static int drop_to_target(long pid, long *uid)
+{
+	long gid;
+	target_credentials(pid, uid, &gid);
+	if (*uid < 0)
+		return 0;
+	if (setgroups(0, NULL) != 0 || setgid((gid_t)gid) != 0 ||
+	    setuid((uid_t)*uid) != 0 || setuid(0) == 0) {
+		fprintf(stderr, "mallock %s: cannot drop to uid %ld gid %ld: "
+		                "%s\n", cmd_name, *uid, gid, strerror(errno));
+		return -1;
+	}
+	return 0;
 }
 
 int cmd_attach(int argc, char **argv)
@@ -296,6 +353,9 @@ int cmd_attach(int argc, char **argv)
 		    S_ISREG(sb.st_mode))
 			unlink(out_abs);
 	}
+	long as_uid = -1;
+	if (drop_to_target(pid, &as_uid) != 0)
+		return 1;
 	static char answer[4096];
 	char err[1024];
 	int irc = inj_dlcall((pid_t)pid, shim, "mallock_attach_impl", out_abs,
@@ -319,6 +379,9 @@ int cmd_attach(int argc, char **argv)
 		       "slots in %u modules redirected to the shim\n"
 		       "  trace %s\n",
 		       pid, patched, modules, path);
+		if (as_uid >= 0)
+			printf("  injected as uid %ld (the process's own "
+			       "user)\n", as_uid);
 		if (duration)
 			printf("  recording stops by itself after %ld s\n",
 			       duration);
@@ -337,4 +400,100 @@ int cmd_attach(int argc, char **argv)
 	fprintf(stderr, "mallock attach: pid %ld: %s\n", pid,
 	        !strncmp(msg, "error ", 6) ? msg + 6 : msg);
 	return 1;
+}
+
+static void detach_usage(FILE *f)
+{
+	fprintf(f, "usage: mallock detach PID\n"
+	           "Undoes `mallock attach PID`: every call slot the attach "
+	           "redirected gets its old\nvalue back, the trace is "
+	           "written to its end, and the process runs on as before\n"
+	           "the attach (libmallock.so stays mapped, unused).\n");
+}
+
+/* The path of the libmallock.so pid maps, into out. 0, or -1. */
+static int mapped_shim(long pid, char *out, size_t n)
+{
+	char path[64], line[PATH_MAX + 128];
+	snprintf(path, sizeof path, "/proc/%ld/maps", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return -1;
+	int rc = -1;
+	while (rc && fgets(line, sizeof line, f)) {
+		char *p = strchr(line, '/');
+		if (!p || !strstr(p, "/libmallock.so"))
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		snprintf(out, n, "%s", p);
+		rc = 0;
+	}
+	fclose(f);
+	return rc;
+}
+
+int cmd_detach(int argc, char **argv)
+{
+	long pid = 0;
+	cmd_name = "detach";
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		char *end;
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			detach_usage(stdout);
+			return 0;
+		} else if (a[0] != '-' && !pid) {
+			pid = strtol(a, &end, 10);
+			if (*end || pid <= 0) {
+				fprintf(stderr, "mallock detach: '%s' is not a "
+				                "process id\n", a);
+				return 1;
+			}
+		} else {
+			detach_usage(stderr);
+			return 1;
+		}
+	}
+	if (!pid) {
+		detach_usage(stderr);
+		return 1;
+	}
+	int rc = ptrace_permitted(pid);
+	if (rc)
+		return rc;
+	char shim[PATH_MAX];
+	if (!has_shim(pid) || mapped_shim(pid, shim, sizeof shim) != 0) {
+		fprintf(stderr, "mallock detach: pid %ld has no libmallock.so: "
+		                "nothing to detach\n", pid);
+		return 1;
+	}
+	long as_uid = -1;
+	if (drop_to_target(pid, &as_uid) != 0)
+		return 1;
+	static char answer[4096];
+	char err[1024];
+	int irc = inj_dlcall((pid_t)pid, shim, "mallock_detach_impl", NULL, 0,
+	                     INJECT_TIMEOUT_S, answer, sizeof answer, err,
+	                     sizeof err);
+	if (irc) {
+		fprintf(stderr, "mallock detach: %s%s\n",
+		        irc == INJ_REFUSED ? "refused: " : "", err);
+		return irc == INJ_REFUSED ? 2 : 1;
+	}
+	char *msg = answer;
+	if (strncmp(msg, "ok ", 3)) {
+		fprintf(stderr, "mallock detach: pid %ld: %s\n", pid,
+		        !strncmp(msg, "error ", 6) ? msg + 6 : msg);
+		return 1;
+	}
+	unsigned restored = 0, changed = 0;
+	int used = 0;
+	sscanf(msg + 3, "%u %u %n", &restored, &changed, &used);
+	printf("pid %ld: detached: %u call slots restored; nothing is "
+	       "recorded from now on\n  trace %s (complete)\n",
+	       pid, restored, msg + 3 + used);
+	if (changed)
+		printf("  %u slots were rewritten by someone else since the "
+		       "attach: left as they are\n", changed);
+	return 0;
 }

@@ -20,5 +20,6 @@ int cmd_ctl(int argc, char **argv);
 /* mallock attach [-o FILE] [--duration S] PID (attach.c); its exit status 2
  * means "ptrace refused", not a file problem. */
 int cmd_attach(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
 
 #ifndef MALLOCK_HAVE_RECORD
 /* Until analyzer/record.c exists, `record` says it is not built. */
@@ -23,7 +24,8 @@ int cmd_record(int argc, char **argv)
 	X(diff, "compare two traces (before/after a fix)")                     \
 	X(dump, "print every record of a trace, one per line")                 \
 	X(ctl, "start/stop recording in a running process (server.md)")      \
-	X(attach, "inject the recorder into a running process (server.md)")
+	X(attach, "inject the recorder into a running process (server.md)")  \
+	X(detach, "undo an attach: the process runs on as before")
 
 static void usage(FILE *o)
 {
@@ -36,6 +38,15 @@ static void usage(FILE *o)
 
 int main(int argc, char **argv)
 {
+	/* Set-user-ID or set-group-ID (or file capabilities): `--shim PATH`
+	 * and `record` would run any code with those privileges. */
+	if (getauxval(AT_SECURE)) {
+		fputs("mallock: refusing to run set-user-ID, set-group-ID or "
+		      "with file capabilities (AT_SECURE): install it as a "
+		      "plain executable\n",
+		      stderr);
+		return 1;
+	}
 	if (argc < 2) {
 		usage(stderr);
 		return 1;

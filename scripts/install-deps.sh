@@ -3,7 +3,7 @@
 # Idempotent: when every package is present it only checks and returns.
 set -eu
 PKGS="build-essential cmake pkg-config g++ clang libclang-rt-14-dev python3 \
-libgoogle-perftools-dev libunwind-dev uthash-dev libdw-dev libelf-dev zlib1g-dev libzstd-dev"
+libgoogle-perftools-dev libunwind-dev uthash-dev libdw-dev libelf-dev zlib1g-dev libzstd-dev gdb"
 missing=""
 for p in $PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

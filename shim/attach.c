@@ -43,8 +43,24 @@
  * cross-thread); locks taken before attach are released through the hooks
  * (unmatched releases); threads that existed before attach are set up by
  * the slow path of their first hook call (their TLS block was initialised
- * by dlopen to the static-empty state, gate UNINIT). Modules dlopen'ed
- * after attach bind to libc, not to the shim (not recorded).
+ * by dlopen to the static-empty state, gate UNINIT).
+ *
+ * Modules dlopen'ed after the attach bind to libc, not to the shim. The
+ * first flush that sees the loader's count of loaded objects grow
+ * (attach_after_flush) walks the modules again as the attach did, skipping
+ * the slots already redirected. A module that is new since the previous
+ * walk is touched only once ld.so has relocated it (no slot still holds a
+ * link-time value) and made its RELRO range read-only (/proc/self/maps):
+ * before that ld.so still writes there. Until then it is looked at again
+ * by later flushes (up to ATTACH_MAX_RETRIES). Another dlopen, no hook of
+ * dlopen: a dlopen hook in the shim would make the shim, not the caller,
+ * the object whose RUNPATH ld.so searches. NOTEs name the new modules and
+ * the modules not covered fully.
+ *
+ * Detach (mallock_detach_impl) gives every redirected slot, remembered in
+ * `saved` (mapped once, ATTACH_MAX_SAVED entries; a slot with no room left
+ * is not redirected), its old value back, newest first, then ends the
+ * trace. patch_busy keeps a flush's walk and the detach apart.
  *
  * dlopen/dlsym on the shim itself are called here rather than in prim.c:
  * only this file needs them, and only once.
@@ -52,16 +68,19 @@
 #include "attach.h"
 
 #include "config.h"
+#include "control.h"
 #include "hook.h"
 #include "note.h"
 #include "prim.h"
 #include "process.h"
+#include "writer.h"
 
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <link.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
@@ -199,6 +218,17 @@ typedef struct run {
 	unsigned idx;                 /* the module's place in the walk */
 	unsigned char hit[1024];      /* modules with a slot redirected */
 	unsigned patched, modules, skipped, failed;
+	unsigned mod_skipped;         /* skipped in the module being walked */
+	uint16_t mod_patched[1024], mod_skips[1024]; /* per module, a pass */
+	unsigned known;               /* modules walked by the previous pass */
+	int late;                     /* a pass after the attach (flush) */
+	int not_ready;                /* a module still being loaded: retry */
+	int mod_not_ready;            /* the module walked is one */
+	const char *unready;          /* the last one's name */
+	int fresh;                    /* the module walked is new since the
+	                                 previous pass */
+	unsigned retries;             /* passes that found one not ready */
+	unsigned noted;               /* modules named in NOTEs */
 	/* The first skipped slot, described after the walk. */
 	const char *skip_name;
 	uintptr_t skip_value;
@@ -282,7 +312,7 @@ static const target_t *target_find(const run_t *r, const char *name)
 
 typedef struct slot {
 	uintptr_t *at;
-	uintptr_t to;
+	uintptr_t to, from;
 } slot_t;
 
 /* d_ptr values: relocated in place by ld.so, except in a read-only dynamic
@@ -310,6 +340,17 @@ static void scan_relocs(run_t *r, const ElfW(Rela) *rel, size_t n,
 			continue;
 		uintptr_t *at = (uintptr_t *)(base + rel[i].r_offset);
 		uintptr_t v = __atomic_load_n(at, __ATOMIC_RELAXED);
+		/* After the attach, a module dlopen'ed meanwhile may not be
+		 * relocated yet: its slots still hold link-time values (an
+		 * offset inside the module, or 0). Leave it for a later
+		 * pass. */
+		if ((r->fresh || !r->late) && base &&
+		    ((type == ATTACH_R_JUMP_SLOT && v < hi - lo) ||
+		     (type == ATTACH_R_GLOB_DAT && v == 0))) {
+			r->mod_not_ready = 1;
+			*nout = 0;
+			return;
+		}
 		/* Not bound yet: the slot points into the module's own PLT
 		 * (libc.so.6 itself has such slots for realloc and calloc
 		 * until first used), not at its own definition. */
@@ -327,11 +368,13 @@ static void scan_relocs(run_t *r, const ElfW(Rela) *rel, size_t n,
 				         "%s", modname);
 			}
 			r->skipped++;
+			r->mod_skipped++;
 			continue;
 		}
 		if (*nout < ATTACH_MAX_SLOTS) {
 			out[*nout].at = at;
 			out[*nout].to = tg->hook;
+			out[*nout].from = v;
 			(*nout)++;
 		}
 	}
@@ -545,6 +588,96 @@ static void family_survey(run_t *r)
 	}
 }
 
+/* ---- the slots as they were, for detach ---- */
+
+/* One redirected slot: where, what it held, what it was given, and the
+ * read-only range it lies in (0, 0: none). */
+typedef struct saved_slot {
+	uintptr_t *at;
+	uintptr_t from, to;
+	uintptr_t relro_lo, relro_hi;
+} saved_slot_t;
+
+#define ATTACH_MAX_SAVED 16384 /* 640 KiB, mapped at the first attach */
+static saved_slot_t *saved;
+static size_t nsaved;
+
+/* Room left in the table (mapped on first use; 0 if it cannot be). */
+static size_t saved_room(void)
+{
+	if (!saved)
+		saved = prim_map(ATTACH_MAX_SAVED * sizeof *saved);
+	return saved ? ATTACH_MAX_SAVED - nsaved : 0;
+}
+
+static void saved_add(const slot_t *sl, uintptr_t relro_lo, uintptr_t relro_hi)
+{
+	saved_slot_t *e = &saved[nsaved++];
+	e->at = sl->at;
+	e->from = sl->from;
+	e->to = sl->to;
+	int ro = (uintptr_t)sl->at >= relro_lo && (uintptr_t)sl->at < relro_hi;
+	e->relro_lo = ro ? relro_lo : 0;
+	e->relro_hi = ro ? relro_hi : 0;
+}
+
+/* Nonzero when the mapping at addr is read-only (/proc/self/maps: a
+ * module's RELRO range once ld.so has relocated it). Reads the maps into a
+ * buffer mapped once (2 MiB; a longer file: not found, 0). */
+static int relro_sealed(uintptr_t addr)
+{
+	static char *buf;
+	const size_t cap = 2u << 20;
+	if (!buf && !(buf = prim_map(cap)))
+		return 0;
+	ssize_t n = prim_read_file("/proc/self/maps", buf, cap - 1);
+	if (n <= 0 || (size_t)n >= cap - 1)
+		return 0;
+	buf[n] = 0;
+	for (char *p = buf; p && *p;) {
+		char *e;
+		uintptr_t lo = (uintptr_t)strtoull(p, &e, 16);
+		uintptr_t hi = *e == '-' ? (uintptr_t)strtoull(e + 1, &e, 16) : 0;
+		if (addr >= lo && addr < hi && *e == ' ')
+			return e[1] == 'r' && e[2] == '-';
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return 0;
+}
+
+/* NOTEs naming the modules not covered fully (slots bound elsewhere, left
+ * alone), and, in a pass after the attach, the modules loaded since the
+ * previous pass. Counts are kept per module over a pass's two phases. */
+#define ATTACH_MAX_NOTED 12
+
+static void module_note(run_t *r, unsigned idx, const char *modname,
+                        unsigned patched)
+{
+	if (idx >= 1024)
+		return;
+	r->mod_patched[idx] = (uint16_t)(r->mod_patched[idx] + patched);
+	r->mod_skips[idx] = (uint16_t)(r->mod_skips[idx] + r->mod_skipped);
+	patched = r->mod_patched[idx];
+	unsigned skipped = r->mod_skips[idx];
+	int fresh = r->late && idx >= r->known;
+	if (r->phase != 1 || (r->late && !fresh) || (!fresh && !skipped) ||
+	    (!patched && !skipped))
+		return;
+	if (r->noted++ >= ATTACH_MAX_NOTED)
+		return;
+	const char *when = fresh ? ", loaded after the attach," : "";
+	if (skipped)
+		shim_info("attach: %s%s is not covered fully: %u call slots "
+		          "bound elsewhere left alone, %u redirected",
+		          modname, when, skipped, patched);
+	else
+		shim_info("attach: %s%s: %u call slots redirected (its calls "
+		          "before the shim's next flush were not recorded)",
+		          modname, when, patched);
+}
+
 static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	run_t *r = arg;
@@ -558,19 +691,43 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	const char *modname = m.name;
 	slot_t slots[ATTACH_MAX_SLOTS];
 	size_t n = 0;
+	r->mod_skipped = 0;
+	r->fresh = r->late && idx >= r->known;
+	r->mod_not_ready = 0;
 	if (m.jmprel)
 		scan_relocs(r, m.jmprel, m.njmp, m.symtab, m.strtab, base, lo,
 		            hi, modname, slots, &n);
-	if (m.rela)
+	if (m.rela && !r->mod_not_ready)
 		scan_relocs(r, m.rela, m.nrela, m.symtab, m.strtab, base, lo,
 		            hi, modname, slots, &n);
-	if (!n)
+	if (r->mod_not_ready) {
+		r->not_ready = 1; /* this one at the next flush; others now */
+		r->unready = modname;
 		return 0;
+	}
+	/* Only slots that can be given back at detach. */
+	size_t room = saved_room();
+	if (n > room) {
+		r->failed += (unsigned)(n - room);
+		n = room;
+	}
+	if (!n) {
+		module_note(r, idx, modname, 0);
+		return 0;
+	}
 	int in_relro = 0;
 	for (size_t i = 0; i < n; i++)
 		if ((uintptr_t)slots[i].at >= relro_lo &&
 		    (uintptr_t)slots[i].at < relro_hi)
 			in_relro = 1;
+	/* After the attach: ld.so makes the range read-only once it has
+	 * relocated the module; before that it still writes there, and a
+	 * read-only range would crash it. */
+	if (in_relro && (r->fresh || !r->late) && !relro_sealed(relro_lo)) {
+		r->not_ready = 1;
+		r->unready = modname;
+		return 0;
+	}
 	if (in_relro && mprotect((void *)relro_lo, relro_hi - relro_lo,
 	                         PROT_READ | PROT_WRITE) != 0) {
 		r->mprotect_err = errno;
@@ -584,11 +741,14 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 		n = k;
 		in_relro = 0;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		saved_add(&slots[i], relro_lo, relro_hi);
 		__atomic_store_n(slots[i].at, slots[i].to, __ATOMIC_RELEASE);
+	}
 	if (in_relro)
 		mprotect((void *)relro_lo, relro_hi - relro_lo, PROT_READ);
 	r->patched += (unsigned)n;
+	module_note(r, idx, modname, (unsigned)n);
 	if (n && idx < sizeof r->hit && !r->hit[idx]) {
 		r->hit[idx] = 1;
 		r->modules++;
@@ -616,6 +776,30 @@ static void keep_note(unsigned level, const char *text, size_t len, void *arg)
 	last_note[len] = 0;
 }
 
+/* The attach's state, kept for the passes after it (new modules, at a
+ * flush) and for detach; guarded by patch_busy once the attach is done.
+ * Large: static, not on the caller's (gdb-borrowed) stack. */
+static run_t g_run;
+static atomic_flag patch_busy = ATOMIC_FLAG_INIT;
+static _Atomic int detached;
+static _Atomic unsigned long long patched_adds; /* dlpi_adds at the last pass */
+static _Atomic int attach_done; /* the attach's own passes are done */
+
+static int adds_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	*(unsigned long long *)arg = info->dlpi_adds;
+	return 1; /* the counter is the same in every entry: one is enough */
+}
+
+/* The loader's count of objects ever loaded (dl_iterate_phdr). */
+static unsigned long long loader_adds(void)
+{
+	unsigned long long adds = 0;
+	dl_iterate_phdr(adds_cb, &adds);
+	return adds;
+}
+
 HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 {
 #ifndef ATTACH_R_JUMP_SLOT
@@ -640,18 +824,18 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	uint8_t gate = t->gate;
 	t->gate = GATE_BUSY;
 	atomic_signal_fence(memory_order_seq_cst);
-	static run_t r; /* large: not on the caller's (gdb-borrowed) stack */
-	memset(&r, 0, sizeof r);
+	run_t *r = &g_run;
+	memset(r, 0, sizeof *r);
 	int (*self_fn)(void) = attach_loaded_late;
-	memcpy(&r.self_fn, &self_fn, sizeof r.self_fn);
+	memcpy(&r->self_fn, &self_fn, sizeof r->self_fn);
 	Dl_info self_info;
 	if (dladdr((void *)(uintptr_t)mallock_attach_impl, &self_info))
-		r.self_base = (uintptr_t)self_info.dli_fbase;
-	r.ldso = (uintptr_t)getauxval(AT_BASE);
-	r.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+		r->self_base = (uintptr_t)self_info.dli_fbase;
+	r->ldso = (uintptr_t)getauxval(AT_BASE);
+	r->vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
 	/* Before the shim starts: what the allocator hooks forward to. */
 	if (real_usable())
-		family_survey(&r);
+		family_survey(r);
 	if (shim_boot() != 0) {
 		last_note[0] = 0;
 		note_take(keep_note, NULL);
@@ -661,24 +845,34 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		t->gate = gate;
 		return attach_msg;
 	}
-	targets_build(&r);
-	if (r.ntg == 0) {
+	targets_build(r);
+	if (r->ntg == 0) {
 		t->gate = gate;
 		return fail("the shim cannot find its own hooks (dlsym); "
 		            "recording, but no call is redirected");
 	}
-	for (r.phase = 0; r.phase < 2; r.phase++) {
-		r.idx = 0;
-		dl_iterate_phdr(patch_module, &r);
+	patched_adds = loader_adds();
+	for (r->phase = 0; r->phase < 2; r->phase++) {
+		r->idx = 0;
+		dl_iterate_phdr(patch_module, r);
 	}
+	r->known = r->idx;
+	/* A module another thread was loading at that moment: not touched
+	 * (its slots were not relocated yet, or ld.so had still to make them
+	 * read-only); not looked at again either. */
+	if (r->not_ready)
+		shim_info("attach: %s was being loaded during the attach: not "
+		          "covered",
+		          r->unready);
+	atomic_store(&attach_done, 1);
 	/* The C++ operators of a family not adopted: all left alone. */
-	if (!r.fam[1].adopted)
-		r.skipped += r.fam[1].slots;
+	if (!r->fam[1].adopted)
+		r->skipped += r->fam[1].slots;
 	int n = snprintf(attach_msg, sizeof attach_msg, "ok %u %u %u %s",
-	                 r.patched, r.modules, r.skipped, g_trace_path);
+	                 r->patched, r->modules, r->skipped, g_trace_path);
 	char sep = '\t';
 	for (int k = 0; k < 2; k++) {
-		const family_t *f = &r.fam[k];
+		const family_t *f = &r->fam[k];
 		if (!f->mixed || !f->odd_name || n <= 0 ||
 		    (size_t)n >= sizeof attach_msg)
 			continue;
@@ -696,32 +890,132 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		                : "only slots bound to libc's are redirected");
 		sep = ';';
 	}
-	if (r.skip_name && n > 0 && (size_t)n < sizeof attach_msg) {
-		const char *where = prim_object_of((void *)r.skip_value);
+	if (r->skip_name && n > 0 && (size_t)n < sizeof attach_msg) {
+		const char *where = prim_object_of((void *)r->skip_value);
 		n += snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
 		              "%c%s%s in %s is bound to %s, not to the function "
 		              "the shim forwards to: left alone",
-		              sep, sep == ';' ? " " : "", r.skip_name,
-		              r.skip_module,
+		              sep, sep == ';' ? " " : "", r->skip_name,
+		              r->skip_module,
 		              *where ? where : "another definition");
 	}
-	if (r.failed && n > 0 && (size_t)n < sizeof attach_msg)
+	if (r->failed && n > 0 && (size_t)n < sizeof attach_msg)
 		snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
 		         "\t%u slots in read-only memory not redirected "
 		         "(mprotect: %s)",
-		         r.failed, strerror(r.mprotect_err));
+		         r->failed, strerror(r->mprotect_err));
 	shim_info("attached: %u GOT slots in %u modules redirected, %u left "
 	          "alone; blocks allocated and locks taken before the attach "
 	          "are not known (unknown frees, unmatched releases)",
-	          r.patched, r.modules, r.skipped);
+	          r->patched, r->modules, r->skipped);
 	for (int k = 0; k < 2; k++)
-		if (r.fam[k].adopted)
+		if (r->fam[k].adopted)
 			shim_info("attached: the %s hooks forward to %s, as the "
 			          "program's calls were bound",
-			          r.fam[k].label,
-			          prim_object_of((void *)r.fam[k].global[0]));
+			          r->fam[k].label,
+			          prim_object_of((void *)r->fam[k].global[0]));
 	atomic_signal_fence(memory_order_seq_cst);
 	t->gate = gate;
 	return attach_msg;
 #endif
+}
+
+/* ---- modules loaded after the attach ---- */
+
+#define ATTACH_MAX_RETRIES 1000
+
+void attach_after_flush(void)
+{
+	if (!atomic_load_explicit(&attach_done, memory_order_acquire) ||
+	    atomic_load(&detached))
+		return;
+	unsigned long long adds = loader_adds();
+	if (adds == atomic_load(&patched_adds) ||
+	    atomic_flag_test_and_set(&patch_busy))
+		return; /* nothing new, or another thread patches right now */
+	run_t *r = &g_run;
+	if (!atomic_load(&detached) && adds != atomic_load(&patched_adds)) {
+		r->late = 1;
+		r->not_ready = 0;
+		memset(r->mod_patched, 0, sizeof r->mod_patched);
+		memset(r->mod_skips, 0, sizeof r->mod_skips);
+		for (r->phase = 0; r->phase < 2; r->phase++) {
+			r->idx = 0;
+			dl_iterate_phdr(patch_module, r);
+		}
+		/* A module still being loaded is looked at again by the next
+		 * flushes, for a while; then it is given up (named in a NOTE
+		 * as not covered). */
+		if (!r->not_ready || ++r->retries > ATTACH_MAX_RETRIES) {
+			if (r->not_ready)
+				shim_info("attach: a module loaded after the attach "
+				          "never looked relocated: not covered");
+			r->known = r->idx;
+			r->retries = 0;
+			atomic_store(&patched_adds, adds);
+		}
+	}
+	atomic_flag_clear(&patch_busy);
+}
+
+/* ---- detach ---- */
+
+/* Gives one slot back: 1 when restored, 0 when it no longer held the hook
+ * (something else rewrote it: left alone). */
+static int slot_restore(const saved_slot_t *e)
+{
+	if (__atomic_load_n(e->at, __ATOMIC_RELAXED) != e->to)
+		return 0;
+	if (e->relro_hi && mprotect((void *)e->relro_lo,
+	                            e->relro_hi - e->relro_lo,
+	                            PROT_READ | PROT_WRITE) != 0)
+		return 0;
+	__atomic_store_n(e->at, e->from, __ATOMIC_RELEASE);
+	if (e->relro_hi)
+		mprotect((void *)e->relro_lo, e->relro_hi - e->relro_lo,
+		         PROT_READ);
+	return 1;
+}
+
+HOOK_EXPORT const char *mallock_detach_impl(void)
+{
+	if (!atomic_load(&attach_done))
+		return fail("mallock is not attached to this process (a "
+		            "preloaded shim cannot be detached: use `mallock "
+		            "ctl stop PID`)");
+	while (atomic_flag_test_and_set(&patch_busy))
+		prim_yield(); /* a flush is patching a new module */
+	if (atomic_exchange(&detached, 1)) {
+		atomic_flag_clear(&patch_busy);
+		return fail("mallock was already detached from this process");
+	}
+	tls_t *t = &shim_tls;
+	uint8_t gate = t->gate;
+	t->gate = GATE_BUSY;
+	atomic_signal_fence(memory_order_seq_cst);
+	/* Newest first: the functions that begin something (malloc, lock)
+	 * are given back before those that end it (free, unlock), the
+	 * mirror of the attach's order. */
+	unsigned restored = 0, changed = 0;
+	for (size_t i = nsaved; i-- > 0;) {
+		if (slot_restore(&saved[i]))
+			restored++;
+		else
+			changed++;
+	}
+	shim_info("detached: %u GOT slots restored, %u left (rewritten by "
+	          "someone else since); nothing is recorded after this point",
+	          restored, changed);
+	if (!(atomic_load(&g_off) & SHIM_OFF_STOPPED)) {
+		if (t->wb)
+			acq_pend_flush(t);
+		writer_final();
+	}
+	ctl_detach();
+	snprintf(attach_msg, sizeof attach_msg, "ok %u %u %s", restored,
+	         changed, g_trace_path);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->gate = gate;
+	atomic_flag_clear(&patch_busy);
+	return attach_msg;
 }

@@ -14,8 +14,14 @@
  *   created) until mallock_attach_impl() starts it with its output path.
  * - Attach happens at most once per process, and never into a process
  *   whose shim was preloaded (that one is controlled by `mallock ctl`).
- * - There is no detach: the GOT slots stay redirected; recording is
- *   stopped with `mallock ctl stop PID` (the hooks then pass through).
+ * - Every slot redirected is remembered (slot, old value, hook) until
+ *   mallock_detach_impl() gives each back, if it still holds the hook.
+ *   The library stays mapped (RTLD_NODELETE): a hook still running in
+ *   another thread at detach returns normally, unrecorded.
+ * - Modules loaded after the attach are redirected by the first flush
+ *   that sees the loader's count of loaded objects (dlpi_adds) grow
+ *   (attach_after_flush, the one call site: writer_flush), once ld.so has
+ *   relocated them; their calls before that flush are not recorded.
  */
 #ifndef MALLOCK_SHIM_ATTACH_H
 #define MALLOCK_SHIM_ATTACH_H
@@ -51,5 +57,20 @@ int shim_boot(void);
  *   "ok PATCHED MODULES SKIPPED TRACE_PATH[\tDETAIL]" or "error WHY".
  */
 const char *mallock_attach_impl(const char *output, int duration_s);
+
+/*
+ * Exported, called by gdb (`mallock detach PID`): gives every redirected
+ * slot its old value back, writes the rest of the trace and its END, and
+ * stops recording for good (the control signal's handler and the status
+ * file are removed). Returns "ok RESTORED CHANGED TRACE_PATH" or
+ * "error WHY" (not attached, already detached).
+ */
+const char *mallock_detach_impl(void);
+
+/* After a flush (writer_flush; gate BUSY): when objects were loaded since
+ * the last look, redirects their slots as the attach did, and names them
+ * in NOTEs. A no-op unless attached and not detached; never waits (another
+ * thread patching: the next flush looks again). */
+void attach_after_flush(void);
 
 #endif

@@ -12,6 +12,17 @@
  * A hold of the mutex during which another thread waited ends at COND_WAIT:
  * the waited flag is cleared there (the waiters' side still carries the
  * contention through their ACQ_WAIT records).
+ *
+ * The waits are cancellation points (review #12). A thread cancelled in one
+ * is unwound through the hook (the shim is built with -fexceptions, and
+ * linked so that libgcc_s's unwinder is the one used: shim/CMakeLists.txt):
+ * a cleanup attribute (cond_wait_rec) then records COND_WAKE with the error
+ * flag (glibc has re-acquired the mutex before it unwinds) and opens the
+ * gate, so the program's cleanup handlers and TSD destructors that follow
+ * are recorded. A signal handler that longjmps out of a wait skips that
+ * cleanup: the wait leaves t->wait_sp set, and thread.c's gate_revalidate()
+ * reopens the gate at the thread's next hook or at its exit (and counts the
+ * loss as drops).
  */
 #include "hook.h"
 
@@ -53,17 +64,72 @@ static void cond_after(tls_t *t, uint32_t cid, uint32_t mid, int r)
 
 #define PASS_OR_BOOT(call) (likely(real_usable()) ? (call) : 0)
 
+/* The state of a wait in progress, for its cleanup. */
+typedef struct cond_guard {
+	tls_t *t;
+	uint32_t cid, mid;
+	uint8_t waiting; /* inside the real wait */
+} cond_guard_t;
+
+/* Runs when cond_wait_rec's frame is left: a no-op after a normal return
+ * (waiting is 0 again), the end of the wait when the thread is unwound out
+ * of it by cancellation. */
+static void cond_unwound(cond_guard_t *g)
+{
+	if (!g->waiting)
+		return;
+	tls_t *t = g->t;
+	t->wait_sp = 0;
+	t->wait_passes = 0;
+	held_inc(t);
+	cond_after(t, g->cid, g->mid, ECANCELED);
+	hook_leave(t);
+}
+
+enum cond_how { CW_WAIT, CW_TIMED, CW_CLOCK };
+
+static int call_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
+                          const struct timespec *abs)
+{
+	return real.pthread_cond_clockwait
+	           ? real.pthread_cond_clockwait(c, m, clk, abs)
+	           : EINVAL;
+}
+
+/*
+ * The recorded wait, for the three hooks: COND_WAIT, the real wait,
+ * COND_WAKE. The caller holds the gate and opens it after a normal return;
+ * on cancellation the cleanup ends the wait and opens the gate. fp is the
+ * hook's frame (thread.c gate_revalidate).
+ */
+static int cond_wait_rec(tls_t *t, enum cond_how how, pthread_cond_t *c,
+                         pthread_mutex_t *m, clockid_t clk,
+                         const struct timespec *abs, void *fp)
+{
+	__attribute__((cleanup(cond_unwound))) cond_guard_t g = {.t = t};
+	cond_before(t, c, m, &g.cid, &g.mid);
+	held_dec(t);
+	t->wait_sp = (uintptr_t)fp;
+	g.waiting = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	int r = how == CW_WAIT    ? real.pthread_cond_wait(c, m)
+	        : how == CW_TIMED ? real.pthread_cond_timedwait(c, m, abs)
+	                          : call_clockwait(c, m, clk, abs);
+	atomic_signal_fence(memory_order_seq_cst);
+	g.waiting = 0;
+	t->wait_sp = 0;
+	t->wait_passes = 0; /* a handler's calls, not a stuck gate's */
+	held_inc(t);
+	cond_after(t, g.cid, g.mid, r);
+	return r;
+}
+
 HOOK_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	tls_t *t = &shim_tls;
 	if (unlikely(!hook_enter(t)))
 		return PASS_OR_BOOT(real.pthread_cond_wait(c, m));
-	uint32_t cid, mid;
-	cond_before(t, c, m, &cid, &mid);
-	held_dec(t);
-	int r = real.pthread_cond_wait(c, m);
-	held_inc(t);
-	cond_after(t, cid, mid, r);
+	int r = cond_wait_rec(t, CW_WAIT, c, m, 0, NULL, HOOK_FP());
 	hook_leave(t);
 	return r;
 }
@@ -74,22 +140,9 @@ HOOK_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 	tls_t *t = &shim_tls;
 	if (unlikely(!hook_enter(t)))
 		return PASS_OR_BOOT(real.pthread_cond_timedwait(c, m, abs));
-	uint32_t cid, mid;
-	cond_before(t, c, m, &cid, &mid);
-	held_dec(t);
-	int r = real.pthread_cond_timedwait(c, m, abs);
-	held_inc(t);
-	cond_after(t, cid, mid, r);
+	int r = cond_wait_rec(t, CW_TIMED, c, m, 0, abs, HOOK_FP());
 	hook_leave(t);
 	return r;
-}
-
-static int call_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
-                          const struct timespec *abs)
-{
-	return real.pthread_cond_clockwait
-	           ? real.pthread_cond_clockwait(c, m, clk, abs)
-	           : EINVAL;
 }
 
 HOOK_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
@@ -99,12 +152,7 @@ HOOK_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m,
 	tls_t *t = &shim_tls;
 	if (unlikely(!hook_enter(t)))
 		return PASS_OR_BOOT(call_clockwait(c, m, clk, abs));
-	uint32_t cid, mid;
-	cond_before(t, c, m, &cid, &mid);
-	held_dec(t);
-	int r = call_clockwait(c, m, clk, abs);
-	held_inc(t);
-	cond_after(t, cid, mid, r);
+	int r = cond_wait_rec(t, CW_CLOCK, c, m, clk, abs, HOOK_FP());
 	hook_leave(t);
 	return r;
 }

@@ -380,3 +380,15 @@ void ctl_exit(void)
 	file_path(path, sizeof path, "ctl");
 	unlink(path);
 }
+
+void ctl_detach(void)
+{
+	if (ctl_signal) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = SIG_DFL;
+		sigaction(ctl_signal, &sa, NULL);
+		ctl_signal = 0;
+	}
+	ctl_exit();
+}

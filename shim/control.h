@@ -70,4 +70,8 @@ void ctl_fork_child(void);
 /* Exit: removes the status and control files. */
 void ctl_exit(void);
 
+/* Detach (attach.c): the control signal's handler goes back to SIG_DFL (it
+ * was installed only over SIG_DFL), then as ctl_exit. */
+void ctl_detach(void);
+
 #endif

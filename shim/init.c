@@ -66,6 +66,11 @@ __attribute__((noinline)) static void pause_flush(tls_t *t)
 
 int hook_enter_slow(tls_t *t)
 {
+	int reopened = 0;
+	if (unlikely(t->gate == GATE_BUSY && t->wait_sp)) {
+		gate_revalidate(t); /* left by longjmp? (thread.c) */
+		reopened = t->gate == GATE_READY;
+	}
 	unsigned off = atomic_load_explicit(&g_off, memory_order_relaxed);
 	/* Control requests (control.c) are served at a hook entry, never
 	 * inside a hook (gate BUSY) nor in a finished thread. */
@@ -76,6 +81,11 @@ int hook_enter_slow(tls_t *t)
 	if (unlikely(t->flush_gen != atomic_load_explicit(
 	                                 &g_flush_gen, memory_order_relaxed)))
 		pause_flush(t);
+	if (reopened && t->gate == GATE_READY && !off) {
+		t->gate = GATE_BUSY;
+		atomic_signal_fence(memory_order_seq_cst);
+		return 1;
+	}
 	if (t->gate != GATE_UNINIT || off)
 		return 0;
 	t->gate = GATE_BUSY;

@@ -49,7 +49,9 @@
 
 enum lock_op {
 	OP_MUTEX, OP_MUTEX_TIMED, OP_MUTEX_CLOCK, OP_RD, OP_RD_TIMED, OP_WR,
-	OP_WR_TIMED, OP_SPIN
+	OP_WR_TIMED, OP_SPIN,
+	/* issue 17: the clock rwlocks (glibc 2.30+) */
+	OP_RD_CLOCK, OP_WR_CLOCK
 };
 
 static int op_call(enum lock_op op, void *l, clockid_t clk,
@@ -74,8 +76,48 @@ static int op_call(enum lock_op op, void *l, clockid_t clk,
 		return real.pthread_rwlock_timedwrlock(l, abs);
 	case OP_SPIN:
 		return real.pthread_spin_lock(l);
+	case OP_RD_CLOCK:
+		return real.pthread_rwlock_clockrdlock
+		           ? real.pthread_rwlock_clockrdlock(l, clk, abs)
+		           : EINVAL;
+	case OP_WR_CLOCK:
+		return real.pthread_rwlock_clockwrlock
+		           ? real.pthread_rwlock_clockwrlock(l, clk, abs)
+		           : EINVAL;
 	}
 	return EINVAL;
+}
+
+/*
+ * The arguments glibc rejects before it tries the lock (returns EINVAL, or
+ * 0 when they are fine): the shim tries the lock first, so it must reject
+ * them first too, or a free lock would be taken where glibc returns EINVAL.
+ * The clock variants accept CLOCK_REALTIME and CLOCK_MONOTONIC only; the
+ * timed rwlocks check the timeout's nanoseconds up front (glibc's
+ * pthread_rwlock_common.c), the mutexes only when they have to wait.
+ */
+static int op_invalid(enum lock_op op, clockid_t clk,
+                      const struct timespec *abs)
+{
+	int clock_ok = clk == CLOCK_REALTIME || clk == CLOCK_MONOTONIC;
+	int ns_ok = !abs || (abs->tv_nsec >= 0 && abs->tv_nsec < 1000000000);
+	switch (op) {
+	case OP_MUTEX_CLOCK:
+		return clock_ok && real.pthread_mutex_clocklock ? 0 : EINVAL;
+	case OP_RD_TIMED:
+	case OP_WR_TIMED:
+		return ns_ok ? 0 : EINVAL;
+	case OP_RD_CLOCK:
+		return clock_ok && ns_ok && real.pthread_rwlock_clockrdlock
+		           ? 0
+		           : EINVAL;
+	case OP_WR_CLOCK:
+		return clock_ok && ns_ok && real.pthread_rwlock_clockwrlock
+		           ? 0
+		           : EINVAL;
+	default:
+		return 0;
+	}
 }
 
 /* The op's trylock; EBUSY for spinlocks (they spin by themselves). A mutex
@@ -93,9 +135,11 @@ static int op_try(enum lock_op op, void *l)
 		return real.pthread_mutex_trylock(l);
 	case OP_RD:
 	case OP_RD_TIMED:
+	case OP_RD_CLOCK:
 		return real.pthread_rwlock_tryrdlock(l);
 	case OP_WR:
 	case OP_WR_TIMED:
+	case OP_WR_CLOCK:
 		return real.pthread_rwlock_trywrlock(l);
 	case OP_SPIN:
 		break;
@@ -108,8 +152,10 @@ static unsigned op_kind(enum lock_op op)
 	switch (op) {
 	case OP_RD:
 	case OP_RD_TIMED:
+	case OP_RD_CLOCK:
 	case OP_WR:
 	case OP_WR_TIMED:
+	case OP_WR_CLOCK:
 		return FMT_KIND_RWLOCK;
 	case OP_SPIN:
 		return FMT_KIND_SPIN;
@@ -120,7 +166,7 @@ static unsigned op_kind(enum lock_op op)
 
 static int op_shared(enum lock_op op)
 {
-	return op == OP_RD || op == OP_RD_TIMED;
+	return op == OP_RD || op == OP_RD_TIMED || op == OP_RD_CLOCK;
 }
 
 /* ACQ or ACQ_SHARED at the call site ra: only the time is taken inside the
@@ -213,8 +259,16 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 			break;
 		t1 = prim_tsc();
 	}
-	if (r == EBUSY)
+	if (r == EBUSY) {
+		/* A signal handler may longjmp out of the wait (thread.c
+		 * gate_revalidate). */
+		t->wait_sp = (uintptr_t)fp;
+		atomic_signal_fence(memory_order_seq_cst);
 		r = op_call(op, l, clk, abs);
+		atomic_signal_fence(memory_order_seq_cst);
+		t->wait_sp = 0;
+		t->wait_passes = 0;
+	}
 	t1 = prim_tsc();
 	if (!e) {
 		if (r == 0) {
@@ -313,12 +367,12 @@ static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(op_call(op, (void *)l, 0, NULL));          \
 		int r = real.trylock(l);                                       \
-		if (likely(r == 0))                                            \
+		if (likely(r == 0) || unlikely(r == EOWNERDEAD))               \
 			rec_acq(t, acq_type, (void *)l, op_kind(op), HOOK_RA());       \
-		else                                                           \
+		else if (r == EBUSY)                                           \
 			r = lock_wait(t, op, (void *)l, 0, NULL, HOOK_RA(),            \
 			              HOOK_FP());                              \
-		if (r == 0)                                                    \
+		if (r == 0 || r == EOWNERDEAD)                                 \
 			held_inc(t);                                           \
 		hook_leave(t);                                                 \
 		return r;                                                      \
@@ -339,13 +393,15 @@ ACQ_HOOK(pthread_spin_lock, pthread_spinlock_t, pthread_spin_trylock, OP_SPIN,
 		tls_t *t = &shim_tls;                                          \
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(op_call(op, (void *)l, clk_arg, abs));     \
-		int r = real.trylock(l);                                       \
+		int r = op_invalid(op, clk_arg, abs);                          \
 		if (likely(r == 0))                                            \
+			r = real.trylock(l);                                   \
+		if (likely(r == 0) || unlikely(r == EOWNERDEAD))               \
 			rec_acq(t, acq_type, (void *)l, op_kind(op), HOOK_RA());       \
-		else                                                           \
+		else if (r == EBUSY)                                           \
 			r = lock_wait(t, op, (void *)l, clk_arg, abs, HOOK_RA(),       \
 			              HOOK_FP());                              \
-		if (r == 0)                                                    \
+		if (r == 0 || r == EOWNERDEAD)                                 \
 			held_inc(t);                                           \
 		hook_leave(t);                                                 \
 		return r;                                                      \
@@ -362,8 +418,15 @@ TIMED_HOOK(pthread_rwlock_timedrdlock, pthread_rwlock_t,
            0)
 TIMED_HOOK(pthread_rwlock_timedwrlock, pthread_rwlock_t,
            pthread_rwlock_trywrlock, OP_WR_TIMED, FMT_ACQ, NO_CLK_PARAM, 0)
+/* issue 17: std::shared_timed_mutex and code that passes a clock. */
+TIMED_HOOK(pthread_rwlock_clockrdlock, pthread_rwlock_t,
+           pthread_rwlock_tryrdlock, OP_RD_CLOCK, FMT_ACQ_SHARED, CLK_PARAM,
+           clk)
+TIMED_HOOK(pthread_rwlock_clockwrlock, pthread_rwlock_t,
+           pthread_rwlock_trywrlock, OP_WR_CLOCK, FMT_ACQ, CLK_PARAM, clk)
 
-/* ---- trylock hooks: ACQ on success, TRY_FAIL on EBUSY ---- */
+/* ---- trylock hooks: ACQ on success (and on EOWNERDEAD: the caller now
+ * holds the mutex), TRY_FAIL on EBUSY ---- */
 
 #define TRY_HOOK(sym, type_t, kind, acq_type)                                  \
 	HOOK_EXPORT int sym(type_t *l)                                         \
@@ -372,7 +435,7 @@ TIMED_HOOK(pthread_rwlock_timedwrlock, pthread_rwlock_t,
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(real.sym(l));                      \
 		int r = real.sym(l);                                           \
-		if (likely(r == 0)) {                                          \
+		if (likely(r == 0) || unlikely(r == EOWNERDEAD)) {             \
 			rec_acq(t, acq_type, (void *)l, kind, HOOK_RA());              \
 			held_inc(t);                                           \
 		} else if (r == EBUSY)                                         \

@@ -349,3 +349,9 @@ void prim_yield(void)
 {
 	sched_yield();
 }
+
+int prim_on_altstack(void)
+{
+	stack_t ss;
+	return sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
+}

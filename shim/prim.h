@@ -184,4 +184,8 @@ int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi);
 /* sched_yield(). */
 void prim_yield(void);
 
+/* Nonzero when the calling thread runs on its alternate signal stack
+ * (sigaltstack). Async-signal-safe (one system call). */
+int prim_on_altstack(void);
+
 #endif

@@ -86,7 +86,15 @@
 	X(pthread_setname_np, REAL_OPT, NULL, int, (pthread_t, const char *))  \
 	X(syscall, REAL_REQ, NULL, long,                                       \
 	  (long, long, long, long, long, long, long))                          \
-	X(dlclose, REAL_REQ, NULL, int, (void *))
+	X(dlclose, REAL_REQ, NULL, int, (void *))                              \
+	REAL_FUNCS_CLOCK_RWLOCK(X)
+
+/* issue 17: the clock rwlocks (glibc 2.30+), kept as one block. */
+#define REAL_FUNCS_CLOCK_RWLOCK(X)                                             \
+	X(pthread_rwlock_clockrdlock, REAL_OPT, NULL, int,                     \
+	  (pthread_rwlock_t *, clockid_t, const struct timespec *))            \
+	X(pthread_rwlock_clockwrlock, REAL_OPT, NULL, int,                     \
+	  (pthread_rwlock_t *, clockid_t, const struct timespec *))
 
 /* Process-level hooks (fatal.c, exec_hooks.c): resolved with the table, but
  * not part of REAL_FUNCS, whose entries `mallock attach` patches into the

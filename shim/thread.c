@@ -17,9 +17,47 @@
 static pthread_key_t exit_key;
 static int exit_key_ok;
 
+/*
+ * At a hook entry the gate is BUSY for one of two reasons: a hook of this
+ * thread is running below (a signal handler interrupted it, or the real
+ * function called back into a hook), or a hook was left without returning
+ * (siglongjmp from a signal handler). Only a blocking wait (t->wait_sp set)
+ * can be left that way in practice. A handler that interrupts the wait runs
+ * below the wait's frame by at least the kernel's signal frame (over 1 KiB
+ * on x86-64 and aarch64) on the same stack, or on its alternate signal
+ * stack: so a hook entered less than GATE_SIGFRAME below the waiting hook's
+ * frame, or above it, on the thread's own stack, can only be a later call
+ * after the wait's frame was abandoned. Deeper calls are left alone (they
+ * may be a handler's): their passes are counted, and become drops if the
+ * gate turns out to be stuck (here later, or at the thread's exit).
+ */
+#define GATE_SIGFRAME 1024u
+
+void gate_revalidate(tls_t *t)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	if (here + GATE_SIGFRAME < t->wait_sp || prim_on_altstack()) {
+		t->wait_passes++;
+		return;
+	}
+	t->drops += 1 + t->wait_passes; /* the wait's end, and the passes */
+	t->wait_passes = 0;
+	t->wait_sp = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->gate = GATE_READY;
+}
+
 static void exit_dtor(void *v)
 {
 	tls_t *t = &shim_tls;
+	/* No hook of this thread runs now: a BUSY gate is stuck (a hook was
+	 * left by longjmp); reopen it for the TSD destructors that follow. */
+	if (t->gate == GATE_BUSY) {
+		t->drops += 1 + t->wait_passes;
+		t->wait_passes = 0;
+		t->wait_sp = 0;
+		t->gate = GATE_READY;
+	}
 	if (t->exit_rounds + 1 < PTHREAD_DESTRUCTOR_ITERATIONS) {
 		t->exit_rounds++;
 		pthread_setspecific(exit_key, v);

@@ -77,6 +77,11 @@ typedef struct tls {
 	uint64_t pend_ticks;
 	uint32_t pend_id, pend_stack, pend_waiters;
 	struct scache *sc;  /* the validated stack cache (stack.h), or NULL */
+	/* Inside a blocking wait (cond_hooks.c, lock_hooks.c lock_wait): the
+	 * waiting hook's frame address, else 0; and the hook calls passed
+	 * through meanwhile with the gate BUSY (thread.c gate_revalidate). */
+	uintptr_t wait_sp;
+	uint32_t wait_passes;
 	struct {
 		uintptr_t pc;
 		uint32_t id;
@@ -94,6 +99,15 @@ extern _Atomic unsigned g_off;
  * gate while it allocates.
  */
 int hook_enter_slow(tls_t *t);
+
+/*
+ * A gate left BUSY by a hook that never returned (a signal handler
+ * longjmp'ed out of its wait, review #12): reopens it when the hook's frame
+ * is certainly gone and counts the hook's lost end, and the calls that
+ * passed through since, as drops (thread.c). Called with the gate BUSY and
+ * t->wait_sp set; async-signal-safe.
+ */
+void gate_revalidate(tls_t *t);
 
 /* Enters a hook: 1 = record (gate now BUSY; call hook_leave), 0 = pass
  * through. One predictable branch on the hot path. */

@@ -23,6 +23,7 @@
 #include "writer.h"
 
 #include "compress.h"
+#include "attach.h"
 #include "config.h"
 #include "control.h"
 #include "event.h"
@@ -451,6 +452,7 @@ void writer_flush(tls_t *t)
 	chunk_start(t);
 	funlock_wb(wb);
 	modules_check();
+	attach_after_flush();
 	errno = saved;
 }
 

@@ -8,11 +8,13 @@
 #include "shim_test.h"
 
 #include <pthread.h>
+#include <time.h>
 
 #define WORKERS 4
 #define ITERS 5000
 #define LOCKS 5000
 #define RW 1000
+#define CLK 1000 /* clock rwlocks (glibc 2.30+), issue 17 */
 #define SPINS 1000
 #define TRIES 100
 #define INITS 10
@@ -50,6 +52,17 @@ static void *worker(void *arg)
 		pthread_rwlock_rdlock(&rw);
 		pthread_rwlock_unlock(&rw);
 		pthread_rwlock_wrlock(&rw);
+		pthread_rwlock_unlock(&rw);
+	}
+	struct timespec far;
+	clock_gettime(CLOCK_MONOTONIC, &far);
+	far.tv_sec += 60;
+	for (int i = 0; i < CLK; i++) {
+		if (pthread_rwlock_clockrdlock(&rw, CLOCK_MONOTONIC, &far))
+			abort();
+		pthread_rwlock_unlock(&rw);
+		if (pthread_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &far))
+			abort();
 		pthread_rwlock_unlock(&rw);
 	}
 	for (int i = 0; i < SPINS; i++) {
@@ -102,16 +115,16 @@ int main(int argc, char **argv)
 	CHECK_EQ_U(st_named(&s, "worker", FMT_ALLOC), WORKERS * per_alloc);
 	CHECK_EQ_U(st_named(&s, "worker", FMT_FREE), WORKERS * per_alloc);
 	CHECK_EQ_U(st_named(&s, "worker", FMT_REALLOC), WORKERS * ITERS);
-	const uint64_t excl = LOCKS + RW + SPINS + 1;
+	const uint64_t excl = LOCKS + RW + CLK + SPINS + 1;
 	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ) +
 	               st_named(&s, "worker", FMT_ACQ_WAIT),
 	           WORKERS * excl);
 	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ_SHARED) +
 	               st_named(&s, "worker", FMT_ACQ_SHARED_WAIT),
-	           WORKERS * RW);
+	           WORKERS * (RW + CLK));
 	CHECK_EQ_U(st_named(&s, "worker", FMT_REL) +
 	               st_named(&s, "worker", FMT_REL_CONTENDED),
-	           WORKERS * (excl + RW));
+	           WORKERS * (excl + RW + CLK));
 	CHECK_EQ_U(st_named(&s, "worker", FMT_TRY_FAIL), WORKERS * TRIES);
 	CHECK_EQ_U(st_named(&s, "worker", FMT_LOCK_INIT), WORKERS * INITS);
 	CHECK_EQ_U(st_named(&s, "worker", FMT_LOCK_DESTROY), WORKERS * INITS);
