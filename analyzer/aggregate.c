@@ -166,11 +166,11 @@ static void busy(model_t *m, thread_t *t, uint32_t ti)
 }
 
 /* Charges lock h->lock the allocator calls t made during the hold h (its
- * in_holds now, less at the hold's start). Called once per hold, when it
+ * sums now, less at the hold's start). Called once per hold, when it
  * ends (release, thread exit, MARK, end of the trace). */
 static void charge_hold(model_t *m, const thread_t *t, const held_t *h)
 {
-	const holdsum_t *a = &t->snap[h->snap], *b = &t->in_holds;
+	const holdsum_t *a = &t->snap[h->snap], *b = &t->snap[0];
 	lockstat_t *s = &m->lock[h->lock].s;
 	if (b->calls == a->calls)
 		return;
@@ -188,7 +188,8 @@ static void charge_hold(model_t *m, const thread_t *t, const held_t *h)
  * newest still needed. */
 static void trim_snaps(thread_t *t)
 {
-	t->nsnap = t->nheld ? t->held[t->nheld - 1].snap + 1 : 0;
+	if (t->snap)
+		t->nsnap = t->nheld ? t->held[t->nheld - 1].snap + 1 : 1;
 }
 
 /* Ends every hold of t uncounted as a hold (thread exit, MARK), charging
@@ -226,11 +227,16 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
 			m->nest[nest - 1].n++;
 		}
 	}
+	if (!t->snap) { /* the running sums, zero */
+		VEC_RESERVE(t->snap, t->capsnap, 1);
+		memset(t->snap, 0, sizeof *t->snap);
+		t->nsnap = 1;
+	}
 	/* A new snapshot only when calls were made since the last one: at
 	 * most one per open hold. */
-	if (!t->nsnap || t->snap[t->nsnap - 1].calls != t->in_holds.calls) {
+	if (t->nsnap == 1 || t->snap[t->nsnap - 1].calls != t->snap[0].calls) {
 		VEC_RESERVE(t->snap, t->capsnap, t->nsnap);
-		t->snap[t->nsnap++] = t->in_holds;
+		t->snap[t->nsnap++] = t->snap[0];
 	}
 	busy(m, t, ti);
 	VEC_RESERVE(t->held, t->capheld, t->nheld);
@@ -334,13 +340,14 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 #define ALLOC_PAIR_LOCKS 4
 
 /* Charges one allocator call to the locks t holds: to every one's totals
- * (through t->in_holds, see charge_hold), and to the (lock, stack) pair of
- * the ALLOC_PAIR_LOCKS innermost holds. O(1) in the number held. */
+ * (through the running sums t->snap[0], see charge_hold), and to the
+ * (lock, stack) pair of the ALLOC_PAIR_LOCKS innermost holds. O(1) in the
+ * number of locks held. */
 static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
                          uint64_t lw_ns, uint64_t lw_n, bool slow, bool alloc)
 {
 	m->tot.alloc_calls_in_holds++;
-	holdsum_t *c = &t->in_holds;
+	holdsum_t *c = &t->snap[0]; /* allocated by push_hold: t holds one */
 	c->calls++;
 	c->allocs += alloc;
 	c->ns += ns;

@@ -168,7 +168,7 @@ typedef struct lockthr {
 typedef struct held {
 	uint32_t lock, site; /* site: stack index of the acquisition */
 	uint32_t nest;       /* nest index + 1 (outer lock held at acquire) */
-	uint32_t snap;       /* thread's in_holds at acquire: index in snap[] */
+	uint32_t snap;       /* thread's sums at acquire: index in snap[] */
 	uint64_t tsc;
 } held_t;
 
@@ -183,15 +183,16 @@ typedef struct thread {
 	uint32_t tid, parent;
 	char *name; /* arena */
 	bool started, exited, excluded, seen;
+	bool busy; /* on model.busy (holds or pending state) */
 	uint64_t first_tsc, last_tsc, events, dropped;
 	uint64_t allocs, frees, bytes, alloc_ns, acq, contended, wait_ns;
 	uint64_t cond_waits, cond_signals, xfrees, sleep_ns, cond_sleep_tsc;
 	held_t *held;
 	size_t nheld, capheld;
-	holdsum_t in_holds;   /* running sums, see holdsum_t */
-	holdsum_t *snap;      /* in_holds at acquisitions still held */
+	/* snap[0]: the running sums (holdsum_t); snap[1..nsnap): their values
+	 * at acquisitions still held. NULL until the first acquisition. */
+	holdsum_t *snap;
 	size_t nsnap, capsnap;
-	bool busy;            /* in model.busy (holds or pending state) */
 	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAIT before the next call */
 	uint32_t lt_lock, lt_idx;       /* one-entry cache into lockthr */
 	/* Its first distinct whole stacks (of contended acquisitions and
