@@ -10,7 +10,7 @@
  *   marks      thread names (a thread each), then MARK records: each MARK
  *              walked every thread, quadratic time.
  *   holds      1024 locks acquired, then allocator calls from a new stack
- *              each (up to BYTES/100 stacks): each call made a (lock,
+ *              each (up to BYTES/200 stacks): each call made a (lock,
  *              stack) pair for all 1024 held locks, memory growing with
  *              events (a 23 KB trace needed 500 MB).
  *   rotate     1024 locks held; then the outermost is released and taken
@@ -283,14 +283,18 @@ int main(int argc, char **argv)
 		while (size_of(&proc, &t) < bytes)
 			e_alloc(&t, old_hash_preimage(++i << 32 | 0x5a5a), 0);
 	} else if (!strcmp(shape, "marks")) {
-		while (size_of(&proc, &t) < bytes / 2)
+		/* A quarter of the file names threads (a thread costs the
+		 * model about 300 bytes), the rest MARKs. */
+		while (size_of(&proc, &t) < bytes / 4)
 			m_text(&proc, FMT_THREAD_NAME, 100000 + i++, "t");
 		while (size_of(&proc, &t) < bytes)
 			e_mark(&t, i++ & 1 ? FMT_MARK_RESUME : FMT_MARK_PAUSE);
 	} else if (!strcmp(shape, "holds") || !strcmp(shape, "rotate")) {
 		for (i = 0; i < HELD; i++)
 			e_acq(&t, 1 + i);
-		uint64_t nstacks = bytes / 100 + 1;
+		/* A stack costs the model about 1 KB (its allocation site,
+		 * findings.c's tables): one per 200 bytes of file. */
+		uint64_t nstacks = bytes / 200 + 1;
 		for (i = 0; size_of(&proc, &t) < bytes; i++) {
 			if (shape[0] == 'h') {
 				e_alloc(&t, 0x10000 + 64 * i, 1 + i % nstacks);
