@@ -167,14 +167,16 @@ static void busy(model_t *m, thread_t *t, uint32_t ti)
 
 /* Charges lock h->lock the allocator calls t made during the hold h (its
  * sums now, less at the hold's start). Called once per hold, when it
- * ends (release, thread exit, MARK, end of the trace). */
-static void charge_hold(model_t *m, const thread_t *t, const held_t *h)
+ * ends: released (completed: it counts in holds_with_alloc, as in holds),
+ * or cut by a thread exit, a MARK or the end of the trace. */
+static void charge_hold(model_t *m, const thread_t *t, const held_t *h,
+                        bool completed)
 {
 	const holdsum_t *a = &t->snap[h->snap], *b = &t->snap[0];
 	lockstat_t *s = &m->lock[h->lock].s;
 	if (b->calls == a->calls)
 		return;
-	s->holds_with_alloc++;
+	s->holds_with_alloc += completed;
 	s->alloc_calls += b->calls - a->calls;
 	s->alloc_allocs += b->allocs - a->allocs;
 	s->alloc_ns += b->ns - a->ns;
@@ -197,7 +199,7 @@ static void trim_snaps(thread_t *t)
 static void cut_holds(model_t *m, thread_t *t, uint64_t *cut)
 {
 	for (size_t i = 0; i < t->nheld; i++)
-		charge_hold(m, t, &t->held[i]);
+		charge_hold(m, t, &t->held[i], false);
 	*cut += t->nheld;
 	t->nheld = 0;
 	trim_snaps(t);
@@ -311,7 +313,7 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 		return -1;
 	}
 	held_t h = t->held[i - 1];
-	charge_hold(m, t, &h);
+	charge_hold(m, t, &h, true);
 	memmove(&t->held[i - 1], &t->held[i], (t->nheld - i) * sizeof h);
 	t->nheld--;
 	trim_snaps(t);
@@ -939,7 +941,7 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 	for (size_t i = 0; i < m->nthr; i++) {
 		thread_t *t = &m->thr[i];
 		for (size_t k = 0; k < t->nheld; k++)
-			charge_hold(m, t, &t->held[k]);
+			charge_hold(m, t, &t->held[k], false);
 	}
 	if (rc < 0)
 		m->info = *reader_info(r);
