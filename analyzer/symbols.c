@@ -13,8 +13,10 @@
  * - Paths come from the trace, which may be forged: a module file is opened
  *   here (non-blocking, no controlling tty) and handed to libdw only when
  *   it is a regular file, and the separate debug files libdw would look
- *   for next to it are checked the same way first. A FIFO, a tty or a
- *   device named by a MODULE record hung the report in open().
+ *   for next to it are checked the same way first: a FIFO named by a MODULE
+ *   record, or where its debug file would be, hung the report in open().
+ * - At most SYM_MODULES_MAX modules, and SYM_FILE_BIASES of one file,
+ *   reach libdw.
  */
 #define _GNU_SOURCE /* O_CLOEXEC */
 #include "symbols.h"
@@ -23,13 +25,13 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 /* From libstdc++ (C++ ABI); declared here so this file stays C. */

@@ -6,10 +6,12 @@ traces of each shape at 1 MB and 10 MB (forge.c says what each aims at);
 only touched pages), and must:
 
 - exit 0 with at most one line on stderr (the fuzzing contract);
-- keep its peak RSS (the child's own ru_maxrss) under 256 MB;
+- keep its peak RSS (the child's own ru_maxrss) under 256 MB, with its
+  address space limited to 512 MB;
 - take linear time: 2x the file may cost at most 2.5x the CPU time, i.e.
   10x at most 10^log2(2.5) = 21x. CPU time (user + system, from wait4) of
-  the fastest of a few runs, both sizes measured in this run;
+  the fastest of 3 runs at 1 MB and of 1 or 2 at 10 MB, both sizes
+  measured in this run;
 - finish within a hang detector's timeout (a FIFO named by a MODULE record
   blocked the report forever).
 
@@ -29,7 +31,7 @@ from common import *
 
 FORGE = MKTRACE  # the second argument: tests/analyzer/forge
 RSS_MAX_KB = 256 * 1024
-AS_MAX = 1024 << 20  # address space of the child: heap and mappings
+AS_MAX = 512 << 20  # address space of the child: heap and mappings
 RATIO_MAX = 10 ** math.log2(2.5)  # 10x the file, at most 2.5x per doubling
 SIZES = (1 << 20, 10 << 20)
 RUNS = {SIZES[0]: 3, SIZES[1]: 2}
@@ -77,12 +79,18 @@ def forge(shape, size, path=""):
 
 
 def measure(name, shape, args, path=""):
-    """Runs one shape at both sizes; checks and prints."""
+    """Runs one shape at both sizes; checks and prints. The 10 MB trace
+    runs a second time only when the first run's ratio is not clearly
+    within the bound (noise from a loaded machine)."""
     best = {}
     for size in SIZES:
         trace = forge(shape, size, path)
         times = []
         for _ in range(RUNS[size]):
+            if (size == SIZES[1] and times and
+                    min(times) / max(best[SIZES[0]][0], CPU_FLOOR) <
+                    0.6 * RATIO_MAX):
+                break
             rc, err, cpu, kb = run_limited(["report"] + args + [trace],
                                            TIMEOUT[size])
             what = "%s %d MB" % (name, size >> 20)
