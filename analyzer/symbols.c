@@ -106,16 +106,39 @@ static int not_regular(const char *path)
 	return stat(path, &st) == 0 && !S_ISREG(st.st_mode);
 }
 
+/* 0 when none of the places libdw looks for the separate debug file of
+ * file (an absolute path) is there as something else than a regular file:
+ * DIR/LINK, DIR/.debug/LINK and /usr/lib/debug/DIR/LINK, LINK being the
+ * module's .gnu_debuglink name (link) or BASE.debug. */
+static int debug_paths_ok(const char *file, const char *link)
+{
+	const char *b = path_base(file);
+	int dlen = (int)(b - file); /* with the trailing '/' */
+	char name[256], cand[3][PATH_MAX + 300];
+	if (link)
+		snprintf(name, sizeof name, "%s", link);
+	else
+		snprintf(name, sizeof name, "%s.debug", b);
+	snprintf(cand[0], sizeof cand[0], "%.*s%s", dlen, file, name);
+	snprintf(cand[1], sizeof cand[1], "%.*s.debug/%s", dlen, file, name);
+	snprintf(cand[2], sizeof cand[2], "/usr/lib/debug%.*s%s", dlen, file,
+	         name);
+	for (int i = 0; i < 3; i++)
+		if (not_regular(cand[i]))
+			return -1;
+	return 0;
+}
+
 /*
- * libdw's standard debuginfo search, after checking the paths of that
- * search which depend on the module's path (the trace's): DIR/LINK,
- * DIR/.debug/LINK and /usr/lib/debug/DIR/LINK, LINK being the module's
- * .gnu_debuglink name or BASE.debug. If one of them exists and is not a
- * regular file the search is skipped (the module keeps its own symbols):
- * libdw opens those candidates with a blocking open(). The build-id paths
- * (/usr/lib/debug/.build-id/) are under a system directory, not the
- * trace's. A file swapped for a FIFO between this check and libdw's open
- * is not covered: that needs a local attacker racing the report.
+ * libdw's standard debuginfo search, after checking the places of that
+ * search that depend on the module's path (the trace's), for the path and,
+ * when it is a link, for the file it names (libdw tries both): if one of
+ * them exists and is not a regular file, the search is skipped and the
+ * module keeps its own symbols, because libdw opens those candidates with
+ * a blocking open(). The build-id paths (/usr/lib/debug/.build-id/) are
+ * under a system directory, not the trace's. A file swapped for a FIFO
+ * between this check and libdw's open is not covered: that needs a local
+ * attacker racing the report.
  */
 static int find_debuginfo_checked(Dwfl_Module *mod, void **userdata,
                                   const char *modname, Dwarf_Addr base,
@@ -125,22 +148,13 @@ static int find_debuginfo_checked(Dwfl_Module *mod, void **userdata,
                                   char **debuginfo_file_name)
 {
 	if (file_name && file_name[0] == '/') {
-		const char *b = path_base(file_name);
-		int dlen = (int)(b - file_name); /* with the trailing '/' */
-		char link[256], cand[3][PATH_MAX + 300];
-		if (debuglink_file)
-			snprintf(link, sizeof link, "%s", debuglink_file);
-		else
-			snprintf(link, sizeof link, "%s.debug", b);
-		snprintf(cand[0], sizeof cand[0], "%.*s%s", dlen, file_name,
-		         link);
-		snprintf(cand[1], sizeof cand[1], "%.*s.debug/%s", dlen,
-		         file_name, link);
-		snprintf(cand[2], sizeof cand[2], "/usr/lib/debug%.*s%s", dlen,
-		         file_name, link);
-		for (int i = 0; i < 3; i++)
-			if (not_regular(cand[i]))
-				return -1;
+		if (debug_paths_ok(file_name, debuglink_file) < 0)
+			return -1;
+		char *canon = realpath(file_name, NULL);
+		int bad = canon && debug_paths_ok(canon, debuglink_file) < 0;
+		free(canon);
+		if (bad)
+			return -1;
 	}
 	return dwfl_standard_find_debuginfo(mod, userdata, modname, base,
 	                                    file_name, debuglink_file,

@@ -23,7 +23,8 @@
  *   module     a MODULE record naming PATH and a stack with frames in it,
  *              then allocator calls up to the size: with PATH a FIFO the
  *              report (symbols on) blocked in open() forever; with PATH a
- *              stripped ELF file, libdw looks for PATH.debug next to it.
+ *              stripped ELF file (or a link to one), libdw looks for
+ *              PATH.debug next to it (and next to the link's target).
  *
  *   forge SHAPE BYTES OUT [PATH]
  *

@@ -138,6 +138,12 @@ if strip:
     subprocess.run([strip, "-o", elf, FORGE], check=True)
     os.mkfifo(elf + ".debug")
     measure("debuglink", "module", [], elf)
+    # The module path a link in another directory: libdw also looks next
+    # to the file the link names.
+    os.mkdir(os.path.join(TMP, "links"))
+    link = os.path.join(TMP, "links", "prog")
+    os.symlink(elf, link)
+    measure("debuglink-ln", "module", [], link)
     # The same file named at 16384 spellings and many addresses: libdw
     # maps it for each module it is given.
     os.unlink(elf + ".debug")
