@@ -10,7 +10,14 @@
  *   several locks; rwlocks may be held shared by many threads at once.
  * - ACQ_WAIT's tsc is the time acquired; its wait began wait ticks before.
  * - ALLOC_LOCK_WAIT belongs to the same thread's next allocator event.
- * - An allocator call made while locks are held is charged to each of them.
+ * - An allocator call made while locks are held is charged to each of them:
+ *   the thread sums its calls in holds (holdsum_t) and a hold, when it ends,
+ *   charges its lock the difference since it began, so a call costs O(1)
+ *   however many locks are held. Its (lock, allocation stack) pair is kept
+ *   for the ALLOC_PAIR_LOCKS innermost holds only (charge_holds).
+ * - A MARK ends the holds and pending state of the threads on the busy list
+ *   (those that acquired, slept or saw an allocator lock wait since the
+ *   last MARK), not of every thread: a MARK costs O(busy threads).
  * - A free of a block the live map does not know (allocated before
  *   recording, or lost in a truncation) is an unknown free, never a
  *   cross-thread one.
@@ -147,14 +154,65 @@ static void owner(lock_t *l, uint32_t ti)
 	l->last_owner = ti + 1;
 }
 
+/* Puts thread ti on the busy list (once): it holds a lock or has pending
+ * state that a MARK must end. May allocate. */
+static void busy(model_t *m, thread_t *t, uint32_t ti)
+{
+	if (t->busy)
+		return;
+	t->busy = true;
+	VEC_RESERVE(m->busy, m->capbusy, m->nbusy);
+	m->busy[m->nbusy++] = ti;
+}
+
+/* Charges lock h->lock the allocator calls t made during the hold h (its
+ * sums now, less at the hold's start). Called once per hold, when it
+ * ends: released (completed: it counts in holds_with_alloc, as in holds),
+ * or cut by a thread exit, a MARK or the end of the trace. */
+static void charge_hold(model_t *m, const thread_t *t, const held_t *h,
+                        bool completed)
+{
+	const holdsum_t *a = &t->snap[h->snap], *b = &t->snap[0];
+	lockstat_t *s = &m->lock[h->lock].s;
+	if (b->calls == a->calls)
+		return;
+	s->holds_with_alloc += completed;
+	s->alloc_calls += b->calls - a->calls;
+	s->alloc_allocs += b->allocs - a->allocs;
+	s->alloc_ns += b->ns - a->ns;
+	s->alloc_slow += b->slow - a->slow;
+	s->alloc_lw_ns += b->lw_ns - a->lw_ns;
+	s->alloc_lw_n += b->lw_n - a->lw_n;
+}
+
+/* Drops the snapshots no open hold refers to: holds keep their order in
+ * t->held and take snapshots in that order, so the last hold's is the
+ * newest still needed. */
+static void trim_snaps(thread_t *t)
+{
+	if (t->snap)
+		t->nsnap = t->nheld ? t->held[t->nheld - 1].snap + 1 : 1;
+}
+
+/* Ends every hold of t uncounted as a hold (thread exit, MARK), charging
+ * the allocator calls made in each; adds their number to *cut. */
+static void cut_holds(model_t *m, thread_t *t, uint64_t *cut)
+{
+	for (size_t i = 0; i < t->nheld; i++)
+		charge_hold(m, t, &t->held[i], false);
+	*cut += t->nheld;
+	t->nheld = 0;
+	trim_snaps(t);
+}
+
 /* Most locks one thread is seen to hold at once. Beyond it an acquisition
  * is not tracked as a hold (its release counts as unmatched) and a note
  * says so: a forged trace of a million acquisitions and no release would
  * otherwise make every release scan and shift the whole stack. */
 #define HELD_MAX 1024
 
-static held_t *push_hold(model_t *m, thread_t *t, uint32_t li, uint32_t site,
-                         uint64_t tsc)
+static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
+                         uint32_t site, uint64_t tsc)
 {
 	uint32_t nest = 0;
 	if (t->nheld >= HELD_MAX) {
@@ -171,12 +229,24 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t li, uint32_t site,
 			m->nest[nest - 1].n++;
 		}
 	}
+	if (!t->snap) { /* the running sums, zero */
+		VEC_RESERVE(t->snap, t->capsnap, 1);
+		memset(t->snap, 0, sizeof *t->snap);
+		t->nsnap = 1;
+	}
+	/* A new snapshot only when calls were made since the last one: at
+	 * most one per open hold. */
+	if (t->nsnap == 1 || t->snap[t->nsnap - 1].calls != t->snap[0].calls) {
+		VEC_RESERVE(t->snap, t->capsnap, t->nsnap);
+		t->snap[t->nsnap++] = t->snap[0];
+	}
+	busy(m, t, ti);
 	VEC_RESERVE(t->held, t->capheld, t->nheld);
 	held_t *h = &t->held[t->nheld++];
 	h->lock = li;
 	h->site = site;
 	h->nest = nest;
-	h->allocs = 0;
+	h->snap = (uint32_t)(t->nsnap - 1);
 	h->tsc = tsc;
 	return h;
 }
@@ -199,7 +269,7 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 		first_stack(m, t, stack);
 	lockthr_t *lt = lockthr(m, t, ti, li);
 	lt->acq++;
-	held_t *h = push_hold(m, t, li, stack, r->tsc);
+	held_t *h = push_hold(m, t, ti, li, stack, r->tsc);
 	uint32_t nest = h ? h->nest : 0;
 	if (!waited)
 		return;
@@ -243,16 +313,16 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 		return -1;
 	}
 	held_t h = t->held[i - 1];
+	charge_hold(m, t, &h, true);
 	memmove(&t->held[i - 1], &t->held[i], (t->nheld - i) * sizeof h);
 	t->nheld--;
+	trim_snaps(t);
 	uint64_t hold = tsc > h.tsc ? to_ns(m, tsc - h.tsc) : 0;
 	l->s.holds++;
 	l->s.hold_ns += hold;
 	if (hold > l->s.hold_max)
 		l->s.hold_max = hold;
 	hist_add(&l->s.hold_hist, hold);
-	if (h.allocs)
-		l->s.holds_with_alloc++;
 	if (h.site != NONE32) {
 		lspair_t *p = model_pair(m, LS_ACQSITE, li, h.site);
 		p->n++;
@@ -265,22 +335,31 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 
 /* ---- allocator ---- */
 
-/* Charges one allocator call to every lock t holds. */
+/* (lock, allocation stack) pairs are kept for this many innermost holds.
+ * Charging every held lock made a forged trace that holds 1024 locks and
+ * allocates from a new stack each time create 1024 pairs per 9-byte
+ * record (a 23 KB trace needed 500 MB); the lock totals stay exact. */
+#define ALLOC_PAIR_LOCKS 4
+
+/* Charges one allocator call to the locks t holds: to every one's totals
+ * (through the running sums t->snap[0], see charge_hold), and to the
+ * (lock, stack) pair of the ALLOC_PAIR_LOCKS innermost holds. O(1) in the
+ * number of locks held. */
 static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
                          uint64_t lw_ns, uint64_t lw_n, bool slow, bool alloc)
 {
 	m->tot.alloc_calls_in_holds++;
-	for (size_t i = 0; i < t->nheld; i++) {
-		held_t *h = &t->held[i];
-		lock_t *l = &m->lock[h->lock];
-		h->allocs++;
-		l->s.alloc_calls++;
-		l->s.alloc_allocs += alloc;
-		l->s.alloc_ns += ns;
-		l->s.alloc_slow += slow;
-		l->s.alloc_lw_ns += lw_ns;
-		l->s.alloc_lw_n += lw_n;
-		lspair_t *p = model_pair(m, LS_ALLOC, h->lock, stack);
+	holdsum_t *c = &t->snap[0]; /* allocated by push_hold: t holds one */
+	c->calls++;
+	c->allocs += alloc;
+	c->ns += ns;
+	c->slow += slow;
+	c->lw_ns += lw_ns;
+	c->lw_n += lw_n;
+	size_t lo = t->nheld > ALLOC_PAIR_LOCKS ? t->nheld - ALLOC_PAIR_LOCKS
+	                                        : 0;
+	for (size_t i = lo; i < t->nheld; i++) {
+		lspair_t *p = model_pair(m, LS_ALLOC, t->held[i].lock, stack);
 		p->n++;
 		p->ns += ns;
 		p->ns2 += lw_ns;
@@ -724,6 +803,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		release(m, t, li, r->tsc);
 		t->cond_waits++;
 		t->cond_sleep_tsc = r->tsc;
+		busy(m, t, ti);
 		break;
 	}
 	case FMT_COND_WAKE: {
@@ -746,7 +826,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 			lt->sleep_ns += slept;
 		}
 		t->cond_sleep_tsc = 0;
-		push_hold(m, t, li, NONE32, r->tsc);
+		push_hold(m, t, ti, li, NONE32, r->tsc);
 		break;
 	}
 	case FMT_COND_SIGNAL: {
@@ -769,6 +849,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		hist_add(&l->s.wait_hist, w);
 		t->pend_lw_ns += w;
 		t->pend_lw_n++;
+		busy(m, t, ti);
 		m->tot.alloc_lw_ns += w;
 		m->tot.alloc_lw_n++;
 		break;
@@ -777,12 +858,14 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		t->started = true;
 		t->parent = (uint32_t)r->f[0];
 		break;
-	case FMT_THREAD_EXIT:
+	case FMT_THREAD_EXIT: {
 		t->exited = true;
 		for (size_t i = 0; i < t->nheld; i++)
 			m->lock[t->held[i].lock].s.unmatched_rel++;
-		t->nheld = 0;
+		uint64_t cut = 0;
+		cut_holds(m, t, &cut);
 		break;
+	}
 	case FMT_DROP:
 		m->tot.dropped += r->f[0];
 		t->dropped += r->f[0];
@@ -801,17 +884,20 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		 * not trusted: its release may have gone unrecorded while
 		 * paused (a phantom holder), or its acquisition (then the
 		 * release is unmatched, counted, never a negative hold). So
-		 * every thread's holds end here, uncounted. */
+		 * every thread's holds end here, uncounted (only threads on
+		 * the busy list can have any). */
 		if (r->f[0] == FMT_MARK_PAUSE)
 			m->tot.pauses++;
 		else if (r->f[0] == FMT_MARK_RESUME)
 			m->tot.resumes++;
-		for (size_t i = 0; i < m->nthr; i++) {
-			m->tot.holds_cut += m->thr[i].nheld;
-			m->thr[i].nheld = 0;
-			m->thr[i].pend_lw_ns = m->thr[i].pend_lw_n = 0;
-			m->thr[i].cond_sleep_tsc = 0;
+		for (size_t i = 0; i < m->nbusy; i++) {
+			thread_t *b = &m->thr[m->busy[i]];
+			cut_holds(m, b, &m->tot.holds_cut);
+			b->pend_lw_ns = b->pend_lw_n = 0;
+			b->cond_sleep_tsc = 0;
+			b->busy = false;
 		}
+		m->nbusy = 0;
 		break;
 	default:
 		break;
@@ -850,6 +936,12 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 			m->first_tsc = rec->tsc;
 		m->last_tsc = rec->tsc;
 		on_event(m, ti - 1, rec);
+	}
+	/* Holds still open at the end: their allocator calls count. */
+	for (size_t i = 0; i < m->nthr; i++) {
+		thread_t *t = &m->thr[i];
+		for (size_t k = 0; k < t->nheld; k++)
+			charge_hold(m, t, &t->held[k], false);
 	}
 	if (rc < 0)
 		m->info = *reader_info(r);

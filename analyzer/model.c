@@ -211,8 +211,10 @@ const char *thread_label(const thread_t *t, char *buf, size_t len)
 
 void model_free(model_t *m)
 {
-	for (size_t i = 0; i < m->nthr; i++)
+	for (size_t i = 0; i < m->nthr; i++) {
 		free(m->thr[i].held);
+		free(m->thr[i].snap);
+	}
 	for (size_t i = 0; i < m->nstk; i++)
 		free(m->stk[i].site);
 	for (int k = 0; k < LS_NKINDS; k++) {
@@ -230,6 +232,7 @@ void model_free(model_t *m)
 	u64map_free(&m->mod_map);
 	free(m->thr);
 	free(m->thr_of_stream);
+	free(m->busy);
 	free(m->lock);
 	free(m->stk);
 	free(m->frames);

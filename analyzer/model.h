@@ -168,19 +168,31 @@ typedef struct lockthr {
 typedef struct held {
 	uint32_t lock, site; /* site: stack index of the acquisition */
 	uint32_t nest;       /* nest index + 1 (outer lock held at acquire) */
-	uint32_t allocs;
+	uint32_t snap;       /* thread's sums at acquire: index in snap[] */
 	uint64_t tsc;
 } held_t;
+
+/* A thread's allocator calls made while it held at least one lock, summed
+ * (aggregate.c): a hold's share is the difference between the sums at its
+ * end and at its start, charged to its lock when it ends. */
+typedef struct holdsum {
+	uint64_t calls, allocs, ns, slow, lw_ns, lw_n;
+} holdsum_t;
 
 typedef struct thread {
 	uint32_t tid, parent;
 	char *name; /* arena */
 	bool started, exited, excluded, seen;
+	bool busy; /* on model.busy (holds or pending state) */
 	uint64_t first_tsc, last_tsc, events, dropped;
 	uint64_t allocs, frees, bytes, alloc_ns, acq, contended, wait_ns;
 	uint64_t cond_waits, cond_signals, xfrees, sleep_ns, cond_sleep_tsc;
 	held_t *held;
 	size_t nheld, capheld;
+	/* snap[0]: the running sums (holdsum_t); snap[1..nsnap): their values
+	 * at acquisitions still held. NULL until the first acquisition. */
+	holdsum_t *snap;
+	size_t nsnap, capsnap;
 	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAIT before the next call */
 	uint32_t lt_lock, lt_idx;       /* one-entry cache into lockthr */
 	/* Its first distinct whole stacks (of contended acquisitions and
@@ -279,6 +291,10 @@ typedef struct model {
 	size_t nthr, capthr;
 	u64map_t thr_by_tid;
 	uint32_t *thr_of_stream;
+	/* Threads that may hold a lock or have pending state (a condition
+	 * sleep, allocator lock waits): a MARK ends only theirs. */
+	uint32_t *busy;
+	size_t nbusy, capbusy;
 
 	lock_t *lock;
 	size_t nlock, caplock;

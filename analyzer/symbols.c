@@ -10,16 +10,29 @@
  *   symtab's arena.
  * - A module is used only when its build-id matches the recorded one (or
  *   none was recorded).
+ * - Paths come from the trace, which may be forged: a module file is opened
+ *   here (non-blocking, no controlling tty) and handed to libdw only when
+ *   it is a regular file, and the separate debug files libdw would look
+ *   for next to it are checked the same way first: a FIFO named by a MODULE
+ *   record, or where its debug file would be, hung the report in open().
+ * - At most SYM_MODULES_MAX modules, and SYM_FILE_BIASES of one file,
+ *   reach libdw.
  */
+#define _GNU_SOURCE /* O_CLOEXEC */
 #include "symbols.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* From libstdc++ (C++ ABI); declared here so this file stays C. */
 extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
@@ -65,9 +78,104 @@ struct symtab {
 	size_t nsorted;
 };
 
+/* Opens path for reading only if it is a regular file: O_NONBLOCK so that
+ * a FIFO without a writer does not block the open (a regular file ignores
+ * the flag, which is cleared anyway), O_NOCTTY so that a tty does not
+ * become ours. Returns the fd and its status in *st, or -1 with errno set
+ * (EINVAL: not a regular file). The caller owns the fd. */
+static int open_regular(const char *path, struct stat *st)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	int fl = fcntl(fd, F_GETFL);
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	return fd;
+}
+
+/* 1 when path exists and is not a regular file (stat follows links). */
+static int not_regular(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+}
+
+/* 0 when none of the places libdw looks for the separate debug file of
+ * file (an absolute path) is there as something else than a regular file:
+ * DIR/LINK, DIR/.debug/LINK and /usr/lib/debug/DIR/LINK, LINK being the
+ * module's .gnu_debuglink name (link) or BASE.debug. */
+static int debug_paths_ok(const char *file, const char *link)
+{
+	const char *b = path_base(file);
+	int dlen = (int)(b - file); /* with the trailing '/' */
+	char name[256], cand[3][PATH_MAX + 300];
+	if (link)
+		snprintf(name, sizeof name, "%s", link);
+	else
+		snprintf(name, sizeof name, "%s.debug", b);
+	snprintf(cand[0], sizeof cand[0], "%.*s%s", dlen, file, name);
+	snprintf(cand[1], sizeof cand[1], "%.*s.debug/%s", dlen, file, name);
+	snprintf(cand[2], sizeof cand[2], "/usr/lib/debug%.*s%s", dlen, file,
+	         name);
+	for (int i = 0; i < 3; i++)
+		if (not_regular(cand[i]))
+			return -1;
+	return 0;
+}
+
+/*
+ * libdw's standard debuginfo search, after checking the places of that
+ * search that depend on the module's path (the trace's), for the path and,
+ * when it is a link, for the file it names (libdw tries both): if one of
+ * them exists and is not a regular file, the search is skipped and the
+ * module keeps its own symbols, because libdw opens those candidates with
+ * a blocking open(). The build-id paths (/usr/lib/debug/.build-id/) are
+ * under a system directory, not the trace's. A file swapped for a FIFO
+ * between this check and libdw's open is not covered: that needs a local
+ * attacker racing the report.
+ */
+static int find_debuginfo_checked(Dwfl_Module *mod, void **userdata,
+                                  const char *modname, Dwarf_Addr base,
+                                  const char *file_name,
+                                  const char *debuglink_file,
+                                  GElf_Word debuglink_crc,
+                                  char **debuginfo_file_name)
+{
+	if (file_name && file_name[0] == '/') {
+		if (debug_paths_ok(file_name, debuglink_file) < 0)
+			return -1;
+		char *canon = realpath(file_name, NULL);
+		int bad = canon && debug_paths_ok(canon, debuglink_file) < 0;
+		free(canon);
+		if (bad)
+			return -1;
+	}
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base,
+	                                    file_name, debuglink_file,
+	                                    debuglink_crc,
+	                                    debuginfo_file_name);
+}
+
+/* Modules handed to libdw at most, and load addresses of one file (one
+ * inode) at most. A process maps each file once (a few times when it is
+ * dlclosed and opened again) and rarely more than a few hundred files; a
+ * forged trace of a million MODULE records naming one ELF file at distinct
+ * addresses took 40 s and 600 MB per MB of trace (libdw maps the file for
+ * each module and its report is quadratic in the modules). Counting by
+ * inode, not by path, also covers other spellings of the path and links.
+ * Beyond these, frames stay addresses and a note says so. */
+#define SYM_MODULES_MAX 4096
+#define SYM_FILE_BIASES 8
+
 static const Dwfl_Callbacks offline_cb = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = find_debuginfo_checked,
     .section_address = dwfl_offline_section_address,
 };
 
@@ -97,14 +205,47 @@ void sym_open(model_t *m, bool enable)
 	s->dwfl = dwfl_begin(&offline_cb);
 	if (!s->dwfl)
 		return;
+	u64map_t per_file = {0}; /* inode -> modules reported */
+	size_t reported = 0, capped = 0;
 	dwfl_report_begin(s->dwfl);
 	for (size_t i = 0; i < m->nmod; i++) {
 		module_t *md = &m->mod[i];
 		if (md->path[0] != '/')
 			continue; /* [vdso] and the like */
+		if (reported >= SYM_MODULES_MAX) {
+			md->status = -1;
+			capped++;
+			continue;
+		}
+		struct stat st;
+		int fd = open_regular(md->path, &st);
+		if (fd < 0) {
+			md->status = -1;
+			note(m, "analyzer: module %s: %s; its frames are left as "
+			        "addresses",
+			     md->path,
+			     errno == EINVAL ? "not a regular file"
+			                     : strerror(errno));
+			continue;
+		}
+		int added;
+		uint64_t key = (uint64_t)st.st_ino * 0x9e3779b97f4a7c15ull ^
+		               (uint64_t)st.st_dev;
+		uint32_t *n = u64map_put(&per_file,
+		                         key == U64MAP_EMPTY ? key - 1 : key,
+		                         &added);
+		if (++*n > SYM_FILE_BIASES) {
+			close(fd);
+			md->status = -1;
+			capped++;
+			continue;
+		}
+		reported++;
+		/* On success libdw owns fd; on failure it is ours. */
 		Dwfl_Module *dm = dwfl_report_elf(s->dwfl, path_base(md->path),
-		                                  md->path, -1, md->bias, false);
+		                                  md->path, fd, md->bias, false);
 		if (!dm) {
+			close(fd);
 			md->status = -1;
 			note(m, "analyzer: module %s: %s; its frames are left as "
 			        "addresses",
@@ -127,6 +268,14 @@ void sym_open(model_t *m, bool enable)
 		md->status = 1;
 	}
 	dwfl_report_end(s->dwfl, NULL, NULL);
+	u64map_free(&per_file);
+	if (capped) {
+		static const char msg[] =
+		    "analyzer: more than 4096 modules, or more than 8 load "
+		    "addresses of one file: the frames of the rest are left as "
+		    "addresses";
+		model_note(m, FMT_NOTE_WARN, msg, sizeof msg - 1);
+	}
 }
 
 void sym_close(model_t *m)

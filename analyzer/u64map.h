@@ -9,7 +9,8 @@
  * or a pointer chase. uthash stays for cold, string-keyed tables.
  *
  * Invariants: the key UINT64_MAX is reserved (never stored: callers map it
- * away); the load factor stays <= 1/2; capacity is a power of two.
+ * away); the load factor stays <= 1/2; capacity is a power of two; the hash
+ * is keyed per process (below), so no trace can choose colliding keys.
  */
 #ifndef MALLOCK_U64MAP_H
 #define MALLOCK_U64MAP_H
@@ -29,12 +30,32 @@ typedef struct u64map {
 	uint32_t n;
 } u64map_t;
 
+/*
+ * The hash is keyed: simple tabulation hashing (the key's 8 bytes index 8
+ * tables of random words, the results are XORed) over tables drawn from
+ * getrandom() when the process makes its first map (u64map.c). Keys come
+ * from the trace (pointers, lock, stack and thread ids), and the old fixed
+ * hash could be inverted: a forged trace of keys that all shared one home
+ * slot made every map quadratic (a 1.2 MB trace took 4 s, x4 per doubling).
+ * A trace is written before the tables are drawn and sees no hash value,
+ * and simple tabulation is 3-independent, which makes linear probing take
+ * O(1) expected probes for any set of keys (Patrascu and Thorup, "The
+ * power of simple tabulation hashing", 2011). It costs 8 loads from an
+ * 8 KB table, cheaper here than SipHash-1-3 (docs/reliability.md).
+ *
+ * Nothing may depend on where a key lands: no output iterates over a map's
+ * slots, so reports stay byte-identical from run to run whatever the tables.
+ */
+extern uint32_t u64map_tab[8][256];
+
+/* Only valid once a map has been allocated (u64map.c fills the tables
+ * then); finds on an empty map never hash. */
 static inline uint32_t u64map_hash(uint64_t k)
 {
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return (uint32_t)k;
+	return u64map_tab[0][k & 255] ^ u64map_tab[1][k >> 8 & 255] ^
+	       u64map_tab[2][k >> 16 & 255] ^ u64map_tab[3][k >> 24 & 255] ^
+	       u64map_tab[4][k >> 32 & 255] ^ u64map_tab[5][k >> 40 & 255] ^
+	       u64map_tab[6][k >> 48 & 255] ^ u64map_tab[7][k >> 56];
 }
 
 /* Returns a pointer to the value of key, or NULL. The pointer is valid

@@ -50,6 +50,15 @@ static int slot_ready(zslot_t *z, size_t len)
 		if (!z->ws)
 			return -1;
 		z->cctx = ZSTD_initStaticCCtx(z->ws, z->wslen);
+		/* The frame carries zstd's checksum of the records: a frame
+		 * that decompresses into wrong records (a forged file whose
+		 * CRC matches) is refused by the reader, not misread. */
+		if (z->cctx &&
+		    (ZSTD_isError(ZSTD_CCtx_setParameter(
+		             z->cctx, ZSTD_c_compressionLevel, LEVEL)) ||
+		     ZSTD_isError(ZSTD_CCtx_setParameter(
+		             z->cctx, ZSTD_c_checksumFlag, 1))))
+			z->cctx = NULL;
 		if (!z->cctx) {
 			prim_unmap(z->ws, z->wslen);
 			z->ws = NULL;
@@ -86,8 +95,8 @@ uint8_t *compress_chunk(const uint8_t *payload, size_t len, size_t *stored,
 		}
 		uint8_t *dst = z->out + FMT_CHUNK_HEADER_SIZE;
 		size_t cap = z->outcap - FMT_CHUNK_HEADER_SIZE - FMT_ZSTD_PREFIX;
-		size_t n = ZSTD_compressCCtx(z->cctx, dst + FMT_ZSTD_PREFIX, cap,
-		                             payload, len, LEVEL);
+		size_t n = ZSTD_compress2(z->cctx, dst + FMT_ZSTD_PREFIX, cap,
+		                          payload, len);
 		size_t total = n + FMT_ZSTD_PREFIX;
 		if (ZSTD_isError(n) || total >= len ||
 		    len > (size_t)FMT_ZSTD_MAX_RATIO * total) {

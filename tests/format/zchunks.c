@@ -34,6 +34,9 @@ int main(int argc, char **argv)
 	              ZSTD_compressBound(FMT_CHUNK_MAX_PAYLOAD);
 	uint8_t *z = malloc(zcap);
 	unsigned n = 0, packed = 0;
+	ZSTD_CCtx *cc = ZSTD_createCCtx(); /* level 1 with a checksum, as the shim */
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 1);
+	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
 	while (fread(hb, 1, sizeof hb, in) == sizeof hb) {
 		fmt_chunk_header_t h;
 		if (fmt_chunk_parse(hb, &h) != 0 ||
@@ -45,10 +48,10 @@ int main(int argc, char **argv)
 		}
 		n++;
 		uint8_t *body = z + FMT_CHUNK_HEADER_SIZE;
-		size_t k = ZSTD_compress(body + FMT_ZSTD_PREFIX,
-		                         zcap - FMT_CHUNK_HEADER_SIZE -
-		                                 FMT_ZSTD_PREFIX,
-		                         payload, h.payload_len, 1);
+		size_t k = ZSTD_compress2(cc, body + FMT_ZSTD_PREFIX,
+		                          zcap - FMT_CHUNK_HEADER_SIZE -
+		                                  FMT_ZSTD_PREFIX,
+		                          payload, h.payload_len);
 		if (!ZSTD_isError(k) && k + FMT_ZSTD_PREFIX < h.payload_len &&
 		    h.payload_len <= FMT_ZSTD_MAX_RATIO * (k + FMT_ZSTD_PREFIX)) {
 			for (int i = 0; i < 4; i++)
@@ -65,6 +68,7 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("%u chunks, %u compressed\n", n, packed);
+	ZSTD_freeCCtx(cc);
 	free(payload);
 	free(z);
 	fclose(in);

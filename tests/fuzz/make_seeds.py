@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """Writes the fuzzer's seed corpus (tests/fuzz/corpus/) from real traces:
-short runs of the bundled test apps recorded with `mallock record`, and
-mktrace's synthetic scenarios. Each trace is cut to at most LIMIT bytes at
+short runs of the bundled test apps recorded with `mallock record`,
+mktrace's synthetic scenarios and small hostile traces from forge. Each trace is cut to at most LIMIT bytes at
 a chunk boundary, keeping every process-level chunk (tid 0: PROCESS,
 MODULE, END...), so each seed is a valid trace of a few chunks and the
 corpus stays small (< 200 KB in all).
 
     tests/fuzz/make_seeds.py BUILD_DIR [OUT_DIR]
 
-BUILD_DIR is an ordinary (gcc) build with the shim, the test apps and
-mktrace built. Seeds have no .trace suffix (.gitignore excludes *.trace)."""
+BUILD_DIR is an ordinary (gcc) build with the shim, the test apps,
+mktrace and forge built. Seeds have no .trace suffix (.gitignore excludes *.trace)."""
 import os
 import struct
 import subprocess
@@ -80,4 +80,20 @@ seeds = {
 total = 0
 for name, path in sorted(seeds.items()):
     total += cut(path, os.path.join(OUT, name))
-print("%d seeds, %d bytes in %s" % (len(seeds), total, OUT))
+
+# Small versions of the hostile shapes (tests/analyzer/forge.c; issue 11):
+# at fuzzing sizes they cost nothing, but they start the fuzzer next to
+# code that forged files made slow (1024 locks held, a thread per name and
+# MARKs, colliding pointers...). hostile-stdin names /proc/self/fd/0 as a
+# module: not a regular file, which the symbolizer must refuse to open.
+FORGE = os.path.join(BUILD, "tests", "analyzer", "forge")
+hostile = [("flood", ""), ("marks", ""), ("holds", ""), ("rotate", ""),
+           ("threads", ""), ("modules", ""), ("notes", ""),
+           ("module", "/proc/self/fd/0")]
+for shape, path in hostile:
+    name = "hostile-" + (shape if not path else "stdin")
+    out = os.path.join(OUT, name)
+    subprocess.run([FORGE, shape, "8000", out] + ([path] if path else []),
+                   check=True)
+    total += os.path.getsize(out)
+print("%d seeds, %d bytes in %s" % (len(seeds) + len(hostile), total, OUT))
