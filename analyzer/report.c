@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* isatty */
 
 uint32_t finding_lock(const finding_t *f)
 {
@@ -143,10 +144,13 @@ void wrap_print(FILE *out, int indent, const char *prefix, const char *text)
 static void usage(FILE *o)
 {
 	fputs("usage: mallock report [options] TRACE...\n"
-	      "  --format=text|json|folded  output (default text)\n"
+	      "  --format=text|json|folded|pprof|perfetto|html\n"
+	      "                             output (default text; pprof, perfetto\n"
+	      "                             and html need -o FILE or a pipe)\n"
 	      "  --top=N                    findings shown in text (default 10)\n"
-	      "  --metric=wait|hold|alloc-under-lock|cross-thread\n"
-	      "                             what folded stacks count (default wait)\n"
+	      "  --metric=wait|hold|caused|alloc-under-lock|cross-thread\n"
+	      "                             what folded stacks and pprof count\n"
+	      "                             (default wait)\n"
 	      "  --lock=ID|NAME             only this lock (id, name or site function)\n"
 	      "  --thread=TID|NAME[,...]    only these threads' events\n"
 	      "  --min-severity=info|low|medium|high\n"
@@ -188,7 +192,10 @@ static bool keep(const report_t *r, const finding_t *f)
 	return true;
 }
 
-static void emit(report_t *r, int format, FILE *out)
+/* Output formats; the binary ones (issue 14) return an error. */
+enum { F_TEXT, F_JSON, F_FOLDED, F_PPROF, F_PERFETTO, F_HTML };
+
+static int emit(report_t *r, int format, FILE *out)
 {
 	size_t k = 0;
 	findings_sort(&r->f);
@@ -196,12 +203,15 @@ static void emit(report_t *r, int format, FILE *out)
 		if (keep(r, &r->f.v[i]))
 			r->f.v[k++] = r->f.v[i];
 	r->f.n = k;
-	if (format == 0)
+	if (format == F_TEXT)
 		report_text(r, out);
-	else if (format == 1)
+	else if (format == F_JSON)
 		report_json(r, out);
-	else
+	else if (format == F_FOLDED)
 		report_folded(r, out);
+	else if (format == F_PPROF)
+		return report_pprof(r, out);
+	return 0;
 }
 
 int cmd_report(int argc, char **argv)
@@ -234,10 +244,11 @@ int cmd_report(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_FORMAT:
-			format = !strcmp(optarg, "text")     ? 0
-			         : !strcmp(optarg, "json")   ? 1
-			         : !strcmp(optarg, "folded") ? 2
-			                                     : -1;
+			format = !strcmp(optarg, "text")       ? F_TEXT
+			         : !strcmp(optarg, "json")     ? F_JSON
+			         : !strcmp(optarg, "folded")   ? F_FOLDED
+			         : !strcmp(optarg, "pprof")    ? F_PPROF
+			                                       : -1;
 			if (format < 0) {
 				fprintf(stderr, "mallock report: unknown format "
 				                "'%s'\n", optarg);
@@ -306,6 +317,14 @@ int cmd_report(int argc, char **argv)
 			threads[k++] = s;
 		lo.thread_filter = threads;
 	}
+	/* issue 14: a binary profile is not for a terminal. */
+	if (format >= F_PPROF && !outpath && isatty(1)) {
+		fprintf(stderr, "mallock report: --format needs -o FILE "
+		                "(binary output)\n");
+		free(threads);
+		free(targ);
+		return 1;
+	}
 	FILE *out = stdout;
 	if (outpath && !(out = fopen(outpath, "w"))) {
 		fprintf(stderr, "mallock: %s: cannot write\n", outpath);
@@ -329,11 +348,11 @@ int cmd_report(int argc, char **argv)
 					VEC_RESERVE(one.f.v, one.f.cap, one.f.n);
 					one.f.v[one.f.n++] = all.v[j];
 				}
-			emit(&one, format, out);
+			rc |= emit(&one, format, out);
 			free(one.f.v);
 		}
 	} else if (!rc) {
-		emit(&r, format, out);
+		rc = emit(&r, format, out);
 	}
 	for (size_t i = 0; i < r.nm; i++)
 		load_free(&r.m[i]);

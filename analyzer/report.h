@@ -13,7 +13,8 @@
 
 #define METRICS(X)                                                             \
 	X(WAIT, "wait") X(HOLD, "hold") X(ALLOC_UNDER_LOCK, "alloc-under-lock") \
-	X(CROSS_THREAD, "cross-thread")
+	X(CROSS_THREAD, "cross-thread")                                      \
+	X(CAUSED, "caused") /* issue 14 (pprof): holder stacks, wait caused */
 enum metric {
 #define METRIC_ENUM_(e, name) METRIC_##e,
 	METRICS(METRIC_ENUM_)
@@ -59,6 +60,8 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len);
 void report_text(const report_t *r, FILE *out);
 void report_json(const report_t *r, FILE *out);
 void report_folded(const report_t *r, FILE *out);
+/* issue 14: binary outputs; each returns 0, or 1 on an error it printed. */
+int report_pprof(const report_t *r, FILE *out);      /* report_pprof.c */
 
 /* Writes text wrapped at 100 columns; continuation lines get indent. */
 void wrap_print(FILE *out, int indent, const char *first_prefix,
