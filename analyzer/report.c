@@ -152,6 +152,8 @@ static void usage(FILE *o)
 	      "                             what folded stacks and pprof count\n"
 	      "                             (default wait)\n"
 	      "  --lock=ID|NAME             only this lock (id, name or site function)\n"
+	      "  --from=T --to=T            perfetto: only this window (s, ms, us,\n"
+	      "                             ns since the trace's first event)\n"
 	      "  --thread=TID|NAME[,...]    only these threads' events\n"
 	      "  --min-severity=info|low|medium|high\n"
 	      "  --per-process              one report per trace instead of one for all\n"
@@ -179,6 +181,27 @@ static int parse_metric(const char *s)
 	for (size_t i = 0; i < sizeof names / sizeof *names; i++)
 		if (strcmp(s, names[i]) == 0)
 			return (int)i;
+	return -1;
+}
+
+/* issue 14: "1.5", "1.5s", "200ms", "50us", "10ns" -> ns. Returns 0, or
+ * -1 when s is not such a time. */
+static int parse_time(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		double scale;
+	} units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3},
+	             {"ns", 1}};
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || v < 0 || v > 1e18)
+		return -1;
+	for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+		if (strcmp(end, units[i].unit) == 0) {
+			*ns = (uint64_t)(v * units[i].scale);
+			return 0;
+		}
 	return -1;
 }
 
@@ -211,13 +234,15 @@ static int emit(report_t *r, int format, FILE *out)
 		report_folded(r, out);
 	else if (format == F_PPROF)
 		return report_pprof(r, out);
+	else if (format == F_PERFETTO)
+		return report_perfetto(r, out);
 	return 0;
 }
 
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FORMAT = 256, O_TOP, O_METRIC, O_LOCK, O_THREAD, O_SEV,
-	       O_PER, O_NOSYM, O_TH, O_HELP };
+	       O_PER, O_NOSYM, O_TH, O_HELP, O_FROM, O_TO };
 	static const struct option opts[] = {
 	    {"format", required_argument, 0, O_FORMAT},
 	    {"top", required_argument, 0, O_TOP},
@@ -230,6 +255,8 @@ int cmd_report(int argc, char **argv)
 	    {"thresholds", no_argument, 0, O_TH},
 	    {"output", required_argument, 0, 'o'},
 	    {"help", no_argument, 0, O_HELP},
+	    {"from", required_argument, 0, O_FROM}, /* issue 14 */
+	    {"to", required_argument, 0, O_TO},
 	    {0, 0, 0, 0}};
 	report_t r = {0};
 	int format = 0, c, rc = 0;
@@ -248,6 +275,7 @@ int cmd_report(int argc, char **argv)
 			         : !strcmp(optarg, "json")     ? F_JSON
 			         : !strcmp(optarg, "folded")   ? F_FOLDED
 			         : !strcmp(optarg, "pprof")    ? F_PPROF
+			         : !strcmp(optarg, "perfetto") ? F_PERFETTO
 			                                       : -1;
 			if (format < 0) {
 				fprintf(stderr, "mallock report: unknown format "
@@ -291,6 +319,16 @@ int cmd_report(int argc, char **argv)
 			return 0;
 		case 'o':
 			outpath = optarg;
+			break;
+		case O_FROM: /* issue 14: the timeline's window */
+		case O_TO:
+			if (parse_time(optarg, c == O_FROM ? &r.from_ns
+			                                   : &r.to_ns)) {
+				fprintf(stderr, "mallock report: bad time '%s' "
+				        "(seconds, or a number with s, ms, us "
+				        "or ns)\n", optarg);
+				return 1;
+			}
 			break;
 		case 'h':
 		case O_HELP:

@@ -30,6 +30,8 @@ typedef struct report {
 	int min_sev;
 	const char *lock_filter;
 	bool per_process;
+	uint64_t from_ns, to_ns; /* issue 14: --from/--to (timeline window;
+	                            to_ns 0: the end) */
 } report_t;
 
 /* Whether lock class c of m passes --lock (id, name or site substring). */
@@ -62,6 +64,7 @@ void report_json(const report_t *r, FILE *out);
 void report_folded(const report_t *r, FILE *out);
 /* issue 14: binary outputs; each returns 0, or 1 on an error it printed. */
 int report_pprof(const report_t *r, FILE *out);      /* report_pprof.c */
+int report_perfetto(const report_t *r, FILE *out);   /* report_perfetto.c */
 
 /* Writes text wrapped at 100 columns; continuation lines get indent. */
 void wrap_print(FILE *out, int indent, const char *first_prefix,

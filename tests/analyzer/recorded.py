@@ -13,7 +13,8 @@ SVCQ = ["--container=tree", "--producers=2", "--consumers=2",
 ATTEMPTS = 5
 
 
-def record_svcqueue(mallock, workdir, duration="0.6", min_contended=5):
+def record_svcqueue(mallock, workdir, duration="0.6", min_contended=5,
+                    extra=()):
     """(trace, JSON report). MALLOCK_TEST_TRACE names a trace to reuse
     instead (for trying mutations of the code under test quickly)."""
     trace = os.environ.get("MALLOCK_TEST_TRACE")
@@ -31,7 +32,7 @@ def record_svcqueue(mallock, workdir, duration="0.6", min_contended=5):
         if os.path.exists(trace):
             os.remove(trace)
         p = subprocess.run([mallock, "record", "-o", trace, "--", app] + SVCQ
-                           + ["--duration=" + duration], env=env,
+                           + ["--duration=" + duration] + list(extra), env=env,
                            capture_output=True, text=True, timeout=60)
         if p.returncode != 0:
             raise SystemExit("record failed: " + p.stderr)

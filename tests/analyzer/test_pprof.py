@@ -180,4 +180,6 @@ eq(totals(samples, 1)[0], folded_sum("cross-thread"), "cross-thread folded")
 rc, out, err = run("report", "--format=pprof", "-o", "/nonexistent/x.pb.gz",
                    trace)
 check(rc == 1 and "cannot write" in err, "unwritable -o: %d %s" % (rc, err))
+if not os.environ.get("MALLOCK_TEST_TRACE"):
+    os.unlink(trace)
 done("analyzer_pprof")
