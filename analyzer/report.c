@@ -236,6 +236,8 @@ static int emit(report_t *r, int format, FILE *out)
 		return report_pprof(r, out);
 	else if (format == F_PERFETTO)
 		return report_perfetto(r, out);
+	else if (format == F_HTML)
+		return report_html(r, out);
 	return 0;
 }
 
@@ -276,6 +278,7 @@ int cmd_report(int argc, char **argv)
 			         : !strcmp(optarg, "folded")   ? F_FOLDED
 			         : !strcmp(optarg, "pprof")    ? F_PPROF
 			         : !strcmp(optarg, "perfetto") ? F_PERFETTO
+			         : !strcmp(optarg, "html")     ? F_HTML
 			                                       : -1;
 			if (format < 0) {
 				fprintf(stderr, "mallock report: unknown format "

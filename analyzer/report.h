@@ -65,6 +65,7 @@ void report_folded(const report_t *r, FILE *out);
 /* issue 14: binary outputs; each returns 0, or 1 on an error it printed. */
 int report_pprof(const report_t *r, FILE *out);      /* report_pprof.c */
 int report_perfetto(const report_t *r, FILE *out);   /* report_perfetto.c */
+int report_html(const report_t *r, FILE *out);       /* report_html.c */
 
 /* Writes text wrapped at 100 columns; continuation lines get indent. */
 void wrap_print(FILE *out, int indent, const char *first_prefix,
