@@ -4,6 +4,7 @@
  */
 #include "replay.h"
 
+#include "progress.h"
 #include "reader.h"
 
 #include <stdio.h>
@@ -209,6 +210,7 @@ int replay(model_t *m, replay_fn fn, void *ctx)
 	s.last_thr = xmalloc((m->nlock + 1) * sizeof *s.last_thr);
 	memset(s.last_stack, 0xff, (m->nlock + 1) * sizeof *s.last_stack);
 	memset(s.last_thr, 0xff, (m->nlock + 1) * sizeof *s.last_thr);
+	progress_pass(m->path, 3);
 	while (reader_next(r, &ev) > 0) {
 		if (FMT_IS_META(ev.rec->type))
 			continue;
@@ -224,6 +226,7 @@ int replay(model_t *m, replay_fn fn, void *ctx)
 	free(s.thr);
 	free(s.last_stack);
 	free(s.last_thr);
+	progress_done();
 	reader_close(r);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* pread, posix_fadvise, getopt_long */
 #include "cli.h"
 #include "load.h"
+#include "progress.h"
 #include "report.h"
 #include "symbols.h"
 #include "thresholds.h"
@@ -152,6 +153,8 @@ static void usage(FILE *o)
 	      "                             what folded stacks and pprof count\n"
 	      "                             (default wait)\n"
 	      "  --lock=ID|NAME             only this lock (id, name or site function)\n"
+	      "  --progress, --no-progress  progress on stderr (default: on a\n"
+	      "                             terminal, in the foreground)\n"
 	      "  --from=T --to=T            perfetto: only this window (s, ms, us,\n"
 	      "                             ns since the trace's first event)\n"
 	      "  --thread=TID|NAME[,...]    only these threads' events\n"
@@ -244,7 +247,8 @@ static int emit(report_t *r, int format, FILE *out)
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FORMAT = 256, O_TOP, O_METRIC, O_LOCK, O_THREAD, O_SEV,
-	       O_PER, O_NOSYM, O_TH, O_HELP, O_FROM, O_TO };
+	       O_PER, O_NOSYM, O_TH, O_HELP, O_FROM, O_TO, O_PROGRESS,
+	       O_NOPROGRESS };
 	static const struct option opts[] = {
 	    {"format", required_argument, 0, O_FORMAT},
 	    {"top", required_argument, 0, O_TOP},
@@ -259,9 +263,11 @@ int cmd_report(int argc, char **argv)
 	    {"help", no_argument, 0, O_HELP},
 	    {"from", required_argument, 0, O_FROM}, /* issue 14 */
 	    {"to", required_argument, 0, O_TO},
+	    {"progress", no_argument, 0, O_PROGRESS},
+	    {"no-progress", no_argument, 0, O_NOPROGRESS},
 	    {0, 0, 0, 0}};
 	report_t r = {0};
-	int format = 0, c, rc = 0;
+	int format = 0, c, rc = 0, progress = PROGRESS_AUTO;
 	const char *outpath = NULL;
 	char *thread_arg = NULL;
 	const char **threads = NULL;
@@ -323,6 +329,12 @@ int cmd_report(int argc, char **argv)
 		case 'o':
 			outpath = optarg;
 			break;
+		case O_PROGRESS: /* issue 14 */
+			progress = PROGRESS_ON;
+			break;
+		case O_NOPROGRESS:
+			progress = PROGRESS_OFF;
+			break;
 		case O_FROM: /* issue 14: the timeline's window */
 		case O_TO:
 			if (parse_time(optarg, c == O_FROM ? &r.from_ns
@@ -373,6 +385,8 @@ int cmd_report(int argc, char **argv)
 		free(targ);
 		return 1;
 	}
+	/* issue 14: the binary outputs read each trace a second time */
+	progress_init(progress, format >= F_PPROF ? 3 : 2);
 	r.nm = (size_t)(argc - optind);
 	r.m = xcalloc(r.nm, sizeof *r.m);
 	for (size_t i = 0; i < r.nm && !rc; i++)
