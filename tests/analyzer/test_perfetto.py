@@ -29,8 +29,11 @@ if not protoc:
     print("SKIP: protoc (protobuf-compiler) not installable here")
     sys.exit(77)
 
-trace, j = record_svcqueue(MALLOCK, TMP, duration="0.05",
-                           extra=["--allocs-per-put=2"])
+# Short (the timeline of every hold is big), with more threads than cores
+# so that the queue lock is contended even in a short run.
+trace, j = record_svcqueue(MALLOCK, TMP, duration="0.08", min_contended=3,
+                           extra=["--allocs-per-put=2", "--producers=4",
+                                  "--consumers=4"])
 q = next(l for l in j["locks"] if l["name"] == "svcqueue.lock")
 
 
