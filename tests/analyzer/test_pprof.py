@@ -176,6 +176,27 @@ eq(totals(samples, 1)[0], j["totals"]["cross_thread_frees"],
    "cross-thread frees")
 eq(totals(samples, 1)[0], folded_sum("cross-thread"), "cross-thread folded")
 
+# ---- an inlined frame: two lines of one location, the callee first --------
+INLINELOCK = sys.argv[4] if len(sys.argv) > 4 else None
+check(INLINELOCK and os.path.exists(INLINELOCK), "inlinelock built")
+if INLINELOCK:
+    inl = os.path.join(TMP, "inl.trace")
+    for attempt in range(3):
+        r = subprocess.run([MALLOCK, "record", "-o", inl, "--", INLINELOCK],
+                           capture_output=True, text=True, timeout=120)
+        check(r.returncode == 0, "record inlinelock: %s" % r.stderr)
+        path = os.path.join(TMP, "inl.pb.gz")
+        rc, out, err = run("report", "--format=pprof", "-o", path, inl)
+        types, samples, locs, maps, out = raw(path)
+        if samples:
+            break
+        print("inlinelock: no contended acquisition, recording again")
+    lines = [l for l in locs.values() if len(l) > 1]
+    check(any(re.search(r"M=\d+ locked_add .*inlinelock\.c:\d+", l[0]) and
+              re.match(r"worker .*inlinelock\.c:\d+", l[1]) for l in lines),
+          "locked_add inlined into worker, one location: %r" % locs)
+    os.unlink(inl)
+
 # ---- errors ---------------------------------------------------------------
 rc, out, err = run("report", "--format=pprof", "-o", "/nonexistent/x.pb.gz",
                    trace)
