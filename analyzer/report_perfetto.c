@@ -395,7 +395,8 @@ static int one_trace(pf_t *p, pb_t *b, FILE *out)
 	uint32_t *ord = xmalloc((p->ns + 1) * sizeof *ord);
 	for (size_t i = 0; i < p->ns; i++)
 		ord[i] = (uint32_t)i;
-	qsort_r(ord, p->ns, sizeof *ord, by_track_start, p->s);
+	if (p->ns)
+		qsort_r(ord, p->ns, sizeof *ord, by_track_start, p->s);
 	size_t nev = 0, capev = 2 * p->ns + p->ncnt + 1;
 	tev_t *ev = xmalloc(capev * sizeof *ev);
 	uint32_t *stk = xmalloc((p->ns + 1) * sizeof *stk);
@@ -419,7 +420,8 @@ static int one_trace(pf_t *p, pb_t *b, FILE *out)
 	free(stk);
 	free(ord);
 	/* Waiter counts: per lock, the running sum of +1/-1 at each time. */
-	qsort(p->cnt, p->ncnt, sizeof *p->cnt, by_time);
+	if (p->ncnt)
+		qsort(p->cnt, p->ncnt, sizeof *p->cnt, by_time);
 	int32_t *cur = xcalloc(m->nlock + 1, sizeof *cur);
 	for (size_t i = 0; i < p->ncnt; i++) {
 		uint32_t li = p->cnt[i].idx;
@@ -428,7 +430,8 @@ static int one_trace(pf_t *p, pb_t *b, FILE *out)
 		                    cur[li], TYPE_COUNTER};
 	}
 	free(cur);
-	qsort(ev, nev, sizeof *ev, by_time);
+	if (nev)
+		qsort(ev, nev, sizeof *ev, by_time);
 
 	uint64_t proc = ++p->next_uuid;
 	size_t pk = pb_open(b, TRACE_PACKET);
