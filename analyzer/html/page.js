@@ -1,7 +1,7 @@
 /*
  * page.js - mallock's HTML report, run in the browser (report_html.c embeds
  * it after the data and the vendored flame graph). It draws, from the
- * embedded data: the findings, the lock table (sortable), a flame graph per
+ * embedded data: the findings, the cascade told in numbers, the lock table (sortable), a flame graph per
  * metric (top-down or bottom-up, with search) and a timeline of the top
  * lock's holds and waits. No network. For tests the state is mirrored in
  * document.body's data- attributes (metric, frames, errors), and the URL
@@ -79,6 +79,27 @@
       el("div", { class: "evidence", text: ev }),
       el("div", { text: "Fix: " + f.advice })]));
   });
+
+  /* ---- the cascade, in numbers (as the text report tells it) ---- */
+  var ci = R.findings.findIndex(function (f) { return f.kind === "alloc_under_lock"; });
+  if (ci >= 0) {
+    var cf = R.findings[ci], e = cf.evidence;
+    var lk = R.locks.filter(function (l) { return l.id === cf.lock; })[0] || {};
+    var W = e.lock_wait_ns || 0, A = e.allocator_share_of_hold || 0;
+    app.appendChild(el("h2", { text: "The cascade (finding " + (ci + 1) + ")" }));
+    app.appendChild(el("ol", { id: "cascade" }, [
+      "waiters lost " + fmtNs(W) + " on lock " + cf.lock_name + " (" + e.contended +
+        " contended acquisitions, up to " + (lk.max_waiters || "?") + " waiting at once);",
+      "its holders spent " + (100 * A).toFixed(1) + "% of their hold time (" +
+        fmtNs(e.allocator_ns_in_holds) + " of " + fmtNs(e.hold_ns) + ") in the allocator;",
+      e.calls + " of those calls (" + e.allocs + " allocations, " + e.frees +
+        " frees) are for blocks allocated at " + frameText(cf.site) + " (" +
+        fmtNs(e.site_allocator_ns) + "), " + e.slow_calls + " of them slow, " +
+        fmtNs(e.allocator_lock_wait_ns) + " of it waiting on the allocator's own lock;",
+      "moving the allocation out of the critical section, or pre-allocating, would give back up to about " +
+        fmtNs(Math.round(W * A)) + " (" + fmtNs(W) + " x " + (100 * A).toFixed(1) + "%)."
+    ].map(function (t) { return el("li", { text: t }); })));
+  }
 
   /* ---- locks, sortable ---- */
   app.appendChild(el("h2", { text: "Locks" }));
@@ -171,7 +192,7 @@
                                    : "nothing recorded for this metric";
     chart = mallockFlame.flamegraph()
       .width(Math.max(600, Math.min(1400, app.clientWidth || 960)))
-      .cellHeight(18).transitionDuration(0)
+      .cellHeight(18).transitionDuration(250)
       .inverted(true).sort(true)
       .label(function (d) {
         var v = d.data.value;

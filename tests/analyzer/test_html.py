@@ -63,6 +63,12 @@ a, dom = load()
 if top.get("lock_name"):  # the queue lock when svcqueue ran contended
     check(re.search(r'class="lock">%s<' % re.escape(top["lock_name"]), dom),
           "the top finding's lock %r is shown" % top["lock_name"])
+aul = [f for f in j["findings"] if f["kind"] == "alloc_under_lock"]
+if aul:  # the cascade, with the JSON report's numbers
+    casc = re.search(r'<ol id="cascade">(.*?)</ol>', dom, re.S)
+    check(casc and "%d contended" % aul[0]["evidence"]["contended"]
+          in casc.group(1) and aul[0]["lock_name"] in casc.group(1),
+          "the cascade in numbers: %r" % (casc and casc.group(1)[:300]))
 fn = top["site"]["function"] if top.get("site") else None
 check(fn and re.search(r'id="finding-0".*?class="site">%s ' % re.escape(fn),
                        dom, re.S), "the top finding's function %r is shown"
