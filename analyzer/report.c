@@ -198,10 +198,12 @@ static int parse_time(const char *s, uint64_t *ns)
 	             {"ns", 1}};
 	char *end;
 	double v = strtod(s, &end);
-	if (end == s || v < 0 || v > 1e18)
+	if (end == s || !(v >= 0))
 		return -1;
 	for (size_t i = 0; i < sizeof units / sizeof *units; i++)
 		if (strcmp(end, units[i].unit) == 0) {
+			if (v * units[i].scale >= 1.8e19)
+				return -1;
 			*ns = (uint64_t)(v * units[i].scale);
 			return 0;
 		}
@@ -356,6 +358,10 @@ int cmd_report(int argc, char **argv)
 	}
 	if (optind >= argc) {
 		usage(stderr);
+		return 1;
+	}
+	if (r.to_ns && r.from_ns >= r.to_ns) { /* issue 14 */
+		fprintf(stderr, "mallock report: --from must be before --to\n");
 		return 1;
 	}
 	char *targ = NULL;
