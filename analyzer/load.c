@@ -5,6 +5,7 @@
 
 #include "aggregate.h"
 #include "classes.h"
+#include "progress.h"
 #include "reader.h"
 #include "symbols.h"
 
@@ -73,13 +74,17 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 {
 	reader_t *r;
 	char err[256], tr[400];
+	progress_pass(path, 1); /* issue 14 */
 	int rc = reader_open(path, &r, err, sizeof err);
 	memset(m, 0, sizeof *m);
 	if (rc) {
+		progress_done();
 		fprintf(stderr, "mallock: %s: %s\n", path, err);
 		return rc;
 	}
+	progress_pass(path, 2);
 	aggregate(m, r, path, o->thread_filter);
+	progress_done();
 	reader_close(r);
 	window_notes(m);
 	model_index_pairs(m);

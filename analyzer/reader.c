@@ -13,6 +13,8 @@
 #define _GNU_SOURCE /* pread, posix_fadvise, getopt_long */
 #include "reader.h"
 
+#include "progress.h"
+
 #include "u64map.h"
 #include "util.h"
 
@@ -75,6 +77,7 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 			return -1;
 		done += (size_t)k;
 	}
+	progress_add(done); /* issue 14: progress by bytes read */
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 #define _GNU_SOURCE /* getopt_long */
 #include "cli.h"
 #include "load.h"
+#include "progress.h"
 #include "report.h"
 #include "symbols.h"
 #include "thresholds.h"
@@ -17,15 +18,23 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h> /* isatty */
 
 static void usage(FILE *o)
 {
 	fputs("usage: mallock report [options] TRACE...\n"
-	      "  --format=text|json|folded  output (default text)\n"
+	      "  --format=text|json|folded|pprof|perfetto|html\n"
+	      "                             output (default text; pprof, perfetto\n"
+	      "                             and html need -o FILE or a pipe)\n"
 	      "  --top=N                    findings shown in text (default 10)\n"
-	      "  --metric=wait|hold|alloc-under-lock|cross-thread\n"
-	      "                             what folded stacks count (default wait)\n"
+	      "  --metric=wait|hold|caused|alloc-under-lock|cross-thread\n"
+	      "                             what folded stacks and pprof count\n"
+	      "                             (default wait)\n"
 	      "  --lock=ID|NAME             only this lock (id, name or site function)\n"
+	      "  --progress, --no-progress  progress on stderr (default: on a\n"
+	      "                             terminal, in the foreground)\n"
+	      "  --from=T --to=T            perfetto: only this window (s, ms, us,\n"
+	      "                             ns since the trace's first event)\n"
 	      "  --thread=TID|NAME[,...]    only these threads' events\n"
 	      "  --min-severity=info|low|medium|high\n"
 	      "  --per-process              one report per trace instead of one for all\n"
@@ -56,6 +65,29 @@ static int parse_metric(const char *s)
 	return -1;
 }
 
+/* issue 14: "1.5", "1.5s", "200ms", "50us", "10ns" -> ns. Returns 0, or
+ * -1 when s is not such a time. */
+static int parse_time(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *unit;
+		double scale;
+	} units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3},
+	             {"ns", 1}};
+	char *end;
+	double v = strtod(s, &end);
+	if (end == s || !(v >= 0))
+		return -1;
+	for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+		if (strcmp(end, units[i].unit) == 0) {
+			if (v * units[i].scale >= 1.8e19)
+				return -1;
+			*ns = (uint64_t)(v * units[i].scale);
+			return 0;
+		}
+	return -1;
+}
+
 static bool keep(const report_t *r, const finding_t *f)
 {
 	if (f->severity < r->min_sev)
@@ -66,7 +98,10 @@ static bool keep(const report_t *r, const finding_t *f)
 	return true;
 }
 
-static void emit(report_t *r, int format, FILE *out)
+/* Output formats; the binary ones (issue 14) return an error. */
+enum { F_TEXT, F_JSON, F_FOLDED, F_PPROF, F_PERFETTO, F_HTML };
+
+static int emit(report_t *r, int format, FILE *out)
 {
 	size_t k = 0;
 	findings_sort(&r->f);
@@ -74,18 +109,26 @@ static void emit(report_t *r, int format, FILE *out)
 		if (keep(r, &r->f.v[i]))
 			r->f.v[k++] = r->f.v[i];
 	r->f.n = k;
-	if (format == 0)
+	if (format == F_TEXT)
 		report_text(r, out);
-	else if (format == 1)
+	else if (format == F_JSON)
 		report_json(r, out);
-	else
+	else if (format == F_FOLDED)
 		report_folded(r, out);
+	else if (format == F_PPROF)
+		return report_pprof(r, out);
+	else if (format == F_PERFETTO)
+		return report_perfetto(r, out);
+	else if (format == F_HTML)
+		return report_html(r, out);
+	return 0;
 }
 
 int cmd_report(int argc, char **argv)
 {
 	enum { O_FORMAT = 256, O_TOP, O_METRIC, O_LOCK, O_THREAD, O_SEV,
-	       O_PER, O_NOSYM, O_TH, O_HELP };
+	       O_PER, O_NOSYM, O_TH, O_HELP, O_FROM, O_TO, O_PROGRESS,
+	       O_NOPROGRESS };
 	static const struct option opts[] = {
 	    {"format", required_argument, 0, O_FORMAT},
 	    {"top", required_argument, 0, O_TOP},
@@ -98,9 +141,13 @@ int cmd_report(int argc, char **argv)
 	    {"thresholds", no_argument, 0, O_TH},
 	    {"output", required_argument, 0, 'o'},
 	    {"help", no_argument, 0, O_HELP},
+	    {"from", required_argument, 0, O_FROM}, /* issue 14 */
+	    {"to", required_argument, 0, O_TO},
+	    {"progress", no_argument, 0, O_PROGRESS},
+	    {"no-progress", no_argument, 0, O_NOPROGRESS},
 	    {0, 0, 0, 0}};
 	report_t r = {0};
-	int format = 0, c, rc = 0;
+	int format = 0, c, rc = 0, progress = PROGRESS_AUTO;
 	const char *outpath = NULL;
 	char *thread_arg = NULL;
 	const char **threads = NULL;
@@ -112,10 +159,13 @@ int cmd_report(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
 		switch (c) {
 		case O_FORMAT:
-			format = !strcmp(optarg, "text")     ? 0
-			         : !strcmp(optarg, "json")   ? 1
-			         : !strcmp(optarg, "folded") ? 2
-			                                     : -1;
+			format = !strcmp(optarg, "text")       ? F_TEXT
+			         : !strcmp(optarg, "json")     ? F_JSON
+			         : !strcmp(optarg, "folded")   ? F_FOLDED
+			         : !strcmp(optarg, "pprof")    ? F_PPROF
+			         : !strcmp(optarg, "perfetto") ? F_PERFETTO
+			         : !strcmp(optarg, "html")     ? F_HTML
+			                                       : -1;
 			if (format < 0) {
 				fprintf(stderr, "mallock report: unknown format "
 				                "'%s'\n", optarg);
@@ -159,6 +209,22 @@ int cmd_report(int argc, char **argv)
 		case 'o':
 			outpath = optarg;
 			break;
+		case O_PROGRESS: /* issue 14 */
+			progress = PROGRESS_ON;
+			break;
+		case O_NOPROGRESS:
+			progress = PROGRESS_OFF;
+			break;
+		case O_FROM: /* issue 14: the timeline's window */
+		case O_TO:
+			if (parse_time(optarg, c == O_FROM ? &r.from_ns
+			                                   : &r.to_ns)) {
+				fprintf(stderr, "mallock report: bad time '%s' "
+				        "(seconds, or a number with s, ms, us "
+				        "or ns)\n", optarg);
+				return 1;
+			}
+			break;
 		case 'h':
 		case O_HELP:
 			usage(stdout);
@@ -170,6 +236,10 @@ int cmd_report(int argc, char **argv)
 	}
 	if (optind >= argc) {
 		usage(stderr);
+		return 1;
+	}
+	if (r.to_ns && r.from_ns >= r.to_ns) { /* issue 14 */
+		fprintf(stderr, "mallock report: --from must be before --to\n");
 		return 1;
 	}
 	char *targ = NULL;
@@ -184,6 +254,14 @@ int cmd_report(int argc, char **argv)
 			threads[k++] = s;
 		lo.thread_filter = threads;
 	}
+	/* issue 14: a binary profile is not for a terminal. */
+	if (format >= F_PPROF && !outpath && isatty(1)) {
+		fprintf(stderr, "mallock report: --format needs -o FILE "
+		                "(binary output)\n");
+		free(threads);
+		free(targ);
+		return 1;
+	}
 	FILE *out = stdout;
 	if (outpath && !(out = fopen(outpath, "w"))) {
 		fprintf(stderr, "mallock: %s: cannot write\n", outpath);
@@ -191,6 +269,8 @@ int cmd_report(int argc, char **argv)
 		free(targ);
 		return 1;
 	}
+	/* issue 14: the binary outputs read each trace a second time */
+	progress_init(progress, format >= F_PPROF ? 3 : 2);
 	r.nm = (size_t)(argc - optind);
 	r.m = xcalloc(r.nm, sizeof *r.m);
 	for (size_t i = 0; i < r.nm && !rc; i++)
@@ -207,11 +287,11 @@ int cmd_report(int argc, char **argv)
 					VEC_RESERVE(one.f.v, one.f.cap, one.f.n);
 					one.f.v[one.f.n++] = all.v[j];
 				}
-			emit(&one, format, out);
+			rc |= emit(&one, format, out);
 			free(one.f.v);
 		}
 	} else if (!rc) {
-		emit(&r, format, out);
+		rc = emit(&r, format, out);
 	}
 	for (size_t i = 0; i < r.nm; i++)
 		load_free(&r.m[i]);

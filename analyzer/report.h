@@ -15,7 +15,8 @@
 
 #define METRICS(X)                                                             \
 	X(WAIT, "wait") X(HOLD, "hold") X(ALLOC_UNDER_LOCK, "alloc-under-lock") \
-	X(CROSS_THREAD, "cross-thread")
+	X(CROSS_THREAD, "cross-thread")                                      \
+	X(CAUSED, "caused") /* issue 14 (pprof): holder stacks, wait caused */
 enum metric {
 #define METRIC_ENUM_(e, name) METRIC_##e,
 	METRICS(METRIC_ENUM_)
@@ -31,6 +32,8 @@ typedef struct report {
 	int min_sev;
 	const char *lock_filter;
 	bool per_process;
+	uint64_t from_ns, to_ns; /* issue 14: --from/--to (timeline window;
+	                            to_ns 0: the end) */
 } report_t;
 
 /* report_query.c */
@@ -59,5 +62,9 @@ int class_points(model_t *m, uint32_t c, int k, point_t *out, int max,
 void report_text(const report_t *r, FILE *out);
 void report_json(const report_t *r, FILE *out);
 void report_folded(const report_t *r, FILE *out);
+/* issue 14: binary outputs; each returns 0, or 1 on an error it printed. */
+int report_pprof(const report_t *r, FILE *out);      /* report_pprof.c */
+int report_perfetto(const report_t *r, FILE *out);   /* report_perfetto.c */
+int report_html(const report_t *r, FILE *out);       /* report_html.c */
 
 #endif

@@ -6,6 +6,8 @@
  *   alloc-under-lock  allocator ns inside holds, by allocation stack;
  *                     leaf "[alloc under LOCK]"
  *   cross-thread      blocks freed on another thread, by allocation stack
+ *   caused            the wait a holder caused, by holder stack at its
+ *                     contended releases; leaf "[caused on LOCK]"
  * Recorded stacks are leaf first; folded lines are root first. With several
  * traces each line starts with "pid N".
  */
@@ -71,7 +73,9 @@ static void pairs(FILE *out, const report_t *r, model_t *m, int k,
 		char name[160], leaf[200];
 		lock_label(m, l, name, sizeof name);
 		snprintf(leaf, sizeof leaf, "[%s %s]", what, name);
-		line(out, r, m, p->stack, leaf, p->ns);
+		/* caused: a holder stack counts the wait it caused */
+		line(out, r, m, p->stack, leaf,
+		     r->metric == METRIC_CAUSED ? p->ns2 : p->ns);
 	}
 }
 
@@ -85,6 +89,9 @@ void report_folded(const report_t *r, FILE *out)
 			break;
 		case METRIC_HOLD:
 			pairs(out, r, m, LS_ACQSITE, "hold");
+			break;
+		case METRIC_CAUSED:
+			pairs(out, r, m, LS_HOLDER, "caused on");
 			break;
 		case METRIC_ALLOC_UNDER_LOCK:
 			pairs(out, r, m, LS_ALLOC, "alloc under");

@@ -22,3 +22,12 @@ echo "== svcqueue --container=heap: a pre-allocated heap, no allocation under th
 echo
 echo "== mallock diff tree heap"
 "$BIN"/mallock diff "$OUT"/tree.trace "$OUT"/heap.trace
+echo
+echo "== the same trace for the tools people already use (issue 14)"
+"$BIN"/mallock report --format=pprof --metric=wait -o "$OUT"/tree.wait.pb.gz "$OUT"/tree.trace
+"$BIN"/mallock report --format=pprof --metric=caused -o "$OUT"/tree.caused.pb.gz "$OUT"/tree.trace
+"$BIN"/mallock report --format=perfetto --lock=svcqueue.lock --to=0.5 -o "$OUT"/tree.pftrace "$OUT"/tree.trace
+"$BIN"/mallock report --format=html -o "$OUT"/tree.html "$OUT"/tree.trace
+echo "pprof:    go tool pprof -http=: $OUT/tree.wait.pb.gz   (and tree.caused.pb.gz)"
+echo "Perfetto: open $OUT/tree.pftrace in https://ui.perfetto.dev"
+echo "HTML report: $(realpath "$OUT"/tree.html)"

@@ -1,0 +1,232 @@
+/*
+ * replay.c - the second pass of replay.h. Its hold bookkeeping mirrors
+ * aggregate.c's push_hold()/release(): keep them in step.
+ */
+#include "replay.h"
+
+#include "progress.h"
+#include "reader.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REPLAY_HELD_MAX 1024 /* aggregate.c's HELD_MAX */
+
+typedef struct rheld {
+	uint32_t lock, site;
+	uint64_t tsc;
+} rheld_t;
+
+typedef struct rthr {
+	rheld_t *h;
+	uint32_t *locks; /* the held locks' indexes, for replay_ev_t.held */
+	size_t n, cap, capl;
+} rthr_t;
+
+typedef struct rstate {
+	model_t *m;
+	rthr_t *thr;
+	uint32_t *last_stack, *last_thr; /* per lock: last contended release */
+	replay_fn fn;
+	void *ctx;
+} rstate_t;
+
+static inline uint64_t sat(double v)
+{
+	return v < 18446744073709549568.0 ? (v > 0 ? (uint64_t)v : 0)
+	                                  : UINT64_MAX;
+}
+
+static uint64_t dur_ns(const model_t *m, uint64_t ticks)
+{
+	return sat((double)ticks * m->ns_per_tick + 0.5);
+}
+
+static uint64_t at_ns(const model_t *m, uint64_t tsc)
+{
+	return tsc > m->first_tsc ? dur_ns(m, tsc - m->first_tsc) : 0;
+}
+
+static uint32_t find(const u64map_t *map, uint64_t id)
+{
+	const uint32_t *v = u64map_find(map, id);
+	return v ? *v : NONE32;
+}
+
+static uint32_t lock_of(const model_t *m, uint64_t id)
+{
+	return find(&m->lock_by_id, id == U64MAP_EMPTY ? U64MAP_EMPTY - 1 : id);
+}
+
+static uint32_t stack_of(const model_t *m, uint64_t id)
+{
+	return id == 0 || id == U64MAP_EMPTY ? NONE32 : find(&m->stk_by_id, id);
+}
+
+static void push(rstate_t *s, uint32_t ti, uint32_t li, uint32_t site,
+                 uint64_t tsc)
+{
+	rthr_t *t = &s->thr[ti];
+	if (t->n >= REPLAY_HELD_MAX)
+		return;
+	VEC_RESERVE(t->h, t->cap, t->n);
+	t->h[t->n++] = (rheld_t){li, site, tsc};
+}
+
+/* Ends ti's innermost hold of li at tsc and reports it; an unmatched
+ * contended release is reported too (the model counts it). */
+static void pop(rstate_t *s, uint32_t ti, uint32_t li, uint64_t tsc,
+                bool contended, uint32_t holder_stack)
+{
+	const model_t *m = s->m;
+	rthr_t *t = &s->thr[ti];
+	size_t i = t->n;
+	while (i > 0 && t->h[i - 1].lock != li)
+		i--;
+	replay_ev_t ev = {.kind = REPLAY_HOLD, .thread = ti, .lock = li,
+	                  .stack = NONE32, .holder_stack = holder_stack,
+	                  .holder_thread = ti, .contended = contended};
+	ev.t1 = at_ns(m, tsc);
+	if (i == 0) {
+		if (!contended)
+			return;
+		ev.t0 = ev.t1;
+	} else {
+		rheld_t h = t->h[i - 1];
+		memmove(&t->h[i - 1], &t->h[i], (t->n - i) * sizeof h);
+		t->n--;
+		ev.matched = true;
+		ev.stack = h.site;
+		ev.t0 = at_ns(m, h.tsc);
+		ev.ns = tsc > h.tsc ? dur_ns(m, tsc - h.tsc) : 0;
+	}
+	s->fn(s->ctx, &ev);
+}
+
+static void alloc(rstate_t *s, uint32_t ti, uint64_t tsc, uint64_t stack_id,
+                  uint64_t size, uint64_t ticks, bool is_alloc)
+{
+	rthr_t *t = &s->thr[ti];
+	if (!t->n)
+		return;
+	VEC_RESERVE(t->locks, t->capl, t->n);
+	for (size_t i = 0; i < t->n; i++)
+		t->locks[i] = t->h[i].lock;
+	replay_ev_t ev = {.kind = REPLAY_ALLOC, .thread = ti, .lock = NONE32,
+	                  .stack = stack_of(s->m, stack_id),
+	                  .holder_stack = NONE32, .holder_thread = NONE32,
+	                  .size = size, .is_alloc = is_alloc,
+	                  .held = t->locks, .nheld = (uint32_t)t->n};
+	ev.ns = dur_ns(s->m, ticks);
+	ev.t1 = at_ns(s->m, tsc);
+	ev.t0 = ev.t1 > ev.ns ? ev.t1 - ev.ns : 0;
+	s->fn(s->ctx, &ev);
+}
+
+/* The stack of the block a free releases is the model's business; the
+ * replay does not track blocks (a free's stack stays NONE32). */
+static void on_event(rstate_t *s, uint32_t ti, const fmt_record_t *r)
+{
+	model_t *m = s->m;
+	uint32_t li;
+	switch (r->type) {
+	case FMT_ALLOC:
+		alloc(s, ti, r->tsc, r->f[2], r->f[1], r->f[3], true);
+		break;
+	case FMT_FREE:
+		alloc(s, ti, r->tsc, 0, 0, r->f[1], false);
+		break;
+	case FMT_REALLOC:
+		alloc(s, ti, r->tsc, r->f[3], r->f[2], r->f[4], true);
+		break;
+	case FMT_ACQ:
+	case FMT_ACQ_SHARED:
+		if ((li = lock_of(m, r->f[0])) != NONE32)
+			push(s, ti, li, stack_of(m, r->f[1]), r->tsc);
+		break;
+	case FMT_ACQ_WAIT:
+	case FMT_ACQ_SHARED_WAIT: {
+		if ((li = lock_of(m, r->f[0])) == NONE32)
+			break;
+		uint32_t stack = stack_of(m, r->f[1]);
+		push(s, ti, li, stack, r->tsc);
+		replay_ev_t ev = {.kind = REPLAY_WAIT, .thread = ti,
+		                  .lock = li, .stack = stack,
+		                  .holder_stack = s->last_stack[li],
+		                  .holder_thread = s->last_thr[li],
+		                  .waiters = r->f[3]};
+		ev.ns = dur_ns(m, r->f[2]);
+		ev.t1 = at_ns(m, r->tsc);
+		ev.t0 = ev.t1 > ev.ns ? ev.t1 - ev.ns : 0;
+		s->fn(s->ctx, &ev);
+		break;
+	}
+	case FMT_REL:
+		if ((li = lock_of(m, r->f[0])) != NONE32)
+			pop(s, ti, li, r->tsc, false, NONE32);
+		break;
+	case FMT_REL_CONTENDED: {
+		if ((li = lock_of(m, r->f[0])) == NONE32)
+			break;
+		uint32_t stack = stack_of(m, r->f[1]);
+		pop(s, ti, li, r->tsc, true, stack);
+		s->last_stack[li] = stack;
+		s->last_thr[li] = ti;
+		break;
+	}
+	case FMT_COND_WAIT:
+		if ((li = lock_of(m, r->f[1])) != NONE32)
+			pop(s, ti, li, r->tsc, false, NONE32);
+		break;
+	case FMT_COND_WAKE:
+		if ((li = lock_of(m, r->f[1])) != NONE32)
+			push(s, ti, li, NONE32, r->tsc);
+		break;
+	case FMT_THREAD_EXIT:
+		s->thr[ti].n = 0;
+		break;
+	case FMT_MARK:
+		for (size_t i = 0; i < m->nthr; i++)
+			s->thr[i].n = 0;
+		break;
+	default:
+		break;
+	}
+}
+
+int replay(model_t *m, replay_fn fn, void *ctx)
+{
+	reader_t *r;
+	reader_ev_t ev;
+	char err[256];
+	if (reader_open(m->path, &r, err, sizeof err)) {
+		fprintf(stderr, "mallock: %s: %s\n", m->path, err);
+		return 1;
+	}
+	rstate_t s = {.m = m, .fn = fn, .ctx = ctx};
+	s.thr = xcalloc(m->nthr + 1, sizeof *s.thr);
+	s.last_stack = xmalloc((m->nlock + 1) * sizeof *s.last_stack);
+	s.last_thr = xmalloc((m->nlock + 1) * sizeof *s.last_thr);
+	memset(s.last_stack, 0xff, (m->nlock + 1) * sizeof *s.last_stack);
+	memset(s.last_thr, 0xff, (m->nlock + 1) * sizeof *s.last_thr);
+	progress_pass(m->path, 3);
+	while (reader_next(r, &ev) > 0) {
+		if (FMT_IS_META(ev.rec->type))
+			continue;
+		uint32_t ti = find(&m->thr_by_tid, ev.tid);
+		if (ti == NONE32 || m->thr[ti].excluded)
+			continue;
+		on_event(&s, ti, ev.rec);
+	}
+	for (size_t i = 0; i < m->nthr; i++) {
+		free(s.thr[i].h);
+		free(s.thr[i].locks);
+	}
+	free(s.thr);
+	free(s.last_stack);
+	free(s.last_thr);
+	progress_done();
+	reader_close(r);
+	return 0;
+}

@@ -1,0 +1,62 @@
+/*
+ * replay.h - a second streaming pass over a trace that the model was built
+ * from, for the outputs that need what the model does not keep: each wait,
+ * hold and allocator call with its thread and time (Perfetto's timeline),
+ * and the thread of each waiter and holder (pprof's `thread` label).
+ *
+ * It follows aggregate.c's semantics exactly (the same holds, the same
+ * holder credited with a wait, the same excluded threads and pause marks),
+ * so sums over its events equal the model's counters; tests check that
+ * against the JSON report. Memory: the threads' held-lock stacks and one
+ * entry per lock, never proportional to the number of events.
+ */
+#ifndef MALLOCK_REPLAY_H
+#define MALLOCK_REPLAY_H
+
+#include "model.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum replay_kind {
+	REPLAY_WAIT,  /* a contended acquisition */
+	REPLAY_HOLD,  /* a hold ended (release, contended release, cond wait) */
+	REPLAY_ALLOC, /* an allocator call made while the thread held a lock */
+};
+
+typedef struct replay_ev {
+	int kind;
+	uint32_t thread; /* model thread index */
+	uint32_t lock;   /* model lock index (WAIT, HOLD) */
+	/* WAIT: the waiter's stack; HOLD: the acquisition site (NONE32 after
+	 * a condition wake); ALLOC: the allocation stack (NONE32 for a free) */
+	uint32_t stack;
+	/* HOLD: the holder's stack at a contended release, else NONE32.
+	 * WAIT: the last contended release of this lock, which the model
+	 * charges with this wait (stack and thread; NONE32 when none). */
+	uint32_t holder_stack, holder_thread;
+	/* ns since the trace's first event: WAIT from the wait's start to the
+	 * acquisition; HOLD acquisition to release; ALLOC the call. */
+	uint64_t t0, t1;
+	uint64_t ns;      /* WAIT wait, HOLD hold, ALLOC allocator time */
+	uint64_t size;    /* ALLOC: bytes asked for (0 for a free) */
+	uint64_t waiters; /* WAIT: threads waiting when it began, itself too */
+	bool contended;   /* HOLD: released with REL_CONTENDED */
+	bool matched;     /* HOLD: its acquisition was seen (else t0 == t1) */
+	bool is_alloc;    /* ALLOC: an allocation or realloc, not a free */
+	const uint32_t *held; /* ALLOC: lock indexes held, innermost last */
+	uint32_t nheld;
+} replay_ev_t;
+
+typedef void (*replay_fn)(void *ctx, const replay_ev_t *ev);
+
+/*
+ * Reads m->path again and calls fn for each wait, hold and allocator call
+ * in a hold, in trace (TSC) order, for the threads the model did not
+ * exclude. Returns 0 (also when a malformed record stops it where it
+ * stopped the model), or 1 when the file cannot be read again (one line on
+ * stderr). Allocates only per thread and per lock.
+ */
+int replay(model_t *m, replay_fn fn, void *ctx);
+
+#endif

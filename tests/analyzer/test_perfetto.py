@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""--format=perfetto decoded with protoc against Perfetto's field numbers,
+and its structure checked (issue 14).
+
+usage: test_perfetto.py MALLOCK MKTRACE SRCDIR
+
+Records a short svcqueue run, writes its timeline for the queue lock and
+decodes it with `protoc --decode=perfetto.protos.Trace` (Debian
+protobuf-compiler, installed when missing; exit 77 only when that install
+fails) against perfetto/trace_subset.proto: no field may be unknown. Then:
+timestamps sorted; on every track the slices nest (each end closes the
+innermost open slice of its track); a named track per thread that waited;
+the wait slices and the hold slices add up to the JSON report's waits and
+holds of the lock; every allocator call in a hold is a slice nested in a
+hold; every flow has one start (a contended release) and one end (a hold of
+the same lock on another thread, later); the waiter counter never goes
+below 0 and ends at 0; --from/--to keep only their window."""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import MALLOCK, SRCDIR, TMP, check, done, eq, run  # noqa: E402
+from recorded import ensure_tool, record_svcqueue  # noqa: E402
+
+protoc = ensure_tool("protoc", "protobuf-compiler")
+if not protoc:
+    print("SKIP: protoc (protobuf-compiler) not installable here")
+    sys.exit(77)
+
+
+
+def decode(*args):
+    path = os.path.join(TMP, "t.pftrace")
+    rc, out, err = run("report", "--format=perfetto", "-o", path, *args,
+                       trace)
+    if rc != 0:
+        raise SystemExit("mallock report --format=perfetto: %s" % err)
+    with open(path, "rb") as f:
+        os.unlink(path)
+        r = subprocess.run([protoc, "--proto_path=" + os.path.join(
+            SRCDIR, "perfetto"), "--decode=perfetto.protos.Trace",
+            "trace_subset.proto"], stdin=f, capture_output=True, text=True,
+            timeout=300)
+    check(r.returncode == 0, "protoc --decode: %s" % r.stderr[:500])
+    return r.stdout
+
+
+def parse(text):
+    """Packets as dicts: 'ts', 'track' (descriptor) or 'ev' (event)."""
+    unknown = re.findall(r"^\s*\d+[:{ ]", text, re.M)
+    eq(unknown[:3], [], "fields protoc does not know")
+    packets, stack = [], []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.endswith("{"):
+            name = s[:-1].strip()
+            node = {}
+            if name == "packet":
+                packets.append(node)
+            else:
+                parent = stack[-1]
+                if name in ("debug_annotations",):
+                    parent.setdefault(name, []).append(node)
+                else:
+                    parent[name] = node
+            stack.append(node)
+        elif s == "}":
+            stack.pop()
+        elif s:
+            k, v = s.split(": ", 1)
+            v = v.strip('"') if v.startswith('"') else v
+            if k in ("flow_ids", "terminating_flow_ids"):
+                stack[-1].setdefault(k, []).append(v)
+            else:
+                stack[-1][k] = v
+    return packets
+
+
+def structure(packets, what):
+    tracks, events, last_ts = {}, [], -1
+    for p in packets:
+        if "track_descriptor" in p:
+            d = p["track_descriptor"]
+            tracks[d["uuid"]] = d
+        elif "track_event" in p:
+            ts = int(p["timestamp"])
+            check(ts >= last_ts, "%s: time goes back at %d" % (what, ts))
+            last_ts = ts
+            e = p["track_event"]
+            e["ts"] = ts
+            events.append(e)
+    # nesting per track; slices as (track, name, t0, t1, depth, ev)
+    open_, slices = {}, []
+    for e in events:
+        tr = e["track_uuid"]
+        check(tr in tracks, "%s: event on an undeclared track" % what)
+        if e["type"] == "TYPE_SLICE_BEGIN":
+            st = open_.setdefault(tr, [])
+            st.append(e)
+            e["depth"] = len(st)
+            e["parent"] = st[-2] if len(st) > 1 else None
+        elif e["type"] == "TYPE_SLICE_END":
+            st = open_.get(tr)
+            if not st:
+                check(False, "%s: an end without a begin" % what)
+                continue
+            b = st.pop()
+            b["t1"] = e["ts"]
+            slices.append(b)
+    check(all(not v for v in open_.values()), "%s: unclosed slices" % what)
+    return tracks, events, slices
+
+
+def ann(e, k):
+    for a in e.get("debug_annotations", []):
+        if a["name"] == k:
+            return int(a["uint_value"]) if "uint_value" in a else a[
+                "string_value"]
+    return None
+
+
+# ---- the whole trace, the queue lock -------------------------------------
+# Short (the timeline of every hold is big), with more threads than cores
+# so that the queue lock is contended even in a short run; recorded again
+# (at most 5 times) until some release woke a waiter, so that there are
+# flows to check.
+for attempt in range(5):
+    trace, j = record_svcqueue(MALLOCK, TMP, duration="0.08",
+                               min_contended=3,
+                               extra=["--allocs-per-put=2", "--producers=4",
+                                      "--consumers=4"])
+    q = next(l for l in j["locks"] if l["name"] == "svcqueue.lock")
+    tracks, events, slices = structure(parse(decode("--lock=svcqueue.lock")),
+                                       "whole")
+    nflows = sum(len(s.get("flow_ids", [])) for s in slices)
+    if nflows or os.environ.get("MALLOCK_TEST_TRACE"):
+        break
+    print("no release woke a waiter in this recording: recording again")
+threads = {d["uuid"]: d["thread"] for d in tracks.values() if "thread" in d}
+for t in j["threads"]:
+    if t["contended_acquisitions"] and t["name"]:
+        check(any(th["thread_name"] == t["name"] for th in threads.values()),
+              "a track for thread %s" % t["name"])
+waits = [s for s in slices if s["name"] == "wait svcqueue.lock"]
+eq(len(waits), q["contended"], "wait slices")
+eq(sum(ann(s, "wait_ns") for s in waits), q["wait_ns"], "wait_ns annotations")
+eq(sum(s["t1"] - s["ts"] for s in waits), q["wait_ns"], "wait slice spans")
+check(all(tracks[s["track_uuid"]].get("name") == "waits" and
+          tracks[s["track_uuid"]]["parent_uuid"] in threads for s in waits),
+      "wait slices on a thread's waits track")
+holds = [s for s in slices if s["name"] == "svcqueue.lock"]
+eq(len(holds), q["holds"], "hold slices")
+eq(sum(ann(s, "hold_ns") for s in holds), q["hold_ns"], "hold_ns annotations")
+eq(sum(1 for s in holds if ann(s, "contended")), q["contended_holds"],
+   "contended holds")
+check(all(s["depth"] == 1 and tracks[s["track_uuid"]]["parent_uuid"]
+          in threads for s in holds), "holds at the top of a thread's "
+      "lock track")
+allocs = [s for s in slices if s["name"].startswith(("alloc ", "free"))]
+eq(len(allocs), q["allocations_in_holds"], "allocator slices in holds")
+check(all(s["parent"] is not None and s["parent"]["name"] == "svcqueue.lock"
+          and s["parent"]["ts"] <= s["ts"] and s["t1"] <= s["parent"]["t1"]
+          for s in allocs), "every allocator slice nested in its hold")
+check(any(ann(s, "site") and "tree_insert" in ann(s, "site")
+          for s in allocs), "allocator slices name their site")
+sizes = {ann(s, "size") for s in allocs if s["name"].startswith("alloc")}
+check(64 in sizes, "allocations of 64 B (--node-size): %r" % sorted(sizes)[:5])
+outs, ins = {}, {}
+for s in holds:
+    for f in s.get("flow_ids", []):
+        check(f not in outs, "flow %s starts twice" % f)
+        outs[f] = s
+    for f in s.get("terminating_flow_ids", []):
+        check(f not in ins, "flow %s ends twice" % f)
+        ins[f] = s
+eq(set(outs), set(ins), "flows pair")
+check(0 < len(outs) <= q["contended_holds"],
+      "%d flows for %d contended releases" % (len(outs), q["contended_holds"]))
+for f, a in outs.items():
+    b = ins.get(f)
+    if b is None:
+        continue
+    check(ann(a, "contended") == 1, "flow %s starts at a contended hold" % f)
+    check(a["t1"] <= b["ts"], "flow %s: the release precedes the wake" % f)
+    check(tracks[a["track_uuid"]]["parent_uuid"] !=
+          tracks[b["track_uuid"]]["parent_uuid"], "flow %s: other thread" % f)
+counters = [u for u, d in tracks.items() if "counter" in d]
+eq([tracks[u]["name"] for u in counters], ["waiters svcqueue.lock"],
+   "counter tracks")
+vals = [int(e["counter_value"]) for e in events
+        if e["type"] == "TYPE_COUNTER"]
+check(vals and min(vals) >= 0 and max(vals) >= 1 and vals[-1] == 0,
+      "waiter counter: min %s max %s last %s" % (
+          min(vals) if vals else None, max(vals) if vals else None,
+          vals[-1] if vals else None))
+check(max(vals) <= q["max_waiters"] + 1 if vals else False,
+      "waiter counter max %s vs max_waiters %s" % (
+          max(vals) if vals else None, q["max_waiters"]))
+
+# ---- a window of every lock ----------------------------------------------
+packets = parse(decode("--from=20ms", "--to=0.04"))
+tr2, ev2, sl2 = structure(packets, "window")
+check(ev2 and all(20_000_000 <= e["ts"] <= 40_000_000 for e in ev2),
+      "--from=20ms --to=0.04: events inside the window")
+check(0 < len(sl2) < len(slices) * 2, "window keeps some slices")
+o2 = [f for s in sl2 for f in s.get("flow_ids", [])]
+i2 = [f for s in sl2 for f in s.get("terminating_flow_ids", [])]
+eq(sorted(o2), sorted(i2), "flows pair inside the window")
+
+# ---- a window that cuts a flow: its start kept, its end left out --------
+cut = [(a, ins[f]) for f, a in outs.items() if f in ins and
+       a["t1"] < ins[f]["ts"]]
+check(cut, "a flow whose release precedes its wake")
+if cut:
+    a, b = cut[0]
+    tr3, ev3, sl3 = structure(parse(decode(
+        "--lock=svcqueue.lock", "--from=%dns" % a["ts"],
+        "--to=%dns" % (b["ts"] - 1))), "cut")
+    check(any(s["ts"] == a["ts"] and s["name"] == "svcqueue.lock"
+              for s in sl3), "the cut window keeps the releasing hold")
+    o3 = [f for s in sl3 for f in s.get("flow_ids", [])]
+    i3 = [f for s in sl3 for f in s.get("terminating_flow_ids", [])]
+    eq(sorted(o3), sorted(i3), "flows pair in a window that cuts one")
+
+# ---- bad option -----------------------------------------------------------
+rc, out, err = run("report", "--format=perfetto", "--from=soon", "-o",
+                   os.path.join(TMP, "x"), trace)
+check(rc == 1 and "bad time" in err, "--from=soon: %d %s" % (rc, err))
+rc, out, err = run("report", "--format=perfetto", "--from=2ms", "--to=1ms",
+                   "-o", os.path.join(TMP, "x"), trace)
+check(rc == 1 and "before --to" in err, "--from after --to: %d %s"
+      % (rc, err))
+if not os.environ.get("MALLOCK_TEST_TRACE"):
+    os.unlink(trace)
+done("analyzer_perfetto")
