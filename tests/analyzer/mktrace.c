@@ -19,6 +19,15 @@
  *             shares: three producers (10 acquisitions and 1/10 wake per
  *             round each) and three consumers (1 wake per round each):
  *             no starvation.
+ *   pool      pools uneven by design, no starvation: four "bg-N" threads
+ *             (thread_native_entry -> pool_worker) each woken on "tasks"
+ *             1, 1/4, 1/16, 1/64 times per round, one acquisition per wake
+ *             (waiting for work); three "gc-N" (-> gc_worker) taking
+ *             "heap" 10, 3 and 1 times per round, waiting 50 ns once; and
+ *             "VM Thread", "C2 CompilerThread0", "Sweeper thread" (one
+ *             entry, thread_native_entry -> thread_main_inner: a runtime's
+ *             threads, not peers) taking "codecache" 1, 10 and 3 times per
+ *             round, each waiting 200 ns.
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -80,6 +89,13 @@ FRAME_FN(producer_alt)
 FRAME_FN(client_main)
 FRAME_FN(client_wait)
 FRAME_FN(server_main)
+FRAME_FN(thread_native_entry)
+FRAME_FN(pool_worker)
+FRAME_FN(gc_worker)
+FRAME_FN(thread_main_inner)
+FRAME_FN(pool_take)
+FRAME_FN(gc_mark)
+FRAME_FN(code_install)
 /* Stands for libc's start_thread: "mallock_" frames fold as runtime, so a
  * stack rooted here reaches the thread's start (its entry function is the
  * next frame). */
@@ -376,9 +392,10 @@ static void finish_file(void)
 enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
        S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
        S_WORK_SITE, S_PUT_ALLOC2, S_CLIENT_SITE, S_CLIENT_WAIT, S_SERVER,
-       S_PROD_FULL, S_CONS_FULL };
+       S_PROD_FULL, S_CONS_FULL, S_POOL, S_GC, S_JVM };
 enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
-       L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_MALLOC = 50 };
+       L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_HEAP = 10,
+       L_CODE = 11, L_MALLOC = 50 };
 
 static bool with_module = true;
 static bool two_callers; /* --two-callers */
@@ -427,6 +444,13 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_PROD_FULL, 3, f);
 	f[0] = fa(queue_take), f[1] = fa(consumer_main);
 	m_stack(t, S_CONS_FULL, 3, f);
+	f[2] = fa(thread_native_entry), f[3] = fa(mallock_test_thread_start);
+	f[0] = fa(pool_take), f[1] = fa(pool_worker);
+	m_stack(t, S_POOL, 4, f);
+	f[0] = fa(gc_mark), f[1] = fa(gc_worker);
+	m_stack(t, S_GC, 4, f);
+	f[0] = fa(code_install), f[1] = fa(thread_main_inner);
+	m_stack(t, S_JVM, 4, f);
 }
 
 #define E(t, type, tsc, ...) (nevents++, ev(t, type, tsc, __VA_ARGS__))
@@ -611,6 +635,49 @@ static void scenario_roles(tw_t **pr, tw_t **co, int rounds)
 }
 
 /*
+ * pool: per round r from t0 = T0 + 100000 + r * 10000:
+ *   bg-i (i = 0..3), woken when r % 4^i == 0, at a = t0 + 100 i: ACQ_WAIT
+ *   "tasks" 10 ns, COND_WAIT +10, COND_WAKE +500, REL +600;
+ *   gc-i (i = 0..2) takes "heap" n = 10, 3, 1 times at t0 + 3000 + 200 k
+ *   + 50 i for 20 ns: ACQ_WAIT 50 ns in round 0's first time, else ACQ;
+ *   jvm-i (i = 0..2) takes "codecache" n = 1, 10, 3 times at t0 + 6000 +
+ *   200 k + 50 i for 20 ns, every time ACQ_WAIT 200 ns.
+ */
+static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
+{
+	static const int gcn[3] = {10, 3, 1}, jvmn[3] = {1, 10, 3};
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int i = 0; i < 4; i++) {
+			if (r % (1 << (2 * i)))
+				continue;
+			uint64_t a = t0 + 100u * (unsigned)i;
+			E(bg[i], FMT_ACQ_WAIT, a, L_JOBS, S_POOL, 10, 1, 0);
+			E(bg[i], FMT_COND_WAIT, a + 10, C_JOBS, L_JOBS, 0, 0, 0);
+			E(bg[i], FMT_COND_WAKE, a + 500, C_JOBS, L_JOBS, 0, 0, 0);
+			E(bg[i], FMT_REL, a + 600, L_JOBS, 0, 0, 0, 0);
+		}
+		for (int i = 0; i < 3; i++)
+			for (int k = 0; k < gcn[i]; k++) {
+				uint64_t a = t0 + 3000 + 200u * (unsigned)k +
+				             50u * (unsigned)i;
+				if (r == 0 && k == 0)
+					E(gc[i], FMT_ACQ_WAIT, a, L_HEAP, S_GC, 50, 1, 0);
+				else
+					E(gc[i], FMT_ACQ, a, L_HEAP, S_GC, 0, 0, 0);
+				E(gc[i], FMT_REL, a + 20, L_HEAP, 0, 0, 0, 0);
+			}
+		for (int i = 0; i < 3; i++)
+			for (int k = 0; k < jvmn[i]; k++) {
+				uint64_t a = t0 + 6000 + 200u * (unsigned)k +
+				             50u * (unsigned)i;
+				E(jvm[i], FMT_ACQ_WAIT, a, L_CODE, S_JVM, 200, 1, 0);
+				E(jvm[i], FMT_REL, a + 20, L_CODE, 0, 0, 0, 0);
+			}
+	}
+}
+
+/*
  * big: T threads, each looping: ACQ lock (t % 4), ALLOC (stack t % 8),
  * REL, FREE of the block allocated 64 iterations before. 4 events per
  * iteration plus a few per round; live blocks stay at 64 per thread.
@@ -687,8 +754,8 @@ static void corrupt(const char *path, int crc_k, int cut_k)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: mktrace cascade|precise|mixed|starve|roles|big OUT "
-		                "[options]\n");
+		fprintf(stderr, "usage: mktrace cascade|precise|mixed|starve|"
+		                "roles|pool|big OUT [options]\n");
 		return 1;
 	}
 	const char *sc = argv[1], *path = argv[2];
@@ -800,6 +867,25 @@ int main(int argc, char **argv)
 		m_lock_new(a[0], C_JOBS, 0x6040, FMT_KIND_COND, 0);
 		m_lock_new(a[0], C_JOBS2, 0x6080, FMT_KIND_COND, 0);
 		m_lock_name(a[0], L_JOBS, 0, sc[0] == 's' ? "jobs" : "ring");
+	} else if (!strcmp(sc, "pool")) {
+		static const char *const names[10] = {
+		    "bg-0", "bg-1", "bg-2", "bg-3", "gc-0", "gc-1", "gc-2",
+		    "VM Thread", "C2 CompilerThread0", "Sweeper thread"};
+		tw_t *a[10];
+		for (int i = 0; i < 10; i++) {
+			a[i] = tw_new(121 + (uint32_t)i);
+			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID, 0, 0,
+			  0, 0);
+			m_thread_name(proc, 121 + (uint64_t)i, names[i]);
+		}
+		scenario_pool(a, a + 4, a + 7, rounds);
+		m_lock_new(a[0], L_JOBS, 0x6000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(a[0], C_JOBS, 0x6040, FMT_KIND_COND, 0);
+		m_lock_new(a[0], L_HEAP, 0x60c0, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(a[0], L_CODE, 0x6100, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_name(a[0], L_JOBS, 0, "tasks");
+		m_lock_name(a[0], L_HEAP, 0, "heap");
+		m_lock_name(a[0], L_CODE, 0, "codecache");
 	} else if (!strcmp(sc, "cascade") || precise || !strcmp(sc, "mixed")) {
 		scenario_cascade(mainth, p, c, rounds, precise);
 	} else {
