@@ -802,10 +802,14 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		 * paused (a phantom holder), or its acquisition (then the
 		 * release is unmatched, counted, never a negative hold). So
 		 * every thread's holds end here, uncounted. */
-		if (r->f[0] == FMT_MARK_PAUSE)
+		if (r->f[0] == FMT_MARK_PAUSE) {
 			m->tot.pauses++;
-		else if (r->f[0] == FMT_MARK_RESUME)
+			m->paused = true;
+			m->pause_tsc = r->tsc;
+		} else if (r->f[0] == FMT_MARK_RESUME) {
 			m->tot.resumes++;
+			m->paused = false;
+		}
 		for (size_t i = 0; i < m->nthr; i++) {
 			m->tot.holds_cut += m->thr[i].nheld;
 			m->thr[i].nheld = 0;

@@ -183,6 +183,22 @@ size_t model_lock_pairs(const model_t *m, int k, uint32_t li,
 	return t->start[li + 1] - t->start[li];
 }
 
+const char *model_allocator(const model_t *m)
+{
+	static const char *const known[] = {"tcmalloc", "jemalloc",
+	                                    "mimalloc", NULL};
+	for (size_t i = 0; i < m->nmod; i++) {
+		const char *p = m->mod[i].path;
+		const char *b = p ? strrchr(p, '/') : NULL;
+		b = b ? b + 1 : p;
+		for (int k = 0; b && known[k]; k++)
+			if (strncmp(b, "lib", 3) == 0 &&
+			    strncmp(b + 3, known[k], strlen(known[k])) == 0)
+				return known[k];
+	}
+	return "glibc";
+}
+
 const char *lock_label(const model_t *m, const lock_t *l, char *buf,
                        size_t len)
 {

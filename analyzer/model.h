@@ -272,6 +272,9 @@ typedef struct model {
 	uint64_t free_n;       /* frees counted by the last block_free() */
 	char *exe, *cmdline, *hostname, *version;
 	bool have_end, end_clean;
+	bool paused;       /* the last MARK paused recording (a window closed) */
+	bool attached;     /* recorded by `mallock attach` (its NOTE) */
+	uint64_t pause_tsc; /* the last pause */
 	uint64_t end_events, end_dropped;
 	uint64_t first_tsc, last_tsc, events;
 
@@ -355,6 +358,10 @@ static inline uint64_t model_duration_ns(const model_t *m)
 	double ns = (double)(m->last_tsc - m->first_tsc) * m->ns_per_tick;
 	return ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
 }
+
+/* The allocator the traced program used, from its MODULE records:
+ * "tcmalloc", "jemalloc", "mimalloc", or "glibc" (none of those loaded). */
+const char *model_allocator(const model_t *m);
 
 /* Display name of a lock ("name", or kind@addr). Writes into buf. */
 const char *lock_label(const model_t *m, const lock_t *l, char *buf,

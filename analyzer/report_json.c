@@ -105,6 +105,10 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 	else
 		jw_null(w);
 	jw_kbool(w, "clean_exit", m->have_end && m->end_clean);
+	jw_kbool(w, "attached", m->attached);
+	jw_kbool(w, "window_closed", !m->have_end && m->paused);
+	char rec[256];
+	jw_kstr(w, "recording", recording_text(m, rec, sizeof rec));
 	jw_kstr(w, "clock_source", m->info.clock_source);
 	jw_knum(w, "ns_per_tick", m->ns_per_tick);
 	jw_key(w, "notes");

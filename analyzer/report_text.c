@@ -187,14 +187,14 @@ static void print_header(FILE *out, const report_t *r, model_t *m)
 	const char *cmd = m->cmdline && *m->cmdline ? m->cmdline
 	                  : m->exe && *m->exe       ? m->exe
 	                                            : "?";
-	char head[600];
+	char head[900], rec[256];
+	recording_text(m, rec, sizeof rec);
 	snprintf(head, sizeof head,
-	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events%s",
+	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events%s%s%s",
 	         m->path, m->pid, cmd,
 	         fmt_ns(a, sizeof a, (double)model_duration_ns(m)), nthr,
-	         fmt_count(b, sizeof b, (double)m->events),
-	         m->have_end ? "" : " (no END record: the process did not "
-	                            "exit cleanly)");
+	         fmt_count(b, sizeof b, (double)m->events), *rec ? " (" : "",
+	         rec, *rec ? ")" : "");
 	wrap_print(out, 2, "", head);
 	if (m->info.truncated)
 		wrap_print(out, 4, "  ! ", truncation_text(m, tr, sizeof tr));
@@ -304,7 +304,14 @@ static void print_cascade(FILE *out, const report_t *r)
 		frame_label(&fr, site, sizeof site);
 	else
 		snprintf(site, sizeof site, "an unknown site");
-	fprintf(out, "\nThe cascade (finding #%zu):\n", idx);
+	size_t top = r->top < 0 ? 0 : (size_t)r->top;
+	if (idx <= top)
+		fprintf(out, "\nThe cascade (finding #%zu):\n", idx);
+	else /* never refer to a finding the reader was not shown */
+		fprintf(out,
+		        "\nThe cascade (the first alloc_under_lock finding, #%zu "
+		        "of %zu, not listed above: --top %zu lists it):\n",
+		        idx, r->f.n, idx);
 	snprintf(txt, sizeof txt,
 	         "waiters lost %s on lock %s (%.0f contended acquisitions, up "
 	         "to %.0f waiting at once);",

@@ -45,6 +45,15 @@
  *   --two-callers     cascade: the third producer reaches the allocating
  *                     line (queue_put) from another caller (producer_alt):
  *                     two stacks, one allocation site
+ *   --attached        a NOTE as `mallock attach` writes ("attached: ...")
+ *   --window-closed   a MARK pause (a window closed by ctl) 1 us after the
+ *                     last event, and no END (the process still runs)
+ *   --no-end          no END record
+ *   --module PATH     one more MODULE record, for PATH (an allocator's
+ *                     library: libtcmalloc.so.4...), mapped nowhere used
+ *   --slow-outside    cascade: every 10th allocation outside the locks
+ *                     (the 32-byte blocks) takes 5000 ns, not 150
+ *   --churn-size N    mixed: the churn blocks are N bytes (default 16)
  *
  * Small scenarios keep every chunk in memory and write the threads'
  * chunks in reverse thread order (the consumer's before the producers'),
@@ -401,6 +410,8 @@ static bool with_module = true;
 static bool two_callers; /* --two-callers */
 static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
+static bool slow_outside;       /* --slow-outside */
+static uint64_t churn_size = 16; /* --churn-size */
 
 static void define_stacks(tw_t *t)
 {
@@ -503,7 +514,8 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 				E(t, FMT_ALLOC, a + 1350, ptr, 48, S_PUT_ALLOC, 200,
 				  FMT_FN_NEW);
 			E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000, 32, S_WORK_ALLOC,
-			  150, FMT_FN_MALLOC);
+			  slow_outside && r % 10 == 0 ? 5000 : 150,
+			  FMT_FN_MALLOC);
 			E(t, FMT_FREE, a + 1450, ptr + 0x1000000, 150, 0, 0, 0);
 		}
 		uint64_t w = t0 + 5000;
@@ -559,7 +571,8 @@ static void scenario_mixed(tw_t *w1, tw_t *w2, int rounds)
 		}
 		for (int k = 0; k < 5; k++) {
 			uint64_t a = t0 + 2400 + 200u * (unsigned)k;
-			E(w2, FMT_ALLOC, a, ptr, 16, S_CHURN, 80, FMT_FN_NEW);
+			E(w2, FMT_ALLOC, a, ptr, churn_size, S_CHURN, 80,
+			  FMT_FN_NEW);
 			E(w2, FMT_FREE, a + 100, ptr, 80, 0, 0, 0);
 		}
 	}
@@ -761,7 +774,9 @@ int main(int argc, char **argv)
 	const char *sc = argv[1], *path = argv[2];
 	int rounds = 1000, crc_k = 0, cut_k = 0, version = FMT_VERSION_MAJOR,
 	    threads = 4;
-	bool bad_magic = false;
+	bool bad_magic = false, attached = false, window_closed = false,
+	     no_end = false;
+	const char *module = NULL;
 	uint64_t events = 50000000;
 	for (int i = 3; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
@@ -785,6 +800,18 @@ int main(int argc, char **argv)
 			version = atoi(v), i++;
 		else if (!strcmp(a, "--bad-magic"))
 			bad_magic = true;
+		else if (!strcmp(a, "--attached"))
+			attached = true;
+		else if (!strcmp(a, "--window-closed"))
+			window_closed = no_end = true;
+		else if (!strcmp(a, "--no-end"))
+			no_end = true;
+		else if (!strcmp(a, "--module"))
+			module = v, i++;
+		else if (!strcmp(a, "--slow-outside"))
+			slow_outside = true;
+		else if (!strcmp(a, "--churn-size"))
+			churn_size = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--events"))
 			events = strtoull(v, NULL, 10), i++;
 		else if (!strcmp(a, "--threads"))
@@ -813,6 +840,20 @@ int main(int argc, char **argv)
 	m_process(proc, sc);
 	if (with_module)
 		dl_iterate_phdr(phdr_cb, proc);
+	if (module) {
+		uint8_t *q = mb;
+		q = fmt_put_u(q, 0);
+		q = fmt_put_u(q, 0x7e0000000000ull);
+		q = fmt_put_u(q, 0x7e0000100000ull);
+		q = fmt_put_str(q, module, strlen(module));
+		q = fmt_put_u(q, 0);
+		meta(proc, FMT_MODULE, mb, (size_t)(q - mb));
+	}
+	if (attached)
+		m_note(proc, FMT_NOTE_INFO,
+		       "attached: 12 GOT slots in 3 modules redirected, 0 left "
+		       "alone; blocks allocated and locks taken before the "
+		       "attach are not known (unknown frees, unmatched releases)");
 	if (!strcmp(sc, "big")) {
 		streaming = true;
 		if (chunk_cap == 512)
@@ -915,7 +956,15 @@ int main(int argc, char **argv)
 	m_lock_name(p[2], L_STATS, 0, "stats");
 	m_note(proc, FMT_NOTE_INFO, "mktrace: synthetic trace");
 	define_stacks(proc);
-	m_end(proc, nevents);
+	if (window_closed) {
+		uint64_t last = 0;
+		for (int i = 0; i < nthr; i++)
+			if (thr[i].last > last)
+				last = thr[i].last;
+		E(mainth, FMT_MARK, last + 1000, FMT_MARK_PAUSE, 0, 0, 0, 0);
+	}
+	if (!no_end)
+		m_end(proc, nevents);
 	finish_file();
 	fclose(out);
 	if (crc_k || cut_k)
