@@ -211,7 +211,7 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 		l->s.wait_max = w;
 	if (r->f[3] > l->s.max_waiters)
 		l->s.max_waiters = r->f[3];
-	hist_add(&l->s.wait_hist, w);
+	hist_add(lock_hist(m, l, 0), w);
 	m->tot.contended++;
 	m->tot.wait_ns += w;
 	t->contended++;
@@ -250,7 +250,7 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 	l->s.hold_ns += hold;
 	if (hold > l->s.hold_max)
 		l->s.hold_max = hold;
-	hist_add(&l->s.hold_hist, hold);
+	hist_add(lock_hist(m, l, 1), hold);
 	if (h.allocs)
 		l->s.holds_with_alloc++;
 	if (h.site != NONE32) {
@@ -766,7 +766,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		l->s.wait_ns += w;
 		if (w > l->s.wait_max)
 			l->s.wait_max = w;
-		hist_add(&l->s.wait_hist, w);
+		hist_add(lock_hist(m, l, 0), w);
 		t->pend_lw_ns += w;
 		t->pend_lw_n++;
 		m->tot.alloc_lw_ns += w;

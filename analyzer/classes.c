@@ -21,6 +21,8 @@ void classes_build(model_t *m)
 {
 	u64map_t by_key = {0};
 	size_t cap = 0;
+	for (size_t i = 0; i < m->nlhist; i++)
+		m->lhist[i].cls = NONE32;
 	free(m->cls);
 	m->cls = NULL;
 	m->ncls = 0;
@@ -62,6 +64,16 @@ void classes_build(model_t *m)
 		l->cls = *v;
 		c->ninst++;
 		lockstat_add(&c->s, &l->s);
+		/* A site's histograms go to the class of its first instance
+		 * (all of its instances normally share one class). */
+		lockhist_t *h = l->hist ? &m->lhist[l->hist - 1] : NULL;
+		if (h && h->cls == NONE32) {
+			h->cls = *v;
+			for (int b = 0; b < HIST_BUCKETS; b++) {
+				c->wait_hist.n[b] += h->wait.n[b];
+				c->hold_hist.n[b] += h->hold.n[b];
+			}
+		}
 		const lock_t *r = &m->lock[c->rep];
 		if (l->s.wait_ns > r->s.wait_ns ||
 		    (l->s.wait_ns == r->s.wait_ns && l->s.acq > r->s.acq))

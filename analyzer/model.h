@@ -13,7 +13,10 @@
  *   their arrays; ids from the trace map to indexes through u64maps, and an
  *   id may be used before the metadata that defines it arrives.
  * - Memory grows with threads, stacks, locks, pairs and live blocks, never
- *   with the number of events.
+ *   with the number of events. A lock instance keeps counters only: its
+ *   wait and hold histograms are kept per site (lock_hist), one for all the
+ *   instances initialised (or first taken) at one stack, and summed into
+ *   classes (issue 13: 82k mutexes took 437 MB).
  */
 #ifndef MALLOCK_MODEL_H
 #define MALLOCK_MODEL_H
@@ -77,10 +80,9 @@ typedef struct lockstat {
 #define LOCK_FIELD_(name, how, doc) uint64_t name;
 	LOCK_COUNTERS(LOCK_FIELD_)
 #undef LOCK_FIELD_
-	hist_t wait_hist, hold_hist;
 } lockstat_t;
 
-/* dst += src (sums and maxima, histograms added). */
+/* dst += src (sums and maxima). */
 void lockstat_add(lockstat_t *dst, const lockstat_t *src);
 
 typedef struct lock {
@@ -93,8 +95,15 @@ typedef struct lock {
 	uint32_t cls;
 	uint32_t last_owner;  /* thread index + 1 */
 	uint32_t last_holder; /* LS_HOLDER pair index + 1 */
+	uint32_t hist;        /* lockhist index + 1 (lock_hist), 0: none */
 	lockstat_t s;
 } lock_t;
+
+/* Wait and hold histograms of the instances of one site (lock_hist). */
+typedef struct lockhist {
+	hist_t wait, hold;
+	uint32_t cls; /* the class it was summed into (classes_build) */
+} lockhist_t;
 #define LOCK_KIND_UNKNOWN 99u
 
 /* Allocation statistics of one stack used as an allocation site. */
@@ -223,6 +232,7 @@ typedef struct lockclass {
 	bool queue, by_init;
 	const char *name;
 	lockstat_t s;
+	hist_t wait_hist, hold_hist; /* of its instances' sites */
 } lockclass_t;
 
 /* Totals of one process. X(name, json name) */
@@ -286,6 +296,10 @@ typedef struct model {
 	lock_t *lock;
 	size_t nlock, caplock;
 	u64map_t lock_by_id;
+	lockhist_t *lhist;
+	size_t nlhist, caplhist;
+	u64map_t lhist_map; /* init (else first) stack index, or top bit |
+	                       lock index -> lhist index */
 
 	stack_t *stk;
 	size_t nstk, capstk;
@@ -332,6 +346,11 @@ uint32_t model_stack(model_t *m, uint64_t id);
 uint32_t model_lock(model_t *m, uint64_t id);
 /* Index of the thread with tid (creating it). May allocate. */
 uint32_t model_thread(model_t *m, uint32_t tid);
+/* The wait (which 0) or hold (1) histogram lock l adds to: the one of its
+ * init stack, else its first acquisition's stack (chosen at its first
+ * use), else its own. May allocate. */
+hist_t *lock_hist(model_t *m, lock_t *l, int which);
+
 /* Pair of kind k for (lock, stack); created zeroed. May allocate. */
 lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack);
 

@@ -31,6 +31,7 @@ typedef struct report {
 	int min_sev;
 	const char *lock_filter;
 	bool per_process;
+	bool all; /* --all: list every lock instance and class (JSON) */
 } report_t;
 
 /* report_query.c */

@@ -28,6 +28,10 @@
  *             entry, thread_native_entry -> thread_main_inner: a runtime's
  *             threads, not peers) taking "codecache" 1, 10 and 3 times per
  *             round, each waiting 200 ns.
+ *   locks     --locks N mutexes (default 100000) initialised at one line
+ *             (queue_init: one class), each taken once by four "conn-N"
+ *             threads, the last of which waits 100 ns: the report's size
+ *             must follow classes, not instances. Chunks are streamed.
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -691,6 +695,29 @@ static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
 }
 
 /*
+ * locks: lock k (id 1000 + k, address 0x10000000 + 64 k) is initialised by
+ * conn-0 at t = T0 + 1000 + 100 k, then taken by conn-i at +10 + 20 i and
+ * released 5 ns later (conn-3: ACQ_WAIT 100 ns, whole stack).
+ */
+static void scenario_locks(tw_t **c, uint64_t nlocks)
+{
+	for (uint64_t k = 0; k < nlocks; k++) {
+		uint64_t id = 1000 + k, t = T0 + 1000 + 100 * k;
+		m_lock_new(c[0], id, 0x10000000 + 64 * k, FMT_KIND_MUTEX,
+		           FMT_LOCKF_INIT);
+		E(c[0], FMT_LOCK_INIT, t, id, S_INIT, 0, 0, 0);
+		for (int i = 0; i < 4; i++) {
+			uint64_t a = t + 10 + 20u * (unsigned)i;
+			if (i == 3)
+				E(c[i], FMT_ACQ_WAIT, a, id, S_PUT_ALLOC, 100, 1, 0);
+			else
+				E(c[i], FMT_ACQ, a, id, S_PUT_SITE, 0, 0, 0);
+			E(c[i], FMT_REL, a + 5, id, 0, 0, 0, 0);
+		}
+	}
+}
+
+/*
  * big: T threads, each looping: ACQ lock (t % 4), ALLOC (stack t % 8),
  * REL, FREE of the block allocated 64 iterations before. 4 events per
  * iteration plus a few per round; live blocks stay at 64 per thread.
@@ -768,7 +795,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: mktrace cascade|precise|mixed|starve|"
-		                "roles|pool|big OUT [options]\n");
+		                "roles|pool|locks|big OUT [options]\n");
 		return 1;
 	}
 	const char *sc = argv[1], *path = argv[2];
@@ -777,7 +804,7 @@ int main(int argc, char **argv)
 	bool bad_magic = false, attached = false, window_closed = false,
 	     no_end = false;
 	const char *module = NULL;
-	uint64_t events = 50000000;
+	uint64_t events = 50000000, nlocks = 100000;
 	for (int i = 3; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
 		if (!strcmp(a, "--rounds"))
@@ -814,6 +841,8 @@ int main(int argc, char **argv)
 			churn_size = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--events"))
 			events = strtoull(v, NULL, 10), i++;
+		else if (!strcmp(a, "--locks"))
+			nlocks = strtoull(v, NULL, 10), i++;
 		else if (!strcmp(a, "--threads"))
 			threads = atoi(v), i++;
 		else {
@@ -865,6 +894,25 @@ int main(int argc, char **argv)
 		fclose(out);
 		fprintf(stderr, "mktrace: %llu events, %d chunks\n",
 		        (unsigned long long)nevents, chunks_written);
+		return 0;
+	}
+	if (!strcmp(sc, "locks")) {
+		streaming = true;
+		if (chunk_cap == 512)
+			chunk_cap = 64 * 1024;
+		define_stacks(proc);
+		tw_flush(proc);
+		tw_t *c[4];
+		char name[32];
+		for (int i = 0; i < 4; i++) {
+			c[i] = tw_new(300 + (uint32_t)i);
+			snprintf(name, sizeof name, "conn-%d", i);
+			m_thread_name(proc, 300 + (uint64_t)i, name);
+		}
+		scenario_locks(c, nlocks);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
 		return 0;
 	}
 	tw_t *mainth = tw_new(PID);
