@@ -17,6 +17,8 @@
  */
 #include "aggregate.h"
 
+#include "lock_names.h"
+
 #include "meta.h"
 #include "thresholds.h"
 
@@ -599,6 +601,8 @@ static void on_meta(model_t *m, const fmt_record_t *r)
 		l->flags = (uint32_t)p.flags;
 		if (p.kind == FMT_KIND_COND)
 			l->is_cond = true;
+		else
+			lock_find_block(m, l);
 		break;
 	}
 	case FMT_LOCK_NAME: {

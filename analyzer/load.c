@@ -6,6 +6,7 @@
 
 #include "aggregate.h"
 #include "classes.h"
+#include "lock_names.h"
 #include "reader.h"
 #include "symbols.h"
 
@@ -142,6 +143,7 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 		fprintf(stderr, "mallock: %s: %s\n", path,
 		        truncation_text(m, tr, sizeof tr));
 	sym_open(m, o->symbols);
+	lock_names(m);
 	classes_build(m);
 	thread_activity(m);
 	if (f)

@@ -221,6 +221,8 @@ const char *lock_label(const model_t *m, const lock_t *l, char *buf,
 	(void)m;
 	if (l->name)
 		snprintf(buf, len, "%s", l->name);
+	else if (l->label)
+		snprintf(buf, len, "%s", l->label);
 	else if (l->addr)
 		snprintf(buf, len, "%s@0x%" PRIx64,
 		         l->kind == LOCK_KIND_UNKNOWN

@@ -90,8 +90,11 @@ typedef struct lock {
 	uint32_t kind; /* FMT_KIND_*, or LOCK_KIND_UNKNOWN */
 	uint32_t flags;
 	bool defined, is_cond, queue_cond, queue_named, destroyed;
-	char *name; /* arena */
+	char *name; /* arena; the user's (mallock_lock_name) */
+	const char *label; /* arena; lock_names.c's, when no name */
 	uint32_t init_stack, first_site; /* stack indexes, NONE32 if none */
+	uint32_t blk_stack, blk_off;     /* the block holding it (in_block) */
+	bool in_block;
 	uint32_t cls;
 	uint32_t last_owner;  /* thread index + 1 */
 	uint32_t last_holder; /* LS_HOLDER pair index + 1 */
@@ -382,7 +385,8 @@ static inline uint64_t model_duration_ns(const model_t *m)
  * "tcmalloc", "jemalloc", "mimalloc", or "glibc" (none of those loaded). */
 const char *model_allocator(const model_t *m);
 
-/* Display name of a lock ("name", or kind@addr). Writes into buf. */
+/* Display name of a lock: its user name, else its label (lock_names.h),
+ * else kind@addr. Writes into buf. */
 const char *lock_label(const model_t *m, const lock_t *l, char *buf,
                        size_t len);
 /* Display name of a thread: "name (tid)" or "tid". */

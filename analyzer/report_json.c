@@ -302,6 +302,8 @@ static void locks_json(jw_t *w, const report_t *r)
 			jw_ku64(w, "id", report_lock_id(r, m, l));
 			jw_kstr(w, "kind", kind_str(l->kind));
 			jw_kstr(w, "name", l->name);
+			char lab[700];
+			jw_kstr(w, "label", lock_label(m, l, lab, sizeof lab));
 			jw_kbool(w, "queue_like", l->queue_cond || l->queue_named);
 			site_json(w, m, "init_site", l->init_stack);
 			stats_json(w, &l->s);
@@ -337,6 +339,9 @@ static void locks_json(jw_t *w, const report_t *r)
 			jw_ku64(w, "lock", report_lock_id(r, m, &m->lock[c->rep]));
 			jw_kstr(w, "kind", kind_str(c->kind));
 			jw_kstr(w, "name", c->name);
+			char lab[700];
+			jw_kstr(w, "label", lock_label(m, &m->lock[c->rep], lab,
+			                               sizeof lab));
 			jw_kbool(w, "queue_like", c->queue);
 			jw_ku64(w, "instances", c->ninst);
 			jw_kstr(w, "site_kind", c->site == NONE32 ? NULL

@@ -430,3 +430,25 @@ const char *frame_label(const frame_t *f, char *buf, size_t len)
 		snprintf(buf, len, "0x%" PRIx64, f->address);
 	return buf;
 }
+
+const char *sym_data(model_t *m, uint64_t addr, uint64_t *off)
+{
+	symtab_t *s = m->sym;
+	const module_t *md = s ? module_of(s, addr) : NULL;
+	if (!md || md->status != 1 || !s->dwfl)
+		return NULL;
+	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, addr);
+	if (!dm)
+		return NULL;
+	GElf_Off o = 0;
+	GElf_Sym sym;
+	const char *name = dwfl_module_addrinfo(dm, addr, &o, &sym, NULL, NULL,
+	                                        NULL);
+	if (!name || (GELF_ST_TYPE(sym.st_info) != STT_OBJECT &&
+	              GELF_ST_TYPE(sym.st_info) != STT_TLS))
+		return NULL;
+	if (sym.st_size && o >= sym.st_size)
+		return NULL;
+	*off = o;
+	return intern_name(s, name);
+}

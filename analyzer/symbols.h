@@ -68,6 +68,12 @@ uint64_t stack_site_pc(model_t *m, uint32_t si);
 /* The path of the recorded module holding addr (code or data), or NULL. */
 const char *sym_module_path(model_t *m, uint64_t addr);
 
+/* The ELF data symbol (.symtab, else .dynsym: an object or TLS symbol, as
+ * `nm` lists it) of a recorded module whose range holds addr, demangled,
+ * with *off the offset of addr in it; NULL when none does (or the module
+ * is not symbolized). Owned by m->sym. */
+const char *sym_data(model_t *m, uint64_t addr, uint64_t *off);
+
 /* "function (file:line)" or "module+0xoff" or "0xaddr", into buf. */
 const char *frame_label(const frame_t *f, char *buf, size_t len);
 

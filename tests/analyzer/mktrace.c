@@ -58,6 +58,12 @@
  *   --slow-outside    cascade: every 10th allocation outside the locks
  *                     (the 32-byte blocks) takes 5000 ns, not 150
  *   --churn-size N    mixed: the churn blocks are N bytes (default 16)
+ *   --unnamed         cascade, mixed: no LOCK_NAME records
+ *   --global-stats    the "stats" lock lives in this binary's global
+ *                     mktrace_stats_lock (+8): a data symbol
+ *   --heap-queue      main allocates 128 bytes at 0x30000000 from
+ *                     registry_create (not freed) before the "queue" lock
+ *                     is first seen, at 0x30000028: a lock in a heap block
  *
  * Small scenarios keep every chunk in memory and write the threads'
  * chunks in reverse thread order (the consumer's before the producers'),
@@ -109,6 +115,10 @@ FRAME_FN(thread_main_inner)
 FRAME_FN(pool_take)
 FRAME_FN(gc_mark)
 FRAME_FN(code_install)
+FRAME_FN(registry_create)
+
+/* A global lock word for --global-stats (a data symbol of this binary). */
+uint64_t mktrace_stats_lock[8];
 /* Stands for libc's start_thread: "mallock_" frames fold as runtime, so a
  * stack rooted here reaches the thread's start (its entry function is the
  * next frame). */
@@ -405,7 +415,7 @@ static void finish_file(void)
 enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
        S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
        S_WORK_SITE, S_PUT_ALLOC2, S_CLIENT_SITE, S_CLIENT_WAIT, S_SERVER,
-       S_PROD_FULL, S_CONS_FULL, S_POOL, S_GC, S_JVM };
+       S_PROD_FULL, S_CONS_FULL, S_POOL, S_GC, S_JVM, S_REG };
 enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
        L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_HEAP = 10,
        L_CODE = 11, L_MALLOC = 50 };
@@ -416,6 +426,7 @@ static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 static bool slow_outside;       /* --slow-outside */
 static uint64_t churn_size = 16; /* --churn-size */
+static bool unnamed, global_stats, heap_queue;
 
 static void define_stacks(tw_t *t)
 {
@@ -466,6 +477,8 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_GC, 4, f);
 	f[0] = fa(code_install), f[1] = fa(thread_main_inner);
 	m_stack(t, S_JVM, 4, f);
+	f[0] = fa(registry_create), f[1] = fa(worker_main);
+	m_stack(t, S_REG, 2, f);
 }
 
 #define E(t, type, tsc, ...) (nevents++, ev(t, type, tsc, __VA_ARGS__))
@@ -837,6 +850,12 @@ int main(int argc, char **argv)
 			module = v, i++;
 		else if (!strcmp(a, "--slow-outside"))
 			slow_outside = true;
+		else if (!strcmp(a, "--unnamed"))
+			unnamed = true;
+		else if (!strcmp(a, "--global-stats"))
+			global_stats = true;
+		else if (!strcmp(a, "--heap-queue"))
+			heap_queue = true;
 		else if (!strcmp(a, "--churn-size"))
 			churn_size = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--events"))
@@ -923,6 +942,9 @@ int main(int argc, char **argv)
 	/* Metadata arrives after first use, from whichever thread: stacks
 	 * from the process chunk at the end, lock names from threads. */
 	E(mainth, FMT_THREAD_START, T0 + 10, 1, 0, 0, 0, 0);
+	if (heap_queue)
+		E(mainth, FMT_ALLOC, T0 + 15, 0x30000000, 128, S_REG, 100,
+		  FMT_FN_NEW);
 	E(mainth, FMT_LOCK_INIT, T0 + 20, L_QUEUE, S_INIT, 0, 0, 0);
 	for (int i = 0; i < 3; i++) {
 		E(p[i], FMT_THREAD_START, T0 + 100 + (uint64_t)i, PID, 0, 0, 0, 0);
@@ -991,17 +1013,25 @@ int main(int argc, char **argv)
 		m_lock_new(w1, L_OUTER, 0x5000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
 		m_lock_new(w1, L_INNER, 0x5040, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
 		m_lock_new(w1, L_STARVE, 0x5080, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
-		m_lock_name(w1, L_OUTER, 0, "outer");
-		m_lock_name(w1, L_INNER, 0, "inner");
-		m_lock_name(w1, L_STARVE, 0, "starved");
+		if (!unnamed) {
+			m_lock_name(w1, L_OUTER, 0, "outer");
+			m_lock_name(w1, L_INNER, 0, "inner");
+			m_lock_name(w1, L_STARVE, 0, "starved");
+		}
 	}
 	/* lock metadata late, from a producer's stream */
-	m_lock_new(p[1], L_QUEUE, 0x4000, FMT_KIND_MUTEX, FMT_LOCKF_INIT);
-	m_lock_new(p[1], L_STATS, 0x4040, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+	m_lock_new(p[1], L_QUEUE, heap_queue ? 0x30000028 : 0x4000,
+	           FMT_KIND_MUTEX, FMT_LOCKF_INIT);
+	m_lock_new(p[1], L_STATS,
+	           global_stats ? (uint64_t)(uintptr_t)&mktrace_stats_lock[1]
+	                        : 0x4040,
+	           FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
 	m_lock_new(p[1], C_QUEUE, 0x4080, FMT_KIND_COND, 0);
 	m_lock_new(p[1], L_MALLOC, alloc_lock_addr, FMT_KIND_ALLOC_INTERNAL, 0);
-	m_lock_name(p[2], L_QUEUE, FMT_NAMEF_QUEUE, "queue");
-	m_lock_name(p[2], L_STATS, 0, "stats");
+	if (!unnamed) {
+		m_lock_name(p[2], L_QUEUE, FMT_NAMEF_QUEUE, "queue");
+		m_lock_name(p[2], L_STATS, 0, "stats");
+	}
 	m_note(proc, FMT_NOTE_INFO, "mktrace: synthetic trace");
 	define_stacks(proc);
 	if (window_closed) {
