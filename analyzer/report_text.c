@@ -115,7 +115,7 @@ static void print_chain(FILE *out, model_t *m, const char *prefix,
 		if (i == 0)
 			frame_label(&fr[i], lab, sizeof lab);
 		else if (fr[i].function)
-			snprintf(lab, sizeof lab, "%s", fr[i].function);
+			snprintf(lab, sizeof lab, "%s", frame_name(&fr[i]));
 		else
 			frame_label(&fr[i], lab, sizeof lab);
 		len += (size_t)snprintf(line + len, sizeof line - len, "%s%s",
