@@ -113,6 +113,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			finding_t *f = finding_add(out, m, FK_CROSS_THREAD_FREE,
 			                           xexcess > 0 ? xexcess : 0);
 			f->stack = si;
+			finding_set_lines(f, S->g[g].line, S->g[g].nline);
 			group_stacks(f, m, S, g, "cross_thread_frees", v_xfree, 0);
 			finding_put(f, "cross_thread_frees",
 			            (double)s->xfree_n);
@@ -130,7 +131,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			         "them where they were allocated, move the "
 			         "objects by value, or recycle them through a "
 			         "per-thread pool.",
-			         finding_site_name(m, f->stack, sn, sizeof sn));
+			         finding_site_name(f, sn, sizeof sn));
 		}
 		/* alloc_churn */
 		uint64_t nsize;
@@ -142,6 +143,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			finding_t *f = finding_add(out, m, FK_ALLOC_CHURN,
 			                           (double)s->short_ns);
 			f->stack = si;
+			finding_set_lines(f, S->g[g].line, S->g[g].nline);
 			group_stacks(f, m, S, g, "short_lived", v_churn, 0);
 			finding_put(f, "short_lived", (double)s->short_n);
 			finding_put(f, "allocs", (double)allocs);
@@ -161,7 +163,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			         "%llu-byte blocks from %s live less than %.1f ms "
 			         "at %.0f/s %s",
 			         (unsigned long long)size,
-			         finding_site_name(m, f->stack, sn, sizeof sn),
+			         finding_site_name(f, sn, sizeof sn),
 			         TH_CHURN_LIFETIME_NS / 1e6,
 			         (double)s->short_n / dur_s,
 			         node ? "(a node-based container?): use open "
@@ -184,6 +186,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			finding_t *f =
 			    finding_add(out, m, FK_SLOW_ALLOC, excess);
 			f->stack = si;
+			finding_set_lines(f, S->g[g].line, S->g[g].nline);
 			group_stacks(f, m, S, g, "slow_ns", v_slow, h);
 			finding_put(f, "lock_held", h);
 			finding_put(f, "slow_calls", (double)slow);
@@ -204,15 +207,13 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 				         "slow path while a lock is held: "
 				         "allocate before locking, or "
 				         "pre-allocate.",
-				         finding_site_name(m, f->stack, sn,
-				                           sizeof sn));
+				         finding_site_name(f, sn, sizeof sn));
 			else
 				snprintf(f->advice, sizeof f->advice,
 				         "Allocator calls for %s often take the "
 				         "slow path (%s): reuse objects, reserve "
 				         "capacity, or %s.",
-				         finding_site_name(m, f->stack, sn,
-				                           sizeof sn),
+				         finding_site_name(f, sn, sizeof sn),
 				         slow_path, slow_fix);
 		}
 	}

@@ -104,6 +104,9 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 			finding_add_stack(f, st[k].stack, (double)st[k].ns);
 		if (f->nstacks)
 			f->stack = f->stacks[0];
+		if (a->grp != NONE32)
+			finding_set_lines(f, S->g[a->grp].line,
+			                  S->g[a->grp].nline);
 		finding_put(f, "lock_wait_ns", W);
 		finding_put(f, "contended", (double)c->s.contended);
 		finding_put(f, "acquisitions", (double)c->s.acq);
@@ -132,7 +135,7 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		         "section (allocate before locking, hand objects over "
 		         "by value) or pre-allocate (a reserved vector, a free "
 		         "list)%s.",
-		         finding_site_name(m, f->stack, sn, sizeof sn),
+		         finding_site_name(f, sn, sizeof sn),
 		         c->queue ? ": every producer and consumer of this "
 		                    "queue waits for the allocator too"
 		                  : "");

@@ -499,6 +499,14 @@ static void findings_json(jw_t *w, const report_t *r)
 			        lock_label(m, &m->lock[li], a, sizeof a));
 		site_json(w, m, "site", f->stack);
 		stack_json(w, m, "stack", f->stack);
+		if (f->nlines > 1) {
+			/* one function allocating at several lines */
+			jw_key(w, "lines");
+			jw_arr(w);
+			for (uint32_t k = 0; k < f->nlines; k++)
+				jw_u64(w, f->lines[k]);
+			jw_end(w, ']');
+		}
 		if (f->stack_unit) {
 			/* Allocation findings are per site: the stacks that
 			 * reach it, heaviest first. */

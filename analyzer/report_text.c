@@ -270,9 +270,9 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	}
 	if (f->stacks_total > 1) {
 		frame_t fr;
-		if (stack_site(m, f->stack, &fr))
+		if (stack_site(m, f->stack, &fr)) /* with the site's lines */
 			fprintf(out, "   %-6s %s\n", "code",
-			        frame_label(&fr, buf, sizeof buf));
+			        finding_site_name(f, buf, sizeof buf));
 		print_site_stacks(out, f);
 	} else {
 		print_stack(out, m, f->stack, "code");

@@ -58,6 +58,9 @@
  *   --slow-outside    cascade: every 10th allocation outside the locks
  *                     (the 32-byte blocks) takes 5000 ns, not 150
  *   --churn-size N    mixed: the churn blocks are N bytes (default 16)
+ *   --two-lines       cascade: the producers allocate under "queue" from
+ *                     tree_insert, at one line in even rounds and at
+ *                     another in odd ones: one finding listing both lines
  *   --unnamed         cascade, mixed: no LOCK_NAME records
  *   --global-stats    the "stats" lock lives in this binary's global
  *                     mktrace_stats_lock (+8): a data symbol
@@ -116,6 +119,22 @@ FRAME_FN(pool_take)
 FRAME_FN(gc_mark)
 FRAME_FN(code_install)
 FRAME_FN(registry_create)
+
+/* --two-lines: one function (tree_insert) allocating at two lines; its
+ * two calls' return addresses, taken by calling it once. */
+static uint64_t tree_pc[2];
+__attribute__((noinline)) static void tree_mark(int i)
+{
+	tree_pc[i] = (uint64_t)(uintptr_t)__builtin_return_address(0);
+}
+__attribute__((noinline, used)) void tree_insert(void);
+__attribute__((noinline, used)) void tree_insert(void)
+{
+	tree_mark(0);
+	sink += 1;
+	tree_mark(1);
+	sink += 2;
+}
 
 /* A global lock word for --global-stats (a data symbol of this binary). */
 uint64_t mktrace_stats_lock[8];
@@ -415,7 +434,8 @@ static void finish_file(void)
 enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
        S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
        S_WORK_SITE, S_PUT_ALLOC2, S_CLIENT_SITE, S_CLIENT_WAIT, S_SERVER,
-       S_PROD_FULL, S_CONS_FULL, S_POOL, S_GC, S_JVM, S_REG };
+       S_PROD_FULL, S_CONS_FULL, S_POOL, S_GC, S_JVM, S_REG, S_TREE1,
+       S_TREE2 };
 enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
        L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_HEAP = 10,
        L_CODE = 11, L_MALLOC = 50 };
@@ -426,7 +446,7 @@ static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 static bool slow_outside;       /* --slow-outside */
 static uint64_t churn_size = 16; /* --churn-size */
-static bool unnamed, global_stats, heap_queue;
+static bool unnamed, global_stats, heap_queue, two_lines;
 
 static void define_stacks(tw_t *t)
 {
@@ -479,6 +499,11 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_JVM, 4, f);
 	f[0] = fa(registry_create), f[1] = fa(worker_main);
 	m_stack(t, S_REG, 2, f);
+	tree_insert();
+	f[0] = tree_pc[0], f[1] = fa(producer_main);
+	m_stack(t, S_TREE1, 2, f);
+	f[0] = tree_pc[1];
+	m_stack(t, S_TREE2, 2, f);
 }
 
 #define E(t, type, tsc, ...) (nevents++, ev(t, type, tsc, __VA_ARGS__))
@@ -515,7 +540,9 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 					E(t, FMT_ALLOC_LOCK_WAIT, a + 90, L_MALLOC, 3000,
 					  0, 0, 0);
 				E(t, FMT_ALLOC, a + 100, ptr, 48,
-				  two_callers && i == 2 ? S_PUT_ALLOC2 : S_PUT_ALLOC,
+				  two_lines     ? (r % 2 ? S_TREE2 : S_TREE1)
+				  : two_callers && i == 2 ? S_PUT_ALLOC2
+				                          : S_PUT_ALLOC,
 				  slow ? 5000 : 200, FMT_FN_NEW);
 			}
 			if (i < 2)
@@ -850,6 +877,8 @@ int main(int argc, char **argv)
 			module = v, i++;
 		else if (!strcmp(a, "--slow-outside"))
 			slow_outside = true;
+		else if (!strcmp(a, "--two-lines"))
+			two_lines = true;
 		else if (!strcmp(a, "--unnamed"))
 			unnamed = true;
 		else if (!strcmp(a, "--global-stats"))

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """What the report says about the recording and the program must be true
-(issue 13, item 6): a window closed by `mallock ctl` or an attached process
+(issue 13, items 6 and 8): a window closed by `mallock ctl` or an attached process
 is not "did not exit cleanly", an attach is not "recording started with the
 program", the cascade never refers to a finding that was not printed, the
 slow-path advice names the allocator in use, and only node-sized churn is
-suspected of being a node-based container."""
+suspected of being a node-based container; one function allocating at two
+lines under one lock is one finding listing both lines."""
 from common import *
 
 
@@ -88,4 +89,26 @@ check("node-based container" in churn_advice(16), "16-byte churn: node")
 a = churn_advice(32768)
 check("node-based container" not in a and "buffer" in a,
       "32 KiB churn: a buffer, not a node: " + a)
+
+# One lock and one function allocating at two lines (tree_insert, issue 13
+# item 8): one finding that lists both lines, not two.
+p, _ = mktrace("cascade", "lines.trace", "--rounds", 1000, "--two-lines")
+d = report_json(p)
+aul = [f for f in d["findings"] if f["kind"] == "alloc_under_lock"]
+eq(len(aul), 1, "two lines of one function under one lock: one finding")
+if aul:
+    f = aul[0]
+    eq(f["site"]["function"], "tree_insert", "the finding's function")
+    check(len(f.get("lines", [])) == 2 and
+          f["lines"][0] == f["site"]["line"] and
+          f["lines"][1] > f["lines"][0], "both lines listed: %s" %
+          f.get("lines"))
+    ln = f.get("lines", [0, 0])
+    check("tree_insert (mktrace.c:%d, %d)" % tuple(ln) in f["advice"],
+          "the advice names both lines: " + f["advice"])
+    eq(f["evidence"]["calls"], 3 * 1000 * 2,
+       "the finding counts both lines' allocator calls")
+t = text(p)
+check("code tree_insert (mktrace.c:%d, %d)" % tuple(ln) in t,
+      "the text's code line lists both lines")
 done("analyzer_headers")
