@@ -9,6 +9,7 @@
  */
 #include "lock_names.h"
 
+#include "classes.h"
 #include "symbols.h"
 #include "trace_format.h"
 
@@ -67,6 +68,12 @@ void lock_names(model_t *m)
 			snprintf(buf, sizeof buf,
 			         "%s at +0x%x in a block from %s", kind_word(l),
 			         l->blk_off, site);
+		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL &&
+		           l->init_stack != NONE32 &&
+		           stack_owner(m, l->init_stack, &fr)) {
+			frame_label(&fr, site, sizeof site);
+			snprintf(buf, sizeof buf, "%s initialised in %s",
+			         kind_word(l), site);
 		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL &&
 		           ((l->init_stack != NONE32 &&
 		             stack_site(m, l->init_stack, &fr)) ||

@@ -236,6 +236,12 @@ typedef struct lockclass {
 	const char *name;
 	lockstat_t s;
 	hist_t wait_hist, hold_hist; /* of its instances' sites */
+	/* The site's owner when the site is an init wrapper (classes.c,
+	 * class_owner): its first caller outside the wrapper, as a recorded
+	 * address and the index of the (inlined) frame there. */
+	bool has_owner;
+	uint8_t owner_inl;
+	uint64_t owner_addr;
 } lockclass_t;
 
 /* Totals of one process. X(name, json name) */

@@ -3,6 +3,7 @@
  * (docs/report-json.md). Names in the contract stay stable; more members
  * may be added.
  */
+#include "classes.h"
 #include "json.h"
 #include "load.h"
 #include "report.h"
@@ -348,6 +349,12 @@ static void locks_json(jw_t *w, const report_t *r)
 			                        : c->by_init       ? "init"
 			                                           : "first_acquisition");
 			site_json(w, m, "site", c->site);
+			frame_t own;
+			jw_key(w, "owner");
+			if (class_owner(m, (uint32_t)i, &own))
+				frame_json(w, &own);
+			else
+				jw_null(w);
 			stats_json(w, &c->s);
 			hist_json(w, "wait_hist_log2_ns", &c->wait_hist);
 			hist_json(w, "hold_hist_log2_ns", &c->hold_hist);

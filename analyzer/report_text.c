@@ -6,6 +6,7 @@
  * the top alloc_under_lock finding, the lock table with the contention of
  * its top locks, and the threads. Lines stay within 100 columns.
  */
+#include "classes.h"
 #include "load.h"
 #include "report.h"
 #include "symbols.h"
@@ -262,11 +263,18 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 		if (f->cls2 != NONE32)
 			fprintf(out, "   inner  %s\n",
 			        class_label(m, f->cls2, lab, sizeof lab));
-		frame_t fr;
-		if (stack_site(m, m->cls[c].site, &fr))
-			fprintf(out, "   %-6s %s\n",
+		frame_t fr, own;
+		if (stack_site(m, m->cls[c].site, &fr)) {
+			char ob[600] = "";
+			if (class_owner(m, c, &own)) {
+				char o[512];
+				snprintf(ob, sizeof ob, ", called from %s",
+				         frame_label(&own, o, sizeof o));
+			}
+			fprintf(out, "   %-6s %s%s\n",
 			        m->cls[c].by_init ? "init" : "site",
-			        frame_label(&fr, buf, sizeof buf));
+			        frame_label(&fr, buf, sizeof buf), ob);
+		}
 	}
 	if (f->stacks_total > 1) {
 		frame_t fr;

@@ -61,6 +61,9 @@
  *   --two-lines       cascade: the producers allocate under "queue" from
  *                     tree_insert, at one line in even rounds and at
  *                     another in odd ones: one finding listing both lines
+ *   --wrapped         locks: every lock is made by apr_thread_mutex_create
+ *                     (an init wrapper), for conn_setup (even locks) or
+ *                     cache_setup (odd ones): two classes
  *   --unnamed         cascade, mixed: no LOCK_NAME records
  *   --global-stats    the "stats" lock lives in this binary's global
  *                     mktrace_stats_lock (+8): a data symbol
@@ -119,6 +122,9 @@ FRAME_FN(pool_take)
 FRAME_FN(gc_mark)
 FRAME_FN(code_install)
 FRAME_FN(registry_create)
+FRAME_FN(apr_thread_mutex_create)
+FRAME_FN(conn_setup)
+FRAME_FN(cache_setup)
 
 /* --two-lines: one function (tree_insert) allocating at two lines; its
  * two calls' return addresses, taken by calling it once. */
@@ -435,7 +441,7 @@ enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
        S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
        S_WORK_SITE, S_PUT_ALLOC2, S_CLIENT_SITE, S_CLIENT_WAIT, S_SERVER,
        S_PROD_FULL, S_CONS_FULL, S_POOL, S_GC, S_JVM, S_REG, S_TREE1,
-       S_TREE2 };
+       S_TREE2, S_WRAP1, S_WRAP2 };
 enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
        L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_HEAP = 10,
        L_CODE = 11, L_MALLOC = 50 };
@@ -446,7 +452,7 @@ static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 static bool slow_outside;       /* --slow-outside */
 static uint64_t churn_size = 16; /* --churn-size */
-static bool unnamed, global_stats, heap_queue, two_lines;
+static bool unnamed, global_stats, heap_queue, two_lines, wrapped;
 
 static void define_stacks(tw_t *t)
 {
@@ -499,6 +505,11 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_JVM, 4, f);
 	f[0] = fa(registry_create), f[1] = fa(worker_main);
 	m_stack(t, S_REG, 2, f);
+	f[0] = fa(apr_thread_mutex_create), f[1] = fa(conn_setup);
+	f[2] = fa(worker_main);
+	m_stack(t, S_WRAP1, 3, f);
+	f[1] = fa(cache_setup);
+	m_stack(t, S_WRAP2, 3, f);
 	tree_insert();
 	f[0] = tree_pc[0], f[1] = fa(producer_main);
 	m_stack(t, S_TREE1, 2, f);
@@ -745,7 +756,8 @@ static void scenario_locks(tw_t **c, uint64_t nlocks)
 		uint64_t id = 1000 + k, t = T0 + 1000 + 100 * k;
 		m_lock_new(c[0], id, 0x10000000 + 64 * k, FMT_KIND_MUTEX,
 		           FMT_LOCKF_INIT);
-		E(c[0], FMT_LOCK_INIT, t, id, S_INIT, 0, 0, 0);
+		E(c[0], FMT_LOCK_INIT, t, id,
+		  !wrapped ? S_INIT : k % 2 ? S_WRAP2 : S_WRAP1, 0, 0, 0);
 		for (int i = 0; i < 4; i++) {
 			uint64_t a = t + 10 + 20u * (unsigned)i;
 			if (i == 3)
@@ -877,6 +889,8 @@ int main(int argc, char **argv)
 			module = v, i++;
 		else if (!strcmp(a, "--slow-outside"))
 			slow_outside = true;
+		else if (!strcmp(a, "--wrapped"))
+			wrapped = true;
 		else if (!strcmp(a, "--two-lines"))
 			two_lines = true;
 		else if (!strcmp(a, "--unnamed"))

@@ -2,7 +2,8 @@
 """Locks nobody named get names a reader can place (issue 13, item 3): a
 global by its ELF data symbol, a lock inside a heap block by the block's
 allocation site and offset, else by the function that initialised it or
-first took it; mallock_lock_name still wins."""
+first took it; mallock_lock_name still wins. Locks made through an init
+wrapper are classed by the wrapper's caller (item 2)."""
 from common import *
 
 
@@ -45,4 +46,28 @@ d = report_json("--no-symbols", p)
 lab = {l["id"]: l["label"] for l in d["locks"]}
 check("mktrace_stats_lock" not in lab[2] and "+0x" in lab[2],
       "--no-symbols: an address: " + lab[2])
+# Lock classes through an init wrapper (issue 13, item 2): 2000 mutexes
+# made by apr_thread_mutex_create for conn_setup and for cache_setup are
+# two classes, each owned by its caller; without a wrapper one class.
+p, _ = mktrace("locks", "wrapped.trace", "--locks", 2000, "--wrapped")
+d = report_json(p)
+cl = sorted(d["lock_classes"], key=lambda c: c["owner"]["function"]
+            if c.get("owner") else "")
+eq(len(cl), 2, "wrapper-made locks: a class per owner")
+eq([c.get("owner", {}) and c["owner"]["function"] for c in cl],
+   ["cache_setup", "conn_setup"], "the owners")
+eq([c["instances"] for c in cl], [1000, 1000], "instances per owner")
+eq({c["site"]["function"] for c in cl}, {"apr_thread_mutex_create"},
+   "the site stays the wrapper")
+check(all(c["label"].startswith("mutex initialised in " +
+                                c["owner"]["function"]) for c in cl),
+      "labels name the owner: %s" % [c["label"] for c in cl])
+rc, out, err = run("report", p)
+check("mutex initialised in conn_setup (mktrace.c:" in out and
+      "mutex initialised in cache_setup (mktrace.c:" in out,
+      "text: the two classes by owner")
+p, _ = mktrace("locks", "unwrapped.trace", "--locks", 2000)
+d = report_json(p)
+eq(len(d["lock_classes"]), 1, "locks made at one site: one class")
+eq(d["lock_classes"][0]["owner"], None, "no owner without a wrapper")
 done("analyzer_lock_names")
