@@ -180,6 +180,7 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t li, uint32_t site,
 	h->nest = nest;
 	h->allocs = 0;
 	h->tsc = tsc;
+	h->wait_ns = 0;
 	return h;
 }
 
@@ -206,6 +207,8 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	if (!waited)
 		return;
 	uint64_t w = to_ns(m, r->f[2]);
+	if (h)
+		h->wait_ns = w;
 	l = &m->lock[li];
 	l->s.contended++;
 	l->s.wait_ns += w;
@@ -725,6 +728,13 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		m->lock[ci].s.cond_waits++;
 		m->lock[li].queue_cond = true;
 		m->lock[li].s.cond_waits++;
+		/* The thread waited for the lock only to find no work: that
+		 * wait was waiting for work, not time lost to the holders. */
+		for (size_t k = t->nheld; k-- > 0;)
+			if (t->held[k].lock == li) {
+				m->lock[li].s.idle_wait_ns += t->held[k].wait_ns;
+				break;
+			}
 		release(m, t, li, r->tsc);
 		t->cond_waits++;
 		t->cond_sleep_tsc = r->tsc;

@@ -62,6 +62,8 @@ double hist_quantile(const hist_t *h, double q);
 	X(contended_holds, S, "holds during which another thread waited")     \
 	X(unmatched_rel, S, "releases of holds that began before recording")   \
 	X(wait_ns, S, "total wait of contended acquisitions")                  \
+	X(idle_wait_ns, S, "of which waits of holds that ended in a "           \
+	                   "condition wait (the thread found no work)")       \
 	X(hold_ns, S, "total hold time")                                       \
 	X(holds_with_alloc, S, "holds that called the allocator")              \
 	X(alloc_calls, S, "allocator calls made while held")                   \
@@ -182,6 +184,7 @@ typedef struct held {
 	uint32_t nest;       /* nest index + 1 (outer lock held at acquire) */
 	uint32_t allocs;
 	uint64_t tsc;
+	uint64_t wait_ns; /* the acquisition's wait */
 } held_t;
 
 typedef struct thread {

@@ -180,6 +180,7 @@ static void stats_json(jw_t *w, const lockstat_t *s)
 	jw_ku64(w, "acquisitions", s->acq);
 	jw_ku64(w, "contended", s->contended);
 	jw_ku64(w, "wait_ns", s->wait_ns);
+	jw_ku64(w, "idle_wait_ns", s->idle_wait_ns);
 	jw_ku64(w, "hold_ns", s->hold_ns);
 	jw_ku64(w, "allocations_in_holds", s->alloc_calls);
 	jw_ku64(w, "allocator_ns_in_holds", s->alloc_ns);

@@ -320,11 +320,16 @@ static void print_cascade(FILE *out, const report_t *r)
 		        "\nThe cascade (the first alloc_under_lock finding, #%zu "
 		        "of %zu, not listed above: --top %zu lists it):\n",
 		        idx, r->f.n, idx);
+	char idle[96] = "";
+	if (ev(f, "idle_wait_ns") > 0)
+		snprintf(idle, sizeof idle,
+		         ", not counting %s of waits that found no work",
+		         fmt_ns(c, sizeof c, ev(f, "idle_wait_ns")));
 	snprintf(txt, sizeof txt,
 	         "waiters lost %s on lock %s (%.0f contended acquisitions, up "
-	         "to %.0f waiting at once);",
+	         "to %.0f waiting at once%s);",
 	         fmt_ns(a, sizeof a, W), lab, ev(f, "contended"),
-	         (double)m->cls[f->cls].s.max_waiters);
+	         (double)m->cls[f->cls].s.max_waiters, idle);
 	wrap_print(out, 5, "  1. ", txt);
 	snprintf(txt, sizeof txt,
 	         "its holders spent %.1f%% of their hold time (%s of %s) in "

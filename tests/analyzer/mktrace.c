@@ -64,6 +64,10 @@
  *   --wrapped         locks: every lock is made by apr_thread_mutex_create
  *                     (an init wrapper), for conn_setup (even locks) or
  *                     cache_setup (odd ones): two classes
+ *   --idle-waiters    cascade: two "idle-N" threads per round wait 3000 ns
+ *                     for "queue" at t0 + 8000 + 100 i, find no work and
+ *                     wait on its condition (+10), woken at t0 + 9000,
+ *                     released +10: waiting for work, not lost time
  *   --unnamed         cascade, mixed: no LOCK_NAME records
  *   --global-stats    the "stats" lock lives in this binary's global
  *                     mktrace_stats_lock (+8): a data symbol
@@ -453,6 +457,7 @@ static uint64_t nevents;
 static bool slow_outside;       /* --slow-outside */
 static uint64_t churn_size = 16; /* --churn-size */
 static bool unnamed, global_stats, heap_queue, two_lines, wrapped;
+static tw_t *idle[2]; /* --idle-waiters */
 
 static void define_stacks(tw_t *t)
 {
@@ -582,6 +587,15 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 			E(c, FMT_FREE, w + 100 + 100u * (unsigned)i, ptr, 100, 0, 0, 0);
 		}
 		E(c, FMT_COND_WAIT, w + 600, C_QUEUE, L_QUEUE, 0, 0, 0);
+		for (int i = 0; i < 2 && idle[i]; i++) {
+			uint64_t a = t0 + 8000 + 100u * (unsigned)i;
+			E(idle[i], FMT_ACQ_WAIT, a, L_QUEUE, S_TAKE, 3000, 2, 0);
+			E(idle[i], FMT_COND_WAIT, a + 10, C_QUEUE, L_QUEUE, 0, 0, 0);
+			E(idle[i], FMT_COND_WAKE, t0 + 9000 + 20u * (unsigned)i,
+			  C_QUEUE, L_QUEUE, 0, 0, 0);
+			E(idle[i], FMT_REL, t0 + 9010 + 20u * (unsigned)i, L_QUEUE,
+			  0, 0, 0, 0);
+		}
 		if (precise)
 			for (int i = 0; i < 3; i++) {
 				uint64_t ptr = ptr_base +
@@ -889,6 +903,8 @@ int main(int argc, char **argv)
 			module = v, i++;
 		else if (!strcmp(a, "--slow-outside"))
 			slow_outside = true;
+		else if (!strcmp(a, "--idle-waiters"))
+			idle[0] = idle[1] = &thr[0]; /* made below */
 		else if (!strcmp(a, "--wrapped"))
 			wrapped = true;
 		else if (!strcmp(a, "--two-lines"))
@@ -997,6 +1013,12 @@ int main(int argc, char **argv)
 	m_thread_name(proc, 104, "consumer");
 	m_thread_name(proc, PID, "main");
 	bool precise = !strcmp(sc, "precise");
+	for (int i = 0; i < 2 && idle[0]; i++) {
+		idle[i] = tw_new(107 + (uint32_t)i);
+		char name[16];
+		snprintf(name, sizeof name, "idle-%d", i);
+		m_thread_name(proc, 107 + (uint64_t)i, name);
+	}
 	if (!strcmp(sc, "starve") || !strcmp(sc, "roles")) {
 		/* threads of their own; the cascade's stay idle */
 		char name[32];
