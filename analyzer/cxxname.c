@@ -92,6 +92,29 @@ static void drop_params(char *s)
 	}
 }
 
+/* Drops a function template's return type ("void std::f<int>(int)"): the
+ * text before the last space outside brackets and before the parameters,
+ * unless that space follows "operator" (operator new, operator int). */
+static void drop_return_type(char *s)
+{
+	int d = 0;
+	size_t cut = 0;
+	for (size_t i = 0; s[i]; i++) {
+		char c = s[i];
+		if (c == '(' && d == 0)
+			break;
+		if (c == '<' || c == '(' || c == '{' || c == '[')
+			d++;
+		else if (c == '>' || c == ')' || c == '}' || c == ']')
+			d--;
+		else if (c == ' ' && d == 0 &&
+		         !(i >= 8 && strncmp(s + i - 8, "operator", 8) == 0))
+			cut = i + 1;
+	}
+	if (cut)
+		memmove(s, s + cut, strlen(s + cut) + 1);
+}
+
 char *cxx_short(const char *name, char *out, size_t len, bool params)
 {
 	if (!len)
@@ -107,6 +130,7 @@ char *cxx_short(const char *name, char *out, size_t len, bool params)
 	replace_all(out, "std::__1::", "std::");
 	drop_defaults(out);
 	replace_all(out, " >", ">");
+	drop_return_type(out);
 	replace_all(out, "std::basic_string<char>", "std::string");
 	replace_all(out, "std::basic_string_view<char>", "std::string_view");
 	if (!params)

@@ -37,6 +37,12 @@ int main(void)
 	is("(anonymous namespace)::flush(Buf*)", "(anonymous namespace)::flush");
 	is("Pool::take(unsigned long) [clone .cold]", "Pool::take");
 	is("Funct::operator()", "Funct::operator()");
+	is("void std::vector<int, std::allocator<int> >::_M_realloc_insert<int "
+	   "const&>(__gnu_cxx::__normal_iterator<int*, std::vector<int, "
+	   "std::allocator<int> > >, int const&)",
+	   "std::vector<int>::_M_realloc_insert<int const&>");
+	is("operator new(unsigned long)", "operator new");
+	is("Foo::operator int() const", "Foo::operator int");
 	/* Overloads keep their parameters, with short types. */
 	char b[512];
 	cxx_short("put(std::__cxx11::basic_string<char, std::char_traits<char>, "
