@@ -233,9 +233,13 @@ static uint8_t *listed(const report_t *r, model_t *m, bool cls,
 	size_t n = cls ? m->ncls : m->nlock, k = 0;
 	uint8_t *on = xcalloc(n + 1, 1);
 	rank_t *v = xmalloc((n + 1) * sizeof *v);
+	/* --lock is tested once per class (it scans the instances). */
+	uint8_t *match = xmalloc(m->ncls + 1);
+	for (size_t c = 0; c < m->ncls; c++)
+		match[c] = report_class_matches(r, m, (uint32_t)c);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t c = cls ? (uint32_t)i : m->lock[i].cls;
-		if (c == NONE32 || !report_class_matches(r, m, c))
+		if (c == NONE32 || !match[c])
 			continue;
 		const lockstat_t *s = cls ? &m->cls[i].s : &m->lock[i].s;
 		bool named = cls ? m->cls[i].name != NULL
@@ -270,6 +274,7 @@ static uint8_t *listed(const report_t *r, model_t *m, bool cls,
 			++*nrest;
 		}
 	free(v);
+	free(match);
 	return on;
 }
 
