@@ -1015,7 +1015,7 @@ int main(int argc, char **argv)
 	bool precise = !strcmp(sc, "precise");
 	for (int i = 0; i < 2 && idle[0]; i++) {
 		idle[i] = tw_new(107 + (uint32_t)i);
-		char name[16];
+		char name[32];
 		snprintf(name, sizeof name, "idle-%d", i);
 		m_thread_name(proc, 107 + (uint64_t)i, name);
 	}
