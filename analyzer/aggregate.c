@@ -24,6 +24,8 @@
  */
 #include "aggregate.h"
 
+#include "lock_names.h"
+
 #include "meta.h"
 #include "thresholds.h"
 
@@ -248,6 +250,7 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
 	h->nest = nest;
 	h->snap = (uint32_t)(t->nsnap - 1);
 	h->tsc = tsc;
+	h->wait_ns = 0;
 	return h;
 }
 
@@ -274,6 +277,8 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	if (!waited)
 		return;
 	uint64_t w = to_ns(m, r->f[2]);
+	if (h)
+		h->wait_ns = w;
 	l = &m->lock[li];
 	l->s.contended++;
 	l->s.wait_ns += w;
@@ -281,7 +286,7 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 		l->s.wait_max = w;
 	if (r->f[3] > l->s.max_waiters)
 		l->s.max_waiters = r->f[3];
-	hist_add(&l->s.wait_hist, w);
+	hist_add(lock_hist(m, l, 0), w);
 	m->tot.contended++;
 	m->tot.wait_ns += w;
 	t->contended++;
@@ -322,7 +327,7 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 	l->s.hold_ns += hold;
 	if (hold > l->s.hold_max)
 		l->s.hold_max = hold;
-	hist_add(&l->s.hold_hist, hold);
+	hist_add(lock_hist(m, l, 1), hold);
 	if (h.site != NONE32) {
 		lspair_t *p = model_pair(m, LS_ACQSITE, li, h.site);
 		p->n++;
@@ -678,6 +683,8 @@ static void on_meta(model_t *m, const fmt_record_t *r)
 		l->flags = (uint32_t)p.flags;
 		if (p.kind == FMT_KIND_COND)
 			l->is_cond = true;
+		else
+			lock_find_block(m, l);
 		break;
 	}
 	case FMT_LOCK_NAME: {
@@ -800,6 +807,13 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		m->lock[ci].s.cond_waits++;
 		m->lock[li].queue_cond = true;
 		m->lock[li].s.cond_waits++;
+		/* The thread waited for the lock only to find no work: that
+		 * wait was waiting for work, not time lost to the holders. */
+		for (size_t k = t->nheld; k-- > 0;)
+			if (t->held[k].lock == li) {
+				m->lock[li].s.idle_wait_ns += t->held[k].wait_ns;
+				break;
+			}
 		release(m, t, li, r->tsc);
 		t->cond_waits++;
 		t->cond_sleep_tsc = r->tsc;
@@ -846,7 +860,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		l->s.wait_ns += w;
 		if (w > l->s.wait_max)
 			l->s.wait_max = w;
-		hist_add(&l->s.wait_hist, w);
+		hist_add(lock_hist(m, l, 0), w);
 		t->pend_lw_ns += w;
 		t->pend_lw_n++;
 		busy(m, t, ti);
@@ -886,10 +900,14 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		 * release is unmatched, counted, never a negative hold). So
 		 * every thread's holds end here, uncounted (only threads on
 		 * the busy list can have any). */
-		if (r->f[0] == FMT_MARK_PAUSE)
+		if (r->f[0] == FMT_MARK_PAUSE) {
 			m->tot.pauses++;
-		else if (r->f[0] == FMT_MARK_RESUME)
+			m->paused = true;
+			m->pause_tsc = r->tsc;
+		} else if (r->f[0] == FMT_MARK_RESUME) {
 			m->tot.resumes++;
+			m->paused = false;
+		}
 		for (size_t i = 0; i < m->nbusy; i++) {
 			thread_t *b = &m->thr[m->busy[i]];
 			cut_holds(m, b, &m->tot.holds_cut);

@@ -7,16 +7,34 @@
 #define MALLOCK_CLASSES_H
 
 #include "model.h"
+#include "symbols.h"
 
 /*
  * Fills m->cls and each lock's cls. The class key is the first user frame
  * of the lock's init stack (LOCK_INIT), or, for a lock never initialised by
- * a call (static initializer), of its first acquisition site; a lock with
+ * a call (static initializer), of its first acquisition site, with its
+ * owner when that frame is an init wrapper (class_owner); a lock with
  * neither, and every allocator-internal lock, is a class of its own.
  * Conditions variables get no class (cls stays NONE32). Needs m->sym
  * (sym_open). Allocates.
  */
 void classes_build(model_t *m);
+
+/*
+ * The frame that owns the locks made at stack si, when its first user
+ * frame is an init wrapper (init_wrapper: a lock word and a making word in
+ * its name, or a lock class's constructor) or sits in a library that its
+ * caller is not in: the first caller outside the wrapper (its module).
+ * False when the first user frame owns them.
+ */
+bool stack_owner(model_t *m, uint32_t si, struct frame *out);
+
+/* The frame that owns class c's locks when its site is an init wrapper
+ * (apr_thread_mutex_create, mysql_mutex_init, Mutex::Mutex, or a library
+ * function called from another module): the first caller outside it,
+ * which is part of the class key, so locks made through one wrapper by
+ * different owners are different classes. False when the site owns them. */
+bool class_owner(model_t *m, uint32_t c, struct frame *out);
 
 /* Sets each thread's activity (thread_t.role, a static string): main,
  * consumer (waits on a condition), producer (signals one), worker (takes

@@ -13,6 +13,7 @@
 #include "thresholds.h"
 
 #include <stdio.h>
+#include <string.h>
 
 /* Evidence of a site finding: its member stacks valued by what(site). */
 static void group_stacks(finding_t *f, model_t *m, const sites_t *S,
@@ -65,9 +66,40 @@ static int nthreads(const uint32_t *thr)
 	return n;
 }
 
+/*
+ * The slow path of the allocator in use and how to avoid it, for
+ * slow_alloc's advice (issue 13: tcmalloc's central free list was told to
+ * a glibc program).
+ */
+static void slow_path_of(const model_t *m, const char **path,
+                         const char **fix)
+{
+	const char *alloc = model_allocator(m);
+	if (strcmp(alloc, "tcmalloc") == 0) {
+		*path = "tcmalloc's central free list, page heap";
+		*fix = "give tcmalloc larger thread caches "
+		       "(TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES)";
+	} else if (strcmp(alloc, "jemalloc") == 0) {
+		*path = "jemalloc's arena bins, extents";
+		*fix = "give jemalloc more arenas or a larger thread cache "
+		       "(MALLOC_CONF narenas, tcache_max)";
+	} else if (strcmp(alloc, "mimalloc") == 0) {
+		*path = "mimalloc's page and segment allocation";
+		*fix = "keep freed pages longer (MIMALLOC_PURGE_DELAY)";
+	} else {
+		*path = "glibc malloc's arena bins and arena lock, or mmap "
+		        "for large blocks";
+		*fix = "tune glibc's caches (GLIBC_TUNABLES="
+		       "glibc.malloc.tcache_count, glibc.malloc.mmap_threshold, "
+		       "glibc.malloc.arena_max)";
+	}
+}
+
 void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 {
 	double dur_s = (double)model_duration_ns(m) / 1e9;
+	const char *slow_path, *slow_fix;
+	slow_path_of(m, &slow_path, &slow_fix);
 	double median = hist_quantile(&m->alloc_hist, 0.5) / 2;
 	char sn[256];
 	for (uint32_t g = 0; g < S->ng; g++) {
@@ -81,6 +113,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			finding_t *f = finding_add(out, m, FK_CROSS_THREAD_FREE,
 			                           xexcess > 0 ? xexcess : 0);
 			f->stack = si;
+			finding_set_lines(f, S->g[g].line, S->g[g].nline);
 			group_stacks(f, m, S, g, "cross_thread_frees", v_xfree, 0);
 			finding_put(f, "cross_thread_frees",
 			            (double)s->xfree_n);
@@ -98,7 +131,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			         "them where they were allocated, move the "
 			         "objects by value, or recycle them through a "
 			         "per-thread pool.",
-			         finding_site_name(m, f->stack, sn, sizeof sn));
+			         finding_site_name(f, sn, sizeof sn));
 		}
 		/* alloc_churn */
 		uint64_t nsize;
@@ -110,6 +143,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			finding_t *f = finding_add(out, m, FK_ALLOC_CHURN,
 			                           (double)s->short_ns);
 			f->stack = si;
+			finding_set_lines(f, S->g[g].line, S->g[g].nline);
 			group_stacks(f, m, S, g, "short_lived", v_churn, 0);
 			finding_put(f, "short_lived", (double)s->short_n);
 			finding_put(f, "allocs", (double)allocs);
@@ -122,15 +156,22 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			            ratio((double)s->life_ns, (double)s->frees));
 			finding_put(f, "allocator_ns", (double)s->short_ns);
 			finding_put(f, "stacks", f->stacks_total);
+			/* Node-sized blocks suggest a linked container;
+			 * larger ones a buffer made per call. */
+			bool node = size <= TH_CHURN_NODE_MAX_BYTES;
 			snprintf(f->advice, sizeof f->advice,
 			         "%llu-byte blocks from %s live less than %.1f ms "
-			         "at %.0f/s (a node-based container?): use open "
-			         "addressing or a pre-allocated pool, or reuse "
-			         "the objects.",
+			         "at %.0f/s %s",
 			         (unsigned long long)size,
-			         finding_site_name(m, f->stack, sn, sizeof sn),
+			         finding_site_name(f, sn, sizeof sn),
 			         TH_CHURN_LIFETIME_NS / 1e6,
-			         (double)s->short_n / dur_s);
+			         (double)s->short_n / dur_s,
+			         node ? "(a node-based container?): use open "
+			                "addressing or a pre-allocated pool, or "
+			                "reuse the objects."
+			              : "(a buffer made for each call?): keep one "
+			                "per thread or per object and reuse it, "
+			                "or size it once up front.");
 		}
 		/* slow_alloc, by whether a lock was held */
 		for (int h = 0; h < 2; h++) {
@@ -145,6 +186,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			finding_t *f =
 			    finding_add(out, m, FK_SLOW_ALLOC, excess);
 			f->stack = si;
+			finding_set_lines(f, S->g[g].line, S->g[g].nline);
 			group_stacks(f, m, S, g, "slow_ns", v_slow, h);
 			finding_put(f, "lock_held", h);
 			finding_put(f, "slow_calls", (double)slow);
@@ -159,15 +201,20 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			            (double)s->slow_lw_ns[h]);
 			finding_put(f, "threshold_ns", TH_SLOW_ALLOC_NS);
 			finding_put(f, "stacks", f->stacks_total);
-			snprintf(f->advice, sizeof f->advice,
-			         h ? "Allocator calls for %s often take the "
-			             "slow path while a lock is held: allocate "
-			             "before locking, or pre-allocate."
-			           : "Allocator calls for %s often take the "
-			             "slow path (central free list, page heap): "
-			             "reuse objects, reserve capacity, or give "
-			             "the allocator larger thread caches.",
-			         finding_site_name(m, f->stack, sn, sizeof sn));
+			if (h)
+				snprintf(f->advice, sizeof f->advice,
+				         "Allocator calls for %s often take the "
+				         "slow path while a lock is held: "
+				         "allocate before locking, or "
+				         "pre-allocate.",
+				         finding_site_name(f, sn, sizeof sn));
+			else
+				snprintf(f->advice, sizeof f->advice,
+				         "Allocator calls for %s often take the "
+				         "slow path (%s): reuse objects, reserve "
+				         "capacity, or %s.",
+				         finding_site_name(f, sn, sizeof sn),
+				         slow_path, slow_fix);
 		}
 	}
 }

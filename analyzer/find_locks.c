@@ -87,7 +87,10 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 	for (size_t i = 0; i < n; i++) {
 		const aul_t *a = &v[i];
 		const lockclass_t *c = &m->cls[a->cls];
-		double W = (double)c->s.wait_ns, H = (double)c->s.hold_ns;
+		/* Waits that ended in a condition wait were waiting for
+		 * work: not lost to the holders. */
+		double W = (double)(c->s.wait_ns - c->s.idle_wait_ns),
+		       H = (double)c->s.hold_ns;
 		if (c->kind == FMT_KIND_ALLOC_INTERNAL || W <= 0 || H <= 0 ||
 		    a->ns == 0)
 			continue;
@@ -104,7 +107,11 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 			finding_add_stack(f, st[k].stack, (double)st[k].ns);
 		if (f->nstacks)
 			f->stack = f->stacks[0];
+		if (a->grp != NONE32)
+			finding_set_lines(f, S->g[a->grp].line,
+			                  S->g[a->grp].nline);
 		finding_put(f, "lock_wait_ns", W);
+		finding_put(f, "idle_wait_ns", (double)c->s.idle_wait_ns);
 		finding_put(f, "contended", (double)c->s.contended);
 		finding_put(f, "acquisitions", (double)c->s.acq);
 		finding_put(f, "hold_ns", H);
@@ -132,7 +139,7 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		         "section (allocate before locking, hand objects over "
 		         "by value) or pre-allocate (a reserved vector, a free "
 		         "list)%s.",
-		         finding_site_name(m, f->stack, sn, sizeof sn),
+		         finding_site_name(f, sn, sizeof sn),
 		         c->queue ? ": every producer and consumer of this "
 		                    "queue waits for the allocator too"
 		                  : "");
@@ -180,7 +187,8 @@ void find_nested_locks(model_t *m, findings_t *out)
 		if (p->n < TH_NEST_MIN || (!o->s.contended && !in->s.contended))
 			continue;
 		double share = fmin(1.0, ratio((double)p->hold, (double)o->s.hold_ns));
-		double score = (double)p->wait + (double)o->s.wait_ns * share;
+		double score = (double)p->wait +
+		               (double)(o->s.wait_ns - o->s.idle_wait_ns) * share;
 		if (score <= 0)
 			continue;
 		finding_t *f = finding_add(out, m, FK_NESTED_LOCK, score);

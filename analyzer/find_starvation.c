@@ -3,7 +3,22 @@
  * peer role (threads with one entry function, or one name stem), the time
  * the peers behind the role's mean rate of service would have needed, at
  * that rate, for the service they did not get:
- * sum (1 - rate_i / mean rate) x life_i.
+ * sum (1 - rate_i / mean rate) x life_i, counted only as far as the trace
+ * shows those peers wanting the lock while their peers got it.
+ *
+ * Invariants (issue 13, item 1: an uneven pool by design was the top
+ * finding on real servers):
+ * - A peer behind counts only with evidence of demand: on an acquisition
+ *   measure, at most its own wait for the lock; on a condition-wake
+ *   measure, its gap times the share of its acquisitions that got no wake
+ *   (it came back and went away without service). A thread that sleeps
+ *   waiting for work wanted work, not the lock: it adds nothing.
+ * - The score never exceeds the wall-clock time the trace covers for the
+ *   peers behind (first event of the earliest to last of the latest).
+ * - A generic thread trampoline (start_thread, thread_native_entry, a
+ *   std::thread state, ...) is not a role: the role is the first frame
+ *   inward of it; threads of one entry function with different name stems
+ *   are different roles (a runtime's threads all enter one function).
  */
 #include "find.h"
 
@@ -16,10 +31,43 @@
 #include <string.h>
 
 /*
+ * Frames every thread of a runtime or a thread library passes through on
+ * its way to its own code: never a role. A name matches when it equals an
+ * entry or starts with it followed by "<" or "(" or "::"; names in the
+ * standard libraries' namespaces are all generic.
+ */
+static const char *const trampolines[] = {
+	"start_thread", "clone", "clone3", "__clone", "thread_native_entry",
+	"java_start", "execute_native_thread_routine", "g_thread_proxy",
+	"_pthread_start", "thread_start", "ThreadStart", "PR_NativeRunThread",
+	"_PR_NativeRunThread", "__tsan_thread_start_func", "asan_thread_start",
+	NULL,
+};
+
+static bool generic_frame(const char *fn)
+{
+	static const char *const ns[] = {"std::", "core::", "alloc::",
+	                                 "__gnu_cxx::", "boost::detail::",
+	                                 NULL};
+	for (int i = 0; ns[i]; i++)
+		if (strncmp(fn, ns[i], strlen(ns[i])) == 0)
+			return true;
+	for (int i = 0; trampolines[i]; i++) {
+		size_t n = strlen(trampolines[i]);
+		if (strncmp(fn, trampolines[i], n) == 0 &&
+		    (fn[n] == 0 || fn[n] == '<' || fn[n] == '(' ||
+		     (fn[n] == ':' && fn[n + 1] == ':')))
+			return true;
+	}
+	return false;
+}
+
+/*
  * A thread's role: its entry function, the outermost user frame of one of
  * its recorded whole stacks that reaches the thread's start (its outermost
  * frame is in libc, start_thread/clone or __libc_start_main, or is _start;
- * a stack cut at the recording depth does not count). NULL when no stack
+ * a stack cut at the recording depth does not count), past any generic
+ * trampoline (generic_frame). NULL when no stack
  * does (a thread whose acquisitions were all uncontended and which never
  * allocated has only call sites) or when it is not symbolized.
  */
@@ -45,6 +93,8 @@ static const char *thread_entry(model_t *m, const thread_t *t)
 				continue;
 			if (!f->function)
 				break;
+			if (generic_frame(f->function))
+				continue;
 			/* An inlined frame whose enclosing function the debug
 			 * info did not give: another stack may name it. */
 			if (f->inlined) {
@@ -97,11 +147,15 @@ static int by_stem(const void *a, const void *b)
  * whose threads have no entry function at all is a role of its own
  * ("threads named adm-client"); a stem shared by threads of several entry
  * functions gives nothing to the threads without one. Unnamed threads (the
- * process's own name) have no stem.
+ * process's own name) have no stem. Last, an entry function whose threads
+ * carry several name stems is generic (a runtime's one entry, a pool
+ * entry running different jobs): its named threads' role becomes the entry
+ * and their stem ("thread_main (threads named gc)").
  */
 static const char **peer_roles(model_t *m)
 {
 	const char **role = xcalloc(m->nthr + 1, sizeof *role);
+	const char **stem = xcalloc(m->nthr + 1, sizeof *stem);
 	stemref_t *st = xmalloc((m->nthr + 1) * sizeof *st);
 	const char *procname = NULL;
 	char buf[256];
@@ -117,7 +171,7 @@ static const char **peer_roles(model_t *m)
 			continue;
 		const char *s = name_stem(t->name, procname, buf, sizeof buf);
 		if (s) {
-			st[ns].stem = arena_strdup(&m->arena, s);
+			stem[i] = st[ns].stem = arena_strdup(&m->arena, s);
 			st[ns].thread = (uint32_t)i;
 			ns++;
 		}
@@ -145,6 +199,38 @@ static const char **peer_roles(model_t *m)
 			if (!role[st[k].thread])
 				role[st[k].thread] = e;
 	}
+	/* Generic entries: one role, named threads of several stems. The
+	 * named threads sorted by (role, stem); the split role strings are
+	 * made before any is replaced. */
+	size_t nr = 0;
+	for (size_t i = 0; i < ns; i++)
+		if (role[st[i].thread] &&
+		    strncmp(role[st[i].thread], "threads named ", 14) != 0) {
+			st[nr].thread = st[i].thread;
+			st[nr].stem = role[st[i].thread];
+			nr++;
+		}
+	if (nr > 1)
+		qsort(st, nr, sizeof *st, by_stem);
+	const char **split = xcalloc(m->nthr + 1, sizeof *split);
+	for (size_t i = 0, j; i < nr; i = j) {
+		bool generic = false;
+		for (j = i + 1; j < nr && strcmp(st[j].stem, st[i].stem) == 0;
+		     j++)
+			generic |= strcmp(stem[st[j].thread],
+			                  stem[st[i].thread]) != 0;
+		for (size_t k = i; generic && k < j; k++) {
+			uint32_t t = st[k].thread;
+			snprintf(buf, sizeof buf, "%s (threads named %s)",
+			         role[t], stem[t]);
+			split[t] = arena_strdup(&m->arena, buf);
+		}
+	}
+	for (size_t i = 0; i < m->nthr; i++)
+		if (split[i])
+			role[i] = split[i];
+	free(split);
+	free(stem);
 	free(st);
 	return role;
 }
@@ -152,7 +238,8 @@ static const char **peer_roles(model_t *m)
 typedef struct peer {
 	const lockthr_t *lt;
 	const char *role; /* arena; NULL: no peers */
-	double span_ns;   /* the thread's first to last event */
+	double first_ns; /* the thread's first event, from the trace's */
+	double span_ns;  /* the thread's first to last event */
 	double service, rate;
 } peer_t;
 
@@ -209,7 +296,8 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 		return;
 	double mu = rsum / (double)n;
 	double sq = 0, lost = 0, short_ops = 0;
-	double pwait = 0, psleep = 0, smin = HUGE_VAL, smax = 0;
+	double pwait = 0, psleep = 0, smin = HUGE_VAL, smax = 0, gross = 0;
+	double first = HUGE_VAL, last = 0;
 	int zeros = 0, behind = 0;
 	double wsum = 0, wsq = 0;
 	int wk = 0;
@@ -225,11 +313,24 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 			wk++;
 		}
 		if (p[i].rate < mu) {
+			const lockthr_t *lt = p[i].lt;
 			zeros += p[i].service == 0;
 			/* The time this peer would have needed, at the
-			 * role's mean rate, for the service it did not get. */
+			 * role's mean rate, for the service it did not get,
+			 * as far as it showed it wanted the lock: its wait
+			 * for it, or its visits that got no wake. */
 			double gap = (1 - p[i].rate / mu) * p[i].span_ns;
+			gross += gap;
+			if (by_wakes)
+				gap *= lt->acq > lt->wakes
+				           ? (double)(lt->acq - lt->wakes) /
+				                 (double)lt->acq
+				           : 0;
+			else
+				gap = fmin(gap, (double)lt->wait_ns);
 			lost += gap;
+			first = fmin(first, p[i].first_ns);
+			last = fmax(last, p[i].first_ns + p[i].span_ns);
 			short_ops += mu * p[i].span_ns - p[i].service;
 			pwait += (double)p[i].lt->wait_ns;
 			psleep += (double)p[i].lt->sleep_ns;
@@ -242,10 +343,13 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 		double wm = wsum / wk;
 		wcv = sqrt(fmax(0, wsq / wk - wm * wm)) / wm;
 	}
-	if (!behind || (cv * 100 < TH_STARVE_CV_PCT && !zeros))
+	if (!behind || (cv * 100 < TH_STARVE_CV_PCT && !zeros) || lost <= 0)
 		return;
+	/* Never more than the wall-clock time the trace covers for the
+	 * peers behind. */
+	double covered = last > first ? last - first : 0;
 	const lock_t *l = &m->lock[p[0].lt->lock];
-	finding_t *f = finding_add(out, m, FK_STARVATION, lost);
+	finding_t *f = finding_add(out, m, FK_STARVATION, fmin(lost, covered));
 	f->cls = l->cls;
 	f->lock = p[0].lt->lock;
 	f->stack = m->cls[l->cls].site;
@@ -267,15 +371,29 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 	finding_put(f, "behind_lock_wait_ns", pwait);
 	finding_put(f, "behind_cond_sleep_ns", psleep);
 	finding_put(f, "lost_ns", lost);
+	finding_put(f, "unweighted_lost_ns", gross);
+	finding_put(f, "covered_ns", covered);
 	char a[128];
-	snprintf(f->advice, sizeof f->advice,
-	         "The %zu threads running %s get very unequal shares of %s "
-	         "(%s from %.0f to %.0f, %d with none): some are passed over "
-	         "again and again; admit work in order (FIFO or "
-	         "earliest-deadline-first), or give each thread its own queue.",
-	         n, p[0].role, lock_label(m, l, a, sizeof a),
-	         by_wakes ? "condition wakes" : "acquisitions", smin, smax,
-	         zeros);
+	if (by_wakes)
+		snprintf(f->advice, sizeof f->advice,
+		         "The %zu threads running %s get very unequal shares "
+		         "of %s (condition wakes from %.0f to %.0f, %d with "
+		         "none), and the ones behind came back for it without "
+		         "being served: some are passed over again and again; "
+		         "admit work in order (FIFO or earliest-deadline-first), "
+		         "or give each thread its own queue.",
+		         n, p[0].role, lock_label(m, l, a, sizeof a), smin, smax,
+		         zeros);
+	else
+		snprintf(f->advice, sizeof f->advice,
+		         "The %zu threads running %s get very unequal shares "
+		         "of %s (acquisitions from %.0f to %.0f, %d with none) "
+		         "and the ones behind waited for it while their peers "
+		         "took it: the lock lets a releasing thread take it "
+		         "again before a waiter runs; hand it over in order "
+		         "(a ticket or queued lock), or shorten the holds.",
+		         n, p[0].role, lock_label(m, l, a, sizeof a), smin, smax,
+		         zeros);
 }
 
 void find_starvation(model_t *m, findings_t *out)
@@ -294,6 +412,10 @@ void find_starvation(model_t *m, findings_t *out)
 		memset(&p[np], 0, sizeof p[np]);
 		p[np].lt = lt;
 		p[np].role = role[lt->thread];
+		p[np].first_ns = t->first_tsc > m->first_tsc
+		                     ? (double)(t->first_tsc - m->first_tsc) *
+		                           m->ns_per_tick
+		                     : 0;
 		p[np].span_ns = t->last_tsc > t->first_tsc
 		                    ? (double)(t->last_tsc - t->first_tsc) *
 		                          m->ns_per_tick

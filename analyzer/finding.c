@@ -92,14 +92,34 @@ void finding_add_stack(finding_t *f, uint32_t si, double v)
 	f->nstacks = n + 1;
 }
 
-const char *finding_site_name(model_t *m, uint32_t stack, char *buf,
-                              size_t len)
+const char *finding_site_name(const finding_t *f, char *buf, size_t len)
 {
 	frame_t fr;
-	if (stack_site(m, stack, &fr) && fr.function)
+	if (!stack_site(f->m, f->stack, &fr) || !fr.function) {
+		snprintf(buf, len, "this site");
+		return buf;
+	}
+	if (f->nlines < 2 || !fr.file)
 		return frame_label(&fr, buf, len);
-	snprintf(buf, len, "this site");
+	const char *base = strrchr(fr.file, '/');
+	int n = snprintf(buf, len, "%s (%s:", frame_name(&fr),
+	                 base ? base + 1 : fr.file);
+	for (uint32_t i = 0; i < f->nlines && n > 0 && (size_t)n < len; i++)
+		n += snprintf(buf + n, len - (size_t)n, "%s%u", i ? ", " : "",
+		              f->lines[i]);
+	if (n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, ")");
 	return buf;
+}
+
+void finding_set_lines(finding_t *f, const uint32_t *line, uint32_t n)
+{
+	if (n < 2)
+		return;
+	if (n > FINDING_LINES)
+		n = FINDING_LINES;
+	memcpy(f->lines, line, n * sizeof *line);
+	f->nlines = n;
 }
 
 uint32_t finding_lock(const finding_t *f)

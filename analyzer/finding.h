@@ -46,6 +46,7 @@ typedef struct evidence {
  * allocator, the shim and libc): one allocating line reached from several
  * callers is one finding, with its stacks, the heaviest first, as evidence. */
 #define FINDING_STACKS 4
+#define FINDING_LINES 6
 
 typedef struct finding {
 	int kind, severity;
@@ -59,6 +60,8 @@ typedef struct finding {
 	uint32_t stacks[FINDING_STACKS]; /* evidence stacks, heaviest first */
 	double stack_v[FINDING_STACKS];  /* each one's share of stack_unit */
 	uint32_t nstacks, stacks_total;  /* shown; reaching the site */
+	uint32_t lines[FINDING_LINES];   /* the site's lines, when several */
+	uint32_t nlines;
 	const char *stack_unit; /* what stack_v counts (a JSON member name) */
 	evidence_t ev[EV_MAX];
 	int nev;
@@ -81,10 +84,12 @@ void finding_put(finding_t *f, const char *key, double v);
 /* Counts stack si among those reaching f's code, and keeps it, valued v,
  * among the heaviest FINDING_STACKS (f->stacks, heaviest first). */
 void finding_add_stack(finding_t *f, uint32_t si, double v);
-/* The first user frame of stack as a label ("fn (file:line)") into buf, or
+/* The first user frame of f's stack as a label ("fn (file:line)", or with
+ * the site's lines when it has several: "fn (file:155, 166)") into buf, or
  * "this site" when it has none: the site an advice sentence names. */
-const char *finding_site_name(model_t *m, uint32_t stack, char *buf,
-                              size_t len);
+const char *finding_site_name(const finding_t *f, char *buf, size_t len);
+/* Copies a site's lines (ascending) into f when there are several. */
+void finding_set_lines(finding_t *f, const uint32_t *line, uint32_t n);
 
 /* The value of evidence key, or def. */
 double finding_ev(const finding_t *f, const char *key, double def);

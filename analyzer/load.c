@@ -1,16 +1,19 @@
 /*
  * load.c - the pipeline of one trace (see load.h).
  */
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
 #include "load.h"
 
 #include "aggregate.h"
 #include "classes.h"
 #include "progress.h"
+#include "lock_names.h"
 #include "reader.h"
 #include "symbols.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 const char *truncation_text(const model_t *m, char *buf, size_t len)
 {
@@ -38,6 +41,10 @@ const char *truncation_text(const model_t *m, char *buf, size_t len)
 static void window_notes(model_t *m)
 {
 	char t[512];
+	/* `mallock attach` notes "attached: ..." (shim/attach.c). */
+	for (size_t i = 0; i < m->nnote; i++)
+		if (strncmp(m->note[i].text, "attached:", 9) == 0)
+			m->attached = true;
 	int n;
 	if (m->sample_bytes) {
 		n = snprintf(t, sizeof t,
@@ -60,13 +67,62 @@ static void window_notes(model_t *m)
 		             "stop were not measured",
 		             (m->proc_flags & FMT_PROCF_START_PAUSED)
 		                 ? "started paused (MALLOCK_START=paused)"
-		                 : "started with the program",
+		             : m->attached ? "started at the attach"
+		                           : "started with the program",
 		             (unsigned long long)m->tot.resumes,
 		             m->tot.resumes == 1 ? "" : "s",
 		             (unsigned long long)m->tot.pauses,
 		             (unsigned long long)m->tot.holds_cut);
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
+}
+
+/* "05:20:03 UTC (+1.2 s)": the wall clock of tsc, from the PROCESS
+ * record's clock pair, and its offset from the trace's first event. */
+static const char *when(const model_t *m, uint64_t tsc, char *buf,
+                        size_t len)
+{
+	const meta_process_t *p = &m->info.process;
+	double off = tsc > m->first_tsc
+	                 ? (double)(tsc - m->first_tsc) * m->ns_per_tick
+	                 : 0;
+	char a[32];
+	if (!m->info.have_process || !p->realtime_ns) {
+		snprintf(buf, len, "+%s", fmt_ns(a, sizeof a, off));
+		return buf;
+	}
+	double rt = (double)p->realtime_ns +
+	            ((double)tsc - (double)p->tsc) * m->ns_per_tick;
+	time_t s = (time_t)(rt / 1e9);
+	struct tm tm;
+	char d[40] = "?";
+	if (gmtime_r(&s, &tm))
+		strftime(d, sizeof d, "%Y-%m-%d %H:%M:%S UTC", &tm);
+	snprintf(buf, len, "%s (+%s)", d, fmt_ns(a, sizeof a, off));
+	return buf;
+}
+
+const char *recording_text(const model_t *m, char *buf, size_t len)
+{
+	char t[96];
+	size_t n = 0;
+	buf[0] = 0;
+	if (m->attached)
+		n += (size_t)snprintf(buf + n, len - n, "attached at %s",
+		                      when(m, m->first_tsc, t, sizeof t));
+	if (m->have_end || n >= len)
+		return buf;
+	if (m->paused)
+		snprintf(buf + n, len - n,
+		         "%swindow closed by ctl at %s; no END record yet: the "
+		         "process was still running",
+		         n ? "; " : "", when(m, m->pause_tsc, t, sizeof t));
+	else
+		snprintf(buf + n, len - n,
+		         "%sno END record: the process was still running when "
+		         "the trace was read, or did not exit cleanly",
+		         n ? "; " : "");
+	return buf;
 }
 
 int load_trace(const char *path, model_t *m, findings_t *f,
@@ -92,6 +148,7 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 		fprintf(stderr, "mallock: %s: %s\n", path,
 		        truncation_text(m, tr, sizeof tr));
 	sym_open(m, o->symbols);
+	lock_names(m);
 	classes_build(m);
 	thread_activity(m);
 	if (f)

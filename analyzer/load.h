@@ -32,4 +32,10 @@ void load_free(model_t *m);
  * read (why)", into buf; "" when the trace is complete. */
 const char *truncation_text(const model_t *m, char *buf, size_t len);
 
+/* How the recording began and ended, for the header: "attached at TIME",
+ * "window closed by ctl at TIME", "no END record: ...", joined by "; "
+ * into buf; "" for a program recorded from its start to a clean exit.
+ * TIME is the wall clock (UTC) and the offset in the trace. */
+const char *recording_text(const model_t *m, char *buf, size_t len);
+
 #endif

@@ -37,10 +37,26 @@ void lockstat_add(lockstat_t *d, const lockstat_t *s)
 #undef LOCK_ADD_
 #undef LOCK_ADD_S
 #undef LOCK_ADD_M
-	for (int i = 0; i < HIST_BUCKETS; i++) {
-		d->wait_hist.n[i] += s->wait_hist.n[i];
-		d->hold_hist.n[i] += s->hold_hist.n[i];
+}
+
+hist_t *lock_hist(model_t *m, lock_t *l, int which)
+{
+	if (!l->hist) {
+		uint64_t key = l->init_stack != NONE32   ? l->init_stack
+		               : l->first_site != NONE32 ? l->first_site
+		                                         : (1ull << 63) |
+		                                               (uint64_t)(l - m->lock);
+		int added;
+		uint32_t *v = u64map_put(&m->lhist_map, key, &added);
+		if (added) {
+			VEC_RESERVE(m->lhist, m->caplhist, m->nlhist);
+			memset(&m->lhist[m->nlhist], 0, sizeof *m->lhist);
+			*v = (uint32_t)m->nlhist++;
+		}
+		l->hist = *v + 1;
 	}
+	lockhist_t *h = &m->lhist[l->hist - 1];
+	return which ? &h->hold : &h->wait;
 }
 
 uint32_t model_stack(model_t *m, uint64_t id)
@@ -183,12 +199,30 @@ size_t model_lock_pairs(const model_t *m, int k, uint32_t li,
 	return t->start[li + 1] - t->start[li];
 }
 
+const char *model_allocator(const model_t *m)
+{
+	static const char *const known[] = {"tcmalloc", "jemalloc",
+	                                    "mimalloc", NULL};
+	for (size_t i = 0; i < m->nmod; i++) {
+		const char *p = m->mod[i].path;
+		const char *b = p ? strrchr(p, '/') : NULL;
+		b = b ? b + 1 : p;
+		for (int k = 0; b && known[k]; k++)
+			if (strncmp(b, "lib", 3) == 0 &&
+			    strncmp(b + 3, known[k], strlen(known[k])) == 0)
+				return known[k];
+	}
+	return "glibc";
+}
+
 const char *lock_label(const model_t *m, const lock_t *l, char *buf,
                        size_t len)
 {
 	(void)m;
 	if (l->name)
 		snprintf(buf, len, "%s", l->name);
+	else if (l->label)
+		snprintf(buf, len, "%s", l->label);
 	else if (l->addr)
 		snprintf(buf, len, "%s@0x%" PRIx64,
 		         l->kind == LOCK_KIND_UNKNOWN
@@ -225,6 +259,8 @@ void model_free(model_t *m)
 	}
 	u64map_free(&m->thr_by_tid);
 	u64map_free(&m->lock_by_id);
+	u64map_free(&m->lhist_map);
+	free(m->lhist);
 	u64map_free(&m->stk_by_id);
 	u64map_free(&m->nest_map);
 	u64map_free(&m->lt_map);

@@ -13,7 +13,10 @@
  *   their arrays; ids from the trace map to indexes through u64maps, and an
  *   id may be used before the metadata that defines it arrives.
  * - Memory grows with threads, stacks, locks, pairs and live blocks, never
- *   with the number of events.
+ *   with the number of events. A lock instance keeps counters only: its
+ *   wait and hold histograms are kept per site (lock_hist), one for all the
+ *   instances initialised (or first taken) at one stack, and summed into
+ *   classes (issue 13: 82k mutexes took 437 MB).
  */
 #ifndef MALLOCK_MODEL_H
 #define MALLOCK_MODEL_H
@@ -59,6 +62,8 @@ double hist_quantile(const hist_t *h, double q);
 	X(contended_holds, S, "holds during which another thread waited")     \
 	X(unmatched_rel, S, "releases of holds that began before recording")   \
 	X(wait_ns, S, "total wait of contended acquisitions")                  \
+	X(idle_wait_ns, S, "of which waits of holds that ended in a "           \
+	                   "condition wait (the thread found no work)")       \
 	X(hold_ns, S, "total hold time")                                       \
 	X(holds_with_alloc, S, "holds that called the allocator")              \
 	X(alloc_calls, S, "allocator calls made while held")                   \
@@ -77,10 +82,9 @@ typedef struct lockstat {
 #define LOCK_FIELD_(name, how, doc) uint64_t name;
 	LOCK_COUNTERS(LOCK_FIELD_)
 #undef LOCK_FIELD_
-	hist_t wait_hist, hold_hist;
 } lockstat_t;
 
-/* dst += src (sums and maxima, histograms added). */
+/* dst += src (sums and maxima). */
 void lockstat_add(lockstat_t *dst, const lockstat_t *src);
 
 typedef struct lock {
@@ -88,13 +92,23 @@ typedef struct lock {
 	uint32_t kind; /* FMT_KIND_*, or LOCK_KIND_UNKNOWN */
 	uint32_t flags;
 	bool defined, is_cond, queue_cond, queue_named, destroyed;
-	char *name; /* arena */
+	char *name; /* arena; the user's (mallock_lock_name) */
+	const char *label; /* arena; lock_names.c's, when no name */
 	uint32_t init_stack, first_site; /* stack indexes, NONE32 if none */
+	uint32_t blk_stack, blk_off;     /* the block holding it (in_block) */
+	bool in_block;
 	uint32_t cls;
 	uint32_t last_owner;  /* thread index + 1 */
 	uint32_t last_holder; /* LS_HOLDER pair index + 1 */
+	uint32_t hist;        /* lockhist index + 1 (lock_hist), 0: none */
 	lockstat_t s;
 } lock_t;
+
+/* Wait and hold histograms of the instances of one site (lock_hist). */
+typedef struct lockhist {
+	hist_t wait, hold;
+	uint32_t cls; /* the class it was summed into (classes_build) */
+} lockhist_t;
 #define LOCK_KIND_UNKNOWN 99u
 
 /* Allocation statistics of one stack used as an allocation site. */
@@ -170,6 +184,7 @@ typedef struct held {
 	uint32_t nest;       /* nest index + 1 (outer lock held at acquire) */
 	uint32_t snap;       /* thread's sums at acquire: index in snap[] */
 	uint64_t tsc;
+	uint64_t wait_ns; /* the acquisition's wait */
 } held_t;
 
 /* A thread's allocator calls made while it held at least one lock, summed
@@ -235,6 +250,13 @@ typedef struct lockclass {
 	bool queue, by_init;
 	const char *name;
 	lockstat_t s;
+	hist_t wait_hist, hold_hist; /* of its instances' sites */
+	/* The site's owner when the site is an init wrapper (classes.c,
+	 * class_owner): its first caller outside the wrapper, as a recorded
+	 * address and the index of the (inlined) frame there. */
+	bool has_owner;
+	uint8_t owner_inl;
+	uint64_t owner_addr;
 } lockclass_t;
 
 /* Totals of one process. X(name, json name) */
@@ -284,6 +306,9 @@ typedef struct model {
 	uint64_t free_n;       /* frees counted by the last block_free() */
 	char *exe, *cmdline, *hostname, *version;
 	bool have_end, end_clean;
+	bool paused;       /* the last MARK paused recording (a window closed) */
+	bool attached;     /* recorded by `mallock attach` (its NOTE) */
+	uint64_t pause_tsc; /* the last pause */
 	uint64_t end_events, end_dropped;
 	uint64_t first_tsc, last_tsc, events;
 
@@ -299,6 +324,10 @@ typedef struct model {
 	lock_t *lock;
 	size_t nlock, caplock;
 	u64map_t lock_by_id;
+	lockhist_t *lhist;
+	size_t nlhist, caplhist;
+	u64map_t lhist_map; /* init (else first) stack index, or top bit |
+	                       lock index -> lhist index */
 
 	stack_t *stk;
 	size_t nstk, capstk;
@@ -345,6 +374,11 @@ uint32_t model_stack(model_t *m, uint64_t id);
 uint32_t model_lock(model_t *m, uint64_t id);
 /* Index of the thread with tid (creating it). May allocate. */
 uint32_t model_thread(model_t *m, uint32_t tid);
+/* The wait (which 0) or hold (1) histogram lock l adds to: the one of its
+ * init stack, else its first acquisition's stack (chosen at its first
+ * use), else its own. May allocate. */
+hist_t *lock_hist(model_t *m, lock_t *l, int which);
+
 /* Pair of kind k for (lock, stack); created zeroed. May allocate. */
 lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack);
 
@@ -372,7 +406,12 @@ static inline uint64_t model_duration_ns(const model_t *m)
 	return ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
 }
 
-/* Display name of a lock ("name", or kind@addr). Writes into buf. */
+/* The allocator the traced program used, from its MODULE records:
+ * "tcmalloc", "jemalloc", "mimalloc", or "glibc" (none of those loaded). */
+const char *model_allocator(const model_t *m);
+
+/* Display name of a lock: its user name, else its label (lock_names.h),
+ * else kind@addr. Writes into buf. */
 const char *lock_label(const model_t *m, const lock_t *l, char *buf,
                        size_t len);
 /* Display name of a thread: "name (tid)" or "tid". */

@@ -38,6 +38,8 @@ static void usage(FILE *o)
 	      "  --thread=TID|NAME[,...]    only these threads' events\n"
 	      "  --min-severity=info|low|medium|high\n"
 	      "  --per-process              one report per trace instead of one for all\n"
+	      "  --all                      JSON: list every lock and lock class (default:\n"
+	      "                             the top 50, the named and the ones findings name)\n"
 	      "  --no-symbols               leave frames as addresses\n"
 	      "  -o, --output=FILE          write there instead of stdout\n"
 	      "  --thresholds               print the findings' thresholds and exit\n",
@@ -128,7 +130,7 @@ int cmd_report(int argc, char **argv)
 {
 	enum { O_FORMAT = 256, O_TOP, O_METRIC, O_LOCK, O_THREAD, O_SEV,
 	       O_PER, O_NOSYM, O_TH, O_HELP, O_FROM, O_TO, O_PROGRESS,
-	       O_NOPROGRESS };
+	       O_NOPROGRESS, O_ALL };
 	static const struct option opts[] = {
 	    {"format", required_argument, 0, O_FORMAT},
 	    {"top", required_argument, 0, O_TOP},
@@ -137,6 +139,7 @@ int cmd_report(int argc, char **argv)
 	    {"thread", required_argument, 0, O_THREAD},
 	    {"min-severity", required_argument, 0, O_SEV},
 	    {"per-process", no_argument, 0, O_PER},
+	    {"all", no_argument, 0, O_ALL},
 	    {"no-symbols", no_argument, 0, O_NOSYM},
 	    {"thresholds", no_argument, 0, O_TH},
 	    {"output", required_argument, 0, 'o'},
@@ -196,6 +199,9 @@ int cmd_report(int argc, char **argv)
 				                "'%s'\n", optarg);
 				return 1;
 			}
+			break;
+		case O_ALL:
+			r.all = true;
 			break;
 		case O_PER:
 			r.per_process = true;

@@ -34,6 +34,7 @@ typedef struct report {
 	bool per_process;
 	uint64_t from_ns, to_ns; /* issue 14: --from/--to (timeline window;
 	                            to_ns 0: the end) */
+	bool all; /* --all: list every lock instance and class (JSON) */
 } report_t;
 
 /* report_query.c */

@@ -3,6 +3,7 @@
  * (docs/report-json.md). Names in the contract stay stable; more members
  * may be added.
  */
+#include "classes.h"
 #include "json.h"
 #include "load.h"
 #include "report.h"
@@ -16,6 +17,11 @@
 #define JSON_FRAMES 64
 #define JSON_POINTS 5
 #define JSON_SITES 50
+/* Lock instances and classes listed (unless --all): the top ones by wait,
+ * then acquisitions, plus every named one and every one a finding names;
+ * the rest are one total. A web server's 82k mutexes made a 103 MB report
+ * (issue 13, item 7). */
+#define JSON_LOCKS 50
 
 static void frame_json(jw_t *w, const frame_t *f)
 {
@@ -105,6 +111,10 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 	else
 		jw_null(w);
 	jw_kbool(w, "clean_exit", m->have_end && m->end_clean);
+	jw_kbool(w, "attached", m->attached);
+	jw_kbool(w, "window_closed", !m->have_end && m->paused);
+	char rec[256];
+	jw_kstr(w, "recording", recording_text(m, rec, sizeof rec));
 	jw_kstr(w, "clock_source", m->info.clock_source);
 	jw_knum(w, "ns_per_tick", m->ns_per_tick);
 	jw_key(w, "notes");
@@ -170,6 +180,7 @@ static void stats_json(jw_t *w, const lockstat_t *s)
 	jw_ku64(w, "acquisitions", s->acq);
 	jw_ku64(w, "contended", s->contended);
 	jw_ku64(w, "wait_ns", s->wait_ns);
+	jw_ku64(w, "idle_wait_ns", s->idle_wait_ns);
 	jw_ku64(w, "hold_ns", s->hold_ns);
 	jw_ku64(w, "allocations_in_holds", s->alloc_calls);
 	jw_ku64(w, "allocator_ns_in_holds", s->alloc_ns);
@@ -188,8 +199,6 @@ static void stats_json(jw_t *w, const lockstat_t *s)
 	jw_ku64(w, "hold_max_ns", s->hold_max);
 	jw_ku64(w, "max_waiters", s->max_waiters);
 	jw_ku64(w, "allocator_internal_waits", s->internal_waits);
-	hist_json(w, "wait_hist_log2_ns", &s->wait_hist);
-	hist_json(w, "hold_hist_log2_ns", &s->hold_hist);
 }
 
 static const char *kind_str(uint32_t kind)
@@ -197,22 +206,111 @@ static const char *kind_str(uint32_t kind)
 	return kind == LOCK_KIND_UNKNOWN ? "unknown" : fmt_lock_kind_name(kind);
 }
 
+typedef struct rank {
+	uint64_t wait, acq;
+	uint32_t i;
+} rank_t;
+
+static int by_rank(const void *a, const void *b)
+{
+	const rank_t *x = a, *y = b;
+	if (x->wait != y->wait)
+		return x->wait > y->wait ? -1 : 1;
+	if (x->acq != y->acq)
+		return x->acq > y->acq ? -1 : 1;
+	return (x->i > y->i) - (x->i < y->i);
+}
+
+/*
+ * Which lock instances (classes: cls true) of m the JSON lists: a bitmap
+ * (1 listed) over m->lock (m->cls); unlisted candidates, those that pass
+ * --lock, are summed into *rest. Everything with r->all. Allocates; the
+ * caller frees.
+ */
+static uint8_t *listed(const report_t *r, model_t *m, bool cls,
+                       lockstat_t *rest, uint64_t *nrest)
+{
+	size_t n = cls ? m->ncls : m->nlock, k = 0;
+	uint8_t *on = xcalloc(n + 1, 1);
+	rank_t *v = xmalloc((n + 1) * sizeof *v);
+	/* --lock is tested once per class (it scans the instances). */
+	uint8_t *match = xmalloc(m->ncls + 1);
+	for (size_t c = 0; c < m->ncls; c++)
+		match[c] = report_class_matches(r, m, (uint32_t)c);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t c = cls ? (uint32_t)i : m->lock[i].cls;
+		if (c == NONE32 || !match[c])
+			continue;
+		const lockstat_t *s = cls ? &m->cls[i].s : &m->lock[i].s;
+		bool named = cls ? m->cls[i].name != NULL
+		                 : m->lock[i].name != NULL;
+		if (r->all || named)
+			on[i] = 1;
+		v[k].wait = s->wait_ns;
+		v[k].acq = s->acq;
+		v[k].i = (uint32_t)i;
+		k++;
+	}
+	if (k > 1)
+		qsort(v, k, sizeof *v, by_rank);
+	for (size_t i = 0; i < k && i < JSON_LOCKS; i++)
+		on[v[i].i] = 1;
+	for (size_t i = 0; i < r->f.n; i++) {
+		const finding_t *f = &r->f.v[i];
+		if (f->m != m)
+			continue;
+		uint32_t li = finding_lock(f);
+		uint32_t c[2] = {f->cls, f->cls2};
+		if (!cls && li != NONE32)
+			on[li] = 1;
+		for (int j = 0; j < 2; j++)
+			if (c[j] != NONE32)
+				on[cls ? c[j] : m->cls[c[j]].rep] = 1;
+	}
+	for (size_t i = 0; i < k; i++)
+		if (!on[v[i].i]) {
+			lockstat_add(rest, cls ? &m->cls[v[i].i].s
+			                       : &m->lock[v[i].i].s);
+			++*nrest;
+		}
+	free(v);
+	free(match);
+	return on;
+}
+
+static void rest_json(jw_t *w, const char *key, const char *what,
+                      const lockstat_t *s, uint64_t n)
+{
+	jw_key(w, key);
+	jw_obj(w);
+	jw_ku64(w, what, n);
+	jw_ku64(w, "acquisitions", s->acq);
+	jw_ku64(w, "contended", s->contended);
+	jw_ku64(w, "wait_ns", s->wait_ns);
+	jw_ku64(w, "hold_ns", s->hold_ns);
+	jw_end(w, '}');
+}
+
 static void locks_json(jw_t *w, const report_t *r)
 {
 	char a[32];
+	lockstat_t rest = {0};
+	uint64_t nrest = 0;
 	jw_key(w, "locks");
 	jw_arr(w);
 	for (size_t t = 0; t < r->nm; t++) {
 		model_t *m = &r->m[t];
+		uint8_t *on = listed(r, m, false, &rest, &nrest);
 		for (size_t i = 0; i < m->nlock; i++) {
 			const lock_t *l = &m->lock[i];
-			if (l->cls == NONE32 ||
-			    !report_class_matches(r, m, l->cls))
+			if (!on[i])
 				continue;
 			jw_obj(w);
 			jw_ku64(w, "id", report_lock_id(r, m, l));
 			jw_kstr(w, "kind", kind_str(l->kind));
 			jw_kstr(w, "name", l->name);
+			char lab[700];
+			jw_kstr(w, "label", lock_label(m, l, lab, sizeof lab));
 			jw_kbool(w, "queue_like", l->queue_cond || l->queue_named);
 			site_json(w, m, "init_site", l->init_stack);
 			stats_json(w, &l->s);
@@ -227,15 +325,20 @@ static void locks_json(jw_t *w, const report_t *r)
 			            (uint32_t)i, "holds", "hold_ns");
 			jw_end(w, '}');
 		}
+		free(on);
 	}
 	jw_end(w, ']');
+	rest_json(w, "locks_not_listed", "locks", &rest, nrest);
+	memset(&rest, 0, sizeof rest);
+	nrest = 0;
 	jw_key(w, "lock_classes");
 	jw_arr(w);
 	for (size_t t = 0; t < r->nm; t++) {
 		model_t *m = &r->m[t];
+		uint8_t *on = listed(r, m, true, &rest, &nrest);
 		for (size_t i = 0; i < m->ncls; i++) {
 			const lockclass_t *c = &m->cls[i];
-			if (!report_class_matches(r, m, (uint32_t)i))
+			if (!on[i])
 				continue;
 			jw_obj(w);
 			jw_ku64(w, "class", i);
@@ -243,21 +346,34 @@ static void locks_json(jw_t *w, const report_t *r)
 			jw_ku64(w, "lock", report_lock_id(r, m, &m->lock[c->rep]));
 			jw_kstr(w, "kind", kind_str(c->kind));
 			jw_kstr(w, "name", c->name);
+			char lab[700];
+			jw_kstr(w, "label", lock_label(m, &m->lock[c->rep], lab,
+			                               sizeof lab));
 			jw_kbool(w, "queue_like", c->queue);
 			jw_ku64(w, "instances", c->ninst);
 			jw_kstr(w, "site_kind", c->site == NONE32 ? NULL
 			                        : c->by_init       ? "init"
 			                                           : "first_acquisition");
 			site_json(w, m, "site", c->site);
+			frame_t own;
+			jw_key(w, "owner");
+			if (class_owner(m, (uint32_t)i, &own))
+				frame_json(w, &own);
+			else
+				jw_null(w);
 			stats_json(w, &c->s);
+			hist_json(w, "wait_hist_log2_ns", &c->wait_hist);
+			hist_json(w, "hold_hist_log2_ns", &c->hold_hist);
 			class_points_json(w, m, (uint32_t)i, LS_WAITER,
 			                  "contention_points", "waits", "wait_ns");
 			class_points_json(w, m, (uint32_t)i, LS_HOLDER,
 			                  "contending_points", "holds", "hold_ns");
 			jw_end(w, '}');
 		}
+		free(on);
 	}
 	jw_end(w, ']');
+	rest_json(w, "lock_classes_not_listed", "classes", &rest, nrest);
 }
 
 static void threads_json(jw_t *w, const report_t *r)
@@ -396,6 +512,14 @@ static void findings_json(jw_t *w, const report_t *r)
 			        lock_label(m, &m->lock[li], a, sizeof a));
 		site_json(w, m, "site", f->stack);
 		stack_json(w, m, "stack", f->stack);
+		if (f->nlines > 1) {
+			/* one function allocating at several lines */
+			jw_key(w, "lines");
+			jw_arr(w);
+			for (uint32_t k = 0; k < f->nlines; k++)
+				jw_u64(w, f->lines[k]);
+			jw_end(w, ']');
+		}
 		if (f->stack_unit) {
 			/* Allocation findings are per site: the stacks that
 			 * reach it, heaviest first. */

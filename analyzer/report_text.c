@@ -6,6 +6,7 @@
  * the top alloc_under_lock finding, the lock table with the contention of
  * its top locks, and the threads. Lines stay within 100 columns.
  */
+#include "classes.h"
 #include "load.h"
 #include "report.h"
 #include "symbols.h"
@@ -115,7 +116,7 @@ static void print_chain(FILE *out, model_t *m, const char *prefix,
 		if (i == 0)
 			frame_label(&fr[i], lab, sizeof lab);
 		else if (fr[i].function)
-			snprintf(lab, sizeof lab, "%s", fr[i].function);
+			snprintf(lab, sizeof lab, "%s", frame_name(&fr[i]));
 		else
 			frame_label(&fr[i], lab, sizeof lab);
 		len += (size_t)snprintf(line + len, sizeof line - len, "%s%s",
@@ -155,11 +156,91 @@ static void print_points(FILE *out, model_t *m, uint32_t c, int indent)
 		        total - (size_t)n);
 }
 
+/* A stack's frames without the shim's, innermost first, inlined frames
+ * expanded (at most max). */
+#define PART_DEPTH 48
+static int raw_frames(model_t *m, uint32_t si, frame_t *out, int max)
+{
+	int n = 0;
+	if (si == NONE32 || !m->stk[si].defined)
+		return 0;
+	const stack_t *st = &m->stk[si];
+	for (uint32_t i = 0; i < st->n && n < max; i++) {
+		const frame_t *fr;
+		int k = sym_addr(m, m->frames[st->off + i], &fr);
+		for (int j = 0; j < k && n < max; j++)
+			if (fr[j].fold != SYM_SHIM)
+				out[n++] = fr[j];
+	}
+	return n;
+}
+
+static bool same_frame(const frame_t *a, const frame_t *b)
+{
+	if (a->function && b->function)
+		return strcmp(a->function, b->function) == 0 &&
+		       a->line == b->line;
+	return a->address == b->address;
+}
+
+/* Frames the two stacks share from their root end. */
+static int common_root(const frame_t *a, int na, const frame_t *b, int nb)
+{
+	int k = 0;
+	while (k < na && k < nb && same_frame(&a[na - 1 - k], &b[nb - 1 - k]))
+		k++;
+	return k;
+}
+
+/*
+ * Where stack i of f's evidence stacks parts from the most similar other
+ * one (issue 13, item 8: several stacks reaching one site looked the
+ * same): its first frame from the root end that the other lacks, as
+ * "parts at F" into buf when it is not among the frames a chain shows
+ * (inside the folded allocator or library code below the site, or beyond
+ * the callers shown); "" otherwise.
+ */
+static const char *part_note(const finding_t *f, uint32_t i, char *buf,
+                             size_t len)
+{
+	static frame_t fr[FINDING_STACKS][PART_DEPTH];
+	int n[FINDING_STACKS], best = -1;
+	buf[0] = 0;
+	if (f->nstacks < 2)
+		return buf;
+	for (uint32_t k = 0; k < f->nstacks; k++)
+		n[k] = raw_frames(f->m, f->stacks[k], fr[k], PART_DEPTH);
+	for (uint32_t k = 0; k < f->nstacks; k++)
+		if (k != i) {
+			int c = common_root(fr[i], n[i], fr[k], n[k]);
+			if (c > best)
+				best = c;
+		}
+	if (best < 0 || best >= n[i])
+		return buf; /* the same frames: nothing parts them */
+	const frame_t *p = &fr[i][n[i] - 1 - best];
+	frame_t site;
+	if (!stack_site(f->m, f->stacks[i], &site))
+		return buf;
+	/* The site's index in the raw frames: a part above it, within the
+	 * callers a chain shows, needs no note. */
+	int s = -1;
+	for (int k = 0; k < n[i] && s < 0; k++)
+		if (same_frame(&fr[i][k], &site))
+			s = k;
+	int pi = n[i] - 1 - best;
+	if (s >= 0 && pi >= s && pi < s + 4)
+		return buf;
+	char lab[512];
+	snprintf(buf, len, "parts at %s", frame_label(p, lab, sizeof lab));
+	return buf;
+}
+
 /* An allocation finding's stacks: how many reach the site, and the
- * heaviest with what each accounts for. */
+ * heaviest with what each accounts for, and where they part. */
 static void print_site_stacks(FILE *out, const finding_t *f)
 {
-	char a[32], prefix[96];
+	char a[32], prefix[96], part[600];
 	fprintf(out, "   %-6s %u stacks reach this site; the heaviest:\n",
 	        "stacks", f->stacks_total);
 	for (uint32_t i = 0; i < f->nstacks; i++) {
@@ -171,6 +252,14 @@ static void print_site_stacks(FILE *out, const finding_t *f)
 			fmt_count(a, sizeof a, v);
 		snprintf(prefix, sizeof prefix, "          %9s  ", a);
 		print_chain(out, f->m, prefix, f->stacks[i]);
+		if (*part_note(f, i, part, sizeof part)) {
+			char line[700];
+			snprintf(line, sizeof line, "%*s%s", (int)strlen(prefix) + 2,
+			         "", part);
+			if (strlen(line) > WIDTH)
+				strcpy(line + WIDTH - 3, "...");
+			fprintf(out, "%s\n", line);
+		}
 	}
 	if (f->stacks_total > f->nstacks)
 		fprintf(out, "          ... %u more\n",
@@ -187,14 +276,14 @@ static void print_header(FILE *out, const report_t *r, model_t *m)
 	const char *cmd = m->cmdline && *m->cmdline ? m->cmdline
 	                  : m->exe && *m->exe       ? m->exe
 	                                            : "?";
-	char head[600];
+	char head[900], rec[256];
+	recording_text(m, rec, sizeof rec);
 	snprintf(head, sizeof head,
-	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events%s",
+	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events%s%s%s",
 	         m->path, m->pid, cmd,
 	         fmt_ns(a, sizeof a, (double)model_duration_ns(m)), nthr,
-	         fmt_count(b, sizeof b, (double)m->events),
-	         m->have_end ? "" : " (no END record: the process did not "
-	                            "exit cleanly)");
+	         fmt_count(b, sizeof b, (double)m->events), *rec ? " (" : "",
+	         rec, *rec ? ")" : "");
 	wrap_print(out, 2, "", head);
 	if (m->info.truncated)
 		wrap_print(out, 4, "  ! ", truncation_text(m, tr, sizeof tr));
@@ -262,17 +351,24 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 		if (f->cls2 != NONE32)
 			fprintf(out, "   inner  %s\n",
 			        class_label(m, f->cls2, lab, sizeof lab));
-		frame_t fr;
-		if (stack_site(m, m->cls[c].site, &fr))
-			fprintf(out, "   %-6s %s\n",
+		frame_t fr, own;
+		if (stack_site(m, m->cls[c].site, &fr)) {
+			char ob[600] = "";
+			if (class_owner(m, c, &own)) {
+				char o[512];
+				snprintf(ob, sizeof ob, ", called from %s",
+				         frame_label(&own, o, sizeof o));
+			}
+			fprintf(out, "   %-6s %s%s\n",
 			        m->cls[c].by_init ? "init" : "site",
-			        frame_label(&fr, buf, sizeof buf));
+			        frame_label(&fr, buf, sizeof buf), ob);
+		}
 	}
 	if (f->stacks_total > 1) {
 		frame_t fr;
-		if (stack_site(m, f->stack, &fr))
+		if (stack_site(m, f->stack, &fr)) /* with the site's lines */
 			fprintf(out, "   %-6s %s\n", "code",
-			        frame_label(&fr, buf, sizeof buf));
+			        finding_site_name(f, buf, sizeof buf));
 		print_site_stacks(out, f);
 	} else {
 		print_stack(out, m, f->stack, "code");
@@ -304,12 +400,24 @@ static void print_cascade(FILE *out, const report_t *r)
 		frame_label(&fr, site, sizeof site);
 	else
 		snprintf(site, sizeof site, "an unknown site");
-	fprintf(out, "\nThe cascade (finding #%zu):\n", idx);
+	size_t top = r->top < 0 ? 0 : (size_t)r->top;
+	if (idx <= top)
+		fprintf(out, "\nThe cascade (finding #%zu):\n", idx);
+	else /* never refer to a finding the reader was not shown */
+		fprintf(out,
+		        "\nThe cascade (the first alloc_under_lock finding, #%zu "
+		        "of %zu, not listed above: --top %zu lists it):\n",
+		        idx, r->f.n, idx);
+	char idle[96] = "";
+	if (ev(f, "idle_wait_ns") > 0)
+		snprintf(idle, sizeof idle,
+		         ", not counting %s of waits that found no work",
+		         fmt_ns(c, sizeof c, ev(f, "idle_wait_ns")));
 	snprintf(txt, sizeof txt,
 	         "waiters lost %s on lock %s (%.0f contended acquisitions, up "
-	         "to %.0f waiting at once);",
+	         "to %.0f waiting at once%s);",
 	         fmt_ns(a, sizeof a, W), lab, ev(f, "contended"),
-	         (double)m->cls[f->cls].s.max_waiters);
+	         (double)m->cls[f->cls].s.max_waiters, idle);
 	wrap_print(out, 5, "  1. ", txt);
 	snprintf(txt, sizeof txt,
 	         "its holders spent %.1f%% of their hold time (%s of %s) in "

@@ -8,6 +8,7 @@
 
 #include "symbols.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,20 @@ static uint64_t fnv(const char *s, uint64_t h)
 	return h == U64MAP_EMPTY ? h - 1 : h;
 }
 
+/* Adds line to g's ascending distinct lines (the table keeps the first
+ * SITE_LINES). */
+static void add_line(sitegrp_t *g, uint32_t line)
+{
+	uint32_t i = 0;
+	while (i < g->nline && g->line[i] < line)
+		i++;
+	if ((i < g->nline && g->line[i] == line) || g->nline == SITE_LINES)
+		return;
+	memmove(&g->line[i + 1], &g->line[i], (g->nline - i) * sizeof *g->line);
+	g->line[i] = line;
+	g->nline++;
+}
+
 void sites_build(model_t *m, sites_t *S)
 {
 	u64map_t map = {0};
@@ -84,10 +99,17 @@ void sites_build(model_t *m, sites_t *S)
 			continue;
 		frame_t fr;
 		const char *key;
-		if (m->stk[i].defined && stack_site(m, (uint32_t)i, &fr))
-			key = frame_label(&fr, label, sizeof label);
-		else /* no frame to group by: a site of its own */
+		bool has_line = false;
+		if (m->stk[i].defined && stack_site(m, (uint32_t)i, &fr)) {
+			has_line = fr.function && fr.file && fr.line;
+			if (has_line) /* the full name: overloads stay apart */
+				snprintf(label, sizeof label, "%s\001%s",
+				         fr.function, fr.file);
+			key = has_line ? label
+			               : frame_label(&fr, label, sizeof label);
+		} else { /* no frame to group by: a site of its own */
 			key = NULL;
+		}
 		int added = 1;
 		uint32_t *v = NULL;
 		if (key) {
@@ -111,6 +133,8 @@ void sites_build(model_t *m, sites_t *S)
 			S->of[i] = *v;
 		}
 		sitegrp_t *g = &S->g[S->of[i]];
+		if (has_line)
+			add_line(g, fr.line);
 		const site_t *r = m->stk[g->rep].site;
 		if (st->alloc_ns + st->free_ns > r->alloc_ns + r->free_ns)
 			g->rep = (uint32_t)i;

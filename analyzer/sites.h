@@ -10,13 +10,17 @@
 
 #include "model.h"
 
-/* A site: the stacks whose first user frame (stack_site) is the same
- * symbolized line (or, unsymbolized, the same return address), with their
- * statistics merged. */
+/* A site: the stacks whose first user frame (stack_site) is in the same
+ * symbolized function of one file (or, unsymbolized, at the same return
+ * address), with their statistics merged: one function allocating at
+ * lines 155 and 166 is one site (issue 13, item 8), its lines listed. */
+#define SITE_LINES 6
 typedef struct sitegrp {
 	site_t s;
 	uint32_t rep; /* the member stack with the most allocator time */
 	const char *key;
+	uint32_t line[SITE_LINES]; /* its distinct lines, ascending */
+	uint32_t nline;
 } sitegrp_t;
 
 typedef struct sites {

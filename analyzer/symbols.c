@@ -21,6 +21,8 @@
 #define _GNU_SOURCE /* O_CLOEXEC */
 #include "symbols.h"
 
+#include "cxxname.h"
+
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
@@ -76,6 +78,12 @@ struct symtab {
 	size_t nfr, capfr;
 	module_t **sorted; /* modules by lo */
 	size_t nsorted;
+	u64map_t shorts; /* hash of a short name -> index into grp */
+	u64map_t fulls;  /* hash of a full name -> index into sn */
+	shortgroup_t **grp;
+	size_t ngrp, capgrp;
+	shortname_t **sn;
+	size_t nsn, capsn;
 };
 
 /* Opens path for reading only if it is a regular file: O_NONBLOCK so that
@@ -290,6 +298,14 @@ void sym_close(model_t *m)
 	free(s->ent);
 	free(s->fr);
 	free(s->sorted);
+	u64map_free(&s->shorts);
+	u64map_free(&s->fulls);
+	for (size_t i = 0; i < s->nsn; i++)
+		free(s->sn[i]);
+	for (size_t i = 0; i < s->ngrp; i++)
+		free(s->grp[i]);
+	free(s->sn);
+	free(s->grp);
 	free(s);
 	m->sym = NULL;
 }
@@ -373,6 +389,58 @@ static const char *die_name(Dwarf_Die *die)
 	if (!n && dwarf_attr_integrate(die, DW_AT_name, &a))
 		n = dwarf_formstring(&a);
 	return n;
+}
+
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ull;
+	return h == U64MAP_EMPTY ? h - 1 : h;
+}
+
+/* The short name entry of full (NULL when it is its own short form). */
+static const shortname_t *short_of(symtab_t *s, const char *full)
+{
+	char b[1024];
+	if (!full || strcmp(cxx_short(full, b, sizeof b, false), full) == 0)
+		return NULL;
+	int added;
+	uint32_t *v = u64map_put(&s->fulls, name_hash(full), &added);
+	if (!added)
+		return strcmp(s->sn[*v]->full, full) == 0 ? s->sn[*v] : NULL;
+	uint32_t *g = u64map_put(&s->shorts, name_hash(b), &added);
+	shortgroup_t *grp;
+	if (added) {
+		VEC_RESERVE(s->grp, s->capgrp, s->ngrp);
+		grp = xcalloc(1, sizeof *grp); /* shortnames point to it */
+		grp->text = arena_strdup(&s->arena, b);
+		grp->full = full;
+		s->grp[s->ngrp] = grp;
+		*g = (uint32_t)s->ngrp++;
+	} else {
+		grp = s->grp[*g];
+		if (strcmp(grp->text, b) != 0)
+			return NULL; /* a hash collision: keep the full name */
+		if (strcmp(grp->full, full) != 0)
+			grp->ambiguous = true;
+	}
+	VEC_RESERVE(s->sn, s->capsn, s->nsn);
+	shortname_t *e = xmalloc(sizeof *e); /* frames point to it */
+	e->text = grp->text;
+	e->full = full;
+	e->params = arena_strdup(&s->arena, cxx_short(full, b, sizeof b, true));
+	e->grp = grp;
+	s->sn[s->nsn] = e;
+	*v = (uint32_t)s->nsn++;
+	return e;
+}
+
+const char *frame_name(const frame_t *f)
+{
+	if (!f->sn)
+		return f->function;
+	return f->sn->grp->ambiguous ? f->sn->params : f->sn->text;
 }
 
 /* Resolves addr into up to max frames at fr. */
@@ -464,6 +532,7 @@ static int resolve(model_t *m, uint64_t addr, frame_t *fr, int max)
 		n = 1;
 	}
 	for (int i = 0; i < n; i++) {
+		fr[i].sn = short_of(s, fr[i].function);
 		if (fr[i].fold != SYM_USER)
 			continue;
 		fr[i].fold = fold_function(fr[i].function);
@@ -564,18 +633,40 @@ uint64_t stack_site_pc(model_t *m, uint32_t si)
 
 const char *frame_label(const frame_t *f, char *buf, size_t len)
 {
-	if (f->function && f->file)
-		snprintf(buf, len, "%s (%s:%u)", f->function,
-		         path_base(f->file), f->line);
-	else if (f->function && f->module)
-		snprintf(buf, len, "%s (%s)", f->function,
-		         path_base(f->module));
-	else if (f->function)
-		snprintf(buf, len, "%s", f->function);
+	const char *fn = frame_name(f);
+	if (fn && f->file)
+		snprintf(buf, len, "%s (%s:%u)", fn, path_base(f->file),
+		         f->line);
+	else if (fn && f->module)
+		snprintf(buf, len, "%s (%s)", fn, path_base(f->module));
+	else if (fn)
+		snprintf(buf, len, "%s", fn);
 	else if (f->module)
 		snprintf(buf, len, "%s+0x%" PRIx64, path_base(f->module),
 		         f->offset);
 	else
 		snprintf(buf, len, "0x%" PRIx64, f->address);
 	return buf;
+}
+
+const char *sym_data(model_t *m, uint64_t addr, uint64_t *off)
+{
+	symtab_t *s = m->sym;
+	const module_t *md = s ? module_of(s, addr) : NULL;
+	if (!md || md->status != 1 || !s->dwfl)
+		return NULL;
+	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, addr);
+	if (!dm)
+		return NULL;
+	GElf_Off o = 0;
+	GElf_Sym sym;
+	const char *name = dwfl_module_addrinfo(dm, addr, &o, &sym, NULL, NULL,
+	                                        NULL);
+	if (!name || (GELF_ST_TYPE(sym.st_info) != STT_OBJECT &&
+	              GELF_ST_TYPE(sym.st_info) != STT_TLS))
+		return NULL;
+	if (sym.st_size && o >= sym.st_size)
+		return NULL;
+	*off = o;
+	return intern_name(s, name);
 }

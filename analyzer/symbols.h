@@ -21,8 +21,22 @@
                          both ends of a stack */
 #define SYM_SHIM 2    /* libmallock.so (and its unwinder): always folded */
 
+/* A function's short names for text (cxxname.h), one per full name; its
+ * group is shared by the full names with one short text, ambiguous once
+ * two of them (overloads) met: they are then shown with parameters. */
+typedef struct shortgroup {
+	const char *text, *full; /* the first full name */
+	bool ambiguous;
+} shortgroup_t;
+typedef struct shortname {
+	const char *text, *full;
+	const char *params; /* text with the (short) parameter list */
+	shortgroup_t *grp;
+} shortname_t;
+
 typedef struct frame {
-	const char *function; /* demangled; NULL when unknown */
+	const char *function; /* demangled, in full; NULL when unknown */
+	const shortname_t *sn; /* its short form, NULL: the same */
 	const char *file;     /* NULL when unknown */
 	uint32_t line;        /* 0 when unknown */
 	const char *module;   /* path; NULL when outside every module */
@@ -68,7 +82,19 @@ uint64_t stack_site_pc(model_t *m, uint32_t si);
 /* The path of the recorded module holding addr (code or data), or NULL. */
 const char *sym_module_path(model_t *m, uint64_t addr);
 
-/* "function (file:line)" or "module+0xoff" or "0xaddr", into buf. */
+/* The ELF data symbol (.symtab, else .dynsym: an object or TLS symbol, as
+ * `nm` lists it) of a recorded module whose range holds addr, demangled,
+ * with *off the offset of addr in it; NULL when none does (or the module
+ * is not symbolized). Owned by m->sym. */
+const char *sym_data(model_t *m, uint64_t addr, uint64_t *off);
+
+/* The function's name for text: short (no parameter list, std::string,
+ * no default template arguments; with the parameter list, its types
+ * short, where overloads meet); NULL when unknown.
+ * JSON shows frame_t.function. */
+const char *frame_name(const frame_t *f);
+
+/* "function (file:line)" (the function as frame_name) or "module+0xoff" or "0xaddr", into buf. */
 const char *frame_label(const frame_t *f, char *buf, size_t len);
 
 #endif

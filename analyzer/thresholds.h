@@ -32,6 +32,9 @@
 	X(CHURN_SIZE_SHARE_PCT, 50, "%",                                       \
 	  "alloc_churn: least share of the site's blocks having its most "     \
 	  "frequent size")                                                     \
+	X(CHURN_NODE_MAX_BYTES, 256, "bytes",                                  \
+	  "alloc_churn: blocks this small are node-sized (the advice "         \
+	  "suspects a node-based container; larger: a buffer per call)")      \
 	X(XFREE_MIN, 100, "frees",                                             \
 	  "cross_thread_free: fewest frees on another thread than the "        \
 	  "allocating one, from one site")                                     \

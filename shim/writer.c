@@ -30,6 +30,7 @@
 #include "modules.h"
 #include "note.h"
 #include "prim.h"
+#include "sample.h"
 #include "real.h"
 
 #include <errno.h>
@@ -229,7 +230,7 @@ static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
 
 static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
                        uint64_t tsc_base, size_t len, uint64_t events,
-                       uint64_t lost)
+                       uint64_t lost, int compress)
 {
 	if (atomic_load(&g_fd) < 0 || atomic_load(&g_write_failed) ||
 	    prim_getpid() != g_file_pid) {
@@ -240,8 +241,9 @@ static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
 	 * why here): out is the chunk as it will be written. */
 	int zslot = -1;
 	size_t stored = len;
-	uint8_t *zout = compress_chunk(chunk + FMT_CHUNK_HEADER_SIZE, len,
-	                               &stored, &zslot);
+	uint8_t *zout = compress ? compress_chunk(chunk + FMT_CHUNK_HEADER_SIZE,
+	                                          len, &stored, &zslot)
+	                         : NULL;
 	uint8_t *out = zout ? zout : chunk;
 	int rc = write_sealed(out, tid, seq, tsc_base, stored,
 	                      zout ? FMT_CHUNKF_ZSTD : 0, events, lost);
@@ -310,6 +312,15 @@ static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
 	return 0;
 }
 
+/* The room a chunk keeps past its soft end for filling up inside a lock
+ * hold: writer_commit_slow() then puts the flush off until the hold ends,
+ * so that compressing the chunk never lengthens the hold (and the wait of
+ * every thread behind it). A quarter of the buffer; none uncompressed. */
+static size_t hold_slack(size_t cap)
+{
+	return g_cfg.compress ? cap / 4 : 0;
+}
+
 /* Starts a new chunk in the owner's buffer. Caller holds wb->flush_lock
  * or is the only user of wb. */
 static void chunk_start(tls_t *t)
@@ -318,7 +329,7 @@ static void chunk_start(tls_t *t)
 	uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
 	t->pos = payload;
 	t->end = payload + wb->cap;
-	t->soft_end = t->end - WRITER_RESERVE;
+	t->soft_end = t->end - WRITER_RESERVE - hold_slack(wb->cap);
 	t->chunk_tsc0 = prim_tsc();
 	t->enc.last_tsc = t->chunk_tsc0;
 	t->enc.last_ptr = 0;
@@ -444,9 +455,13 @@ void writer_flush(tls_t *t)
 		emit_drop(t);
 	size_t len = (size_t)(t->pos - wb->chunk) - FMT_CHUNK_HEADER_SIZE;
 	if (len && !wb->closed) {
+		/* A flush inside a lock hold writes the chunk as it is:
+		 * compressing it there would lengthen the hold (and every
+		 * waiter's wait) by the compression's time. */
 		write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base, len,
 		            t->chunk_events,
-		            t->chunk_events - wb->drop_recs + wb->drop_vals);
+		            t->chunk_events - wb->drop_recs + wb->drop_vals,
+		            !sample_holds(t));
 		wb->seq++;
 	}
 	chunk_start(t);
@@ -456,12 +471,25 @@ void writer_flush(tls_t *t)
 	errno = saved;
 }
 
+/* How far past its position a chunk that is due inside a lock hold gets
+ * to grow before the next look (writer_commit_slow). */
+#define HOLD_STEP 256u
+
 void writer_commit_slow(tls_t *t, uint64_t tsc)
 {
 	if (tsc > g_stop_tsc)
 		ctl_deadline();
-	if (t->pos > t->soft_end || tsc - t->chunk_tsc0 > g_flush_ticks)
+	if (t->pos > t->soft_end || tsc - t->chunk_tsc0 > g_flush_ticks) {
+		/* Due inside a hold: later, while the slack lasts (the
+		 * release's own event, after the real unlock, flushes). */
+		if (g_cfg.compress && sample_holds(t) &&
+		    t->pos + HOLD_STEP <= t->end - WRITER_RESERVE) {
+			if (t->pos > t->soft_end)
+				t->soft_end = t->pos + HOLD_STEP;
+			return;
+		}
 		writer_flush(t);
+	}
 }
 
 int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len)
@@ -525,7 +553,7 @@ static uint64_t write_pending_drops(wbuf_t *wb)
 	enc.last_tsc = tsc;
 	uint8_t *p = fmt_put_head(payload, &enc, FMT_DROP, tsc);
 	p = fmt_put_u(p, n);
-	write_chunk(chunk, wb->tid, wb->seq, tsc, (size_t)(p - payload), 1, n);
+	write_chunk(chunk, wb->tid, wb->seq, tsc, (size_t)(p - payload), 1, n, 1);
 	wb->seq++;
 	return n;
 }
@@ -550,7 +578,7 @@ static void flush_other(wbuf_t *wb, int close)
 		} else {
 			pcount_t n = count_payload(payload, len);
 			write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base,
-			            len, n.events, n.lost);
+			            len, n.events, n.lost, 1);
 			wb->seq++;
 		}
 		if (!close)
@@ -602,7 +630,7 @@ static void write_note_end(const char *why, unsigned flags, int on_stack)
 	}
 	if (on_stack)
 		write_chunk(stack_chunk, 0, proc_seq++, prim_tsc(), stack_len, 0,
-		            0);
+		            0, 1);
 }
 
 /*
@@ -731,7 +759,7 @@ static void proc_write(void)
 {
 	if (proc_len) {
 		write_chunk(proc_chunk, 0, proc_seq++, prim_tsc(), proc_len, 0,
-		            0);
+		            0, 1);
 		proc_len = 0;
 	}
 }

@@ -19,6 +19,19 @@
  *             shares: three producers (10 acquisitions and 1/10 wake per
  *             round each) and three consumers (1 wake per round each):
  *             no starvation.
+ *   pool      pools uneven by design, no starvation: four "bg-N" threads
+ *             (thread_native_entry -> pool_worker) each woken on "tasks"
+ *             1, 1/4, 1/16, 1/64 times per round, one acquisition per wake
+ *             (waiting for work); three "gc-N" (-> gc_worker) taking
+ *             "heap" 10, 3 and 1 times per round, waiting 50 ns once; and
+ *             "VM Thread", "C2 CompilerThread0", "Sweeper thread" (one
+ *             entry, thread_native_entry -> thread_main_inner: a runtime's
+ *             threads, not peers) taking "codecache" 1, 10 and 3 times per
+ *             round, each waiting 200 ns.
+ *   locks     --locks N mutexes (default 100000) initialised at one line
+ *             (queue_init: one class), each taken once by four "conn-N"
+ *             threads, the last of which waits 100 ns: the report's size
+ *             must follow classes, not instances. Chunks are streamed.
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -39,6 +52,31 @@
  *   --unknown-free    cascade: after the last round the consumer also frees
  *                     a pointer no thread allocated (one unknown free,
  *                     which is not a cross-thread free)
+ *   --attached        a NOTE as `mallock attach` writes ("attached: ...")
+ *   --window-closed   a MARK pause (a window closed by ctl) 1 us after the
+ *                     last event, and no END (the process still runs)
+ *   --no-end          no END record
+ *   --module PATH     one more MODULE record, for PATH (an allocator's
+ *                     library: libtcmalloc.so.4...), mapped nowhere used
+ *   --slow-outside    cascade: every 10th allocation outside the locks
+ *                     (the 32-byte blocks) takes 5000 ns, not 150
+ *   --churn-size N    mixed: the churn blocks are N bytes (default 16)
+ *   --two-lines       cascade: the producers allocate under "queue" from
+ *                     tree_insert, at one line in even rounds and at
+ *                     another in odd ones: one finding listing both lines
+ *   --wrapped         locks: every lock is made by apr_thread_mutex_create
+ *                     (an init wrapper), for conn_setup (even locks) or
+ *                     cache_setup (odd ones): two classes
+ *   --idle-waiters    cascade: two "idle-N" threads per round wait 3000 ns
+ *                     for "queue" at t0 + 8000 + 100 i, find no work and
+ *                     wait on its condition (+10), woken at t0 + 9000,
+ *                     released +10: waiting for work, not lost time
+ *   --unnamed         cascade, mixed: no LOCK_NAME records
+ *   --global-stats    the "stats" lock lives in this binary's global
+ *                     mktrace_stats_lock (+8): a data symbol
+ *   --heap-queue      main allocates 128 bytes at 0x30000000 from
+ *                     registry_create (not freed) before the "queue" lock
+ *                     is first seen, at 0x30000028: a lock in a heap block
  *
  * Small scenarios keep every chunk in memory and write the threads'
  * chunks in reverse thread order (the consumer's before the producers'),
@@ -83,6 +121,36 @@ FRAME_FN(producer_alt)
 FRAME_FN(client_main)
 FRAME_FN(client_wait)
 FRAME_FN(server_main)
+FRAME_FN(thread_native_entry)
+FRAME_FN(pool_worker)
+FRAME_FN(gc_worker)
+FRAME_FN(thread_main_inner)
+FRAME_FN(pool_take)
+FRAME_FN(gc_mark)
+FRAME_FN(code_install)
+FRAME_FN(registry_create)
+FRAME_FN(apr_thread_mutex_create)
+FRAME_FN(conn_setup)
+FRAME_FN(cache_setup)
+
+/* --two-lines: one function (tree_insert) allocating at two lines; its
+ * two calls' return addresses, taken by calling it once. */
+static uint64_t tree_pc[2];
+__attribute__((noinline)) static void tree_mark(int i)
+{
+	tree_pc[i] = (uint64_t)(uintptr_t)__builtin_return_address(0);
+}
+__attribute__((noinline, used)) void tree_insert(void);
+__attribute__((noinline, used)) void tree_insert(void)
+{
+	tree_mark(0);
+	sink += 1;
+	tree_mark(1);
+	sink += 2;
+}
+
+/* A global lock word for --global-stats (a data symbol of this binary). */
+uint64_t mktrace_stats_lock[8];
 /* Stands for libc's start_thread: "mallock_" frames fold as runtime, so a
  * stack rooted here reaches the thread's start (its entry function is the
  * next frame). */
@@ -379,15 +447,21 @@ static void finish_file(void)
 enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
        S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
        S_WORK_SITE, S_PUT_ALLOC2, S_CLIENT_SITE, S_CLIENT_WAIT, S_SERVER,
-       S_PROD_FULL, S_CONS_FULL };
+       S_PROD_FULL, S_CONS_FULL, S_POOL, S_GC, S_JVM, S_REG, S_TREE1,
+       S_TREE2, S_WRAP1, S_WRAP2 };
 enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
-       L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_MALLOC = 50 };
+       L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_HEAP = 10,
+       L_CODE = 11, L_MALLOC = 50 };
 
 static bool with_module = true;
 static bool two_callers; /* --two-callers */
 static bool unknown_free; /* --unknown-free */
 static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
+static bool slow_outside;       /* --slow-outside */
+static uint64_t churn_size = 16; /* --churn-size */
+static bool unnamed, global_stats, heap_queue, two_lines, wrapped;
+static tw_t *idle[2]; /* --idle-waiters */
 
 static void define_stacks(tw_t *t)
 {
@@ -431,6 +505,25 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_PROD_FULL, 3, f);
 	f[0] = fa(queue_take), f[1] = fa(consumer_main);
 	m_stack(t, S_CONS_FULL, 3, f);
+	f[2] = fa(thread_native_entry), f[3] = fa(mallock_test_thread_start);
+	f[0] = fa(pool_take), f[1] = fa(pool_worker);
+	m_stack(t, S_POOL, 4, f);
+	f[0] = fa(gc_mark), f[1] = fa(gc_worker);
+	m_stack(t, S_GC, 4, f);
+	f[0] = fa(code_install), f[1] = fa(thread_main_inner);
+	m_stack(t, S_JVM, 4, f);
+	f[0] = fa(registry_create), f[1] = fa(worker_main);
+	m_stack(t, S_REG, 2, f);
+	f[0] = fa(apr_thread_mutex_create), f[1] = fa(conn_setup);
+	f[2] = fa(worker_main);
+	m_stack(t, S_WRAP1, 3, f);
+	f[1] = fa(cache_setup);
+	m_stack(t, S_WRAP2, 3, f);
+	tree_insert();
+	f[0] = tree_pc[0], f[1] = fa(producer_main);
+	m_stack(t, S_TREE1, 2, f);
+	f[0] = tree_pc[1];
+	m_stack(t, S_TREE2, 2, f);
 }
 
 #define E(t, type, tsc, ...) (nevents++, ev(t, type, tsc, __VA_ARGS__))
@@ -467,7 +560,9 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 					E(t, FMT_ALLOC_LOCK_WAIT, a + 90, L_MALLOC, 3000,
 					  0, 0, 0);
 				E(t, FMT_ALLOC, a + 100, ptr, 48,
-				  two_callers && i == 2 ? S_PUT_ALLOC2 : S_PUT_ALLOC,
+				  two_lines     ? (r % 2 ? S_TREE2 : S_TREE1)
+				  : two_callers && i == 2 ? S_PUT_ALLOC2
+				                          : S_PUT_ALLOC,
 				  slow ? 5000 : 200, FMT_FN_NEW);
 			}
 			if (i < 2)
@@ -483,7 +578,8 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 				E(t, FMT_ALLOC, a + 1350, ptr, 48, S_PUT_ALLOC, 200,
 				  FMT_FN_NEW);
 			E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000, 32, S_WORK_ALLOC,
-			  150, FMT_FN_MALLOC);
+			  slow_outside && r % 10 == 0 ? 5000 : 150,
+			  FMT_FN_MALLOC);
 			E(t, FMT_FREE, a + 1450, ptr + 0x1000000, 150, 0, 0, 0);
 		}
 		uint64_t w = t0 + 5000;
@@ -497,6 +593,15 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 		E(c, FMT_COND_WAIT, w + 600, C_QUEUE, L_QUEUE, 0, 0, 0);
 		if (unknown_free && r == rounds - 1)
 			E(c, FMT_FREE, w + 650, 0x7f0000000040ull, 100, 0, 0, 0);
+		for (int i = 0; i < 2 && idle[i]; i++) {
+			uint64_t a = t0 + 8000 + 100u * (unsigned)i;
+			E(idle[i], FMT_ACQ_WAIT, a, L_QUEUE, S_TAKE, 3000, 2, 0);
+			E(idle[i], FMT_COND_WAIT, a + 10, C_QUEUE, L_QUEUE, 0, 0, 0);
+			E(idle[i], FMT_COND_WAKE, t0 + 9000 + 20u * (unsigned)i,
+			  C_QUEUE, L_QUEUE, 0, 0, 0);
+			E(idle[i], FMT_REL, t0 + 9010 + 20u * (unsigned)i, L_QUEUE,
+			  0, 0, 0, 0);
+		}
 		if (precise)
 			for (int i = 0; i < 3; i++) {
 				uint64_t ptr = ptr_base +
@@ -541,7 +646,8 @@ static void scenario_mixed(tw_t *w1, tw_t *w2, int rounds)
 		}
 		for (int k = 0; k < 5; k++) {
 			uint64_t a = t0 + 2400 + 200u * (unsigned)k;
-			E(w2, FMT_ALLOC, a, ptr, 16, S_CHURN, 80, FMT_FN_NEW);
+			E(w2, FMT_ALLOC, a, ptr, churn_size, S_CHURN, 80,
+			  FMT_FN_NEW);
 			E(w2, FMT_FREE, a + 100, ptr, 80, 0, 0, 0);
 		}
 	}
@@ -612,6 +718,73 @@ static void scenario_roles(tw_t **pr, tw_t **co, int rounds)
 			E(co[i], FMT_COND_WAIT, b + 10, C_JOBS, L_JOBS, 0, 0, 0);
 			E(co[i], FMT_COND_WAKE, b + 50, C_JOBS, L_JOBS, 0, 0, 0);
 			E(co[i], FMT_REL, b + 60, L_JOBS, 0, 0, 0, 0);
+		}
+	}
+}
+
+/*
+ * pool: per round r from t0 = T0 + 100000 + r * 10000:
+ *   bg-i (i = 0..3), woken when r % 4^i == 0, at a = t0 + 100 i: ACQ_WAIT
+ *   "tasks" 10 ns, COND_WAIT +10, COND_WAKE +500, REL +600;
+ *   gc-i (i = 0..2) takes "heap" n = 10, 3, 1 times at t0 + 3000 + 200 k
+ *   + 50 i for 20 ns: ACQ_WAIT 50 ns in round 0's first time, else ACQ;
+ *   jvm-i (i = 0..2) takes "codecache" n = 1, 10, 3 times at t0 + 6000 +
+ *   200 k + 50 i for 20 ns, every time ACQ_WAIT 200 ns.
+ */
+static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
+{
+	static const int gcn[3] = {10, 3, 1}, jvmn[3] = {1, 10, 3};
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int i = 0; i < 4; i++) {
+			if (r % (1 << (2 * i)))
+				continue;
+			uint64_t a = t0 + 100u * (unsigned)i;
+			E(bg[i], FMT_ACQ_WAIT, a, L_JOBS, S_POOL, 10, 1, 0);
+			E(bg[i], FMT_COND_WAIT, a + 10, C_JOBS, L_JOBS, 0, 0, 0);
+			E(bg[i], FMT_COND_WAKE, a + 500, C_JOBS, L_JOBS, 0, 0, 0);
+			E(bg[i], FMT_REL, a + 600, L_JOBS, 0, 0, 0, 0);
+		}
+		for (int i = 0; i < 3; i++)
+			for (int k = 0; k < gcn[i]; k++) {
+				uint64_t a = t0 + 3000 + 200u * (unsigned)k +
+				             50u * (unsigned)i;
+				if (r == 0 && k == 0)
+					E(gc[i], FMT_ACQ_WAIT, a, L_HEAP, S_GC, 50, 1, 0);
+				else
+					E(gc[i], FMT_ACQ, a, L_HEAP, S_GC, 0, 0, 0);
+				E(gc[i], FMT_REL, a + 20, L_HEAP, 0, 0, 0, 0);
+			}
+		for (int i = 0; i < 3; i++)
+			for (int k = 0; k < jvmn[i]; k++) {
+				uint64_t a = t0 + 6000 + 200u * (unsigned)k +
+				             50u * (unsigned)i;
+				E(jvm[i], FMT_ACQ_WAIT, a, L_CODE, S_JVM, 200, 1, 0);
+				E(jvm[i], FMT_REL, a + 20, L_CODE, 0, 0, 0, 0);
+			}
+	}
+}
+
+/*
+ * locks: lock k (id 1000 + k, address 0x10000000 + 64 k) is initialised by
+ * conn-0 at t = T0 + 1000 + 100 k, then taken by conn-i at +10 + 20 i and
+ * released 5 ns later (conn-3: ACQ_WAIT 100 ns, whole stack).
+ */
+static void scenario_locks(tw_t **c, uint64_t nlocks)
+{
+	for (uint64_t k = 0; k < nlocks; k++) {
+		uint64_t id = 1000 + k, t = T0 + 1000 + 100 * k;
+		m_lock_new(c[0], id, 0x10000000 + 64 * k, FMT_KIND_MUTEX,
+		           FMT_LOCKF_INIT);
+		E(c[0], FMT_LOCK_INIT, t, id,
+		  !wrapped ? S_INIT : k % 2 ? S_WRAP2 : S_WRAP1, 0, 0, 0);
+		for (int i = 0; i < 4; i++) {
+			uint64_t a = t + 10 + 20u * (unsigned)i;
+			if (i == 3)
+				E(c[i], FMT_ACQ_WAIT, a, id, S_PUT_ALLOC, 100, 1, 0);
+			else
+				E(c[i], FMT_ACQ, a, id, S_PUT_SITE, 0, 0, 0);
+			E(c[i], FMT_REL, a + 5, id, 0, 0, 0, 0);
 		}
 	}
 }
@@ -693,15 +866,17 @@ static void corrupt(const char *path, int crc_k, int cut_k)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: mktrace cascade|precise|mixed|starve|roles|big OUT "
-		                "[options]\n");
+		fprintf(stderr, "usage: mktrace cascade|precise|mixed|starve|"
+		                "roles|pool|locks|big OUT [options]\n");
 		return 1;
 	}
 	const char *sc = argv[1], *path = argv[2];
 	int rounds = 1000, crc_k = 0, cut_k = 0, version = FMT_VERSION_MAJOR,
 	    threads = 4;
-	bool bad_magic = false;
-	uint64_t events = 50000000;
+	bool bad_magic = false, attached = false, window_closed = false,
+	     no_end = false;
+	const char *module = NULL;
+	uint64_t events = 50000000, nlocks = 100000;
 	for (int i = 3; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
 		if (!strcmp(a, "--rounds"))
@@ -726,8 +901,34 @@ int main(int argc, char **argv)
 			version = atoi(v), i++;
 		else if (!strcmp(a, "--bad-magic"))
 			bad_magic = true;
+		else if (!strcmp(a, "--attached"))
+			attached = true;
+		else if (!strcmp(a, "--window-closed"))
+			window_closed = no_end = true;
+		else if (!strcmp(a, "--no-end"))
+			no_end = true;
+		else if (!strcmp(a, "--module"))
+			module = v, i++;
+		else if (!strcmp(a, "--slow-outside"))
+			slow_outside = true;
+		else if (!strcmp(a, "--idle-waiters"))
+			idle[0] = idle[1] = &thr[0]; /* made below */
+		else if (!strcmp(a, "--wrapped"))
+			wrapped = true;
+		else if (!strcmp(a, "--two-lines"))
+			two_lines = true;
+		else if (!strcmp(a, "--unnamed"))
+			unnamed = true;
+		else if (!strcmp(a, "--global-stats"))
+			global_stats = true;
+		else if (!strcmp(a, "--heap-queue"))
+			heap_queue = true;
+		else if (!strcmp(a, "--churn-size"))
+			churn_size = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--events"))
 			events = strtoull(v, NULL, 10), i++;
+		else if (!strcmp(a, "--locks"))
+			nlocks = strtoull(v, NULL, 10), i++;
 		else if (!strcmp(a, "--threads"))
 			threads = atoi(v), i++;
 		else {
@@ -754,6 +955,20 @@ int main(int argc, char **argv)
 	m_process(proc, sc);
 	if (with_module)
 		dl_iterate_phdr(phdr_cb, proc);
+	if (module) {
+		uint8_t *q = mb;
+		q = fmt_put_u(q, 0);
+		q = fmt_put_u(q, 0x7e0000000000ull);
+		q = fmt_put_u(q, 0x7e0000100000ull);
+		q = fmt_put_str(q, module, strlen(module));
+		q = fmt_put_u(q, 0);
+		meta(proc, FMT_MODULE, mb, (size_t)(q - mb));
+	}
+	if (attached)
+		m_note(proc, FMT_NOTE_INFO,
+		       "attached: 12 GOT slots in 3 modules redirected, 0 left "
+		       "alone; blocks allocated and locks taken before the "
+		       "attach are not known (unknown frees, unmatched releases)");
 	if (!strcmp(sc, "big")) {
 		streaming = true;
 		if (chunk_cap == 512)
@@ -767,6 +982,25 @@ int main(int argc, char **argv)
 		        (unsigned long long)nevents, chunks_written);
 		return 0;
 	}
+	if (!strcmp(sc, "locks")) {
+		streaming = true;
+		if (chunk_cap == 512)
+			chunk_cap = 64 * 1024;
+		define_stacks(proc);
+		tw_flush(proc);
+		tw_t *c[4];
+		char name[32];
+		for (int i = 0; i < 4; i++) {
+			c[i] = tw_new(300 + (uint32_t)i);
+			snprintf(name, sizeof name, "conn-%d", i);
+			m_thread_name(proc, 300 + (uint64_t)i, name);
+		}
+		scenario_locks(c, nlocks);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
+		return 0;
+	}
 	tw_t *mainth = tw_new(PID);
 	tw_t *p[3];
 	for (int i = 0; i < 3; i++)
@@ -775,6 +1009,9 @@ int main(int argc, char **argv)
 	/* Metadata arrives after first use, from whichever thread: stacks
 	 * from the process chunk at the end, lock names from threads. */
 	E(mainth, FMT_THREAD_START, T0 + 10, 1, 0, 0, 0, 0);
+	if (heap_queue)
+		E(mainth, FMT_ALLOC, T0 + 15, 0x30000000, 128, S_REG, 100,
+		  FMT_FN_NEW);
 	E(mainth, FMT_LOCK_INIT, T0 + 20, L_QUEUE, S_INIT, 0, 0, 0);
 	for (int i = 0; i < 3; i++) {
 		E(p[i], FMT_THREAD_START, T0 + 100 + (uint64_t)i, PID, 0, 0, 0, 0);
@@ -784,6 +1021,12 @@ int main(int argc, char **argv)
 	m_thread_name(proc, 104, "consumer");
 	m_thread_name(proc, PID, "main");
 	bool precise = !strcmp(sc, "precise");
+	for (int i = 0; i < 2 && idle[0]; i++) {
+		idle[i] = tw_new(107 + (uint32_t)i);
+		char name[32];
+		snprintf(name, sizeof name, "idle-%d", i);
+		m_thread_name(proc, 107 + (uint64_t)i, name);
+	}
 	if (!strcmp(sc, "starve") || !strcmp(sc, "roles")) {
 		/* threads of their own; the cascade's stay idle */
 		char name[32];
@@ -808,6 +1051,25 @@ int main(int argc, char **argv)
 		m_lock_new(a[0], C_JOBS, 0x6040, FMT_KIND_COND, 0);
 		m_lock_new(a[0], C_JOBS2, 0x6080, FMT_KIND_COND, 0);
 		m_lock_name(a[0], L_JOBS, 0, sc[0] == 's' ? "jobs" : "ring");
+	} else if (!strcmp(sc, "pool")) {
+		static const char *const names[10] = {
+		    "bg-0", "bg-1", "bg-2", "bg-3", "gc-0", "gc-1", "gc-2",
+		    "VM Thread", "C2 CompilerThread0", "Sweeper thread"};
+		tw_t *a[10];
+		for (int i = 0; i < 10; i++) {
+			a[i] = tw_new(121 + (uint32_t)i);
+			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID, 0, 0,
+			  0, 0);
+			m_thread_name(proc, 121 + (uint64_t)i, names[i]);
+		}
+		scenario_pool(a, a + 4, a + 7, rounds);
+		m_lock_new(a[0], L_JOBS, 0x6000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(a[0], C_JOBS, 0x6040, FMT_KIND_COND, 0);
+		m_lock_new(a[0], L_HEAP, 0x60c0, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(a[0], L_CODE, 0x6100, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_name(a[0], L_JOBS, 0, "tasks");
+		m_lock_name(a[0], L_HEAP, 0, "heap");
+		m_lock_name(a[0], L_CODE, 0, "codecache");
 	} else if (!strcmp(sc, "cascade") || precise || !strcmp(sc, "mixed")) {
 		scenario_cascade(mainth, p, c, rounds, precise);
 	} else {
@@ -824,20 +1086,36 @@ int main(int argc, char **argv)
 		m_lock_new(w1, L_OUTER, 0x5000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
 		m_lock_new(w1, L_INNER, 0x5040, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
 		m_lock_new(w1, L_STARVE, 0x5080, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
-		m_lock_name(w1, L_OUTER, 0, "outer");
-		m_lock_name(w1, L_INNER, 0, "inner");
-		m_lock_name(w1, L_STARVE, 0, "starved");
+		if (!unnamed) {
+			m_lock_name(w1, L_OUTER, 0, "outer");
+			m_lock_name(w1, L_INNER, 0, "inner");
+			m_lock_name(w1, L_STARVE, 0, "starved");
+		}
 	}
 	/* lock metadata late, from a producer's stream */
-	m_lock_new(p[1], L_QUEUE, 0x4000, FMT_KIND_MUTEX, FMT_LOCKF_INIT);
-	m_lock_new(p[1], L_STATS, 0x4040, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+	m_lock_new(p[1], L_QUEUE, heap_queue ? 0x30000028 : 0x4000,
+	           FMT_KIND_MUTEX, FMT_LOCKF_INIT);
+	m_lock_new(p[1], L_STATS,
+	           global_stats ? (uint64_t)(uintptr_t)&mktrace_stats_lock[1]
+	                        : 0x4040,
+	           FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
 	m_lock_new(p[1], C_QUEUE, 0x4080, FMT_KIND_COND, 0);
 	m_lock_new(p[1], L_MALLOC, alloc_lock_addr, FMT_KIND_ALLOC_INTERNAL, 0);
-	m_lock_name(p[2], L_QUEUE, FMT_NAMEF_QUEUE, "queue");
-	m_lock_name(p[2], L_STATS, 0, "stats");
+	if (!unnamed) {
+		m_lock_name(p[2], L_QUEUE, FMT_NAMEF_QUEUE, "queue");
+		m_lock_name(p[2], L_STATS, 0, "stats");
+	}
 	m_note(proc, FMT_NOTE_INFO, "mktrace: synthetic trace");
 	define_stacks(proc);
-	m_end(proc, nevents);
+	if (window_closed) {
+		uint64_t last = 0;
+		for (int i = 0; i < nthr; i++)
+			if (thr[i].last > last)
+				last = thr[i].last;
+		E(mainth, FMT_MARK, last + 1000, FMT_MARK_PAUSE, 0, 0, 0, 0);
+	}
+	if (!no_end)
+		m_end(proc, nevents);
 	finish_file();
 	fclose(out);
 	if (crc_k || cut_k)

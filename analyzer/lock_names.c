@@ -1,0 +1,94 @@
+/*
+ * lock_names.c - names for the locks nobody named (see lock_names.h).
+ *
+ * Invariants:
+ * - A label is only what the trace shows: a symbol of the recorded module
+ *   whose range holds the address, a block that was live and held the
+ *   address when the lock was first seen, or a recorded stack.
+ * - The user's name (l->name) is never replaced; lock_label shows it first.
+ */
+#include "lock_names.h"
+
+#include "classes.h"
+#include "symbols.h"
+#include "trace_format.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+void lock_find_block(model_t *m, lock_t *l)
+{
+	if (!l->addr || !m->live.n)
+		return;
+	/* Blocks start 8-byte aligned with every allocator mallock hooks. */
+	uint64_t a = l->addr & ~7ull;
+	for (uint64_t back = 0; back <= LOCK_BLOCK_REACH && back <= a;
+	     back += 8) {
+		const uint32_t *v = u64map_find(&m->live, a - back);
+		if (!v)
+			continue;
+		const block_t *b = &m->blk[*v];
+		if (l->addr - (a - back) < b->size) {
+			l->blk_stack = b->stack;
+			l->blk_off = (uint32_t)(l->addr - (a - back));
+			l->in_block = true;
+		}
+		return; /* the nearest block start below: in it or in none */
+	}
+}
+
+static const char *kind_word(const lock_t *l)
+{
+	return l->kind == LOCK_KIND_UNKNOWN ? "lock"
+	                                    : fmt_lock_kind_name(l->kind);
+}
+
+void lock_names(model_t *m)
+{
+	char buf[700], site[512];
+	frame_t fr;
+	for (size_t i = 0; i < m->nlock; i++) {
+		lock_t *l = &m->lock[i];
+		if (l->name || l->is_cond || l->kind == FMT_KIND_COND)
+			continue;
+		uint64_t off = 0;
+		const char *sym = l->addr ? sym_data(m, l->addr, &off) : NULL;
+		if (sym) {
+			if (off)
+				snprintf(buf, sizeof buf, "%s+0x%" PRIx64, sym,
+				         off);
+			else
+				snprintf(buf, sizeof buf, "%s", sym);
+		} else if (l->in_block) {
+			if (stack_site(m, l->blk_stack, &fr))
+				frame_label(&fr, site, sizeof site);
+			else
+				snprintf(site, sizeof site, "an unknown site");
+			snprintf(buf, sizeof buf,
+			         "%s at +0x%x in a block from %s", kind_word(l),
+			         l->blk_off, site);
+		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL &&
+		           l->init_stack != NONE32 &&
+		           stack_owner(m, l->init_stack, &fr)) {
+			frame_label(&fr, site, sizeof site);
+			snprintf(buf, sizeof buf, "%s initialised in %s",
+			         kind_word(l), site);
+		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL &&
+		           ((l->init_stack != NONE32 &&
+		             stack_site(m, l->init_stack, &fr)) ||
+		            (l->first_site != NONE32 &&
+		             stack_site(m, l->first_site, &fr)))) {
+			frame_label(&fr, site, sizeof site);
+			snprintf(buf, sizeof buf, "%s %s %s", kind_word(l),
+			         l->init_stack != NONE32 &&
+			                 stack_site(m, l->init_stack, &fr)
+			             ? "initialised in"
+			             : "first taken in",
+			         site);
+		} else {
+			continue;
+		}
+		l->label = arena_strdup(&m->arena, buf);
+	}
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""What the report says about the recording and the program must be true
+(issue 13, items 6 and 8): a window closed by `mallock ctl` or an attached process
+is not "did not exit cleanly", an attach is not "recording started with the
+program", the cascade never refers to a finding that was not printed, the
+slow-path advice names the allocator in use, and only node-sized churn is
+suspected of being a node-based container; one function allocating at two
+lines under one lock is one finding listing both lines."""
+from common import *
+
+
+def text(*args):
+    rc, out, err = run("report", *args)
+    if rc != 0:
+        raise SystemExit("mallock report failed (%d): %s" % (rc, err))
+    return " ".join(out.split())  # unwrapped
+
+
+# A window closed by ctl in an attached process that still runs.
+path, _ = mktrace("cascade", "win.trace", "--rounds", 100, "--attached",
+                  "--window-closed")
+t = text(path)
+check("did not exit cleanly" not in t, "window: not 'did not exit cleanly'")
+check("window closed by ctl at 2023-11-14 22:13:20 UTC (+1.1 ms)" in t,
+      "window: when it was closed, wall clock and offset")
+check("attached at 2023-11-14 22:13:20 UTC (+0 ns)" in t, "window: attached at")
+check("started with the program" not in t and
+      "recording started at the attach" in t,
+      "window: the recording started at the attach")
+d = report_json(path)
+tr = d["trace"]
+eq((tr.get("attached"), tr.get("window_closed"), tr["clean_exit"]),
+   (True, True, False), "window: JSON attached, window_closed, clean_exit")
+check(tr.get("recording", "").startswith("attached at "), "window: JSON recording")
+
+# No END and no window: still running, or not a clean exit; a clean exit
+# says nothing.
+path, _ = mktrace("cascade", "noend.trace", "--rounds", 100, "--no-end")
+t = text(path)
+check("no END record: the process was still running when the trace was "
+      "read, or did not exit cleanly" in t, "no END: both possibilities")
+path, _ = mktrace("cascade", "clean.trace", "--rounds", 100)
+t = text(path)
+check("END record" not in t and "attached" not in t, "clean: no remark")
+eq(report_json(path)["trace"].get("recording"), "", "clean: JSON recording")
+
+# The cascade is told for the first alloc_under_lock; with --top 0 it was
+# not printed, so the text may not call it "finding #1".
+t = text("--top", 0, path)
+check("The cascade (finding #1)" not in t and
+      "not listed above: --top 1 lists it" in t,
+      "cascade: no reference to a finding not printed")
+t = text(path)
+check("The cascade (finding #1):" in t, "cascade: #1 when printed")
+
+# Slow allocator calls outside any lock: the advice fits the allocator.
+def slow_advice(*opts):
+    p, _ = mktrace("cascade", "slow.trace", "--rounds", 1000,
+                   "--slow-outside", *opts)
+    d = report_json(p)
+    adv = [f["advice"] for f in d["findings"]
+           if f["kind"] == "slow_alloc" and f["evidence"]["lock_held"] == 0]
+    eq(len(adv), 1, "slow_alloc outside locks %s" % (opts,))
+    return adv[0]
+
+
+a = slow_advice()
+check("central free list" not in a and "glibc" in a,
+      "glibc program: glibc's slow path, not tcmalloc's: " + a)
+a = slow_advice("--module", "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4")
+check("tcmalloc's central free list" in a, "tcmalloc program: " + a)
+a = slow_advice("--module", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
+check("jemalloc" in a and "central free list" not in a, "jemalloc: " + a)
+
+
+# Churn: node-sized blocks suggest a node-based container, 32 KiB buffers
+# do not.
+def churn_advice(size):
+    p, _ = mktrace("mixed", "churn.trace", "--rounds", 1000, "--churn-size",
+                   size)
+    d = report_json(p)
+    adv = [f["advice"] for f in d["findings"] if f["kind"] == "alloc_churn"
+           and f["evidence"]["size"] == size]
+    eq(len(adv), 1, "churn finding for %d-byte blocks" % size)
+    return adv[0]
+
+
+check("node-based container" in churn_advice(16), "16-byte churn: node")
+a = churn_advice(32768)
+check("node-based container" not in a and "buffer" in a,
+      "32 KiB churn: a buffer, not a node: " + a)
+
+# One lock and one function allocating at two lines (tree_insert, issue 13
+# item 8): one finding that lists both lines, not two.
+p, _ = mktrace("cascade", "lines.trace", "--rounds", 1000, "--two-lines")
+d = report_json(p)
+aul = [f for f in d["findings"] if f["kind"] == "alloc_under_lock"]
+eq(len(aul), 1, "two lines of one function under one lock: one finding")
+if aul:
+    f = aul[0]
+    eq(f["site"]["function"], "tree_insert", "the finding's function")
+    check(len(f.get("lines", [])) == 2 and
+          f["lines"][0] == f["site"]["line"] and
+          f["lines"][1] > f["lines"][0], "both lines listed: %s" %
+          f.get("lines"))
+    ln = f.get("lines", [0, 0])
+    check("tree_insert (mktrace.c:%d, %d)" % tuple(ln) in f["advice"],
+          "the advice names both lines: " + f["advice"])
+    eq(f["evidence"]["calls"], 3 * 1000 * 2,
+       "the finding counts both lines' allocator calls")
+t = text(p)
+check("code tree_insert (mktrace.c:%d, %d)" % tuple(ln) in t,
+      "the text's code line lists both lines")
+done("analyzer_headers")
