@@ -162,6 +162,7 @@ static int shim_start(void)
 		prim_setenv("MALLOCK_PARENT_PID", pid);
 	process_write_header();
 	thread_init();
+	thread_stack_here(&shim_tls); /* the main thread (or attach's) */
 	if (!g_attached)
 		tcmalloc_check();
 	sample_init();

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -261,6 +262,68 @@ int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi)
 	*lo = (uintptr_t)addr;
 	*hi = (uintptr_t)addr + size;
 	return 0;
+}
+
+/* Ends one /proc/self/maps line [a, b): 1 when it holds sp. */
+static int maps_line(uintptr_t a, uintptr_t b, uintptr_t sp, uintptr_t prev,
+                     uintptr_t *lo, uintptr_t *hi)
+{
+	if (sp < a || sp >= b)
+		return 0;
+	*lo = a;
+	*hi = b;
+	struct rlimit rl;
+	if (gettid() == getpid() && getrlimit(RLIMIT_STACK, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < b &&
+	    b - rl.rlim_cur < a)
+		*lo = b - rl.rlim_cur > prev ? b - rl.rlim_cur : prev;
+	return 1;
+}
+
+int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char buf[2048];
+	uintptr_t a = 0, b = 0, prev = 0;
+	int field = 0, found = 0; /* field 0: start, 1: end, 2: the rest */
+	while (!found) {
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		for (ssize_t i = 0; i < r && !found; i++) {
+			char ch = buf[i];
+			int v = ch >= '0' && ch <= '9'   ? ch - '0'
+			        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+			                                 : -1;
+			if (field < 2 && v >= 0) {
+				if (field == 0)
+					a = a << 4 | (uintptr_t)v;
+				else
+					b = b << 4 | (uintptr_t)v;
+			} else if (field == 0 && ch == '-') {
+				field = 1;
+			} else if (ch == '\n') {
+				found = maps_line(a, b, sp, prev, lo, hi);
+				prev = b;
+				a = b = 0;
+				field = 0;
+			} else {
+				field = 2;
+			}
+		}
+	}
+	close(fd);
+	return found ? 0 : -1;
+}
+
+void prim_zero(void *p, size_t size)
+{
+	if (p && madvise(p, size, MADV_DONTNEED) != 0)
+		memset(p, 0, size);
 }
 
 void prim_yield(void)

@@ -135,8 +135,23 @@ void prim_close(int fd);
 void prim_stderr(const char *msg, size_t n);
 
 /* Lowest and highest address of the calling thread's stack, from
- * pthread_getattr_np (allocates: hold the guard). 0 on success. */
+ * pthread_getattr_np (allocates: hold the guard). 0 on success. It takes
+ * the thread's own glibc lock and, for the main thread, stdio's: call it
+ * only at thread start (the pthread_create trampoline), never in a hook
+ * (shim/hook.h: a host thread inside pthread_getattr_np holds that lock
+ * while it calls realloc). */
 int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi);
+
+/* The same without any lock: the mapping that contains sp, read from
+ * /proc/self/maps with open/read/close only (no stdio, no allocation).
+ * For the main thread's stack, which grows, lo is extended down by
+ * RLIMIT_STACK (not below the mapping under it). 0 on success. */
+int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
+
+/* Gives size bytes of prim_map() memory at p back as zero pages, in place
+ * (madvise MADV_DONTNEED; no new address space is needed: a fork child
+ * under RLIMIT_AS resets its tables with it). */
+void prim_zero(void *p, size_t size);
 
 /* sched_yield(). */
 void prim_yield(void);

@@ -219,12 +219,14 @@ static size_t sc_size(const scache_t *c)
 
 static scache_t *sc_create(tls_t *t)
 {
-	uintptr_t lo, hi;
+	/* The bounds were learned lock-free (thread.h): this runs inside
+	 * whatever the host is doing, pthread_getattr_np included. */
+	uintptr_t lo = t->stack_lo, hi = t->stack_hi;
 	unsigned cap = 2 * (unsigned)g_cfg.depth + 4;
 	size_t esz = sizeof(sc_entry_t) + ((cap * 4 + 7) & ~(size_t)7) +
 	             (size_t)cap * sizeof(uintptr_t);
 	scache_t *c = NULL;
-	if (prim_stack_bounds(&lo, &hi) == 0 && hi > lo)
+	if (hi > lo)
 		c = prim_map(sizeof *c + (size_t)SC_SETS * 2 * esz);
 	if (!c) {
 		t->sc_failed = 1;
