@@ -33,7 +33,7 @@
 
 /* Maps the table. Returns 0, or -1 (then every id is 0). */
 int stack_init(void);
-/* Replaces the table by an empty one (fork child); empties every thread's
+/* Empties the table in place (fork child); empties every thread's
  * stack cache. */
 void stack_reset(void);
 /* Empties every thread's stack cache (an object is being unloaded). */
