@@ -171,14 +171,28 @@ static int shim_start(void)
 
 /* ---- fork ---- */
 
-static int fork_active;
+/*
+ * The loader's lock at fork. glibc (2.36) does not reset the lock
+ * dl_iterate_phdr takes in the child: if another parent thread held it at
+ * fork (its own dl_iterate_phdr, or libunwind's FDE lookup in a hook), the
+ * child's first dl_iterate_phdr waits forever, with libunwind's signals
+ * masked (reliability review, item 3). It cannot be held across fork by
+ * the forking thread either: it is a recursive mutex owned by a kernel
+ * tid, which the child does not have. So a child is known safe only when
+ * the parent had one thread at fork; any other child never calls
+ * dl_iterate_phdr (modules.h): its stacks are by frame pointers, its
+ * modules are the parent's list.
+ */
+static int fork_active, fork_safe;
 
 static void fork_prepare(void)
 {
 	fork_active = writer_active() &&
 	              !(atomic_load(&g_off) & (SHIM_OFF_STOPPED | SHIM_OFF_INIT));
-	if (fork_active)
-		writer_fork_prepare();
+	if (!fork_active)
+		return;
+	fork_safe = prim_thread_count() == 1;
+	writer_fork_prepare();
 }
 
 static void fork_parent(void)
@@ -210,6 +224,14 @@ static void fork_child(void)
 	lockmap_reset();
 	memset(t->site, 0, sizeof t->site);
 	note_reset();
+	modules_fork_child(fork_safe);
+	if (!fork_safe && g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND) {
+		/* The child is single-threaded: g_cfg may change here. */
+		g_cfg.unwind = CONFIG_UNWIND_FP;
+		thread_stack_here(t);
+		shim_info("forked while other threads ran: the child's "
+		          "stacks are by frame pointers");
+	}
 	writer_open_lazily(child_open);
 	ctl_fork_child();
 	t->gate = gate;

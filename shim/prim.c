@@ -320,6 +320,17 @@ int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 	return found ? 0 : -1;
 }
 
+unsigned prim_thread_count(void)
+{
+	char buf[4096];
+	ssize_t n = prim_read_file("/proc/self/status", buf, sizeof buf - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nThreads:");
+	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
+}
+
 void prim_zero(void *p, size_t size)
 {
 	if (p && madvise(p, size, MADV_DONTNEED) != 0)

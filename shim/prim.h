@@ -153,6 +153,10 @@ int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
  * under RLIMIT_AS resets its tables with it). */
 void prim_zero(void *p, size_t size);
 
+/* The number of threads of this process (/proc/self/status, read with
+ * open/read only), or 0 when unknown. */
+unsigned prim_thread_count(void);
+
 /* sched_yield(). */
 void prim_yield(void);
 
