@@ -236,6 +236,22 @@ int prim_write_once(int fd, const void *buf, size_t n)
 	return (size_t)r == n ? 0 : EIO;
 }
 
+int prim_fd_high(int fd)
+{
+	struct rlimit rl;
+	if (fd < 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return fd;
+	rlim_t top = rl.rlim_cur < 65536 ? rl.rlim_cur : 65536;
+	if (top < 256 || (rlim_t)fd >= top - 64)
+		return fd;
+	int saved = errno;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)(top - 64));
+	if (hi >= 0)
+		close(fd);
+	errno = saved;
+	return hi >= 0 ? hi : fd;
+}
+
 void prim_close(int fd)
 {
 	close(fd);

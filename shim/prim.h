@@ -128,6 +128,12 @@ int prim_create_excl(const char *path);
  * written whole or not at all, as far as the kernel lets us). */
 int prim_write_once(int fd, const void *buf, size_t n);
 
+/* Moves fd to a high number (near the top of RLIMIT_NOFILE's soft limit,
+ * at most 65536, close-on-exec): returns the new fd (the old one is
+ * closed), or fd unchanged when no high number is free. A daemon's
+ * "close everything, then open my files" reuses low numbers first. */
+int prim_fd_high(int fd);
+
 /* close(2), ignoring errors. */
 void prim_close(int fd);
 

@@ -7,8 +7,11 @@
 #include "note.h"
 #include "prim.h"
 #include "sample.h"
+#include "real.h"
 #include "writer.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #define UNW_SKIP_MAX 8 /* own frames above the hook's caller, at most */
@@ -30,9 +33,15 @@ int stack_init(void)
 	 * takes a lock and masks all signals (two sigprocmask calls) per
 	 * step. Per thread it needs neither. (unw_backtrace's own fast path
 	 * keeps its frame cache per thread either way.) */
-	if (g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND)
+	if (g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND) {
 		unw_set_caching_policy(unw_local_addr_space,
 		                       UNW_CACHE_PER_THREAD);
+		/* libunwind's one-time set-up now (the caller holds the
+		 * gate), so that its validation pipe is made here, through
+		 * pipe2() below, not inside some later hook. */
+		void *b[2];
+		unw_backtrace(b, 2);
+	}
 	slots = prim_map(STACK_SLOTS * sizeof *slots);
 	return slots ? 0 : -1;
 }
@@ -50,6 +59,33 @@ void stack_reset(void)
 void stack_invalidate(void)
 {
 	atomic_fetch_add(&g_stack_epoch, 1);
+}
+
+/*
+ * libunwind 1.6 checks addresses it is unsure of by write()ing a byte of
+ * them into a private pipe (mincore, then write_validate in its Ginit.c).
+ * It makes the pipe at its first use, at the lowest free fds, remembers the
+ * numbers, and when a read() of the remembered read end fails (EBADF, or 0
+ * bytes from the host's own file that now has the number) it close()s both
+ * numbers and makes a new pipe. After a daemon has closed every fd and
+ * reopened its own files, libunwind would read, close and write the
+ * host's files (reliability review, item 1). So its pipe is moved to high
+ * numbers as it is made: every pipe2(O_CLOEXEC | O_NONBLOCK) made inside
+ * the shim's gate is libunwind's (the shim itself makes no pipe).
+ */
+__attribute__((visibility("default"))) int pipe2(int fds[2], int flags)
+{
+	if (unlikely(!real_usable() || !real.pipe2)) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = real.pipe2(fds, flags);
+	if (r == 0 && shim_tls.gate == GATE_BUSY &&
+	    flags == (O_CLOEXEC | O_NONBLOCK)) {
+		fds[0] = prim_fd_high(fds[0]);
+		fds[1] = prim_fd_high(fds[1]);
+	}
+	return r;
 }
 
 uint64_t stack_lost(void)
