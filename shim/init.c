@@ -117,6 +117,7 @@ static void strip_preload(void)
 }
 
 void tcmalloc_check(void);
+void cxx_init(void);
 
 /* Everything but the final "recording on" store. Returns 0 or -1. */
 static int shim_start(void)
@@ -165,6 +166,8 @@ static int shim_start(void)
 	thread_stack_here(&shim_tls); /* the main thread (or attach's) */
 	if (!g_attached)
 		tcmalloc_check();
+	if (!g_attached) /* attach binds them itself (cxx_next_bind) */
+		cxx_init();
 	sample_init();
 	return 0;
 }
