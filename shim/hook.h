@@ -4,6 +4,39 @@
  *
  * Invariant: the helpers run inside a hook that passed hook_enter() (gate
  * BUSY); they encode into the thread's buffer and never allocate.
+ *
+ * THE RULE. A hook runs inside whatever the host is doing: inside glibc
+ * with an internal lock held (pthread_getattr_np calls realloc under the
+ * thread's own lock, the loader calls malloc and constructors under its
+ * lock, stdio under the stream's), in a signal handler, in a fork child
+ * whose other threads vanished holding locks. So a hook, and everything it
+ * calls (thread set-up, stack capture, the writer's flush, notes), calls
+ * only what cannot take a lock the host may hold at that moment:
+ *
+ *   - system calls through their libc wrappers: read, write, open, close,
+ *     fstat, fcntl, mmap, munmap, madvise, getrlimit, sigprocmask,
+ *     sigpending, sigtimedwait, clock_gettime, gettid, getpid, sched_yield
+ *   - string and memory functions; snprintf/vsnprintf into a buffer (no
+ *     stream lock, no allocation for the formats the shim uses)
+ *   - the real pthread functions on the shim's own locks (writer.c: order
+ *     loader -> proc_lock -> reg_lock -> flush_lock) and on the host's lock
+ *     the hook was called for; pthread_self, pthread_setspecific
+ *   - the real allocator only for the shim's own blocks (gate BUSY)
+ *
+ * Never from a hook: pthread_getattr_np (learn stack bounds at thread
+ * start or lock-free: thread.h), stdio streams, getenv/setenv, dlsym,
+ * dladdr and dlopen (resolve at init: cxx_init, real.c), the allocator for
+ * the shim's own data in a way that can wait for the host.
+ *
+ * Known exceptions, each bounded: dl_iterate_phdr (modules_check at a flush,
+ * and libunwind's FDE lookup on a cache miss) takes the loader's lock; it is
+ * recursive for the thread that holds it, and a fork child that may have
+ * lost it never calls it (modules.h). A host thread that waits, inside its
+ * own dl_iterate_phdr callback, for a lock another thread holds while that
+ * thread's hook unwinds a new stack still deadlocks (docs/reliability.md).
+ * dlsym for a C++ operator whose library was loaded after init. libunwind's
+ * own lock at its one-time set-up, done at init (stack_init).
+ * tests/reliability/libcholds.c runs every hook inside those libc calls.
  */
 #ifndef MALLOCK_SHIM_HOOK_H
 #define MALLOCK_SHIM_HOOK_H

@@ -147,6 +147,10 @@ static int shim_start(void)
 		uint64_t hz = g_tsc_hz ? g_tsc_hz : 1000000000u;
 		g_flush_ticks = hz / 1000 * (uint64_t)g_cfg.flush_ms;
 	}
+	/* The exit key before libunwind's (stack_init sets libunwind up):
+	 * in the last destructor round, ours runs first and the thread's
+	 * gate is DEAD when libunwind frees its per-thread cache. */
+	thread_init();
 	if (stack_init() != 0 || lockmap_init() != 0) {
 		shim_warn("cannot map the shim's tables; recording off");
 		return -1;
@@ -162,7 +166,6 @@ static int shim_start(void)
 	if (!g_attached) /* attach.h: no setenv in a running process */
 		prim_setenv("MALLOCK_PARENT_PID", pid);
 	process_write_header();
-	thread_init();
 	thread_stack_here(&shim_tls); /* the main thread (or attach's) */
 	if (!g_attached)
 		tcmalloc_check();
@@ -228,7 +231,8 @@ static void fork_child(void)
 	memset(t->site, 0, sizeof t->site);
 	note_reset();
 	modules_fork_child(fork_safe);
-	if (!fork_safe && g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND) {
+	if (!fork_safe && g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND &&
+	    !stack_unwind_lockfree()) {
 		/* The child is single-threaded: g_cfg may change here. */
 		g_cfg.unwind = CONFIG_UNWIND_FP;
 		thread_stack_here(t);

@@ -347,6 +347,41 @@ unsigned prim_thread_count(void)
 	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
 }
 
+#if defined(DLFO_STRUCT_HAS_EH_DBASE)
+/* Weak: a libc older than 2.35 has none. */
+extern int _dl_find_object(void *, struct dl_find_object *)
+        __attribute__((weak));
+
+int prim_object_info(uintptr_t pc, struct dl_phdr_info *info)
+{
+	struct dl_find_object fo;
+	if (!_dl_find_object || _dl_find_object((void *)pc, &fo) != 0 ||
+	    !fo.dlfo_link_map)
+		return -1;
+	const ElfW(Ehdr) *eh = fo.dlfo_map_start;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phoff > 65536 ||
+	    (uintptr_t)eh + eh->e_phoff + eh->e_phnum * sizeof(ElfW(Phdr)) >
+	            (uintptr_t)fo.dlfo_map_end)
+		return -1;
+	memset(info, 0, sizeof *info);
+	info->dlpi_addr = fo.dlfo_link_map->l_addr;
+	info->dlpi_name = fo.dlfo_link_map->l_name;
+	info->dlpi_phdr =
+	        (const ElfW(Phdr) *)(const void *)((const char *)eh +
+	                                           eh->e_phoff);
+	info->dlpi_phnum = eh->e_phnum;
+	return 0;
+}
+#else
+int prim_object_info(uintptr_t pc, struct dl_phdr_info *info)
+{
+	(void)pc;
+	(void)info;
+	return -1;
+}
+#endif
+
 void prim_zero(void *p, size_t size)
 {
 	if (p && madvise(p, size, MADV_DONTNEED) != 0)

@@ -163,6 +163,16 @@ void prim_zero(void *p, size_t size);
  * open/read only), or 0 when unknown. */
 unsigned prim_thread_count(void);
 
+/*
+ * The loaded object that contains pc, as dl_iterate_phdr would describe it
+ * (bias, name, program headers; no adds/subs, no TLS), without the
+ * loader's lock: _dl_find_object (glibc 2.35+) and the ELF header at the
+ * start of the object's mapping. Returns 0, or -1 (no object there, an
+ * unusual layout, or no _dl_find_object in this libc).
+ */
+struct dl_phdr_info;
+int prim_object_info(uintptr_t pc, struct dl_phdr_info *info);
+
 /* sched_yield(). */
 void prim_yield(void);
 

@@ -22,6 +22,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+struct dl_phdr_info;
+
 #define REAL_REQ 1
 #define REAL_OPT 0
 #define REAL_COND_VERSION "GLIBC_2.3.2"
@@ -87,7 +89,9 @@
 	X(syscall, REAL_REQ, NULL, long,                                       \
 	  (long, long, long, long, long, long, long))                          \
 	X(dlclose, REAL_REQ, NULL, int, (void *))                              \
-	X(pipe2, REAL_OPT, NULL, int, (int *, int))
+	X(pipe2, REAL_OPT, NULL, int, (int *, int))                            \
+	X(dl_iterate_phdr, REAL_OPT, NULL, int,                                \
+	  (int (*)(struct dl_phdr_info *, size_t, void *), void *))
 
 typedef struct real_table {
 #define REAL_MEMBER_(name, req, ver, ret, params) ret(*name) params;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <string.h>
 
 #define UNW_SKIP_MAX 8 /* own frames above the hook's caller, at most */
@@ -26,6 +27,45 @@ static _Atomic unsigned used;
 static _Atomic int full_warned;
 static _Atomic uint64_t lost;
 
+/*
+ * libunwind's FDE lookup without the loader's lock. libunwind 1.6 finds
+ * the unwind table of a pc with dl_iterate_phdr (dwarf_find_proc_info;
+ * in its local-only build the address space's find_proc_info accessor is
+ * not used), on every unwind that meets a pc its caches have not seen. That
+ * takes the loader's lock inside a hook: a fork child whose parent had
+ * another thread in dl_iterate_phdr waits forever, and a host thread that,
+ * inside its own dl_iterate_phdr callback, waits for a lock this thread
+ * holds deadlocks with it (hook.h). So dl_iterate_phdr is interposed: a
+ * call from libunwind's code made inside the shim's gate is answered
+ * without the lock, by the one object that contains the pc libunwind looks
+ * for (_dl_find_object, lock-free); every other call goes to libc's.
+ * libunwind's callback data starts with that pc (struct
+ * dwarf_callback_data, libunwind 1.x): a pc in no object gets no callback
+ * (libunwind: no unwind info there, as for JIT code).
+ */
+static uintptr_t unw_lo, unw_hi; /* libunwind's mapping; 0, 0: not known */
+
+int stack_unwind_lockfree(void)
+{
+	return unw_hi != 0;
+}
+
+__attribute__((visibility("default"))) int
+dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+	if (unlikely(!real_usable() || !real.dl_iterate_phdr))
+		return 0;
+	if (likely(shim_tls.gate != GATE_BUSY || ra - unw_lo >= unw_hi - unw_lo))
+		return real.dl_iterate_phdr(cb, data);
+	unw_word_t pc;
+	memcpy(&pc, data, sizeof pc);
+	struct dl_phdr_info info;
+	if (prim_object_info((uintptr_t)pc, &info) != 0)
+		return 0;
+	return cb(&info, sizeof info, data);
+}
+
 int stack_init(void)
 {
 	/* The stack cache's learning walk steps with unw_step, whose DWARF
@@ -34,13 +74,33 @@ int stack_init(void)
 	 * step. Per thread it needs neither. (unw_backtrace's own fast path
 	 * keeps its frame cache per thread either way.) */
 	if (g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND) {
-		unw_set_caching_policy(unw_local_addr_space,
-		                       UNW_CACHE_PER_THREAD);
 		/* libunwind's one-time set-up now (the caller holds the
 		 * gate), so that its validation pipe is made here, through
 		 * pipe2() below, not inside some later hook. */
+		struct dl_phdr_info me;
+		int (*fn)(void **, int) = unw_backtrace;
+		uintptr_t at;
+		memcpy(&at, &fn, sizeof at);
+		if (prim_object_info(at, &me) == 0) {
+			uintptr_t lo = UINTPTR_MAX, hi = 0;
+			for (int i = 0; i < me.dlpi_phnum; i++) {
+				const ElfW(Phdr) *ph = &me.dlpi_phdr[i];
+				uintptr_t v = me.dlpi_addr + ph->p_vaddr;
+				if (ph->p_type != PT_LOAD)
+					continue;
+				lo = v < lo ? v : lo;
+				hi = v + ph->p_memsz > hi ? v + ph->p_memsz : hi;
+			}
+			if (hi > lo) {
+				unw_lo = lo;
+				unw_hi = hi;
+			}
+		}
 		void *b[2];
 		unw_backtrace(b, 2);
+		/* After the set-up, which resets the policy to global. */
+		unw_set_caching_policy(unw_local_addr_space,
+		                       UNW_CACHE_PER_THREAD);
 	}
 	slots = prim_map(STACK_SLOTS * sizeof *slots);
 	return slots ? 0 : -1;

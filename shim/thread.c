@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "event.h"
+#include "modules.h"
 #include "prim.h"
 #include "sample.h"
 #include "stack.h"
@@ -100,8 +101,11 @@ void thread_finish(tls_t *t)
 		                          FMT_CHUNK_HEADER_SIZE,
 		                      memory_order_release);
 	}
-	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL)))
+	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))) {
 		writer_thread_name_self(t->tid);
+		/* A TSD destructor: no lock of the host's is held here. */
+		modules_check();
+	}
 	writer_detach(t);
 	stack_cache_free(t);
 	t->gate = GATE_DEAD;
