@@ -20,15 +20,21 @@
  *   qsort           every hook inside qsort's comparator (qsort's own
  *                   buffer is malloc'ed)
  *   once            every hook inside a pthread_once initializer
+ *   dl_cross        a thread waits, inside its dl_iterate_phdr callback
+ *                   (the loader's lock held), for a mutex main holds while
+ *                   main runs every hook at new call sites (new pcs for
+ *                   the unwinder), then unlocks
  *   all             all of the above, in one process
  */
 #define _GNU_SOURCE
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 void *_Znwm(unsigned long n);
 void _ZdlPv(void *p);
@@ -121,6 +127,31 @@ static void once_init(void)
 	every_hook(6);
 }
 
+static pthread_mutex_t cross = PTHREAD_MUTEX_INITIALIZER;
+static int cross_in;
+
+static int cross_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	(void)arg;
+	__atomic_store_n(&cross_in, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&cross);
+	pthread_mutex_unlock(&cross);
+	return 1;
+}
+
+static void *cross_thread(void *arg)
+{
+	dl_iterate_phdr(cross_cb, NULL);
+	return arg;
+}
+
+__attribute__((noinline)) static void cross_hooks(void)
+{
+	every_hook(7);
+}
+
 static void threads(void *(*fn)(void *), int n)
 {
 	pthread_t th[8];
@@ -166,6 +197,17 @@ static int run(const char *s)
 		for (int i = 0; i < 4096; i++)
 			v[i] = (i * 7919) % 4096;
 		qsort(v, 4096, sizeof v[0], cmp);
+	}
+	if (all || !strcmp(s, "dl_cross")) {
+		pthread_t th;
+		pthread_mutex_lock(&cross);
+		pthread_create(&th, NULL, cross_thread, NULL);
+		while (!__atomic_load_n(&cross_in, __ATOMIC_ACQUIRE))
+			sched_yield();
+		usleep(20000); /* it now waits for cross, in the callback */
+		cross_hooks();
+		pthread_mutex_unlock(&cross);
+		pthread_join(th, NULL);
 	}
 	if (all || !strcmp(s, "once")) {
 		static pthread_once_t once = PTHREAD_ONCE_INIT;

@@ -10,6 +10,8 @@ the same output as bare, a readable trace with no drops.
 Before the fix (8141b96) getattr_thread and getattr_main hung (libunwind
 with the stack cache, and fp): the first stack-cache use, or the fp walk's
 set-up, called pthread_getattr_np from inside the host's own call of it.
+dl_cross hung with libunwind: its FDE lookup for a new pc waited for the
+loader's lock, held by a thread that waited for main.
 """
 import os
 import sys
@@ -19,7 +21,7 @@ from relcommon import Ctx  # noqa: E402
 
 c = Ctx("libcholds", sys.argv[1])
 SCEN = ["getattr_thread", "getattr_main", "dl_iterate", "stdio", "qsort",
-        "once", "all"]
+        "once", "dl_cross", "all"]
 MODES = {"libunwind": {}, "nocache": {"MALLOCK_STACK_CACHE": "0"},
          "fp": {"MALLOCK_UNWIND": "fp"}}
 TCM = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
