@@ -23,19 +23,18 @@
  *     the hook was called for; pthread_self, pthread_setspecific
  *   - the real allocator only for the shim's own blocks (gate BUSY)
  *
- * Never from a hook: pthread_getattr_np (learn stack bounds at thread
- * start or lock-free: thread.h), stdio streams, getenv/setenv, dlsym,
- * dladdr and dlopen (resolve at init: cxx_init, real.c), the allocator for
- * the shim's own data in a way that can wait for the host.
+ * Never from a hook: pthread_getattr_np (stack bounds are learned at
+ * thread start or lock-free: thread.h), stdio streams, getenv/setenv,
+ * dlsym, dladdr, dlopen (resolved at init: real.c, cxx_init), and
+ * dl_iterate_phdr (MODULE records are written at init, dlclose, thread exit
+ * and the final flush, never from a flush inside a hook; libunwind's own
+ * calls, made inside the gate, are answered lock-free: stack.c). libunwind
+ * sets itself up (its lock, its validation pipe) at init, not in a hook.
  *
- * Known exceptions, each bounded: dl_iterate_phdr (modules_check at a flush,
- * and libunwind's FDE lookup on a cache miss) takes the loader's lock; it is
- * recursive for the thread that holds it, and a fork child that may have
- * lost it never calls it (modules.h). A host thread that waits, inside its
- * own dl_iterate_phdr callback, for a lock another thread holds while that
- * thread's hook unwinds a new stack still deadlocks (docs/reliability.md).
- * dlsym for a C++ operator whose library was loaded after init. libunwind's
- * own lock at its one-time set-up, done at init (stack_init).
+ * Known exceptions: dlsym for a C++ operator whose library was loaded
+ * after init (cxx_hooks.c); libunwind's objects without an .eh_frame_hdr
+ * are not unwound through inside a hook; a fork child that may have lost
+ * the loader's lock never calls dl_iterate_phdr (modules.h).
  * tests/reliability/libcholds.c runs every hook inside those libc calls.
  */
 #ifndef MALLOCK_SHIM_HOOK_H
