@@ -45,6 +45,38 @@ static _Atomic uint64_t lost;
  */
 static uintptr_t unw_lo, unw_hi; /* libunwind's mapping; 0, 0: not known */
 
+/* libc's dl_iterate_phdr and pipe2 for the host's own calls, which must
+ * work at any time: from the real table, or (while it is being resolved,
+ * or if the shim is inert) looked up here. */
+enum { NEXT_DL_ITERATE_PHDR, NEXT_PIPE2 };
+typedef union next {
+	int (*dl)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+	int (*pipe2)(int *, int);
+	void *p;
+} next_t;
+
+static next_t next_fn(int which)
+{
+	static void *_Atomic found[2];
+	next_t n;
+	n.p = NULL;
+	if (atomic_load_explicit(&real_state, memory_order_acquire) >= 2) {
+		if (which == NEXT_PIPE2)
+			n.pipe2 = real.pipe2;
+		else
+			n.dl = real.dl_iterate_phdr;
+		if (n.p)
+			return n;
+	}
+	n.p = atomic_load(&found[which]);
+	if (!n.p) {
+		n.p = prim_dlsym_next(which == NEXT_PIPE2 ? "pipe2"
+		                                          : "dl_iterate_phdr");
+		atomic_store(&found[which], n.p);
+	}
+	return n;
+}
+
 int stack_unwind_lockfree(void)
 {
 	return unw_hi != 0;
@@ -54,10 +86,11 @@ __attribute__((visibility("default"))) int
 dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 {
 	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
-	if (unlikely(!real_usable() || !real.dl_iterate_phdr))
-		return 0;
-	if (likely(shim_tls.gate != GATE_BUSY || ra - unw_lo >= unw_hi - unw_lo))
-		return real.dl_iterate_phdr(cb, data);
+	if (likely(shim_tls.gate != GATE_BUSY ||
+	           ra - unw_lo >= unw_hi - unw_lo)) {
+		next_t n = next_fn(NEXT_DL_ITERATE_PHDR);
+		return n.dl ? n.dl(cb, data) : 0;
+	}
 	unw_word_t pc;
 	memcpy(&pc, data, sizeof pc);
 	struct dl_phdr_info info;
@@ -135,11 +168,12 @@ void stack_invalidate(void)
  */
 __attribute__((visibility("default"))) int pipe2(int fds[2], int flags)
 {
-	if (unlikely(!real_usable() || !real.pipe2)) {
+	int (*fn)(int *, int) = next_fn(NEXT_PIPE2).pipe2;
+	if (!fn) {
 		errno = ENOSYS;
 		return -1;
 	}
-	int r = real.pipe2(fds, flags);
+	int r = fn(fds, flags);
 	if (r == 0 && shim_tls.gate == GATE_BUSY &&
 	    flags == (O_CLOEXEC | O_NONBLOCK)) {
 		fds[0] = prim_fd_high(fds[0]);
