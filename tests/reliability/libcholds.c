@@ -13,6 +13,8 @@
  *                   (it holds the thread's own lock around a realloc)
  *   getattr_main    the main thread's pthread_getattr_np (fopen of
  *                   /proc/self/maps, getline's malloc, under the lock)
+ *   getattr_early   the same in a thread started before the shim's
+ *                   constructor ran (libcholds_early.c), then every hook
  *   dl_iterate      every hook inside a dl_iterate_phdr callback (the
  *                   loader's lock), on the main thread and on threads
  *   stdio           every hook inside a fopencookie write callback (the
@@ -36,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+int libcholds_early_run(void (*fn)(void));
 void *_Znwm(unsigned long n);
 void _ZdlPv(void *p);
 
@@ -152,6 +155,11 @@ __attribute__((noinline)) static void cross_hooks(void)
 	every_hook(7);
 }
 
+static void early_hooks(void)
+{
+	every_hook(8);
+}
+
 static void threads(void *(*fn)(void *), int n)
 {
 	pthread_t th[8];
@@ -169,6 +177,9 @@ static int run(const char *s)
 		every_hook(0);
 		getattr_self();
 	}
+	if ((all || !strcmp(s, "getattr_early")) &&
+	    libcholds_early_run(early_hooks) != 0)
+		return 3;
 	if (all || !strcmp(s, "getattr_thread"))
 		threads(getattr_thread, 8);
 	if (all || !strcmp(s, "dl_iterate")) {

@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relcommon import Ctx  # noqa: E402
 
 c = Ctx("libcholds", sys.argv[1])
-SCEN = ["getattr_thread", "getattr_main", "dl_iterate", "stdio", "qsort",
+SCEN = ["getattr_thread", "getattr_main", "getattr_early", "dl_iterate", "stdio", "qsort",
         "once", "dl_cross", "all"]
 MODES = {"libunwind": {}, "nocache": {"MALLOCK_STACK_CACHE": "0"},
          "fp": {"MALLOCK_UNWIND": "fp"}}
