@@ -7,7 +7,7 @@ stack cache on and off, frame pointers) and with glibc and libtcmalloc
 underneath. Every run has a timeout: a hang is a failure. Asserted: exit 0,
 the same output as bare, a readable trace with no drops.
 
-Before the fix (8141b96) getattr_thread and getattr_main hung (libunwind
+Before the fix (8141b96) getattr_thread, getattr_main and getattr_early hung (libunwind
 with the stack cache, and fp): the first stack-cache use, or the fp walk's
 set-up, called pthread_getattr_np from inside the host's own call of it.
 dl_cross hung with libunwind: its FDE lookup for a new pc waited for the
