@@ -280,16 +280,17 @@ int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi)
 	return 0;
 }
 
-/* Ends one /proc/self/maps line [a, b): 1 when it holds sp. */
-static int maps_line(uintptr_t a, uintptr_t b, uintptr_t sp, uintptr_t prev,
-                     uintptr_t *lo, uintptr_t *hi)
+/* Ends one /proc/self/maps line [a, b): 1 when it holds sp. The main
+ * thread's stack ("[stack]", which grows) extends down by RLIMIT_STACK. */
+static int maps_line(uintptr_t a, uintptr_t b, int grows, uintptr_t sp,
+                     uintptr_t prev, uintptr_t *lo, uintptr_t *hi)
 {
 	if (sp < a || sp >= b)
 		return 0;
 	*lo = a;
 	*hi = b;
 	struct rlimit rl;
-	if (gettid() == getpid() && getrlimit(RLIMIT_STACK, &rl) == 0 &&
+	if (grows && getrlimit(RLIMIT_STACK, &rl) == 0 &&
 	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < b &&
 	    b - rl.rlim_cur < a)
 		*lo = b - rl.rlim_cur > prev ? b - rl.rlim_cur : prev;
@@ -301,9 +302,11 @@ int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;
+	static const char tag[] = "[stack]";
 	char buf[2048];
 	uintptr_t a = 0, b = 0, prev = 0;
 	int field = 0, found = 0; /* field 0: start, 1: end, 2: the rest */
+	unsigned tail = 0;        /* "[stack]" characters matched at the end */
 	while (!found) {
 		ssize_t r = read(fd, buf, sizeof buf);
 		if (r < 0 && errno == EINTR)
@@ -315,6 +318,18 @@ int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 			int v = ch >= '0' && ch <= '9'   ? ch - '0'
 			        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
 			                                 : -1;
+			if (ch == '\n') {
+				found = maps_line(a, b, tail == sizeof tag - 1,
+				                  sp, prev, lo, hi);
+				prev = b;
+				a = b = 0;
+				field = 0;
+				tail = 0;
+				continue;
+			}
+			tail = tail < sizeof tag - 1 && ch == tag[tail] ? tail + 1
+			       : ch == tag[0]                          ? 1
+			                                               : 0;
 			if (field < 2 && v >= 0) {
 				if (field == 0)
 					a = a << 4 | (uintptr_t)v;
@@ -322,11 +337,6 @@ int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 					b = b << 4 | (uintptr_t)v;
 			} else if (field == 0 && ch == '-') {
 				field = 1;
-			} else if (ch == '\n') {
-				found = maps_line(a, b, sp, prev, lo, hi);
-				prev = b;
-				a = b = 0;
-				field = 0;
 			} else {
 				field = 2;
 			}
