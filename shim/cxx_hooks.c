@@ -86,6 +86,17 @@ static any_fn cxx_next(enum cxx_idx i)
 	return p ? as_fn(p) : NULL;
 }
 
+/* At init (the caller holds the gate): every operator looked up once, so
+ * that a hook does not call dlsym, which takes the loader's lock (hook.h).
+ * Only an operator absent now (libstdc++ dlopen'ed later) is looked up in
+ * its first hook. */
+void cxx_init(void);
+void cxx_init(void)
+{
+	for (int i = 0; i < CXX_COUNT; i++)
+		cxx_next((enum cxx_idx)i);
+}
+
 /*
  * attach.c, a shim loaded late (`mallock attach`): the operators the
  * program's C++ call slots are bound to, set before any slot points at a

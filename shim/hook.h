@@ -4,6 +4,42 @@
  *
  * Invariant: the helpers run inside a hook that passed hook_enter() (gate
  * BUSY); they encode into the thread's buffer and never allocate.
+ *
+ * THE RULE. A hook runs inside whatever the host is doing: inside glibc
+ * with an internal lock held (pthread_getattr_np calls realloc under the
+ * thread's own lock, the loader calls malloc and constructors under its
+ * lock, stdio under the stream's), in a signal handler, in a fork child
+ * whose other threads vanished holding locks. So a hook, and everything it
+ * calls (thread set-up, stack capture, the writer's flush, notes), calls
+ * only what cannot take a lock the host may hold at that moment:
+ *
+ *   - system calls through their libc wrappers: read, write, open, close,
+ *     fstat, fcntl, mmap, munmap, madvise, getrlimit, sigprocmask,
+ *     sigpending, sigtimedwait, clock_gettime, gettid, getpid, sched_yield
+ *   - string and memory functions; snprintf/vsnprintf into a buffer (no
+ *     stream lock, no allocation for the formats the shim uses)
+ *   - the real pthread functions on the shim's own locks (writer.c: order
+ *     loader -> proc_lock -> reg_lock -> flush_lock) and on the host's lock
+ *     the hook was called for; pthread_self, pthread_setspecific
+ *   - the real allocator only for the shim's own blocks (gate BUSY)
+ *   - zstd compression with the shim's static contexts (compress.h: pure
+ *     computation, no lock, no allocation)
+ *
+ * Never from a hook: pthread_getattr_np (stack bounds are learned at
+ * thread start or lock-free: thread.h), stdio streams, getenv/setenv,
+ * dlsym, dladdr, dlopen (resolved at init: real.c, cxx_init), and
+ * dl_iterate_phdr (MODULE records are written at init, dlclose, thread exit
+ * and the final flush, never from a flush inside a hook; libunwind's own
+ * calls, made inside the gate, are answered lock-free: stack.c). libunwind
+ * sets itself up (its lock, its validation pipe) at init, not in a hook.
+ *
+ * Known exceptions: dlsym for a C++ operator whose library was loaded
+ * after init (cxx_hooks.c); in a process the shim was attached to, a flush
+ * by a thread that holds no lock of the host's walks the modules with
+ * dl_iterate_phdr to redirect libraries loaded since (attach.c); libunwind's objects without an .eh_frame_hdr
+ * are not unwound through inside a hook; a fork child that may have lost
+ * the loader's lock never calls dl_iterate_phdr (modules.h).
+ * tests/reliability/libcholds.c runs every hook inside those libc calls.
  */
 #ifndef MALLOCK_SHIM_HOOK_H
 #define MALLOCK_SHIM_HOOK_H

@@ -127,6 +127,7 @@ static void strip_preload(void)
 }
 
 void tcmalloc_check(void);
+void cxx_init(void);
 
 /* Everything but the final "recording on" store. Returns 0 or -1. */
 static int shim_start(void)
@@ -156,6 +157,10 @@ static int shim_start(void)
 		uint64_t hz = g_tsc_hz ? g_tsc_hz : 1000000000u;
 		g_flush_ticks = hz / 1000 * (uint64_t)g_cfg.flush_ms;
 	}
+	/* The exit key before libunwind's (stack_init sets libunwind up):
+	 * in the last destructor round, ours runs first and the thread's
+	 * gate is DEAD when libunwind frees its per-thread cache. */
+	thread_init();
 	if (stack_init() != 0 || lockmap_init() != 0) {
 		shim_warn("cannot map the shim's tables; recording off");
 		return -1;
@@ -171,23 +176,39 @@ static int shim_start(void)
 	if (!g_attached) /* attach.h: no setenv in a running process */
 		prim_setenv("MALLOCK_PARENT_PID", pid);
 	process_write_header();
-	thread_init();
+	thread_stack_here(&shim_tls); /* the main thread (or attach's) */
 	if (!g_attached)
 		tcmalloc_check();
+	if (!g_attached) /* attach binds them itself (cxx_next_bind) */
+		cxx_init();
 	sample_init();
 	return 0;
 }
 
 /* ---- fork ---- */
 
-static int fork_active;
+/*
+ * The loader's lock at fork. glibc (2.36) does not reset the lock
+ * dl_iterate_phdr takes in the child: if another parent thread held it at
+ * fork (its own dl_iterate_phdr, or libunwind's FDE lookup in a hook), the
+ * child's first dl_iterate_phdr waits forever, with libunwind's signals
+ * masked (reliability review, item 3). It cannot be held across fork by
+ * the forking thread either: it is a recursive mutex owned by a kernel
+ * tid, which the child does not have. So a child is known safe only when
+ * the parent had one thread at fork; any other child never calls
+ * dl_iterate_phdr (modules.h): its stacks are by frame pointers, its
+ * modules are the parent's list.
+ */
+static int fork_active, fork_safe;
 
 static void fork_prepare(void)
 {
 	fork_active = writer_active() &&
 	              !(atomic_load(&g_off) & (SHIM_OFF_STOPPED | SHIM_OFF_INIT));
-	if (fork_active)
-		writer_fork_prepare();
+	if (!fork_active)
+		return;
+	fork_safe = prim_thread_count() == 1;
+	writer_fork_prepare();
 }
 
 static void fork_parent(void)
@@ -219,6 +240,15 @@ static void fork_child(void)
 	lockmap_reset();
 	memset(t->site, 0, sizeof t->site);
 	note_reset();
+	modules_fork_child(fork_safe);
+	if (!fork_safe && g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND &&
+	    !stack_unwind_lockfree()) {
+		/* The child is single-threaded: g_cfg may change here. */
+		g_cfg.unwind = CONFIG_UNWIND_FP;
+		thread_stack_here(t);
+		shim_info("forked while other threads ran: the child's "
+		          "stacks are by frame pointers");
+	}
 	writer_open_lazily(child_open);
 	ctl_fork_child();
 	t->gate = gate;

@@ -27,20 +27,13 @@ int lockmap_init(void)
 	return lockmap_slots ? 0 : -1;
 }
 
+/* In place: a new table would need 24 MiB more address space at fork,
+ * which a child near RLIMIT_AS does not have, and the hot paths
+ * (lockmap_get, rel_begin) do not test for a NULL table. */
 void lockmap_reset(void)
 {
-	lock_ent_t *old = lockmap_slots;
-	lock_cont_t *oldc = lockmap_conts;
-	lock_cont_t *c = prim_map(LOCKMAP_SLOTS * sizeof(lock_cont_t));
-	lock_ent_t *e = c ? prim_map(LOCKMAP_SLOTS * sizeof(lock_ent_t)) : NULL;
-	if (!e && c)
-		prim_unmap(c, LOCKMAP_SLOTS * sizeof(lock_cont_t));
-	lockmap_conts = e ? c : NULL;
-	lockmap_slots = e;
-	if (old)
-		prim_unmap(old, LOCKMAP_SLOTS * sizeof(lock_ent_t));
-	if (oldc)
-		prim_unmap(oldc, LOCKMAP_SLOTS * sizeof(lock_cont_t));
+	prim_zero(lockmap_slots, LOCKMAP_SLOTS * sizeof(lock_ent_t));
+	prim_zero(lockmap_conts, LOCKMAP_SLOTS * sizeof(lock_cont_t));
 	atomic_store(&next_id, 1);
 	atomic_store(&lost, 0);
 	atomic_store(&full_warned, 0);

@@ -52,7 +52,10 @@ static inline lock_cont_t *lockmap_cont(const lock_ent_t *e)
 	return &lockmap_conts[e - lockmap_slots];
 }
 
+/* Maps the tables (0, or -1: the shim stays off). */
 int lockmap_init(void);
+/* Empties the tables in place (fork child): they are never NULL after a
+ * successful lockmap_init. */
 void lockmap_reset(void);
 
 static inline unsigned lockmap_hash(uintptr_t a)

@@ -1,8 +1,19 @@
 /*
  * modules.c - MODULE records from dl_iterate_phdr (modules.h).
+ *
+ * Lock order: the loader's lock, then the writer's proc_lock (records are
+ * written from inside the dl_iterate_phdr callback). Never the reverse: a
+ * thread holding proc_lock while it waits for the loader would deadlock
+ * with a fork (the fork hook holds the loader's lock and fork_prepare takes
+ * proc_lock), or with a host thread that allocates inside its own
+ * dl_iterate_phdr callback and flushes.
+ *
+ * The records of the last full pass are kept (snap, in mmap'd memory) for
+ * a fork child that may not call dl_iterate_phdr (modules_fork_child).
  */
 #include "modules.h"
 
+#include "note.h"
 #include "prim.h"
 #include "trace_format.h"
 #include "writer.h"
@@ -12,7 +23,15 @@
 #include <stdatomic.h>
 #include <string.h>
 
-static _Atomic unsigned long long last_adds = ~0ull;
+static unsigned long long last_adds = ~0ull; /* under the loader's lock */
+static int loader_unsafe; /* fork child: dl_iterate_phdr may never return */
+#define SNAP_CAP (1u << 20)
+static uint8_t *snap;    /* MODULE bodies: u32 length, then the body */
+static size_t snap_len;  /* complete records (under the loader's lock) */
+
+typedef struct pass {
+	int force, first, began;
+} pass_t;
 static char exe_path[1024];
 
 /* Finds the NT_GNU_BUILD_ID note of an object; returns its length. */
@@ -42,10 +61,35 @@ static size_t build_id(const struct dl_phdr_info *info, const uint8_t **id)
 	return 0;
 }
 
+static void snap_add(const uint8_t *body, size_t len)
+{
+	if (!snap)
+		snap = prim_map(SNAP_CAP);
+	if (!snap || snap_len + 4 + len > SNAP_CAP)
+		return;
+	uint32_t n = (uint32_t)len;
+	memcpy(snap + snap_len + 4, body, len);
+	memcpy(snap + snap_len, &n, 4);
+	snap_len += 4 + len; /* after the bytes: a fork sees whole records */
+}
+
+/* Called by dl_iterate_phdr for each object, with the loader's lock held. */
 static int emit_one(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	(void)arg;
-	(void)size;
+	pass_t *ps = arg;
+	if (ps->first) {
+		ps->first = 0;
+		unsigned long long adds =
+		        size >= offsetof(struct dl_phdr_info, dlpi_subs)
+		                ? info->dlpi_adds
+		                : 0;
+		if (!ps->force && adds == last_adds)
+			return 1; /* nothing loaded since the last pass */
+		writer_proc_begin(); /* may open a child's file (nests) */
+		ps->began = 1;
+		last_adds = adds;
+		snap_len = 0;
+	}
 	uintptr_t lo = UINTPTR_MAX, hi = 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -83,32 +127,50 @@ static int emit_one(struct dl_phdr_info *info, size_t size, void *arg)
 		memcpy(p, id, idlen);
 		p += idlen;
 	}
+	snap_add(body, (size_t)(p - body));
 	writer_proc_meta(FMT_MODULE, body, (size_t)(p - body));
 	return 0;
 }
 
-static int read_adds(struct dl_phdr_info *info, size_t size, void *arg)
+static void pass(int force)
 {
-	if (size >= offsetof(struct dl_phdr_info, dlpi_subs))
-		*(unsigned long long *)arg = info->dlpi_adds;
-	return 1; /* one callback is enough */
+	if (loader_unsafe) {
+		if (!force)
+			return;
+		/* The parent's last list: no dl_iterate_phdr here. */
+		writer_proc_begin();
+		for (size_t o = 0; snap && o + 4 <= snap_len;) {
+			uint32_t n;
+			memcpy(&n, snap + o, 4);
+			writer_proc_meta(FMT_MODULE, snap + o + 4, n);
+			o += 4 + n;
+		}
+		writer_proc_end();
+		return;
+	}
+	pass_t ps = {force, 1, 0};
+	dl_iterate_phdr(emit_one, &ps);
+	if (ps.began)
+		writer_proc_end();
 }
 
 void modules_emit(void)
 {
-	unsigned long long adds = 0;
-	dl_iterate_phdr(read_adds, &adds);
-	atomic_store(&last_adds, adds);
-	dl_iterate_phdr(emit_one, NULL);
+	pass(1);
 }
 
 void modules_check(void)
 {
-	unsigned long long adds = 0;
-	dl_iterate_phdr(read_adds, &adds);
-	if (adds == atomic_load(&last_adds) || !writer_active())
-		return;
-	writer_proc_begin();
-	modules_emit();
-	writer_proc_end();
+	if (writer_active())
+		pass(0);
+}
+
+void modules_fork_child(int safe)
+{
+	loader_unsafe = !safe;
+}
+
+int modules_loader_unsafe(void)
+{
+	return loader_unsafe;
 }

@@ -304,6 +304,22 @@ int prim_write_once(int fd, const void *buf, size_t n)
 	return (size_t)r == n ? 0 : EIO;
 }
 
+int prim_fd_top(int fd)
+{
+	struct rlimit rl;
+	if (fd < 0 || getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return fd;
+	rlim_t top = rl.rlim_cur < 65536 ? rl.rlim_cur : 65536;
+	if (top < 256 || (rlim_t)fd >= top - 64)
+		return fd;
+	int saved = errno;
+	int hi = fcntl(fd, F_DUPFD_CLOEXEC, (int)(top - 64));
+	if (hi >= 0)
+		close(fd);
+	errno = saved;
+	return hi >= 0 ? hi : fd;
+}
+
 void prim_close(int fd)
 {
 	close(fd);
@@ -343,6 +359,124 @@ int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi)
 	*lo = (uintptr_t)addr;
 	*hi = (uintptr_t)addr + size;
 	return 0;
+}
+
+/* Ends one /proc/self/maps line [a, b): 1 when it holds sp. The main
+ * thread's stack ("[stack]", which grows) extends down by RLIMIT_STACK. */
+static int maps_line(uintptr_t a, uintptr_t b, int grows, uintptr_t sp,
+                     uintptr_t prev, uintptr_t *lo, uintptr_t *hi)
+{
+	if (sp < a || sp >= b)
+		return 0;
+	*lo = a;
+	*hi = b;
+	struct rlimit rl;
+	if (grows && getrlimit(RLIMIT_STACK, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < b &&
+	    b - rl.rlim_cur < a)
+		*lo = b - rl.rlim_cur > prev ? b - rl.rlim_cur : prev;
+	return 1;
+}
+
+int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
+{
+	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	static const char tag[] = "[stack]";
+	char buf[2048];
+	uintptr_t a = 0, b = 0, prev = 0;
+	int field = 0, found = 0; /* field 0: start, 1: end, 2: the rest */
+	unsigned tail = 0;        /* "[stack]" characters matched at the end */
+	while (!found) {
+		ssize_t r = read(fd, buf, sizeof buf);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		for (ssize_t i = 0; i < r && !found; i++) {
+			char ch = buf[i];
+			int v = ch >= '0' && ch <= '9'   ? ch - '0'
+			        : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+			                                 : -1;
+			if (ch == '\n') {
+				found = maps_line(a, b, tail == sizeof tag - 1,
+				                  sp, prev, lo, hi);
+				prev = b;
+				a = b = 0;
+				field = 0;
+				tail = 0;
+				continue;
+			}
+			tail = tail < sizeof tag - 1 && ch == tag[tail] ? tail + 1
+			       : ch == tag[0]                          ? 1
+			                                               : 0;
+			if (field < 2 && v >= 0) {
+				if (field == 0)
+					a = a << 4 | (uintptr_t)v;
+				else
+					b = b << 4 | (uintptr_t)v;
+			} else if (field == 0 && ch == '-') {
+				field = 1;
+			} else {
+				field = 2;
+			}
+		}
+	}
+	close(fd);
+	return found ? 0 : -1;
+}
+
+unsigned prim_thread_count(void)
+{
+	char buf[4096];
+	ssize_t n = prim_read_file("/proc/self/status", buf, sizeof buf - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	const char *p = strstr(buf, "\nThreads:");
+	return p ? (unsigned)strtoul(p + 9, NULL, 10) : 0;
+}
+
+#if defined(DLFO_STRUCT_HAS_EH_DBASE)
+/* Weak: a libc older than 2.35 has none. */
+extern int _dl_find_object(void *, struct dl_find_object *)
+        __attribute__((weak));
+
+int prim_object_info(uintptr_t pc, struct dl_phdr_info *info)
+{
+	struct dl_find_object fo;
+	if (!_dl_find_object || _dl_find_object((void *)pc, &fo) != 0 ||
+	    !fo.dlfo_link_map)
+		return -1;
+	const ElfW(Ehdr) *eh = fo.dlfo_map_start;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phoff > 65536 ||
+	    (uintptr_t)eh + eh->e_phoff + eh->e_phnum * sizeof(ElfW(Phdr)) >
+	            (uintptr_t)fo.dlfo_map_end)
+		return -1;
+	memset(info, 0, sizeof *info);
+	info->dlpi_addr = fo.dlfo_link_map->l_addr;
+	info->dlpi_name = fo.dlfo_link_map->l_name;
+	info->dlpi_phdr =
+	        (const ElfW(Phdr) *)(const void *)((const char *)eh +
+	                                           eh->e_phoff);
+	info->dlpi_phnum = eh->e_phnum;
+	return 0;
+}
+#else
+int prim_object_info(uintptr_t pc, struct dl_phdr_info *info)
+{
+	(void)pc;
+	(void)info;
+	return -1;
+}
+#endif
+
+void prim_zero(void *p, size_t size)
+{
+	if (p && madvise(p, size, MADV_DONTNEED) != 0)
+		memset(p, 0, size);
 }
 
 void prim_yield(void)

@@ -160,6 +160,12 @@ void prim_getcwd(char *buf, size_t cap);
  * SIGXFSZ raised by the call are taken back (EPIPE, EFBIG). */
 int prim_write_once(int fd, const void *buf, size_t n);
 
+/* Moves fd to a high number (near the top of RLIMIT_NOFILE's soft limit,
+ * at most 65536, close-on-exec): returns the new fd (the old one is
+ * closed), or fd unchanged when no high number is free. A daemon's
+ * "close everything, then open my files" reuses low numbers first. */
+int prim_fd_top(int fd);
+
 /* close(2), ignoring errors. */
 void prim_close(int fd);
 
@@ -178,8 +184,37 @@ void prim_stderr_init(void);
 void prim_stderr(const char *msg, size_t n);
 
 /* Lowest and highest address of the calling thread's stack, from
- * pthread_getattr_np (allocates: hold the guard). 0 on success. */
+ * pthread_getattr_np (allocates: hold the guard). 0 on success. It takes
+ * the thread's own glibc lock and, for the main thread, stdio's: call it
+ * only at thread start (the pthread_create trampoline), never in a hook
+ * (shim/hook.h: a host thread inside pthread_getattr_np holds that lock
+ * while it calls realloc). */
 int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi);
+
+/* The same without any lock: the mapping that contains sp, read from
+ * /proc/self/maps with open/read/close only (no stdio, no allocation).
+ * For the main thread's stack, which grows, lo is extended down by
+ * RLIMIT_STACK (not below the mapping under it). 0 on success. */
+int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
+
+/* Gives size bytes of prim_map() memory at p back as zero pages, in place
+ * (madvise MADV_DONTNEED; no new address space is needed: a fork child
+ * under RLIMIT_AS resets its tables with it). */
+void prim_zero(void *p, size_t size);
+
+/* The number of threads of this process (/proc/self/status, read with
+ * open/read only), or 0 when unknown. */
+unsigned prim_thread_count(void);
+
+/*
+ * The loaded object that contains pc, as dl_iterate_phdr would describe it
+ * (bias, name, program headers; no adds/subs, no TLS), without the
+ * loader's lock: _dl_find_object (glibc 2.35+) and the ELF header at the
+ * start of the object's mapping. Returns 0, or -1 (no object there, an
+ * unusual layout, or no _dl_find_object in this libc).
+ */
+struct dl_phdr_info;
+int prim_object_info(uintptr_t pc, struct dl_phdr_info *info);
 
 /* sched_yield(). */
 void prim_yield(void);

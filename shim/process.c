@@ -173,7 +173,9 @@ void process_write_header(void)
 
 	writer_proc_begin();
 	writer_proc_meta(FMT_PROCESS, body, (size_t)(p - body));
-	modules_emit();
+	writer_proc_end();
+	modules_emit(); /* not under proc_lock (modules.c: lock order) */
+	writer_proc_begin();
 	ssize_t n = prim_read_file("/proc/thread-self/comm", comm, sizeof comm);
 	while (n > 0 && (comm[n - 1] == '\n' || comm[n - 1] == 0))
 		n--;

@@ -20,7 +20,10 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <time.h>
+
+struct dl_phdr_info;
 
 #define REAL_REQ 1
 #define REAL_OPT 0
@@ -87,6 +90,9 @@
 	X(syscall, REAL_REQ, NULL, long,                                       \
 	  (long, long, long, long, long, long, long))                          \
 	X(dlclose, REAL_REQ, NULL, int, (void *))                              \
+	X(pipe2, REAL_OPT, NULL, int, (int *, int))                            \
+	X(dl_iterate_phdr, REAL_OPT, NULL, int,                                \
+	  (int (*)(struct dl_phdr_info *, size_t, void *), void *)) \
 	REAL_FUNCS_CLOCK_RWLOCK(X)
 
 /* issue 17: the clock rwlocks (glibc 2.30+), kept as one block. */

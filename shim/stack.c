@@ -7,8 +7,12 @@
 #include "note.h"
 #include "prim.h"
 #include "sample.h"
+#include "real.h"
 #include "writer.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <string.h>
 
 #define UNW_SKIP_MAX 8 /* own frames above the hook's caller, at most */
@@ -23,6 +27,78 @@ static _Atomic unsigned used;
 static _Atomic int full_warned;
 static _Atomic uint64_t lost;
 
+/*
+ * libunwind's FDE lookup without the loader's lock. libunwind 1.6 finds
+ * the unwind table of a pc with dl_iterate_phdr (dwarf_find_proc_info;
+ * in its local-only build the address space's find_proc_info accessor is
+ * not used), on every unwind that meets a pc its caches have not seen. That
+ * takes the loader's lock inside a hook: a fork child whose parent had
+ * another thread in dl_iterate_phdr waits forever, and a host thread that,
+ * inside its own dl_iterate_phdr callback, waits for a lock this thread
+ * holds deadlocks with it (hook.h). So dl_iterate_phdr is interposed: a
+ * call from libunwind's code made inside the shim's gate is answered
+ * without the lock, by the one object that contains the pc libunwind looks
+ * for (_dl_find_object, lock-free); every other call goes to libc's.
+ * libunwind's callback data starts with that pc (struct
+ * dwarf_callback_data, libunwind 1.x): a pc in no object gets no callback
+ * (libunwind: no unwind info there, as for JIT code).
+ */
+static uintptr_t unw_lo, unw_hi; /* libunwind's mapping; 0, 0: not known */
+
+/* libc's dl_iterate_phdr and pipe2 for the host's own calls, which must
+ * work at any time: from the real table, or (while it is being resolved,
+ * or if the shim is inert) looked up here. */
+enum { NEXT_DL_ITERATE_PHDR, NEXT_PIPE2 };
+typedef union next {
+	int (*dl)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+	int (*pipe2)(int *, int);
+	void *p;
+} next_t;
+
+static next_t next_fn(int which)
+{
+	static void *_Atomic found[2];
+	next_t n;
+	n.p = NULL;
+	if (atomic_load_explicit(&real_state, memory_order_acquire) >= 2) {
+		if (which == NEXT_PIPE2)
+			n.pipe2 = real.pipe2;
+		else
+			n.dl = real.dl_iterate_phdr;
+		if (n.p)
+			return n;
+	}
+	n.p = atomic_load(&found[which]);
+	if (!n.p) {
+		n.p = prim_dlsym_next(which == NEXT_PIPE2 ? "pipe2"
+		                                          : "dl_iterate_phdr");
+		atomic_store(&found[which], n.p);
+	}
+	return n;
+}
+
+int stack_unwind_lockfree(void)
+{
+	return unw_hi != 0;
+}
+
+__attribute__((visibility("default"))) int
+dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+	uintptr_t ra = (uintptr_t)__builtin_return_address(0);
+	if (likely(shim_tls.gate != GATE_BUSY ||
+	           ra - unw_lo >= unw_hi - unw_lo)) {
+		next_t n = next_fn(NEXT_DL_ITERATE_PHDR);
+		return n.dl ? n.dl(cb, data) : 0;
+	}
+	unw_word_t pc;
+	memcpy(&pc, data, sizeof pc);
+	struct dl_phdr_info info;
+	if (prim_object_info((uintptr_t)pc, &info) != 0)
+		return 0;
+	return cb(&info, sizeof info, data);
+}
+
 int stack_init(void)
 {
 	/* The stack cache's learning walk steps with unw_step, whose DWARF
@@ -30,18 +106,43 @@ int stack_init(void)
 	 * takes a lock and masks all signals (two sigprocmask calls) per
 	 * step. Per thread it needs neither. (unw_backtrace's own fast path
 	 * keeps its frame cache per thread either way.) */
-	if (g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND)
+	if (g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND) {
+		/* libunwind's one-time set-up now (the caller holds the
+		 * gate), so that its validation pipe is made here, through
+		 * pipe2() below, not inside some later hook. */
+		struct dl_phdr_info me;
+		int (*fn)(void **, int) = unw_backtrace;
+		uintptr_t at;
+		memcpy(&at, &fn, sizeof at);
+		if (prim_object_info(at, &me) == 0) {
+			uintptr_t lo = UINTPTR_MAX, hi = 0;
+			for (int i = 0; i < me.dlpi_phnum; i++) {
+				const ElfW(Phdr) *ph = &me.dlpi_phdr[i];
+				uintptr_t v = me.dlpi_addr + ph->p_vaddr;
+				if (ph->p_type != PT_LOAD)
+					continue;
+				lo = v < lo ? v : lo;
+				hi = v + ph->p_memsz > hi ? v + ph->p_memsz : hi;
+			}
+			if (hi > lo) {
+				unw_lo = lo;
+				unw_hi = hi;
+			}
+		}
+		void *b[2];
+		unw_backtrace(b, 2);
+		/* After the set-up, which resets the policy to global. */
 		unw_set_caching_policy(unw_local_addr_space,
 		                       UNW_CACHE_PER_THREAD);
+	}
 	slots = prim_map(STACK_SLOTS * sizeof *slots);
 	return slots ? 0 : -1;
 }
 
 void stack_reset(void)
 {
-	_Atomic uint64_t *old = slots;
-	slots = prim_map(STACK_SLOTS * sizeof *slots);
-	prim_unmap((void *)old, STACK_SLOTS * sizeof *slots);
+	/* In place, as lockmap_reset (no new address space in the child). */
+	prim_zero((void *)slots, STACK_SLOTS * sizeof *slots);
 	atomic_store(&used, 0);
 	atomic_store(&lost, 0);
 	atomic_store(&full_warned, 0);
@@ -51,6 +152,34 @@ void stack_reset(void)
 void stack_invalidate(void)
 {
 	atomic_fetch_add(&g_stack_epoch, 1);
+}
+
+/*
+ * libunwind 1.6 checks addresses it is unsure of by write()ing a byte of
+ * them into a private pipe (mincore, then write_validate in its Ginit.c).
+ * It makes the pipe at its first use, at the lowest free fds, remembers the
+ * numbers, and when a read() of the remembered read end fails (EBADF, or 0
+ * bytes from the host's own file that now has the number) it close()s both
+ * numbers and makes a new pipe. After a daemon has closed every fd and
+ * reopened its own files, libunwind would read, close and write the
+ * host's files (reliability review, item 1). So its pipe is moved to high
+ * numbers as it is made: every pipe2(O_CLOEXEC | O_NONBLOCK) made inside
+ * the shim's gate is libunwind's (the shim itself makes no pipe).
+ */
+__attribute__((visibility("default"))) int pipe2(int fds[2], int flags)
+{
+	int (*fn)(int *, int) = next_fn(NEXT_PIPE2).pipe2;
+	if (!fn) {
+		errno = ENOSYS;
+		return -1;
+	}
+	int r = fn(fds, flags);
+	if (r == 0 && shim_tls.gate == GATE_BUSY &&
+	    flags == (O_CLOEXEC | O_NONBLOCK)) {
+		fds[0] = prim_fd_top(fds[0]);
+		fds[1] = prim_fd_top(fds[1]);
+	}
+	return r;
 }
 
 uint64_t stack_lost(void)
@@ -219,12 +348,14 @@ static size_t sc_size(const scache_t *c)
 
 static scache_t *sc_create(tls_t *t)
 {
-	uintptr_t lo, hi;
+	/* The bounds were learned lock-free (thread.h): this runs inside
+	 * whatever the host is doing, pthread_getattr_np included. */
+	uintptr_t lo = t->stack_lo, hi = t->stack_hi;
 	unsigned cap = 2 * (unsigned)g_cfg.depth + 4;
 	size_t esz = sizeof(sc_entry_t) + ((cap * 4 + 7) & ~(size_t)7) +
 	             (size_t)cap * sizeof(uintptr_t);
 	scache_t *c = NULL;
-	if (prim_stack_bounds(&lo, &hi) == 0 && hi > lo)
+	if (hi > lo)
 		c = prim_map(sizeof *c + (size_t)SC_SETS * 2 * esz);
 	if (!c) {
 		t->sc_failed = 1;

@@ -31,9 +31,12 @@
 
 #define STACK_MAX_DEPTH 64
 
-/* Maps the table. Returns 0, or -1 (then every id is 0). */
+/* Maps the table, sets libunwind up (its FDE lookup lock-free when libc
+ * has _dl_find_object). Returns 0, or -1 (then every id is 0). */
 int stack_init(void);
-/* Replaces the table by an empty one (fork child); empties every thread's
+/* 1 when libunwind never takes the loader's lock inside a hook. */
+int stack_unwind_lockfree(void);
+/* Empties the table in place (fork child); empties every thread's
  * stack cache. */
 void stack_reset(void);
 /* Empties every thread's stack cache (an object is being unloaded). */

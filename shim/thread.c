@@ -5,6 +5,7 @@
 
 #include "config.h"
 #include "event.h"
+#include "modules.h"
 #include "prim.h"
 #include "sample.h"
 #include "stack.h"
@@ -78,9 +79,8 @@ int thread_setup(tls_t *t)
 	t->tid = prim_gettid();
 	t->drops = 0;
 	sample_thread_init(t);
-	if (g_cfg.unwind == CONFIG_UNWIND_FP &&
-	    prim_stack_bounds(&t->stack_lo, &t->stack_hi) != 0)
-		t->stack_lo = t->stack_hi = 0;
+	if (!t->stack_hi)
+		thread_stack_here(t);
 	int r = writer_attach(t);
 	if (r)
 		return r;
@@ -88,6 +88,37 @@ int thread_setup(tls_t *t)
 	if (exit_key_ok && t->tid != prim_getpid())
 		pthread_setspecific(exit_key, t);
 	return 0;
+}
+
+/* Who needs the bounds: the frame-pointer walk and the stack cache. */
+static int bounds_needed(void)
+{
+	return g_cfg.unwind == CONFIG_UNWIND_FP ||
+	       (g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND && g_cfg.stack_cache);
+}
+
+void thread_stack_start(tls_t *t)
+{
+	if (!bounds_needed() || t->stack_hi)
+		return;
+	uint8_t gate = t->gate;
+	t->gate = GATE_BUSY; /* pthread_getattr_np's realloc passes through */
+	atomic_signal_fence(memory_order_seq_cst);
+	if (prim_stack_bounds(&t->stack_lo, &t->stack_hi) != 0 ||
+	    t->stack_hi <= t->stack_lo)
+		t->stack_lo = t->stack_hi = 0;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->gate = gate;
+}
+
+void thread_stack_here(tls_t *t)
+{
+	if (!bounds_needed() || t->stack_hi)
+		return;
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	if (prim_stack_bounds_of(sp, &t->stack_lo, &t->stack_hi) != 0 ||
+	    t->stack_hi <= t->stack_lo)
+		t->stack_lo = t->stack_hi = 0;
 }
 
 void thread_finish(tls_t *t)
@@ -108,8 +139,11 @@ void thread_finish(tls_t *t)
 		                          FMT_CHUNK_HEADER_SIZE,
 		                      memory_order_release);
 	}
-	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL)))
+	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))) {
 		writer_thread_name_self(t->tid);
+		/* A TSD destructor: no lock of the host's is held here. */
+		modules_check();
+	}
 	writer_detach(t);
 	stack_cache_free(t);
 	t->gate = GATE_DEAD;

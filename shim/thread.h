@@ -20,6 +20,19 @@ int thread_init(void);
  * Caller holds the gate. Returns 0, or an errno value. */
 int thread_setup(tls_t *t);
 
+/*
+ * The calling thread's stack bounds (t->stack_lo, stack_hi; both 0 when
+ * unknown), learned once, when the frame-pointer walk or the stack cache
+ * needs them. A hook must not call pthread_getattr_np (hook.h), so:
+ * thread_stack_start() at the start of a thread the shim created (the
+ * pthread_create trampoline, where the thread holds no lock yet) uses it;
+ * thread_stack_here() (init, and the first hook of any other thread: the
+ * main thread, threads that existed before attach or were created
+ * unhooked) reads /proc/self/maps with raw open/read, lock-free.
+ */
+void thread_stack_start(tls_t *t);
+void thread_stack_here(tls_t *t);
+
 /* Finishes the calling thread now: THREAD_EXIT, flush, buffer returned,
  * gate DEAD. Idempotent. */
 void thread_finish(tls_t *t);

@@ -25,6 +25,7 @@ static void *trampoline(void *arg)
 	start_t s = *(start_t *)arg;
 	real.free(arg);
 	tls_t *t = &shim_tls;
+	thread_stack_start(t);
 	if (hook_enter(t)) {
 		rec_u(t, FMT_THREAD_START, prim_tsc(), s.parent);
 		hook_leave(t);

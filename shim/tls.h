@@ -57,7 +57,7 @@ typedef struct tls {
 	struct wbuf *wb;
 	uint64_t chunk_events; /* core events in the chunk being filled */
 	uint64_t drops;        /* events lost since the last DROP record */
-	uintptr_t stack_lo, stack_hi; /* for the frame-pointer walk */
+	uintptr_t stack_lo, stack_hi; /* the stack (thread.h), or 0, 0 */
 	/* Sampling (sample.h): bytes left before the next sampled allocation,
 	 * the thread's random state, and the locks it holds (counted since
 	 * the last resume, epoch = g_epoch then; an approximation). */

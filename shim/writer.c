@@ -466,8 +466,16 @@ void writer_flush(tls_t *t)
 	}
 	chunk_start(t);
 	funlock_wb(wb);
-	modules_check();
-	attach_after_flush();
+	/* No modules_check here: a flush runs inside a hook, and
+	 * dl_iterate_phdr takes the loader's lock (hook.h). Objects loaded
+	 * later are recorded at dlclose, thread exit and the final flush.
+	 * The one exception, in an attached process only: libraries loaded
+	 * since the attach are redirected (attach.c), and only by a thread
+	 * that holds none of the host's locks, so that waiting for the
+	 * loader's lock cannot close a cycle with a thread that holds it and
+	 * waits for one of ours. */
+	if (!sample_holds(t))
+		attach_after_flush();
 	errno = saved;
 }
 
