@@ -67,6 +67,12 @@ __attribute__((noinline)) static void pause_flush(tls_t *t)
 int hook_enter_slow(tls_t *t)
 {
 	unsigned off = atomic_load_explicit(&g_off, memory_order_relaxed);
+	/* A request on the control page (control.h): while paused every hook
+	 * comes here, so this one load is the whole poll. */
+	if (unlikely(ctl_requested())) {
+		ctl_poke();
+		off |= SHIM_OFF_CTL;
+	}
 	/* Control requests (control.c) are served at a hook entry, never
 	 * inside a hook (gate BUSY) nor in a finished thread. */
 	if (unlikely(off & SHIM_OFF_CTL) && t->gate <= GATE_UNINIT) {
@@ -191,12 +197,14 @@ static int child_open(void)
 {
 	if (process_open_output(1) != 0)
 		return -1;
+	ctl_trace_changed(); /* the page names the child's own trace */
 	process_write_header();
 	return 0;
 }
 
 static void fork_child(void)
 {
+	ctl_fork_child();
 	if (!fork_active)
 		return;
 	tls_t *t = &shim_tls;
@@ -210,7 +218,6 @@ static void fork_child(void)
 	memset(t->site, 0, sizeof t->site);
 	note_reset();
 	writer_open_lazily(child_open);
-	ctl_fork_child();
 	t->gate = gate;
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -266,4 +267,36 @@ int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi)
 void prim_yield(void)
 {
 	sched_yield();
+}
+
+uint64_t prim_start_time(void)
+{
+	char buf[1024];
+	ssize_t n = prim_read_file("/proc/self/stat", buf, sizeof buf - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* The command name may hold spaces and ')': fields start after the
+	 * last ')'; field 3 (state) is the first one there. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 3; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+int prim_fd_high(int fd)
+{
+	struct rlimit rl;
+	long lo = 1000;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+	    (long)rl.rlim_cur <= lo + 16)
+		lo = (long)rl.rlim_cur > 64 ? (long)rl.rlim_cur - 16 : 3;
+	int nfd = fcntl(fd, F_DUPFD_CLOEXEC, (int)lo);
+	if (nfd < 0)
+		return fd;
+	close(fd);
+	return nfd;
 }

@@ -138,6 +138,15 @@ void prim_stderr(const char *msg, size_t n);
  * pthread_getattr_np (allocates: hold the guard). 0 on success. */
 int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi);
 
+/* This process's start time: /proc/self/stat field 22 (clock ticks since
+ * boot), 0 if unreadable. */
+uint64_t prim_start_time(void);
+
+/* Moves fd to a high number (F_DUPFD_CLOEXEC from 1000, or as high as
+ * RLIMIT_NOFILE allows), away from the numbers a daemon reuses; closes the
+ * old fd. Returns the new fd (fd itself if it could not move). */
+int prim_fd_high(int fd);
+
 /* sched_yield(). */
 void prim_yield(void);
 

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <sys/types.h>
 #include <time.h>
 
 #define REAL_REQ 1
@@ -85,7 +86,10 @@
 	X(pthread_setname_np, REAL_OPT, NULL, int, (pthread_t, const char *))  \
 	X(syscall, REAL_REQ, NULL, long,                                       \
 	  (long, long, long, long, long, long, long))                          \
-	X(dlclose, REAL_REQ, NULL, int, (void *))
+	X(dlclose, REAL_REQ, NULL, int, (void *))                              \
+	X(setuid, REAL_OPT, NULL, int, (uid_t))                                \
+	X(setreuid, REAL_OPT, NULL, int, (uid_t, uid_t))                       \
+	X(setresuid, REAL_OPT, NULL, int, (uid_t, uid_t, uid_t))
 
 typedef struct real_table {
 #define REAL_MEMBER_(name, req, ver, ret, params) ret(*name) params;
