@@ -338,8 +338,11 @@ static int target_open(target_t *t, long pid, int quiet)
 		}
 		ctlp_default_dir(dirs[nd++], sizeof dirs[0], euid);
 		for (int i = 0; i < nd && t->fd < 0; i++) {
-			t->fd = page_in_dir(dirs[i], euid, pid, &dfd, why,
-			                    sizeof why);
+			size_t l = strlen(why);
+			if (l)
+				l += (size_t)snprintf(why + l, sizeof why - l, "; ");
+			t->fd = page_in_dir(dirs[i], euid, pid, &dfd, why + l,
+			                    sizeof why - l);
 			if (t->fd >= 0)
 				snprintf(t->where, sizeof t->where, "%.1100s/%ld.page",
 				         dirs[i], pid);
@@ -593,6 +596,15 @@ int cmd_ctl(int argc, char **argv)
 	} else {
 		usage(stderr);
 		return 1;
+	}
+	/* The operator's own directory: pages of dead processes go. */
+	char own[64];
+	const char *why;
+	ctlp_default_dir(own, sizeof own, (uint32_t)geteuid());
+	int ofd = ctlp_dir_open(own, (uint32_t)geteuid(), 0, &why);
+	if (ofd >= 0) {
+		sweep_stale(ofd);
+		close(ofd);
 	}
 	target_t *ts = calloc(n ? n : 1, sizeof *ts);
 	size_t ok = 0;
