@@ -247,10 +247,13 @@ static void print_header(FILE *out, const report_t *r, model_t *m)
 	                                            : "?";
 	char head[600];
 	snprintf(head, sizeof head,
-	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events%s",
+	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events "
+	         "(libmallock %s, report by mallock %s)%s",
 	         m->path, m->pid, cmd,
 	         fmt_ns(a, sizeof a, (double)model_duration_ns(m)), nthr,
 	         fmt_count(b, sizeof b, (double)m->events),
+	         m->version && *m->version ? m->version : "?",
+	         MALLOCK_VERSION,
 	         m->have_end ? "" : " (no END record: the process did not "
 	                            "exit cleanly)");
 	wrap_print(out, 2, "", head);

@@ -124,6 +124,16 @@ static void strip_preload(void)
 
 void tcmalloc_check(void);
 
+/* Nonzero if this process's executable is named name (MALLOCK_EXE). */
+static int exe_is(const char *name)
+{
+	char exe[1024];
+	if (prim_exe_path(exe, sizeof exe) <= 0)
+		return 0;
+	const char *b = strrchr(exe, '/');
+	return !strcmp(b ? b + 1 : exe, name);
+}
+
 /* Everything but the final "recording on" store. Returns 0 or -1. */
 static int shim_start(void)
 {
@@ -143,6 +153,13 @@ static int shim_start(void)
 	}
 	config_load();
 	attach_config(); /* mallock attach: its -o and --duration (attach.h) */
+	if (g_cfg.exe[0] && !exe_is(g_cfg.exe)) {
+		/* A wrapper in the launch chain (sh, env, setpriv, ...): no
+		 * trace, no control page; LD_PRELOAD stays for the program
+		 * it runs. */
+		shim_info("not %s (MALLOCK_EXE): not recording", g_cfg.exe);
+		return -1;
+	}
 	if (!g_cfg.follow_exec)
 		strip_preload();
 	g_tsc_hz = prim_tsc_hz();

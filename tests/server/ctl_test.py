@@ -202,6 +202,18 @@ elif CASE == "refuse":
     v = subprocess.Popen(as_user(NOBODY, [SRV, "--block", "6"]), env=venv,
                          stdout=subprocess.PIPE, text=True)
     check(v.stdout.readline().startswith("ready"), "plain victim started")
+    # 0. Exec into an untraced program leaves a page with the right pid and
+    # start time (review #6): refused by both.
+    x = subprocess.Popen(as_user(NOBODY, ["sh", "-c", "sleep 0.3; exec " + SRV
+                                          + " --block 4"]),
+                         env=env(MALLOCK_FOLLOW_EXEC=0),
+                         stdout=subprocess.PIPE, text=True)
+    check(x.stdout.readline().startswith("ready"), "exec'd victim started")
+    for who in (NOBODY, None):
+        rc, out = ctl("stop", str(x.pid), uid=who)
+        check(rc != 0 and ("does not run under libmallock" in out
+                           or "refused" in out),
+              "page of an exec'd untraced program refused: " + out.strip())
     # W: under the shim, all signals blocked, nobody.
     w = start(["--block", "6"], uid=NOBODY)
     wdir = "/tmp/mallock-%d" % NOBODY
@@ -265,18 +277,6 @@ elif CASE == "refuse":
     rc, out = ctl("start", str(e.pid), uid=NOBODY)
     check(rc != 0 and "another user" in out,
           "a directory of another user refused: " + out.strip())
-    # 6. Exec into an untraced program leaves a page with the right pid and
-    # start time (review #6): refused by both.
-    x = subprocess.Popen(as_user(NOBODY, ["sh", "-c", "sleep 0.3; exec " + SRV
-                                          + " --block 4"]),
-                         env=env(MALLOCK_FOLLOW_EXEC=0),
-                         stdout=subprocess.PIPE, text=True)
-    check(x.stdout.readline().startswith("ready"), "exec'd victim started")
-    for who in (NOBODY, None):
-        rc, out = ctl("stop", str(x.pid), uid=who)
-        check(rc != 0 and ("does not run under libmallock" in out
-                           or "refused" in out),
-              "page of an exec'd untraced program refused: " + out.strip())
     # Nobody received a signal.
     for name, proc in (("V", v), ("W", w), ("E", e), ("X", x)):
         out, _ = proc.communicate(timeout=30)
