@@ -106,15 +106,14 @@ prepare() {
 # load SECONDS: runs sysbench, prints transactions/s.
 load() {
 	$SB --threads=4 --time="$1" --report-interval=0 run >"$W/run.log" 2>&1 ||
-		fail "sysbench run (see run.log)"
+		return 1
 	awk '/transactions:/ {gsub(/\(/, "", $3); print $3}' "$W/run.log"
 }
 
 # stop_server: shutdown; must exit within 30 s.
 stop_server() {
 	t0=$(now)
-	mariadb-admin --socket="$SOCK" -uroot shutdown >/dev/null 2>&1 ||
-		kill -TERM "$PID"
+	kill -TERM "$PID" # as systemd and init scripts stop it
 	i=0
 	while kill -0 "$PID" 2>/dev/null; do
 		i=$((i + 1))
@@ -132,7 +131,7 @@ if [ "$LONG" -gt 0 ]; then
 	init_db
 	start_server 0
 	prepare
-	BARE=$(load "$LONG")
+	BARE=$(load "$LONG") || fail "sysbench run: $(tail -3 "$W/run.log")"
 	stop_server
 	echo "mariadb: bare: $BARE transactions/s, shutdown ${SHUT} s"
 fi
@@ -144,7 +143,7 @@ SPID=$PID
 DUR=5
 [ "$LONG" -gt 0 ] && DUR=$LONG
 if [ "$LONG" -gt 0 ]; then
-	PAUSED=$(load "$LONG")
+	PAUSED=$(load "$LONG") || fail "sysbench run: $(tail -3 "$W/run.log")"
 	echo "mariadb: shim paused: $PAUSED transactions/s"
 fi
 TR=$(ls "$W"/out/mariadbd.*.trace 2>/dev/null | head -1)
@@ -161,7 +160,7 @@ sleep $((DUR - 2))
 t0=$(now)
 "$MALLOCK" ctl stop "$SPID" >>"$W/ctl.log" 2>&1 || fail "ctl stop: $(cat "$W/ctl.log")"
 STOP_T=$(since "$t0")
-wait "$LOADER" || fail "load"
+wait "$LOADER" || fail "sysbench run: $(tail -3 "$W/run.log")"
 REC=$(cat "$W/tps")
 SIZE1=$(stat -c %s "$TR")
 "$MALLOCK" ctl status "$SPID" | grep -q "paused (mallock ctl stop)" ||
