@@ -82,7 +82,17 @@ int hook_enter_slow(tls_t *t)
 	if (unlikely(t->flush_gen != atomic_load_explicit(
 	                                 &g_flush_gen, memory_order_relaxed)))
 		pause_flush(t);
-	if (t->gate != GATE_UNINIT || off)
+	if (off)
+		return 0;
+	/* Recording, and this call served a request or a flush: record it
+	 * as the fast path would (a call lost here could be the release of
+	 * a hold, leaving the analyzer a hold that never ends). */
+	if (t->gate == GATE_READY) {
+		t->gate = GATE_BUSY;
+		atomic_signal_fence(memory_order_seq_cst);
+		return 1;
+	}
+	if (t->gate != GATE_UNINIT)
 		return 0;
 	t->gate = GATE_BUSY;
 	atomic_signal_fence(memory_order_seq_cst);

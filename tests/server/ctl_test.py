@@ -110,10 +110,13 @@ def one_window(path, what):
     m = max(mtx, key=lambda l: l["holds"])
     # Every hold has one malloc and one free; a hold cut by an edge is not
     # counted, and charges nothing.
-    check(abs(m["allocations_in_holds"] - 2 * m["holds"]) <= 6,
+    check(abs(m["allocations_in_holds"] - 2 * m["holds"]) <= 6 and
+          abs(tot["allocator_calls_in_holds"] - 2 * m["holds"]) <= 6,
           "%s: allocator calls in holds match the holds (%d calls, %d holds)"
           % (what, m["allocations_in_holds"], m["holds"]))
-    check(m["hold_max_ns"] < 50_000_000,
+    # A hold matched across an edge would last longer than the window
+    # (0.6 s); a holder descheduled on a busy machine lasts 100-200 ms.
+    check(m["hold_max_ns"] < 600_000_000,
           "%s: no hold spans an edge (max %d ns)" % (what, m["hold_max_ns"]))
     return rep
 
