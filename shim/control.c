@@ -477,7 +477,16 @@ void ctl_serve(tls_t *t)
 	do {
 		atomic_fetch_and(&g_off, ~SHIM_OFF_CTL);
 		unsigned off = atomic_load(&g_off);
-		if (off & (SHIM_OFF_STOPPED | SHIM_OFF_INIT))
+		if (off & SHIM_OFF_STOPPED) {
+			/* Inert for good: answer, so the poll stops poking. */
+			uint64_t r = __atomic_load_n(&pg->request,
+			                             __ATOMIC_ACQUIRE);
+			g_ctl_seen = r;
+			page_update(CTLP_STOPPED);
+			__atomic_store_n(&pg->served, r, __ATOMIC_RELEASE);
+			break;
+		}
+		if (off & SHIM_OFF_INIT)
 			break;
 		int cur = !(off & SHIM_OFF_PAUSED);
 		int want = cur;
