@@ -660,9 +660,10 @@ int cmd_ctl(int argc, char **argv)
 				        "its next call\n",
 				        t->p.pid, t->p.comm,
 				        t->signalled == 1
-				                ? ", and the wake-up signal did "
-				                  "not reach the shim (the program "
-				                  "replaced its handler?)"
+				                ? "; the wake-up signal was sent, "
+				                  "but no such call followed it (or "
+				                  "the program replaced the shim's "
+				                  "handler)"
 				        : sig ? ", and its threads block the "
 				                "wake-up signal"
 				              : " (it has no wake-up signal)");
