@@ -154,7 +154,11 @@ elif CASE == "block":
     rc, out = ctl("start", str(p.pid))
     check(rc == 0 and "recording" in out,
           "start with all signals blocked: " + out.strip())
-    time.sleep(0.6)
+    # Requests served inside the window: the call that serves each one
+    # must still be recorded (a lost release would leave an endless hold).
+    for _ in range(20):
+        rc, out = ctl("status", str(p.pid))
+        check(rc == 0 and "recording" in out, "status in the window")
     rc, out = ctl("stop", str(p.pid))
     check(rc == 0 and "paused" in out, "stop: " + out.strip())
     pend, _ = finish(p)
