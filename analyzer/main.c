@@ -2,10 +2,12 @@
  * main.c - the `mallock` command: dispatches to a subcommand (cli.h).
  */
 #include "cli.h"
+#include "trace_format.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <unistd.h>
 
 #ifndef MALLOCK_HAVE_RECORD
 /* Until analyzer/record.c exists, `record` says it is not built. */
@@ -33,7 +35,8 @@ static void usage(FILE *o)
 #define SUB_USAGE_(name, doc) fprintf(o, "  %-8s %s\n", #name, doc);
 	SUBCOMMANDS(SUB_USAGE_)
 #undef SUB_USAGE_
-	fputs("\n`mallock COMMAND --help` for a command's options.\n", o);
+	fputs("\n`mallock COMMAND --help` for a command's options; "
+	      "`mallock --version`.\n", o);
 }
 
 int main(int argc, char **argv)
@@ -52,11 +55,24 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	const char *cmd = argv[1];
+	/* `mallock` reads and writes files and runs programs for its user:
+	 * installed set-ID it would do so with someone else's rights. */
+	if (getuid() != geteuid() || getgid() != getegid()) {
+		fputs("mallock: refusing to run set-user-ID or set-group-ID\n",
+		      stderr);
+		return 1;
+	}
 #define SUB_DISPATCH_(name, doc)                                               \
 	if (strcmp(cmd, #name) == 0)                                           \
 		return cmd_##name(argc - 1, argv + 1);
 	SUBCOMMANDS(SUB_DISPATCH_)
 #undef SUB_DISPATCH_
+	if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V") ||
+	    !strcmp(cmd, "version")) {
+		printf("mallock %s (trace format %d.%d)\n", MALLOCK_VERSION,
+		       FMT_VERSION_MAJOR, FMT_VERSION_MINOR);
+		return 0;
+	}
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		usage(stdout);
 		return 0;

@@ -34,6 +34,8 @@ static void record_usage(FILE *f)
 	        "  --depth N          stack depth (MALLOCK_STACK_DEPTH, default 16)\n"
 	        "  --unwind KIND      libunwind | fp | none (MALLOCK_UNWIND)\n"
 	        "  --no-follow-exec   do not trace programs the command execs\n"
+	        "  --exe NAME         trace only processes of the program NAME (MALLOCK_EXE:\n"
+	        "                     wrappers such as sh, env, setpriv leave no trace)\n"
 	        "  --shim PATH        use this libmallock.so\n"
 	        "Without -o, MALLOCK_OUTPUT or %s is used.\n",
 	        DEFAULT_OUTPUT);
@@ -145,6 +147,8 @@ int cmd_record(int argc, char **argv)
 			setenv("MALLOCK_STACK_DEPTH", argv[++i], 1);
 		} else if (strcmp(a, "--unwind") == 0 && i + 1 < argc) {
 			setenv("MALLOCK_UNWIND", argv[++i], 1);
+		} else if (strcmp(a, "--exe") == 0 && i + 1 < argc) {
+			setenv("MALLOCK_EXE", argv[++i], 1);
 		} else if (strcmp(a, "--no-follow-exec") == 0) {
 			setenv("MALLOCK_FOLLOW_EXEC", "0", 1);
 		} else if (strcmp(a, "--shim") == 0 && i + 1 < argc) {

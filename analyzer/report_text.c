@@ -279,11 +279,13 @@ static void print_header(FILE *out, const report_t *r, model_t *m)
 	char head[900], rec[256];
 	recording_text(m, rec, sizeof rec);
 	snprintf(head, sizeof head,
-	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events%s%s%s",
+	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events "
+	         "(libmallock %s, report by mallock %s)%s%s%s",
 	         m->path, m->pid, cmd,
 	         fmt_ns(a, sizeof a, (double)model_duration_ns(m)), nthr,
-	         fmt_count(b, sizeof b, (double)m->events), *rec ? " (" : "",
-	         rec, *rec ? ")" : "");
+	         fmt_count(b, sizeof b, (double)m->events),
+	         m->version && *m->version ? m->version : "?",
+	         MALLOCK_VERSION, *rec ? " (" : "", rec, *rec ? ")" : "");
 	wrap_print(out, 2, "", head);
 	if (m->info.truncated)
 		wrap_print(out, 4, "  ! ", truncation_text(m, tr, sizeof tr));

@@ -150,6 +150,17 @@ void config_load(void)
 			strcpy(g_cfg.ctl_dir, cd);
 	}
 
+	const char *ex = prim_getenv("MALLOCK_EXE");
+	if (ex && *ex) {
+		if (strchr(ex, '/') || strlen(ex) >= sizeof g_cfg.exe)
+			shim_warn("MALLOCK_EXE=%.64s: not an executable name "
+			          "(no '/', under %zu bytes); recording every "
+			          "program",
+			          ex, sizeof g_cfg.exe);
+		else
+			strcpy(g_cfg.exe, ex);
+	}
+
 	const char *o = prim_getenv("MALLOCK_OUTPUT");
 	if (o) {
 		/* Leave room for the expansion of %p/%e and a ".<pid>" suffix. */

@@ -43,6 +43,8 @@ typedef struct config {
 	int start_paused;               /* MALLOCK_START=paused */
 	int signal;                     /* MALLOCK_SIGNAL; 0: none */
 	char ctl_dir[CONFIG_PATH_MAX];  /* MALLOCK_CTL_DIR, or "" */
+	char exe[256];                  /* MALLOCK_EXE: record only this
+	                                   program (executable name), or "" */
 } config_t;
 
 extern config_t g_cfg;

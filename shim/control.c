@@ -1,6 +1,6 @@
 /*
- * control.c - recording windows (control.h): start state, the control
- * signal and file, the status file, MALLOCK_DURATION and MALLOCK_MAX_BYTES.
+ * control.c - recording windows (control.h): start state, the control page
+ * and signal, MALLOCK_DURATION and MALLOCK_MAX_BYTES.
  *
  * Invariants:
  * - The signal handler touches only atomics (async-signal-safe) and errno.
@@ -11,10 +11,12 @@
  *   every event of the window is later than its RESUME mark. Pause: events
  *   of threads already past their gate may still land after the PAUSE mark
  *   (a lock wait in progress); the analyzer forgets holds at both marks.
- * - Files are opened with O_NOFOLLOW in a directory checked to be the
- *   user's and mode 0700; the control file must belong to the user (or
- *   root). Only open/read/write/rename/unlink/mkdir/lstat are used: no
- *   allocation.
+ * - The page's state fields are written only under ctl_serving or while
+ *   the process is single-threaded (init, fork child, exit).
+ * - Files: the directory is opened once (ctlp_dir_open: no symlink, ours,
+ *   0700) and kept as a high fd, checked by device and inode before each
+ *   use; files are created with openat/renameat relative to it. Only
+ *   syscalls, no allocation.
  */
 #include "control.h"
 
@@ -31,153 +33,286 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The sigval `mallock ctl` sends with sigqueue: "read the control file". */
+#ifndef MALLOCK_VERSION
+#define MALLOCK_VERSION "0"
+#endif
+
+/* The sigval `mallock ctl` sends with sigqueue: "look at your page". */
 #define CTL_SIGVAL 0x6d6c6b01
+/* How often a recording process looks at its page. */
+#define CTL_POLL_MS 10
 
 uint64_t g_stop_tsc = UINT64_MAX;
+static ctl_page_t ctl_none; /* the page while there is none */
+ctl_page_t *g_ctl_page = &ctl_none;
+uint64_t g_ctl_seen;
 _Atomic uint32_t g_epoch = 1;
 _Atomic uint32_t g_flush_gen;
 
 static _Atomic unsigned ctl_toggles; /* plain signals not yet served */
 static _Atomic int ctl_request;      /* a sigqueue'd request is pending */
 static _Atomic int ctl_deadline_hit; /* MALLOCK_DURATION elapsed */
+static _Atomic int ctl_dirty;        /* the page's trace path changed */
+static uint64_t ctl_end_tsc = UINT64_MAX; /* MALLOCK_DURATION's deadline */
+static uint64_t ctl_poll_ticks;
 static _Atomic int ctl_cap_pending;  /* the cap NOTE is not written yet */
 static _Atomic int ctl_cap_warned;
 static atomic_flag ctl_serving = ATOMIC_FLAG_INIT;
-static uint64_t ctl_seq_done;     /* last control-file sequence applied */
+static _Atomic int ctl_signal_seen; /* a sigqueue'd wake-up arrived */
 static int ctl_signal;            /* installed signal, 0: none */
-static char ctl_dir[CONFIG_PATH_MAX]; /* "" when the files are off */
 static const char *ctl_last_why = "start";
+static uint32_t ctl_start_uid;    /* euid at start */
+/* The directory (fd, its owner, device and inode) and the page's fd. */
+static int ctl_dir_fd = -1, ctl_page_fd = -1;
+static uint32_t ctl_dir_uid;
+static dev_t ctl_dir_dev;
+static ino_t ctl_dir_ino;
 
 /* ---- files ---- */
 
-/* Checks that path is a directory of ours, mode 0700 at most, not a
- * symlink. 0 or -1 (why in *why). */
-static int dir_private(const char *path, const char **why)
-{
-	struct stat st;
-	if (lstat(path, &st) != 0) {
-		*why = "cannot be created";
-		return -1;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		*why = "is not a directory (or is a symlink)";
-		return -1;
-	}
-	if (st.st_uid != geteuid()) {
-		*why = "belongs to another user";
-		return -1;
-	}
-	if (st.st_mode & 077) {
-		*why = "is open to other users (mode is not 0700)";
-		return -1;
-	}
-	return 0;
-}
-
-/* Picks and creates the control directory (see control.h). */
-static void dir_setup(void)
+/* The control directory for uid (see control.h) opened as an fd kept high,
+ * or -1 after a warning (quiet: no warning). */
+static int dir_open(uint32_t uid, int quiet)
 {
 	char path[CONFIG_PATH_MAX];
 	const char *xdg = prim_getenv("XDG_RUNTIME_DIR");
-	if (g_cfg.ctl_dir[0])
-		snprintf(path, sizeof path, "%s", g_cfg.ctl_dir);
-	else if (xdg && xdg[0] == '/' && strlen(xdg) < sizeof path - 64)
-		snprintf(path, sizeof path, "%s/mallock", xdg);
-	else
-		snprintf(path, sizeof path, "/tmp/mallock-%u",
-		         (unsigned)geteuid());
 	const char *why = "";
-	if (mkdir(path, 0700) != 0 && errno != EEXIST)
-		why = strerror(errno);
-	if (dir_private(path, &why) != 0) {
-		shim_warn("control directory %s %s: `mallock ctl` is off for "
-		          "this process (the signal still works)",
-		          path, why);
-		return;
+	int fd = -1;
+	if (g_cfg.ctl_dir[0]) {
+		snprintf(path, sizeof path, "%s", g_cfg.ctl_dir);
+		fd = ctlp_dir_open(path, uid, 1, &why);
+		if (fd < 0 && uid == ctl_start_uid) {
+			if (!quiet)
+				shim_warn("control directory %s (MALLOCK_CTL_DIR) "
+				          "%s: `mallock ctl` is off for this "
+				          "process (the signal still works)",
+				          path, why);
+			return -1;
+		}
 	}
-	snprintf(ctl_dir, sizeof ctl_dir, "%s", path);
+	/* $XDG_RUNTIME_DIR is used only when it is the user's own (a root
+	 * service started with a user's environment must not write there). */
+	if (fd < 0 && uid == ctl_start_uid && xdg && xdg[0] == '/' &&
+	    strlen(xdg) < sizeof path - 64) {
+		snprintf(path, sizeof path, "%s/mallock", xdg);
+		fd = ctlp_dir_open(path, uid, 1, &why);
+	}
+	if (fd < 0) {
+		ctlp_default_dir(path, sizeof path, uid);
+		fd = ctlp_dir_open(path, uid, uid == geteuid(), &why);
+	}
+	if (fd < 0) {
+		if (!quiet)
+			shim_warn("control directory %s %s: `mallock ctl` is off "
+			          "for this process (the signal still works)",
+			          path, why);
+		return -1;
+	}
+	return prim_fd_high(fd);
 }
 
-static void file_path(char *out, size_t cap, const char *suffix)
+/* Adopts fd as the control directory of uid. */
+static void dir_set(int fd, uint32_t uid)
 {
-	snprintf(out, cap, "%s/%u.%s", ctl_dir, prim_getpid(), suffix);
+	struct stat st;
+	if (ctl_dir_fd >= 0 && ctl_dir_fd != fd)
+		prim_close(ctl_dir_fd);
+	ctl_dir_fd = fd;
+	ctl_dir_uid = uid;
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		ctl_dir_dev = st.st_dev;
+		ctl_dir_ino = st.st_ino;
+	}
 }
 
-static const char *state_name(unsigned off)
+/* Nonzero if ctl_dir_fd is still the directory we opened (a daemon may have
+ * closed it and reused the number). */
+static int dir_ok(void)
+{
+	struct stat st;
+	return ctl_dir_fd >= 0 && fstat(ctl_dir_fd, &st) == 0 &&
+	       S_ISDIR(st.st_mode) && st.st_dev == ctl_dir_dev &&
+	       st.st_ino == ctl_dir_ino;
+}
+
+/* Nonzero if ctl_page_fd is still our page (see dir_ok). */
+static int page_fd_ok(void)
+{
+	struct stat st;
+	return ctl_page_fd >= 0 && fstat(ctl_page_fd, &st) == 0 &&
+	       S_ISREG(st.st_mode) && st.st_size == CTLP_SIZE;
+}
+
+static uint32_t state_of(unsigned off)
 {
 	if (off & SHIM_OFF_STOPPED)
-		return "stopped";
+		return CTLP_STOPPED;
 	if (off & SHIM_OFF_CAPPED)
-		return "capped";
+		return CTLP_CAPPED;
 	if (off & SHIM_OFF_PAUSED)
-		return "paused";
-	return "recording";
+		return CTLP_PAUSED;
+	return CTLP_RECORDING;
 }
 
-/* Rewrites <pid>.status (write to a temporary name, then rename). */
+/* Rewrites the page's state under its seqlock (see the invariants). */
+static void page_update(uint32_t state)
+{
+	ctl_page_t *pg = g_ctl_page;
+	if (pg == &ctl_none)
+		return;
+	__atomic_fetch_add(&pg->gen, 1, __ATOMIC_ACQ_REL);
+	pg->state = state;
+	pg->signal = ctl_signal;
+	pg->bytes = writer_bytes();
+	snprintf(pg->why, sizeof pg->why, "%s", ctl_last_why);
+	snprintf(pg->trace, sizeof pg->trace, "%s", g_trace_path);
+	__atomic_fetch_add(&pg->gen, 1, __ATOMIC_RELEASE);
+}
+
 static void status_write(void)
 {
-	if (!ctl_dir[0])
-		return;
-	char path[CONFIG_PATH_MAX + 32], tmp[CONFIG_PATH_MAX + 64];
-	char body[CONFIG_PATH_MAX + 512];
-	file_path(path, sizeof path, "status");
-	snprintf(tmp, sizeof tmp, "%s.tmp", path);
-	unsigned off = atomic_load(&g_off);
-	int n = snprintf(body, sizeof body,
-	                 "pid %u\nsignal %d\nstate %s\nwhy %s\nseq %lu\n"
-	                 "trace %s\nbytes %lu\nsample_bytes %ld\n"
-	                 "max_bytes %ld\nduration %ld\n",
-	                 prim_getpid(), ctl_signal, state_name(off),
-	                 ctl_last_why, (unsigned long)ctl_seq_done,
-	                 g_trace_path, (unsigned long)writer_bytes(),
-	                 g_cfg.sample_bytes, g_cfg.max_bytes, g_cfg.duration);
-	if (n < 0 || (size_t)n >= sizeof body)
-		return;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-	                       O_CLOEXEC, 0600);
-	if (fd < 0)
-		return;
-	int ok = prim_write_once(fd, body, (size_t)n) == 0;
-	prim_close(fd);
-	if (!ok || rename(tmp, path) != 0)
-		unlink(tmp);
+	page_update(state_of(atomic_load(&g_off)));
 }
 
-/* Reads <pid>.ctl: "start SEQ" or "stop SEQ". Returns 1 (start), 0 (stop)
- * with *seq set, or -1 when absent, not ours, or malformed. */
-static int ctl_file_read(uint64_t *seq)
+/*
+ * Creates, maps and locks this process's page in the control directory of
+ * the current euid (opened now if the one we have belongs to another
+ * user). The identity fields are written before the file gets its name.
+ * Returns 0 (g_ctl_page set, the previous page unmapped) or -1 (g_ctl_page
+ * left as it was, after a warning unless quiet).
+ */
+static int page_create(int quiet)
 {
-	if (!ctl_dir[0])
-		return -1;
-	char path[CONFIG_PATH_MAX + 32], buf[64];
-	file_path(path, sizeof path, "ctl");
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	struct stat st;
-	ssize_t n = -1;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    (st.st_uid == geteuid() || st.st_uid == 0))
-		n = read(fd, buf, sizeof buf - 1);
-	prim_close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = 0;
-	unsigned long s = 0;
-	char word[8];
-	if (sscanf(buf, "%7s %lu", word, &s) != 2)
-		return -1;
-	*seq = s;
-	if (!strcmp(word, "start"))
-		return 1;
-	if (!strcmp(word, "stop"))
-		return 0;
+	uint32_t euid = (uint32_t)geteuid();
+	if (!dir_ok() || ctl_dir_uid != euid) {
+		int fd = dir_open(euid, quiet);
+		if (fd < 0)
+			return -1;
+		dir_set(fd, euid);
+	}
+	uint32_t pid = prim_getpid();
+	char name[32], tmp[48];
+	ctlp_name(name, sizeof name, pid);
+	snprintf(tmp, sizeof tmp, "%s.tmp", name);
+	unlinkat(ctl_dir_fd, tmp, 0);
+	int fd = openat(ctl_dir_fd, tmp,
+	                O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, CTLP_SIZE) != 0)
+		goto fail;
+	fd = prim_fd_high(fd);
+	ctl_page_t *pg = mmap(NULL, CTLP_SIZE, PROT_READ | PROT_WRITE,
+	                      MAP_SHARED, fd, 0);
+	if (pg == MAP_FAILED)
+		goto fail;
+	/* The lock says "this pid has the page open" (ctl_page.h). */
+	struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
+	                   .l_start = 0, .l_len = 1};
+	fcntl(fd, F_SETLK, &lk);
+	pg->magic = CTLP_MAGIC;
+	pg->layout = CTLP_LAYOUT;
+	pg->pid = pid;
+	pg->uid = euid;
+	pg->start_uid = ctl_start_uid;
+	pg->start_time = prim_start_time();
+	snprintf(pg->version, sizeof pg->version, "%s", MALLOCK_VERSION);
+	char exe[512];
+	if (prim_exe_path(exe, sizeof exe) > 0) {
+		const char *b = strrchr(exe, '/');
+		b = b ? b + 1 : exe;
+		size_t n = strnlen(b, sizeof pg->exe - 1);
+		memcpy(pg->exe, b, n);
+		pg->exe[n] = 0;
+	}
+	/* A request written to an earlier page (of the parent) is not ours. */
+	__atomic_store_n(&pg->served, 0, __ATOMIC_RELAXED);
+	if (renameat(ctl_dir_fd, tmp, ctl_dir_fd, name) != 0) {
+		munmap(pg, CTLP_SIZE);
+		goto fail;
+	}
+	if (g_ctl_page != &ctl_none)
+		munmap(g_ctl_page, CTLP_SIZE);
+	if (ctl_page_fd >= 0)
+		prim_close(ctl_page_fd);
+	ctl_page_fd = fd;
+	g_ctl_seen = 0;
+	g_ctl_page = pg;
+	return 0;
+fail:
+	if (!quiet)
+		shim_warn("cannot create the control page %s: %s; `mallock "
+		          "ctl` is off for this process (the signal still works)",
+		          name, strerror(errno));
+	if (fd >= 0) {
+		prim_close(fd);
+		unlinkat(ctl_dir_fd, tmp, 0);
+	}
 	return -1;
+}
+
+void ctl_cred_drop(uint32_t uid)
+{
+	if (g_ctl_page == &ctl_none || geteuid() != 0 || uid == 0 ||
+	    ctl_dir_uid == uid || !dir_ok())
+		return;
+	/* The new user's directory: made by us (root) if missing, then given
+	 * to the user; an existing one must already be the user's. */
+	char path[CONFIG_PATH_MAX], base[64];
+	const char *why = "";
+	int fd = -1;
+	if (g_cfg.ctl_dir[0])
+		fd = ctlp_dir_open(g_cfg.ctl_dir, uid, 0, &why);
+	if (fd < 0) {
+		ctlp_default_dir(path, sizeof path, uid);
+		fd = ctlp_dir_open(path, uid, 0, &why);
+	}
+	if (fd < 0 && !strcmp(why, "does not exist")) {
+		/* ctlp_default_dir is /tmp/mallock-<uid>. */
+		snprintf(base, sizeof base, "mallock-%u", (unsigned)uid);
+		int tfd = ctlp_dir_open("/tmp", 0, 0, &why);
+		if (tfd < 0)
+			tfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                       O_CLOEXEC);
+		if (tfd >= 0 && mkdirat(tfd, base, 0700) == 0) {
+			int nfd = openat(tfd, base, O_RDONLY | O_DIRECTORY |
+			                                O_NOFOLLOW | O_CLOEXEC);
+			struct stat st;
+			if (nfd >= 0 && fstat(nfd, &st) == 0 && st.st_uid == 0 &&
+			    fchown(nfd, uid, (gid_t)-1) == 0)
+				fd = nfd;
+			else if (nfd >= 0)
+				prim_close(nfd);
+		}
+		if (tfd >= 0)
+			prim_close(tfd);
+		if (fd >= 0) {
+			prim_close(fd);
+			fd = ctlp_dir_open(path, uid, 0, &why);
+		}
+	}
+	if (fd < 0) {
+		shim_warn("the process becomes uid %u but its control directory "
+		          "%s %s: only root can use `mallock ctl` on it",
+		          (unsigned)uid, path, why);
+		return;
+	}
+	char name[32];
+	ctlp_name(name, sizeof name, prim_getpid());
+	if (fchown(ctl_page_fd, uid, (gid_t)-1) != 0 ||
+	    renameat(ctl_dir_fd, name, fd, name) != 0) {
+		shim_warn("cannot move the control page to uid %u's directory: "
+		          "%s; only root can use `mallock ctl` on it",
+		          (unsigned)uid, strerror(errno));
+		fchown(ctl_page_fd, 0, (gid_t)-1);
+		prim_close(fd);
+		return;
+	}
+	dir_set(prim_fd_high(fd), uid);
+	g_ctl_page->uid = uid;
+	shim_info("control page moved to uid %u's directory", (unsigned)uid);
 }
 
 /* ---- signal ---- */
@@ -186,8 +321,10 @@ static void ctl_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == CTL_SIGVAL)
+	if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == CTL_SIGVAL) {
 		atomic_store(&ctl_request, 1);
+		atomic_store(&ctl_signal_seen, 1);
+	}
 	else
 		atomic_fetch_add(&ctl_toggles, 1);
 	atomic_fetch_or(&g_off, SHIM_OFF_CTL);
@@ -220,12 +357,15 @@ static void signal_setup(void)
 
 /* ---- windows ---- */
 
+/* Sets the window's end (MALLOCK_DURATION) from now, and the next poll. */
 static void window_deadline(uint64_t now)
 {
 	if (g_cfg.duration && g_tsc_hz)
-		g_stop_tsc = now + (uint64_t)g_cfg.duration * g_tsc_hz;
+		ctl_end_tsc = now + (uint64_t)g_cfg.duration * g_tsc_hz;
 	else
-		g_stop_tsc = UINT64_MAX;
+		ctl_end_tsc = UINT64_MAX;
+	uint64_t poll = now + ctl_poll_ticks;
+	g_stop_tsc = poll < ctl_end_tsc ? poll : ctl_end_tsc;
 }
 
 void ctl_window_started(uint64_t tsc)
@@ -236,29 +376,60 @@ void ctl_window_started(uint64_t tsc)
 
 void ctl_window_stopped(void)
 {
+	ctl_end_tsc = UINT64_MAX;
 	g_stop_tsc = UINT64_MAX;
 	/* Threads flush what they hold at their next hook call, so the file
 	 * is complete up to the pause while the program runs on. */
 	atomic_fetch_add(&g_flush_gen, 1);
 }
 
+void ctl_poke(void)
+{
+	atomic_fetch_or(&g_off, SHIM_OFF_CTL);
+}
+
+void ctl_tick(uint64_t tsc)
+{
+	uint64_t end = ctl_end_tsc;
+	if (tsc > end) {
+		ctl_end_tsc = UINT64_MAX;
+		atomic_store(&ctl_deadline_hit, 1);
+		ctl_poke();
+		g_stop_tsc = UINT64_MAX;
+		return;
+	}
+	if (ctl_requested())
+		ctl_poke();
+	uint64_t poll = tsc + ctl_poll_ticks;
+	g_stop_tsc = poll < end ? poll : end;
+}
+
+void ctl_trace_changed(void)
+{
+	atomic_store(&ctl_dirty, 1);
+	ctl_poke();
+}
+
 unsigned ctl_init(void)
 {
-	dir_setup();
+	uint64_t hz = g_tsc_hz ? g_tsc_hz : 1000000000u;
+	ctl_poll_ticks = hz / 1000 * CTL_POLL_MS;
+	ctl_start_uid = (uint32_t)geteuid();
+	page_create(0);
 	signal_setup();
 	unsigned bits = 0;
 	if (g_cfg.start_paused) {
 		bits = SHIM_OFF_PAUSED;
 		ctl_last_why = "MALLOCK_START=paused";
 		shim_info("recording starts paused (MALLOCK_START=paused)");
-		if (!ctl_signal)
-			shim_warn("MALLOCK_START=paused without a control "
-			          "signal: only mallock_recording(1) in the "
+		if (!ctl_signal && g_ctl_page == &ctl_none)
+			shim_warn("MALLOCK_START=paused without a control page "
+			          "or signal: only mallock_recording(1) in the "
 			          "program can start recording");
 	} else {
 		window_deadline(prim_tsc());
 	}
-	atomic_fetch_or(&g_off, bits); /* for the status file's state */
+	atomic_fetch_or(&g_off, bits); /* for the page's state */
 	status_write();
 	return bits;
 }
@@ -302,23 +473,41 @@ void ctl_serve(tls_t *t)
 	/* A thread without a buffer switches without a MARK. */
 	static tls_t none;
 	tls_t *mt = gate == GATE_READY && t->wb ? t : &none;
+	ctl_page_t *pg = g_ctl_page;
 	do {
 		atomic_fetch_and(&g_off, ~SHIM_OFF_CTL);
 		unsigned off = atomic_load(&g_off);
-		if (off & (SHIM_OFF_STOPPED | SHIM_OFF_INIT))
+		if (off & SHIM_OFF_STOPPED) {
+			/* Inert for good: answer, so the poll stops poking. */
+			uint64_t r = __atomic_load_n(&pg->request,
+			                             __ATOMIC_ACQUIRE);
+			g_ctl_seen = r;
+			page_update(CTLP_STOPPED);
+			__atomic_store_n(&pg->served, r, __ATOMIC_RELEASE);
+			break;
+		}
+		if (off & SHIM_OFF_INIT)
 			break;
 		int cur = !(off & SHIM_OFF_PAUSED);
 		int want = cur;
 		const char *why = NULL;
-		if (atomic_exchange(&ctl_request, 0)) {
-			uint64_t seq = 0;
-			int cmd = ctl_file_read(&seq);
-			if (cmd >= 0 && seq != ctl_seq_done) {
-				want = cmd;
-				ctl_seq_done = seq;
-				why = cmd ? "mallock ctl start" : "mallock ctl stop";
+		/* The signal's value only woke us up: the page says what. */
+		atomic_store(&ctl_request, 0);
+		uint64_t req = __atomic_load_n(&pg->request, __ATOMIC_ACQUIRE);
+		int answer = 0;
+		if (req != g_ctl_seen) {
+			g_ctl_seen = req;
+			answer = 1;
+			if (!(atomic_load(&ctl_toggles) & 1) && !ctl_signal_seen)
+				pg->polls++;
+			unsigned cmd = (unsigned)(req & 3);
+			if (cmd == CTLP_CMD_START || cmd == CTLP_CMD_STOP) {
+				want = cmd == CTLP_CMD_START;
+				why = want ? "mallock ctl start"
+				           : "mallock ctl stop";
 			}
 		}
+		ctl_signal_seen = 0;
 		if (atomic_exchange(&ctl_toggles, 0) & 1) {
 			want = !want;
 			why = "signal";
@@ -336,18 +525,14 @@ void ctl_serve(tls_t *t)
 			ctl_switch(mt, want, why);
 		if (atomic_exchange(&ctl_cap_pending, 0))
 			writer_notes();
+		atomic_store(&ctl_dirty, 0);
 		status_write();
+		if (answer) /* after the state: ctl reads it once served */
+			__atomic_store_n(&pg->served, req, __ATOMIC_RELEASE);
 	} while (atomic_load(&g_off) & SHIM_OFF_CTL);
 	atomic_signal_fence(memory_order_seq_cst);
 	t->gate = gate;
 	atomic_flag_clear(&ctl_serving);
-}
-
-void ctl_deadline(void)
-{
-	g_stop_tsc = UINT64_MAX;
-	atomic_store(&ctl_deadline_hit, 1);
-	atomic_fetch_or(&g_off, SHIM_OFF_CTL);
 }
 
 void ctl_capped(uint64_t bytes)
@@ -367,18 +552,48 @@ void ctl_capped(uint64_t bytes)
 
 void ctl_fork_child(void)
 {
+	/* Review #20: the forking thread alone survives; a serve another
+	 * thread was running, and the parent's requests, are not ours. */
+	atomic_flag_clear(&ctl_serving);
+	atomic_store(&ctl_request, 0);
+	atomic_store(&ctl_toggles, 0);
+	atomic_store(&ctl_dirty, 0);
+	if (g_ctl_page == &ctl_none)
+		return;
+	/* The parent's page stays the parent's: never write to it here. */
+	ctl_page_t *parent = g_ctl_page;
+	if (page_create(1) != 0) {
+		munmap(parent, CTLP_SIZE);
+		g_ctl_page = &ctl_none;
+		if (ctl_page_fd >= 0)
+			prim_close(ctl_page_fd);
+		ctl_page_fd = -1;
+		g_ctl_seen = 0;
+		return;
+	}
+	/* The child's own trace (created at its first write). */
+	char exe[512], path[CONFIG_PATH_MAX];
+	const char *b = exe;
+	if (prim_exe_path(exe, sizeof exe) > 0 && strrchr(exe, '/'))
+		b = strrchr(exe, '/') + 1;
+	if (config_output_path(path, sizeof path, prim_getpid(), b, 1) == 0)
+		snprintf(g_trace_path, sizeof g_trace_path, "%s", path);
 	status_write();
 }
 
 void ctl_exit(void)
 {
-	if (!ctl_dir[0])
+	if (g_ctl_page == &ctl_none)
 		return;
-	char path[CONFIG_PATH_MAX + 32];
-	file_path(path, sizeof path, "status");
-	unlink(path);
-	file_path(path, sizeof path, "ctl");
-	unlink(path);
+	page_update(CTLP_EXITED);
+	char name[32];
+	ctlp_name(name, sizeof name, prim_getpid());
+	struct stat a, b;
+	/* Only our own page: an exec'd image of ours may have replaced it. */
+	if (dir_ok() && page_fd_ok() && fstat(ctl_page_fd, &a) == 0 &&
+	    fstatat(ctl_dir_fd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
+		unlinkat(ctl_dir_fd, name, 0);
 }
 
 void ctl_detach(void)

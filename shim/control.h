@@ -1,35 +1,73 @@
 /*
- * control.h - recording windows: MALLOCK_START=paused, the control signal
- * (MALLOCK_SIGNAL), `mallock ctl` requests through a per-process control
- * file, MALLOCK_DURATION and the MALLOCK_MAX_BYTES cap. docs/server.md
- * describes the protocol for operators.
+ * control.h - recording windows: MALLOCK_START=paused, `mallock ctl`
+ * requests through the process's control page (format/ctl_page.h), the
+ * control signal (MALLOCK_SIGNAL), MALLOCK_DURATION and the
+ * MALLOCK_MAX_BYTES cap. docs/server.md describes it for operators.
  *
- * Design: the shim has no thread of its own. The signal handler only sets
- * bits (async-signal-safe): it counts a plain signal (kill -USR2: toggle) or
- * flags a request (sigqueue from `mallock ctl`, whose command is in the
- * control file), and sets SHIM_OFF_CTL in g_off. That bit sends the next
- * hook call of any thread to the slow path, which serves the request
- * (ctl_serve): reads the control file, switches recording on or off with a
- * MARK record in its own buffer, and rewrites the status file. The duration
- * and the cap use the same path.
+ * Design: the shim has no thread of its own, and must not depend on the
+ * host's signal mask or credentials. At start it creates <dir>/<pid>.page in
+ * a private directory (opened once, fd kept high), maps it MAP_SHARED and
+ * keeps a POSIX lock on it. `mallock ctl` writes a request word there; the
+ * shim polls it:
+ * - while paused, every hook call already takes the slow path
+ *   (hook_enter_slow): one load of the request word there;
+ * - while recording, at most every CTL_POLL_MS, through the deadline test
+ *   ev_commit already makes (g_stop_tsc is the next poll time): no cost on
+ *   the hot path.
+ * A pending request sets SHIM_OFF_CTL in g_off; the next hook entry of any
+ * thread serves it (ctl_serve): switches recording with a MARK record in
+ * its own buffer and rewrites the page's state. The signal, when the host
+ * lets it through, only wakes a process up sooner (a plain `kill -USR2`
+ * still toggles).
  *
- * Files, in a private directory (MALLOCK_CTL_DIR, else
- * $XDG_RUNTIME_DIR/mallock, else /tmp/mallock-<uid>; mode 0700, owned by
- * the user, never followed through a symlink):
- *   <pid>.ctl     written by `mallock ctl`: "start SEQ" or "stop SEQ"
- *   <pid>.status  written by the shim: "key value" lines (pid, signal,
- *                 state, seq, trace, bytes); removed at exit
+ * Privilege drops: a process that calls setuid()/setreuid()/setresuid()
+ * as root to become another user moves its page, before the call, into
+ * that user's directory (cred_hooks.c -> ctl_cred_drop), so the user can
+ * control it too; the mapping and the lock stay valid whatever the
+ * credentials. A forked child gets a page of its own (ctl_fork_child).
  */
 #ifndef MALLOCK_SHIM_CONTROL_H
 #define MALLOCK_SHIM_CONTROL_H
 
+#include "ctl_page.h"
 #include "tls.h"
 
 #include <stdint.h>
 
-/* TSC at which the current window ends (MALLOCK_DURATION); UINT64_MAX when
- * none. Read on the hot path by ev_commit. */
+/* TSC of the next control poll or the end of the window (MALLOCK_DURATION),
+ * whichever comes first; UINT64_MAX while paused. Read on the hot path by
+ * ev_commit, which calls writer_commit_slow -> ctl_tick past it. */
 extern uint64_t g_stop_tsc;
+
+/* The control page (a static empty page when there is none) and the last
+ * request word the shim has seen: a request is pending when they differ. */
+extern ctl_page_t *g_ctl_page;
+extern uint64_t g_ctl_seen;
+
+/* Nonzero when `mallock ctl` has written a request not yet seen. One load;
+ * called from hook_enter_slow. */
+static inline int ctl_requested(void)
+{
+	return __atomic_load_n(&g_ctl_page->request, __ATOMIC_RELAXED) !=
+	       g_ctl_seen;
+}
+
+/* A request is pending: sets SHIM_OFF_CTL so the next hook entry serves
+ * it. Any context. */
+void ctl_poke(void);
+
+/* A poll time or the window's end was passed by an event at tsc
+ * (writer_commit_slow, gate BUSY): ends the window or pokes, and sets the
+ * next poll time. */
+void ctl_tick(uint64_t tsc);
+
+/* setuid-family hook, before the real call: the process (euid 0) is about
+ * to become uid for good; moves the page into uid's directory. */
+void ctl_cred_drop(uint32_t uid);
+
+/* The trace file was created (a forked child's, at its first write): the
+ * page names it at the next serve. Any context. */
+void ctl_trace_changed(void);
 /* Incremented at every resume: per-thread lock counts older than this are
  * stale (sample.h). */
 extern _Atomic uint32_t g_epoch;
@@ -55,19 +93,17 @@ unsigned ctl_init(void);
  * hook can hold; may allocate nothing. */
 void ctl_serve(tls_t *t);
 
-/* The window's end was seen by an event at tsc (ev_commit, gate BUSY):
- * schedules the stop. */
-void ctl_deadline(void);
-
 /* The size cap was reached (writer, any context): recording stops for good;
  * the warning is printed once, the NOTE written by the next serve or at
  * exit. */
 void ctl_capped(uint64_t bytes);
 
-/* Fork child: new pid, new status file, same state. */
+/* Fork child: forgets the parent's pending requests and serving flag (the
+ * forking thread alone survives), creates the child's own page (the
+ * parent's mapping is left untouched), naming the child's trace. */
 void ctl_fork_child(void);
 
-/* Exit: removes the status and control files. */
+/* Exit: marks the page exited and removes its file. */
 void ctl_exit(void);
 
 /* Detach (attach.c): the control signal's handler goes back to SIG_DFL (it

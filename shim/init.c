@@ -66,12 +66,17 @@ __attribute__((noinline)) static void pause_flush(tls_t *t)
 
 int hook_enter_slow(tls_t *t)
 {
-	int reopened = 0;
-	if (unlikely(t->gate == GATE_BUSY && t->wait_sp)) {
-		gate_revalidate(t); /* left by longjmp? (thread.c) */
-		reopened = t->gate == GATE_READY;
-	}
+	/* A gate left BUSY by a longjmp out of a wait is reopened here
+	 * (thread.c); the call is then recorded below, as any other. */
+	if (unlikely(t->gate == GATE_BUSY && t->wait_sp))
+		gate_revalidate(t);
 	unsigned off = atomic_load_explicit(&g_off, memory_order_relaxed);
+	/* A request on the control page (control.h): while paused every hook
+	 * comes here, so this one load is the whole poll. */
+	if (unlikely(ctl_requested())) {
+		ctl_poke();
+		off |= SHIM_OFF_CTL;
+	}
 	/* Control requests (control.c) are served at a hook entry, never
 	 * inside a hook (gate BUSY) nor in a finished thread. */
 	if (unlikely(off & SHIM_OFF_CTL) && t->gate <= GATE_UNINIT) {
@@ -81,12 +86,17 @@ int hook_enter_slow(tls_t *t)
 	if (unlikely(t->flush_gen != atomic_load_explicit(
 	                                 &g_flush_gen, memory_order_relaxed)))
 		pause_flush(t);
-	if (reopened && t->gate == GATE_READY && !off) {
+	if (off)
+		return 0;
+	/* Recording, and this call served a request or a flush: record it
+	 * as the fast path would (a call lost here could be the release of
+	 * a hold, leaving the analyzer a hold that never ends). */
+	if (t->gate == GATE_READY) {
 		t->gate = GATE_BUSY;
 		atomic_signal_fence(memory_order_seq_cst);
 		return 1;
 	}
-	if (t->gate != GATE_UNINIT || off)
+	if (t->gate != GATE_UNINIT)
 		return 0;
 	t->gate = GATE_BUSY;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -129,6 +139,16 @@ static void strip_preload(void)
 void tcmalloc_check(void);
 void cxx_init(void);
 
+/* Nonzero if this process's executable is named name (MALLOCK_EXE). */
+static int exe_is(const char *name)
+{
+	char exe[1024];
+	if (prim_exe_path(exe, sizeof exe) <= 0)
+		return 0;
+	const char *b = strrchr(exe, '/');
+	return !strcmp(b ? b + 1 : exe, name);
+}
+
 /* Everything but the final "recording on" store. Returns 0 or -1. */
 static int shim_start(void)
 {
@@ -148,6 +168,13 @@ static int shim_start(void)
 	}
 	config_load();
 	attach_config(); /* mallock attach: its -o and --duration (attach.h) */
+	if (g_cfg.exe[0] && !exe_is(g_cfg.exe)) {
+		/* A wrapper in the launch chain (sh, env, setpriv, ...): no
+		 * trace, no control page; LD_PRELOAD stays for the program
+		 * it runs. */
+		shim_info("not %s (MALLOCK_EXE): not recording", g_cfg.exe);
+		return -1;
+	}
 	if (!g_cfg.follow_exec)
 		strip_preload();
 	g_tsc_hz = prim_tsc_hz();
@@ -222,12 +249,14 @@ static int child_open(void)
 {
 	if (process_open_output(1) != 0)
 		return -1;
+	ctl_trace_changed(); /* the page names the child's own trace */
 	process_write_header();
 	return 0;
 }
 
 static void fork_child(void)
 {
+	ctl_fork_child();
 	if (!fork_active)
 		return;
 	tls_t *t = &shim_tls;
@@ -250,7 +279,6 @@ static void fork_child(void)
 		          "stacks are by frame pointers");
 	}
 	writer_open_lazily(child_open);
-	ctl_fork_child();
 	t->gate = gate;
 }
 

@@ -489,3 +489,21 @@ int prim_on_altstack(void)
 	stack_t ss;
 	return sigaltstack(NULL, &ss) == 0 && (ss.ss_flags & SS_ONSTACK);
 }
+
+uint64_t prim_start_time(void)
+{
+	char buf[1024];
+	ssize_t n = prim_read_file("/proc/self/stat", buf, sizeof buf - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* The command name may hold spaces and ')': fields start after the
+	 * last ')'; field 3 (state) is the first one there. */
+	char *p = strrchr(buf, ')');
+	if (!p)
+		return 0;
+	p++;
+	for (int field = 3; field < 22 && p; field++)
+		p = strchr(p + 1, ' ');
+	return p ? strtoull(p + 1, NULL, 10) : 0;
+}

@@ -216,6 +216,10 @@ unsigned prim_thread_count(void);
 struct dl_phdr_info;
 int prim_object_info(uintptr_t pc, struct dl_phdr_info *info);
 
+/* This process's start time: /proc/self/stat field 22 (clock ticks since
+ * boot), 0 if unreadable. */
+uint64_t prim_start_time(void);
+
 /* sched_yield(). */
 void prim_yield(void);
 

@@ -93,6 +93,9 @@ struct dl_phdr_info;
 	X(pipe2, REAL_OPT, NULL, int, (int *, int))                            \
 	X(dl_iterate_phdr, REAL_OPT, NULL, int,                                \
 	  (int (*)(struct dl_phdr_info *, size_t, void *), void *)) \
+	X(setuid, REAL_OPT, NULL, int, (uid_t))                                \
+	X(setreuid, REAL_OPT, NULL, int, (uid_t, uid_t))                       \
+	X(setresuid, REAL_OPT, NULL, int, (uid_t, uid_t, uid_t)) \
 	REAL_FUNCS_CLOCK_RWLOCK(X)
 
 /* issue 17: the clock rwlocks (glibc 2.30+), kept as one block. */

@@ -486,7 +486,7 @@ void writer_flush(tls_t *t)
 void writer_commit_slow(tls_t *t, uint64_t tsc)
 {
 	if (tsc > g_stop_tsc)
-		ctl_deadline();
+		ctl_tick(tsc);
 	if (t->pos > t->soft_end || tsc - t->chunk_tsc0 > g_flush_ticks) {
 		/* Due inside a hold: later, while the slack lasts (the
 		 * release's own event, after the real unlock, flushes). */

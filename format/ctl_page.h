@@ -1,0 +1,98 @@
+/*
+ * ctl_page.h - the control page: what the shim (shim/control.c) and
+ * `mallock ctl` (analyzer/ctl.c) share about a running process.
+ *
+ * Each traced process maps one small file, <dir>/<pid>.page, MAP_SHARED.
+ * The shim writes its identity and state there; `mallock ctl` writes one
+ * request word, which the shim polls (no signal needed; the signal is only
+ * a wake-up). docs/server.md describes it for operators.
+ *
+ * Invariants:
+ * - The page is written by the process it names, except `request`, which
+ *   only `mallock ctl` writes (one 64-bit atomic store).
+ * - Identity (magic..start_time) is written once before the file gets its
+ *   final name; the state fields are rewritten under the seqlock `gen`
+ *   (odd while being written): a reader retries until it reads an even,
+ *   unchanged gen.
+ * - <dir> is private: a directory of the process's user, mode 0700,
+ *   reached without following a symlink (ctlp_dir_open).
+ * - A process holds a POSIX write lock on byte 0 of its page for as long
+ *   as it keeps the file open (F_GETLK names it): a page whose pid holds
+ *   no lock and does not map libmallock is stale.
+ */
+#ifndef MALLOCK_FORMAT_CTL_PAGE_H
+#define MALLOCK_FORMAT_CTL_PAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CTLP_MAGIC 0x65676170u /* "page" */
+#define CTLP_LAYOUT 1u
+#define CTLP_SIZE 4096u
+
+/* request/served: seq << 2 | command */
+#define CTLP_CMD_START 1u
+#define CTLP_CMD_STOP 2u
+
+/* state */
+#define CTLP_STATES(X)                                                         \
+	X(RECORDING, "recording")                                              \
+	X(PAUSED, "paused")                                                    \
+	X(CAPPED, "capped")                                                    \
+	X(STOPPED, "stopped")                                                  \
+	X(EXITED, "exited")
+
+enum ctlp_state {
+#define CTLP_ENUM_(n, s) CTLP_##n,
+	CTLP_STATES(CTLP_ENUM_)
+#undef CTLP_ENUM_
+};
+
+typedef struct ctl_page {
+	uint32_t magic, layout;
+	uint32_t pid;
+	uint32_t uid;        /* the page file's owner (the process's euid) */
+	uint64_t start_time; /* /proc/PID/stat field 22, clock ticks */
+	int32_t signal;      /* the installed control signal; 0: none */
+	uint32_t start_uid;  /* euid when the shim started */
+	uint64_t request;    /* written by mallock ctl (atomic) */
+	uint64_t served;     /* the last request applied (atomic) */
+	uint32_t gen;        /* seqlock of the fields below (atomic) */
+	uint32_t state;      /* enum ctlp_state */
+	uint64_t bytes;      /* trace bytes written so far */
+	uint64_t polls;      /* requests seen by polling (no signal) */
+	char version[32];    /* the shim's version */
+	char why[128];       /* what changed the state last */
+	char trace[1100];    /* the trace file ("" before it exists) */
+	char exe[256];       /* executable name (the `mallock ctl --exe` key) */
+} ctl_page_t;
+
+_Static_assert(sizeof(ctl_page_t) <= CTLP_SIZE, "page fits");
+
+/* The name of a state ("?" when out of range). */
+const char *ctlp_state_name(uint32_t state);
+
+/* Nonzero if sig is one MALLOCK_SIGNAL accepts (USR1, USR2, HUP, URG,
+ * WINCH, PWR, RTMIN..RTMAX): never a signal that stops or kills by
+ * design. */
+int ctlp_signal_ok(int sig);
+
+/*
+ * Opens the directory path without following any symlink (each component
+ * openat'ed with O_NOFOLLOW): returns an O_DIRECTORY|O_CLOEXEC fd, or -1
+ * with *why set. With create, a missing last component is created 0700.
+ * The last component must belong to uid with no access for others (mode &
+ * 077 == 0); each component before it must belong to root or uid and, if
+ * writable by others, be sticky (like /tmp). No allocation; only open,
+ * openat, mkdirat, fstat, close.
+ */
+int ctlp_dir_open(const char *path, uint32_t uid, int create,
+                  const char **why);
+
+/* The default directory for uid: "/tmp/mallock-<uid>" into out. */
+void ctlp_default_dir(char *out, size_t cap, uint32_t uid);
+
+/* "<pid>.page" into out. */
+void ctlp_name(char *out, size_t cap, uint32_t pid);
+
+#endif

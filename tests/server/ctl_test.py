@@ -1,0 +1,295 @@
+#!/usr/bin/env python3
+"""`mallock ctl` against the servers real daemons are (docs/server.md):
+
+usage: ctl_test.py CASE SHIM MALLOCK CTLSRV TMPDIR
+CASE:
+  drop     started by root, setuid(65534): one window, started by the
+           process's own user (setpriv) and stopped by root
+  block    every signal blocked in every thread: one window, and no
+           signal left pending (ctl did not send one it could not deliver)
+  workers  a master and 4 forked workers that drop to uid 65534: one window
+           for all with --tree / --exe, each worker's status names its own
+           trace, each worker's trace holds the window
+  refuse   forged, stale and foreign state is refused, and no signal
+           reaches the processes named (they block all signals and count
+           the pending ones)
+
+Needs root (to start servers that drop privileges, and to act as other
+users with setpriv): exit 77 otherwise.
+"""
+import json
+import os
+import shutil
+import stat
+import struct
+import subprocess
+import sys
+import time
+
+CASE, SHIM, MALLOCK, SRV, TMP = sys.argv[1:6]
+NOBODY, OTHER = 65534, 4242
+PAGE = struct.Struct("<IIIIQiIQQII")  # ctl_page.h, up to `state`
+
+
+def fail(msg):
+    print("FAIL:", msg)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+    print("ok:", msg)
+
+
+if os.geteuid() != 0 or not shutil.which("setpriv"):
+    print("SKIP: needs root and setpriv")
+    sys.exit(77)
+
+
+def as_user(uid, cmd):
+    return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid,
+            "--clear-groups", *cmd]
+
+
+def env(**kw):
+    e = dict(os.environ)
+    e.pop("MALLOCK_CTL_DIR", None)
+    e.pop("XDG_RUNTIME_DIR", None)
+    e.update(LD_PRELOAD=SHIM, MALLOCK_START="paused",
+             MALLOCK_OUTPUT=os.path.join(OUT, "t.%p.trace"))
+    e.update({k: str(v) for k, v in kw.items()})
+    return e
+
+
+def start(args, uid=None, **kw):
+    cmd = [SRV, *args]
+    if uid is not None:
+        cmd = as_user(uid, cmd)
+    p = subprocess.Popen(cmd, env=env(**kw), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    check(line.startswith("ready"), "server started: " + line.strip())
+    time.sleep(0.3)
+    return p
+
+
+def ctl(*args, uid=None):
+    cmd = [MALLOCK, "ctl", *args]
+    if uid is not None:
+        cmd = as_user(uid, cmd)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    return r.returncode, r.stdout + r.stderr
+
+
+def finish(p):
+    out, err = p.communicate(timeout=60)
+    check(p.returncode == 0, "server exits 0 (%s)" % err.strip()[-300:])
+    pend = [l for l in out.splitlines() if " pending " in l]
+    return pend, err
+
+
+def report(path):
+    r = subprocess.run([MALLOCK, "report", "--format=json", path],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        fail("report %s: %s" % (path, r.stderr))
+    return json.loads(r.stdout)
+
+
+def one_window(path, what):
+    """The trace holds exactly one window, with whole holds at its edges."""
+    rep = report(path)
+    tot = rep["totals"]
+    check(tot["recording_resumes"] == 1 and tot["recording_pauses"] == 1,
+          "%s: exactly one window (%d resume, %d pause marks)"
+          % (what, tot["recording_resumes"], tot["recording_pauses"]))
+    mtx = [l for l in rep["locks"] if l["kind"] == "mutex"]
+    check(mtx and max(l["holds"] for l in mtx) >= 100,
+          "%s: the window has holds (%s)" % (what, [l["holds"] for l in mtx]))
+    m = max(mtx, key=lambda l: l["holds"])
+    # Every hold has one malloc and one free; a hold cut by an edge is not
+    # counted, and charges nothing.
+    check(abs(m["allocations_in_holds"] - 2 * m["holds"]) <= 6 and
+          abs(tot["allocator_calls_in_holds"] - 2 * m["holds"]) <= 6,
+          "%s: allocator calls in holds match the holds (%d calls, %d holds)"
+          % (what, m["allocations_in_holds"], m["holds"]))
+    # A hold matched across an edge would last longer than the window
+    # (0.6 s); a holder descheduled on a busy machine lasts 100-200 ms.
+    check(m["hold_max_ns"] < 600_000_000,
+          "%s: no hold spans an edge (max %d ns)" % (what, m["hold_max_ns"]))
+    return rep
+
+
+shutil.rmtree(TMP, ignore_errors=True)
+OUT = os.path.join(TMP, "out")
+os.makedirs(OUT)
+# Until the output directory is resolved at start (an fd), a worker that
+# dropped privileges creates its trace by path: let it.
+os.chmod(TMP, 0o755)
+os.chmod(OUT, 0o1777)
+
+if CASE == "drop":
+    p = start(["--drop", str(NOBODY), "3"])
+    rc, out = ctl("status", str(p.pid))
+    check(rc == 0 and "paused" in out, "root: status paused: " + out.strip())
+    rc, out = ctl("start", str(p.pid), uid=NOBODY)
+    check(rc == 0 and "recording" in out,
+          "its own user starts the window: " + out.strip())
+    time.sleep(0.6)
+    rc, out = ctl("stop", str(p.pid))
+    check(rc == 0 and "paused" in out, "root stops it: " + out.strip())
+    rc, out = ctl("status", str(p.pid), uid=NOBODY)
+    check(rc == 0 and "paused (mallock ctl stop)" in out,
+          "its own user reads the status: " + out.strip())
+    finish(p)
+    traces = [os.path.join(OUT, f) for f in os.listdir(OUT)]
+    check(len(traces) == 1, "one trace")
+    one_window(traces[0], "setuid server")
+    check(not os.path.exists("/tmp/mallock-%d/%d.page" % (NOBODY, p.pid)),
+          "the page is removed at exit")
+
+elif CASE == "block":
+    p = start(["--block", "3"], MALLOCK_CTL_DIR=os.path.join(TMP, "ctl"))
+    rc, out = ctl("start", str(p.pid))
+    check(rc == 0 and "recording" in out,
+          "start with all signals blocked: " + out.strip())
+    # Requests served inside the window: the call that serves each one
+    # must still be recorded (a lost release would leave an endless hold).
+    for _ in range(20):
+        rc, out = ctl("status", str(p.pid))
+        check(rc == 0 and "recording" in out, "status in the window")
+    rc, out = ctl("stop", str(p.pid))
+    check(rc == 0 and "paused" in out, "stop: " + out.strip())
+    pend, _ = finish(p)
+    check(pend == ["pid %d pending 0" % p.pid],
+          "no signal sent to a process that blocks them all: %s" % pend)
+    traces = [os.path.join(OUT, f) for f in os.listdir(OUT)]
+    one_window(traces[0], "all signals blocked")
+
+elif CASE == "workers":
+    name = "wsrv%d" % os.getpid()  # a name no other test uses (--exe)
+    exe = os.path.join(TMP, name)
+    shutil.copy(SRV, exe)
+    os.chmod(TMP, 0o755)
+    SRV = exe
+    p = start(["--drop", str(NOBODY), "--workers", "4", "4"])
+    rc, out = ctl("start", "--tree", str(p.pid))
+    check(rc == 0 and out.count("recording") == 5,
+          "root starts master and 4 workers with --tree: " + out.strip())
+    time.sleep(0.6)
+    rc, out = ctl("stop", "--exe", name)
+    check(rc == 0 and out.count("paused") == 5,
+          "root stops all 5 with --exe: " + out.strip())
+    rc, out = ctl("status", "--exe", name, uid=NOBODY)
+    check(rc == 0 and out.count("paused (mallock ctl stop)") == 4,
+          "the workers' user sees its 4 workers: " + out.strip())
+    rc, out = ctl("status", "--tree", str(p.pid))
+    lines = out.splitlines()
+    named = {}
+    for head, tr in zip(lines[0::2], lines[1::2]):
+        pid = head.split()[1].rstrip(":")
+        named[pid] = tr.split()[1].rstrip(",")
+    check(len(named) == 5 and all(
+        t.endswith("t.%s.trace" % pid) for pid, t in named.items()),
+        "each status names its own process's trace: %s" % named)
+    pend, _ = finish(p)
+    traces = sorted(os.path.join(OUT, f) for f in os.listdir(OUT))
+    check(len(traces) == 5, "five traces: %s" % traces)
+    for t in traces:
+        if t.endswith("t.%d.trace" % p.pid):
+            continue
+        one_window(t, "worker " + os.path.basename(t))
+
+elif CASE == "refuse":
+    srvs = []
+    # V: no shim, all signals blocked, runs as nobody.
+    venv = env()
+    del venv["LD_PRELOAD"]
+    v = subprocess.Popen(as_user(NOBODY, [SRV, "--block", "6"]), env=venv,
+                         stdout=subprocess.PIPE, text=True)
+    check(v.stdout.readline().startswith("ready"), "plain victim started")
+    # 0. Exec into an untraced program leaves a page with the right pid and
+    # start time (review #6): refused by both.
+    x = subprocess.Popen(as_user(NOBODY, ["sh", "-c", "sleep 0.3; exec " + SRV
+                                          + " --block 4"]),
+                         env=env(MALLOCK_FOLLOW_EXEC=0),
+                         stdout=subprocess.PIPE, text=True)
+    check(x.stdout.readline().startswith("ready"), "exec'd victim started")
+    for who in (NOBODY, None):
+        rc, out = ctl("stop", str(x.pid), uid=who)
+        check(rc != 0 and ("does not run under libmallock" in out
+                           or "refused" in out),
+              "page of an exec'd untraced program refused: " + out.strip())
+    # W: under the shim, all signals blocked, nobody.
+    w = start(["--block", "6"], uid=NOBODY)
+    wdir = "/tmp/mallock-%d" % NOBODY
+    wpage = os.path.join(wdir, "%d.page" % w.pid)
+    check(os.path.exists(wpage), "W's page is in its user's directory")
+    with open(wpage, "rb") as f:
+        good = bytearray(f.read())
+    with open("/proc/%d/stat" % v.pid) as f:
+        vstart = int(f.read().rsplit(")", 1)[1].split()[19])
+
+    def forge(pid, start_time, sig=12, uid=NOBODY, where=wdir):
+        page = bytearray(good)
+        struct.pack_into("<I", page, 8, pid)
+        struct.pack_into("<Q", page, 16, start_time)
+        struct.pack_into("<i", page, 24, sig)
+        path = os.path.join(where, "%d.page" % pid)
+        with open(path, "wb") as f:
+            f.write(page)
+        os.chown(path, uid, uid)
+        return path
+
+    # 1. A page naming a process that does not run under the shim.
+    forge(v.pid, vstart)
+    for who in (NOBODY, None):
+        rc, out = ctl("start", str(v.pid), uid=who)
+        check(rc != 0 and "does not run under libmallock" in out,
+              "page for an untraced process refused (%s): %s"
+              % ("root" if who is None else "own user", out.strip()))
+    # 2. A stale page: same pid, another start time.
+    forge(v.pid, vstart + 1)
+    os.environ.pop("MALLOCK_CTL_DIR", None)
+    rc, out = ctl("stop", str(v.pid), uid=NOBODY)
+    check(rc != 0 and ("refused" in out or "does not run under" in out),
+          "stale page refused: " + out.strip())
+    check(not os.path.exists(os.path.join(wdir, "%d.page" % v.pid)),
+          "the stale page was removed")
+    # 3. W's own page, its signal forged to SIGKILL.
+    with open(wpage, "r+b") as f:
+        f.seek(24)
+        f.write(struct.pack("<i", 9))
+    for who in (NOBODY, None):
+        rc, out = ctl("start", str(w.pid), uid=who)
+        check(rc != 0 and "signal MALLOCK_SIGNAL never allows" in out,
+              "a forged signal refused: " + out.strip())
+    with open(wpage, "r+b") as f:
+        f.seek(24)
+        f.write(struct.pack("<i", 12))
+    # 4. Foreign: another user may not control W.
+    rc, out = ctl("start", str(w.pid), uid=OTHER)
+    check(rc != 0 and "not as you" in out, "foreign user refused: "
+          + out.strip())
+    # 5. A directory another user owns (MALLOCK_CTL_DIR named by the
+    # target's environment) is refused, by the shim and by ctl.
+    evil = os.path.join(TMP, "evil")
+    os.makedirs(evil)
+    os.chown(evil, OTHER, OTHER)
+    os.chmod(evil, 0o777)
+    e = start(["--block", "6"], uid=NOBODY, MALLOCK_CTL_DIR=evil)
+    forge(e.pid, int(open("/proc/%d/stat" % e.pid).read().rsplit(")", 1)[1]
+                     .split()[19]), uid=OTHER, where=evil)
+    rc, out = ctl("start", str(e.pid), uid=NOBODY)
+    check(rc != 0 and "another user" in out,
+          "a directory of another user refused: " + out.strip())
+    # Nobody received a signal.
+    for name, proc in (("V", v), ("W", w), ("E", e), ("X", x)):
+        out, _ = proc.communicate(timeout=30)
+        pend = [l for l in out.splitlines() if "pending" in l]
+        check(pend == ["pid %d pending 0" % proc.pid],
+              "%s got no signal: %s" % (name, pend))
+else:
+    fail("unknown case " + CASE)
+print("PASS", CASE)
