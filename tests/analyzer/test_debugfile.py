@@ -102,7 +102,8 @@ def functions(d):
 
 
 def missing(d):
-    return d["traces"][0].get("missing_symbols", [])
+    t = d.get("traces") if isinstance(d, dict) else None
+    return t[0].get("missing_symbols", []) if t else []
 
 
 # (a) no debug file anywhere: unnamed, and the report says so.
@@ -147,6 +148,16 @@ for what, args, env in (
           what + ": nothing missing in the program: %r" % missing(d))
 txt, _ = report("text", "--debug-dir", store)
 check("dbgf_fill_under_lock" in txt, "text with --debug-dir: named")
+
+# Another program's debug file under this one's debuglink name: not taken
+# (its build-id differs), so no wrong names.
+other = os.path.join(TMP, "other")
+os.makedirs(other)
+sh("objcopy", "--only-keep-debug", MKTRACE, os.path.join(other, "dbgprog.debug"))
+d, _ = report("json", "--debug-dir", other)
+check("dbgf_fill_under_lock" not in functions(d) and
+      [x for x in missing(d) if x["module"] == prog],
+      "a debug file of another build is not used: %r" % missing(d))
 
 # FIFOs where the debug files would be: no hang, frames stay addresses.
 d, secs = report("json", "--debug-dir", fifo, timeout=30)
