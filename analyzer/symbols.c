@@ -17,6 +17,11 @@
  *   record, or where its debug file would be, hung the report in open().
  * - At most SYM_MODULES_MAX modules, and SYM_FILE_BIASES of one file,
  *   reach libdw.
+ * - A separate debug file found by build-id (--debug-dir, /usr/lib/debug,
+ *   the debuginfod client's cache) is opened the same way and taken only
+ *   when it carries the module's build-id and DWARF: never wrong names.
+ * - Frames that stay unnamed are counted by module and named in a note
+ *   with how to get their symbols (sym_missing_notes).
  */
 #define _GNU_SOURCE /* O_CLOEXEC */
 #include "symbols.h"
@@ -142,17 +147,6 @@ static int debug_paths_ok(const char *file, const char *link)
 	return 0;
 }
 
-/*
- * libdw's standard debuginfo search, after checking the places of that
- * search that depend on the module's path (the trace's), for the path and,
- * when it is a link, for the file it names (libdw tries both): if one of
- * them exists and is not a regular file, the search is skipped and the
- * module keeps its own symbols, because libdw opens those candidates with
- * a blocking open(). The build-id paths (/usr/lib/debug/.build-id/) are
- * under a system directory, not the trace's. A file swapped for a FIFO
- * between this check and libdw's open is not covered: that needs a local
- * attacker racing the report.
- */
 /* The directories of --debug-dir (NULL-terminated, or NULL), searched
  * before the system's; set by sym_open, read by the Dwfl callback below. */
 static const char *const *debug_dirs;
@@ -266,6 +260,18 @@ static int find_by_build_id(Dwfl_Module *mod, const char *file_name,
 	return -1;
 }
 
+/*
+ * The separate debug file of a module: first by build-id
+ * (find_by_build_id), then libdw's standard debuginfo search, after checking the places of that
+ * search that depend on the module's path (the trace's), for the path and,
+ * when it is a link, for the file it names (libdw tries both): if one of
+ * them exists and is not a regular file, the search is skipped and the
+ * module keeps its own symbols, because libdw opens those candidates with
+ * a blocking open(). The build-id paths (/usr/lib/debug/.build-id/) are
+ * under a system directory, not the trace's. A file swapped for a FIFO
+ * between this check and libdw's open is not covered: that needs a local
+ * attacker racing the report.
+ */
 static int find_debuginfo_checked(Dwfl_Module *mod, void **userdata,
                                   const char *modname, Dwarf_Addr base,
                                   const char *file_name,
