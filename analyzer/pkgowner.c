@@ -19,13 +19,8 @@
 
 extern char **environ;
 
-/* The Debian package owning path, by `dpkg -S PATH` (argv, no shell: the
- * path comes from the trace), into pkg; 0 when found. The child's output
- * is read until the deadline (a CLOCK_MONOTONIC ns value), then it is
- * killed: a slow or hung dpkg delays the report by at most that. -1 when
- * dpkg is not installed, owns no such file, or fails. */
-int dpkg_owner(const char *path, char *pkg, size_t len,
-                      uint64_t deadline)
+/* Contract in pkgowner.h. */
+int dpkg_owner(const char *path, char *pkg, size_t len, uint64_t deadline)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)

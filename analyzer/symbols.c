@@ -262,8 +262,9 @@ static int find_by_build_id(Dwfl_Module *mod, const char *file_name,
 
 /*
  * The separate debug file of a module: first by build-id
- * (find_by_build_id), then libdw's standard debuginfo search, after checking the places of that
- * search that depend on the module's path (the trace's), for the path and,
+ * (find_by_build_id), then libdw's standard debuginfo search, after
+ * checking the places of that search that depend on the module's path
+ * (the trace's), for the path and,
  * when it is a link, for the file it names (libdw tries both): if one of
  * them exists and is not a regular file, the search is skipped and the
  * module keeps its own symbols, because libdw opens those candidates with
