@@ -147,12 +147,13 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 	if (m->info.truncated && !o->quiet)
 		fprintf(stderr, "mallock: %s: %s\n", path,
 		        truncation_text(m, tr, sizeof tr));
-	sym_open(m, o->symbols);
+	sym_open(m, o->symbols, o->debug_dirs);
 	lock_names(m);
 	classes_build(m);
 	thread_activity(m);
 	if (f)
 		findings_compute(m, f);
+	sym_missing_notes(m); /* issue 13, item 4 */
 	return 0;
 }
 

@@ -18,6 +18,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h> /* isatty */
 
 static void usage(FILE *o)
@@ -41,6 +42,9 @@ static void usage(FILE *o)
 	      "  --all                      JSON: list every lock and lock class (default:\n"
 	      "                             the top 50, the named and the ones findings name)\n"
 	      "  --no-symbols               leave frames as addresses\n"
+	      "  --debug-dir=DIR            look there first for separate debug\n"
+	      "                             files (DIR/.build-id/xx/rest.debug,\n"
+	      "                             DIR/NAME.debug); may be repeated\n"
 	      "  -o, --output=FILE          write there instead of stdout\n"
 	      "  --thresholds               print the findings' thresholds and exit\n",
 	      o);
@@ -130,7 +134,7 @@ int cmd_report(int argc, char **argv)
 {
 	enum { O_FORMAT = 256, O_TOP, O_METRIC, O_LOCK, O_THREAD, O_SEV,
 	       O_PER, O_NOSYM, O_TH, O_HELP, O_FROM, O_TO, O_PROGRESS,
-	       O_NOPROGRESS, O_ALL };
+	       O_NOPROGRESS, O_ALL, O_DEBUGDIR };
 	static const struct option opts[] = {
 	    {"format", required_argument, 0, O_FORMAT},
 	    {"top", required_argument, 0, O_TOP},
@@ -141,6 +145,7 @@ int cmd_report(int argc, char **argv)
 	    {"per-process", no_argument, 0, O_PER},
 	    {"all", no_argument, 0, O_ALL},
 	    {"no-symbols", no_argument, 0, O_NOSYM},
+	    {"debug-dir", required_argument, 0, O_DEBUGDIR},
 	    {"thresholds", no_argument, 0, O_TH},
 	    {"output", required_argument, 0, 'o'},
 	    {"help", no_argument, 0, O_HELP},
@@ -155,6 +160,9 @@ int cmd_report(int argc, char **argv)
 	char *thread_arg = NULL;
 	const char **threads = NULL;
 	load_opts_t lo = {.symbols = true};
+	const char *debug_dirs[33] = {0}; /* issue 13, item 4 */
+	size_t ndebug = 0;
+	lo.debug_dirs = debug_dirs;
 
 	r.top = 10;
 	r.metric = METRIC_WAIT;
@@ -209,6 +217,19 @@ int cmd_report(int argc, char **argv)
 		case O_NOSYM:
 			lo.symbols = false;
 			break;
+		case O_DEBUGDIR: {
+			struct stat st;
+			if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode) ||
+			    ndebug == 32) {
+				fprintf(stderr, "mallock report: --debug-dir %s: "
+				        "%s\n", optarg,
+				        ndebug == 32 ? "more than 32 given"
+				                     : "not a directory");
+				return 1;
+			}
+			debug_dirs[ndebug++] = optarg;
+			break;
+		}
 		case O_TH:
 			print_thresholds();
 			return 0;

@@ -128,6 +128,25 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 		jw_end(w, '}');
 	}
 	jw_end(w, ']');
+	/* issue 13, item 4: modules whose frames stayed unnamed */
+	const sym_missing_t *ms;
+	size_t nms = sym_missing(m, &ms);
+	jw_key(w, "missing_symbols");
+	jw_arr(w);
+	for (size_t i = 0; i < nms; i++) {
+		jw_obj(w);
+		jw_kstr(w, "module", ms[i].module);
+		jw_kstr(w, "build_id", ms[i].build_id);
+		jw_ku64(w, "frames", ms[i].frames);
+		jw_key(w, "package");
+		if (ms[i].package)
+			jw_str(w, ms[i].package);
+		else
+			jw_null(w);
+		jw_kstr(w, "hint", ms[i].hint);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
 	(void)r;
 	jw_end(w, '}');
 }

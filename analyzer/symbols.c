@@ -17,14 +17,21 @@
  *   record, or where its debug file would be, hung the report in open().
  * - At most SYM_MODULES_MAX modules, and SYM_FILE_BIASES of one file,
  *   reach libdw.
+ * - A separate debug file found by build-id (--debug-dir, /usr/lib/debug,
+ *   the debuginfod client's cache) is opened the same way and taken only
+ *   when it carries the module's build-id and DWARF: never wrong names.
+ * - Frames that stay unnamed are counted by module and named in a note
+ *   with how to get their symbols (sym_missing_notes).
  */
 #define _GNU_SOURCE /* O_CLOEXEC */
 #include "symbols.h"
 
 #include "cxxname.h"
+#include "pkgowner.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* From libstdc++ (C++ ABI); declared here so this file stays C. */
@@ -70,6 +78,8 @@ typedef struct cache_ent {
 
 struct symtab {
 	Dwfl *dwfl;
+	sym_missing_t *miss; /* sym_missing_notes() */
+	size_t nmiss, cap_miss;
 	arena_t arena;
 	u64map_t cache;
 	cache_ent_t *ent;
@@ -137,9 +147,124 @@ static int debug_paths_ok(const char *file, const char *link)
 	return 0;
 }
 
+/* The directories of --debug-dir (NULL-terminated, or NULL), searched
+ * before the system's; set by sym_open, read by the Dwfl callback below. */
+static const char *const *debug_dirs;
+
+/* Opens candidate path as a separate debug file of a module whose build-id
+ * is id[0..len): a regular file (open_regular: a FIFO does not block) that
+ * is an ELF file with the same build-id and DWARF (.debug_info). Returns
+ * the fd (the caller owns it) or -1. */
+static int open_debug_candidate(const char *path, const unsigned char *id,
+                                int len)
+{
+	struct stat st;
+	int fd = open_regular(path, &st);
+	if (fd < 0)
+		return -1;
+	int ok = 0;
+	Elf *e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (e) {
+		const void *bits;
+		ssize_t n = dwelf_elf_gnu_build_id(e, &bits);
+		ok = n == len && memcmp(bits, id, (size_t)len) == 0;
+		size_t shstrndx;
+		int dwarf = 0;
+		if (ok && elf_getshdrstrndx(e, &shstrndx) == 0)
+			for (Elf_Scn *sc = NULL; (sc = elf_nextscn(e, sc));) {
+				GElf_Shdr sh;
+				const char *nm =
+				    gelf_getshdr(sc, &sh)
+				        ? elf_strptr(e, shstrndx, sh.sh_name)
+				        : NULL;
+				if (nm && strcmp(nm, ".debug_info") == 0 &&
+				    sh.sh_type != SHT_NOBITS)
+					dwarf = 1;
+			}
+		ok = ok && dwarf;
+		elf_end(e);
+	}
+	if (!ok) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* issue 13, item 4: the separate debug files a stripped module may have,
+ * by its build-id, in order: DIR/.build-id/xx/rest.debug for each
+ * --debug-dir DIR and /usr/lib/debug; DIR/LINK and DIR/<module's dir>/LINK
+ * for each --debug-dir (LINK: the .gnu_debuglink name, else BASE.debug);
+ * the debuginfod client's cache ($DEBUGINFOD_CACHE_PATH,
+ * $XDG_CACHE_HOME/debuginfod_client, ~/.cache/debuginfod_client:
+ * <build-id>/debuginfo), which libdw reads only when DEBUGINFOD_URLS is
+ * set. Only a file with the module's build-id is taken. Returns an fd and
+ * its path in *name (malloc'd), or -1. */
+static int find_by_build_id(Dwfl_Module *mod, const char *file_name,
+                            const char *link, char **name)
+{
+	const unsigned char *id;
+	GElf_Addr vaddr;
+	int len = dwfl_module_build_id(mod, &id, &vaddr);
+	if (len <= 1 || len > 64)
+		return -1;
+	char hex[130];
+	for (int i = 0; i < len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	const char *roots[34];
+	size_t nr = 0;
+	for (size_t i = 0; debug_dirs && debug_dirs[i] && nr < 32; i++)
+		roots[nr++] = debug_dirs[i];
+	size_t nuser = nr;
+	roots[nr++] = "/usr/lib/debug";
+	char base[256] = "", dir[PATH_MAX] = "";
+	if (file_name && file_name[0] == '/') {
+		const char *b = path_base(file_name);
+		snprintf(base, sizeof base, "%s", link ? link : "");
+		if (!link)
+			snprintf(base, sizeof base, "%s.debug", b);
+		snprintf(dir, sizeof dir, "%.*s", (int)(b - file_name),
+		         file_name);
+	}
+	const char *env[3] = {getenv("DEBUGINFOD_CACHE_PATH"),
+	                      getenv("XDG_CACHE_HOME"), getenv("HOME")};
+	char cand[PATH_MAX + 512];
+	for (int pass = 0; pass < 3; pass++) {
+		size_t ncand = pass == 0 ? nr : pass == 1 ? 2 * nuser : 3;
+		for (size_t i = 0; i < ncand; i++) {
+			cand[0] = 0;
+			if (pass == 0)
+				snprintf(cand, sizeof cand,
+				         "%s/.build-id/%.2s/%s.debug", roots[i],
+				         hex, hex + 2);
+			else if (pass == 1 && base[0] && !strchr(base, '/'))
+				snprintf(cand, sizeof cand, "%s/%s%s",
+				         roots[i / 2], i % 2 ? dir : "", base);
+			else if (pass == 2 && env[i] && env[i][0] == '/')
+				snprintf(cand, sizeof cand,
+				         i == 0   ? "%s/%s/debuginfo"
+				         : i == 1 ? "%s/debuginfod_client/%s/"
+				                    "debuginfo"
+				                  : "%s/.cache/debuginfod_client/"
+				                    "%s/debuginfo",
+				         env[i], hex);
+			if (!cand[0])
+				continue;
+			int fd = open_debug_candidate(cand, id, len);
+			if (fd >= 0) {
+				*name = xstrdup(cand);
+				return fd;
+			}
+		}
+	}
+	return -1;
+}
+
 /*
- * libdw's standard debuginfo search, after checking the places of that
- * search that depend on the module's path (the trace's), for the path and,
+ * The separate debug file of a module: first by build-id
+ * (find_by_build_id), then libdw's standard debuginfo search, after
+ * checking the places of that search that depend on the module's path
+ * (the trace's), for the path and,
  * when it is a link, for the file it names (libdw tries both): if one of
  * them exists and is not a regular file, the search is skipped and the
  * module keeps its own symbols, because libdw opens those candidates with
@@ -155,6 +280,10 @@ static int find_debuginfo_checked(Dwfl_Module *mod, void **userdata,
                                   GElf_Word debuglink_crc,
                                   char **debuginfo_file_name)
 {
+	int fd = find_by_build_id(mod, file_name, debuglink_file,
+	                          debuginfo_file_name);
+	if (fd >= 0)
+		return fd;
 	if (file_name && file_name[0] == '/') {
 		if (debug_paths_ok(file_name, debuglink_file) < 0)
 			return -1;
@@ -200,9 +329,10 @@ static void note(model_t *m, const char *fmt, const char *a, const char *b)
 	model_note(m, FMT_NOTE_WARN, buf, strlen(buf));
 }
 
-void sym_open(model_t *m, bool enable)
+void sym_open(model_t *m, bool enable, const char *const *dirs)
 {
 	symtab_t *s = xcalloc(1, sizeof *s);
+	debug_dirs = dirs;
 	m->sym = s;
 	s->sorted = xcalloc(m->nmod + 1, sizeof *s->sorted);
 	for (size_t i = 0; i < m->nmod; i++)
@@ -306,6 +436,9 @@ void sym_close(model_t *m)
 		free(s->grp[i]);
 	free(s->sn);
 	free(s->grp);
+	for (size_t i = 0; i < s->nmiss; i++)
+		free(s->miss[i].package), free(s->miss[i].hint);
+	free(s->miss);
 	free(s);
 	m->sym = NULL;
 }
@@ -669,4 +802,99 @@ const char *sym_data(model_t *m, uint64_t addr, uint64_t *off)
 		return NULL;
 	*off = o;
 	return intern_name(s, name);
+}
+
+#define SYM_MISSING_MAX 8 /* modules named in notes, and asked of dpkg */
+
+size_t sym_missing(const model_t *m, const sym_missing_t **out)
+{
+	*out = m->sym ? m->sym->miss : NULL;
+	return m->sym ? m->sym->nmiss : 0;
+}
+
+size_t sym_missing_notes(model_t *m)
+{
+	symtab_t *s = m->sym;
+	if (!s || !s->dwfl || !m->nmod)
+		return 0;
+	uint64_t *cnt = xcalloc(m->nmod, sizeof *cnt);
+	for (size_t i = 0; i < s->nent; i++) {
+		const frame_t *f = &s->fr[s->ent[i].off];
+		if (f->function || f->fold != SYM_USER || !f->module)
+			continue;
+		module_t *md = module_of(s, f->address);
+		if (md && md->status == 1)
+			cnt[md - m->mod]++;
+	}
+	uint64_t total = 0;
+	size_t nmods = 0;
+	for (size_t i = 0; i < m->nmod; i++)
+		if (cnt[i]) {
+			total += cnt[i];
+			nmods++;
+		}
+	if (!total) {
+		free(cnt);
+		return 0;
+	}
+	char buf[1200];
+	snprintf(buf, sizeof buf,
+	         "symbols: %" PRIu64 " return address%s in %zu module%s "
+	         "stayed unnamed (no symbols, no debug file found)",
+	         total, total == 1 ? "" : "es", nmods, nmods == 1 ? "" : "s");
+	model_note(m, FMT_NOTE_WARN, buf, strlen(buf));
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t deadline = (uint64_t)ts.tv_sec * 1000000000u +
+	                    (uint64_t)ts.tv_nsec + 3000000000u;
+	bool dpkg = true;
+	for (size_t k = 0; k < SYM_MISSING_MAX && k < nmods; k++) {
+		size_t best = 0; /* the module with the most, in turn */
+		for (size_t i = 1; i < m->nmod; i++)
+			if (cnt[i] > cnt[best])
+				best = i;
+		module_t *md = &m->mod[best];
+		VEC_RESERVE(s->miss, s->cap_miss, s->nmiss);
+		sym_missing_t *e = &s->miss[s->nmiss++];
+		memset(e, 0, sizeof *e);
+		e->module = md->path;
+		e->build_id = md->build_id_hex;
+		e->frames = cnt[best];
+		cnt[best] = 0;
+		/* dpkg knows a path as installed: with merged /usr,
+		 * /lib/x86_64-linux-gnu/libfoo.so.1 rather than /usr/lib/... */
+		char pkg[200], *canon = realpath(md->path, NULL);
+		errno = 0;
+		if (dpkg && (dpkg_owner(md->path, pkg, sizeof pkg, deadline) == 0 ||
+		             (errno != ENOENT && canon &&
+		              strcmp(canon, md->path) != 0 &&
+		              dpkg_owner(canon, pkg, sizeof pkg, deadline) == 0)))
+			e->package = xstrdup(pkg);
+		else if (errno == ENOENT)
+			dpkg = false;
+		free(canon);
+		char hint[900];
+		if (e->package)
+			snprintf(hint, sizeof hint,
+			         "install %s-dbgsym (`dpkg -S` says %s owns it; "
+			         "from Debian's debug archive), or pass "
+			         "--debug-dir DIR holding its debug file",
+			         e->package, e->package);
+		else if (md->build_id_hex && md->build_id_hex[0])
+			snprintf(hint, sizeof hint,
+			         "build it with -g, or pass --debug-dir DIR "
+			         "holding its debug file (DIR/.build-id/%.2s/%s.debug, "
+			         "or its .gnu_debuglink name)",
+			         md->build_id_hex, md->build_id_hex + 2);
+		else
+			snprintf(hint, sizeof hint,
+			         "build it with -g, or pass --debug-dir DIR "
+			         "holding its debug file (its .gnu_debuglink name)");
+		snprintf(buf, sizeof buf, "symbols: %" PRIu64 " in %s: %s",
+		         e->frames, md->path, hint);
+		model_note(m, FMT_NOTE_WARN, buf, strlen(buf));
+		e->hint = xstrdup(hint);
+	}
+	free(cnt);
+	return s->nmiss;
 }

@@ -51,9 +51,12 @@ typedef struct symtab symtab_t;
 /*
  * Prepares symbolization of m's modules (m->sym). With enable false, every
  * frame stays an address. Notes missing files and build-id mismatches in
- * m's notes. Allocates; freed by sym_close().
+ * m's notes. Separate debug files are looked for by build-id in each of
+ * debug_dirs (NULL-terminated, or NULL; kept, not copied), then in
+ * /usr/lib/debug and the debuginfod client's cache, then where libdw looks
+ * (.gnu_debuglink). Allocates; freed by sym_close().
  */
-void sym_open(model_t *m, bool enable);
+void sym_open(model_t *m, bool enable, const char *const *debug_dirs);
 void sym_close(model_t *m);
 
 /*
@@ -97,4 +100,21 @@ const char *frame_name(const frame_t *f);
 /* "function (file:line)" (the function as frame_name) or "module+0xoff" or "0xaddr", into buf. */
 const char *frame_label(const frame_t *f, char *buf, size_t len);
 
+/* A module whose frames stayed unnamed (issue 13, item 4). */
+typedef struct sym_missing {
+	const char *module, *build_id; /* the model's */
+	uint64_t frames;   /* distinct return addresses left unnamed */
+	char *package;     /* the Debian package owning it, or NULL */
+	char *hint;        /* how to get them, one sentence */
+} sym_missing_t;
+/*
+ * After the analysis: counts the return addresses resolved so far that
+ * stayed unnamed in user (not folded) modules, notes the total and, for
+ * the 8 modules with the most, where to get their symbols (`dpkg -S`
+ * names the package when dpkg is installed; all calls together are cut
+ * off after 3 s). Call once. Returns the number of such modules.
+ */
+size_t sym_missing_notes(model_t *m);
+/* Those modules (owned by m->sym), most frames first; their number. */
+size_t sym_missing(const model_t *m, const sym_missing_t **out);
 #endif

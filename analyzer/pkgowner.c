@@ -1,0 +1,79 @@
+/*
+ * pkgowner.c - `dpkg -S` for one path, bounded in time: the child is
+ * spawned without a shell, its stderr goes to /dev/null, its stdout is
+ * read until the deadline and it is killed then (a hung dpkg, or one
+ * waiting on its lock, delays the report by the deadline at most).
+ */
+#define _GNU_SOURCE /* pipe2 */
+#include "pkgowner.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* Contract in pkgowner.h. */
+int dpkg_owner(const char *path, char *pkg, size_t len, uint64_t deadline)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	char *argv[] = {"dpkg", "-S", "--", (char *)path, NULL};
+	pid_t pid;
+	int rc = posix_spawnp(&pid, "dpkg", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (rc != 0) {
+		close(p[0]);
+		errno = rc; /* ENOENT: no dpkg here */
+		return -1;
+	}
+	char buf[4096];
+	size_t n = 0;
+	for (;;) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000000u +
+		               (uint64_t)ts.tv_nsec;
+		if (now >= deadline || n >= sizeof buf - 1)
+			break;
+		struct pollfd pf = {.fd = p[0], .events = POLLIN};
+		int wait_ms = (int)((deadline - now) / 1000000u) + 1;
+		if (poll(&pf, 1, wait_ms) <= 0)
+			break;
+		ssize_t k = read(p[0], buf + n, sizeof buf - 1 - n);
+		if (k <= 0)
+			break;
+		n += (size_t)k;
+	}
+	close(p[0]);
+	kill(pid, SIGKILL); /* harmless when it has exited: not reaped yet */
+	int st;
+	waitpid(pid, &st, 0);
+	buf[n] = 0;
+	/* "pkg: /path", "pkg:amd64: /path", "pkg1, pkg2: /path"; lines
+	 * about diversions come first. */
+	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
+		if (strncmp(line, "diversion ", 10) == 0)
+			continue;
+		size_t k = strcspn(line, ":, ");
+		if (k == 0 || k >= len || !strstr(line, ": "))
+			return -1;
+		memcpy(pkg, line, k);
+		pkg[k] = 0;
+		return 0;
+	}
+	return -1;
+}
+
