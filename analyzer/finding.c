@@ -95,10 +95,12 @@ void finding_add_stack(finding_t *f, uint32_t si, double v)
 const char *finding_site_name(const finding_t *f, char *buf, size_t len)
 {
 	frame_t fr;
-	if (!stack_site(f->m, f->stack, &fr) || !fr.function) {
+	if (!stack_site(f->m, f->stack, &fr) || (!fr.function && !fr.module)) {
 		snprintf(buf, len, "this site");
 		return buf;
 	}
+	if (!fr.function) /* unnamed: its module and offset, as in stacks */
+		return frame_label(&fr, buf, len);
 	if (f->nlines < 2 || !fr.file)
 		return frame_label(&fr, buf, len);
 	const char *base = strrchr(fr.file, '/');

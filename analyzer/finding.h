@@ -86,7 +86,8 @@ void finding_put(finding_t *f, const char *key, double v);
 void finding_add_stack(finding_t *f, uint32_t si, double v);
 /* The first user frame of f's stack as a label ("fn (file:line)", or with
  * the site's lines when it has several: "fn (file:155, 166)") into buf, or
- * "this site" when it has none: the site an advice sentence names. */
+ * its module and offset when unnamed, "this site" when it has neither:
+ * the site an advice sentence names. */
 const char *finding_site_name(const finding_t *f, char *buf, size_t len);
 /* Copies a site's lines (ascending) into f when there are several. */
 void finding_set_lines(finding_t *f, const uint32_t *line, uint32_t n);
