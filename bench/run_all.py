@@ -705,43 +705,48 @@ class Suite:
             tools = ["bare", "on", "off"] + (["heaptrack"] if ht and self.heaptrack else [])
             apps.append((name, cmd, lab_, tools))
         res = {}        # key -> list over kept alternations
-        cals = []       # (before, after, kept?)
+        cals = []       # (workload, before, after, kept?)
+        units = [(name, cmd, lab_, tools) for name, cmd, lab_, tools in apps] + \
+            [("shim_bench", [sb, str(self.iters)], None, ["bare", "on", "off"])]
         for a in range(alts):
             log("  compression: alternation %d/%d" % (a + 1, alts))
-            c0 = self.calibrate()
-            one = {}
             order = ["on", "off"] if a % 2 == 0 else ["off", "on"]
-            for name, cmd, lab_, tools in apps:
+            c0 = self.calibrate()
+            for name, cmd, lab_, tools in units:
+                # One workload's runs between two calibrations; traces are
+                # counted after the second, outside the calibrated window.
+                one, traces = {}, {}
                 for t in ["bare"] + order + [t for t in tools if t == "heaptrack"]:
                     if t not in tools:
                         continue
-                    trace = self.out_path("t.trace")
+                    trace = self.out_path("t.%s.trace" % t)
                     env = {"MALLOCK_COMPRESS": "0"} if t == "off" else None
                     w = self.wrap("heaptrack" if t == "heaptrack" else
                                   "bare" if t == "bare" else "mallock", cmd, trace)
                     r = run(w, env=env)
                     self.cmd_note(8, w, env)
-                    one[(name, t, "rate")] = metric(r.out, lab_)
-                    if t in ("on", "off"):
-                        nbytes = os.path.getsize(trace)
-                        rr = run([self.mallock, "report", "--format=json", "--no-symbols", trace])
-                        ev = json.loads(rr.out)["trace"]["events"]
-                        one[(name, t, "bpe")] = nbytes / max(ev, 1)
-                        one[(name, t, "Bps")] = nbytes / dur
-                    self.rm_traces()
-            for t, env in (("bare", None), ("on", None), ("off", {"MALLOCK_COMPRESS": "0"})):
-                w = self.wrap("bare" if t == "bare" else "mallock", [sb, str(self.iters)])
-                r = run(w, env=env)
-                self.cmd_note(8, w, env)
-                one[("shim_bench", t)] = pairs(r.out)
+                    if lab_ is None:
+                        one[(name, t)] = pairs(r.out)
+                    else:
+                        one[(name, t, "rate")] = metric(r.out, lab_)
+                        if t in ("on", "off"):
+                            traces[t] = trace
+                c1 = self.calibrate()
+                ok = bool(c0 and c1) and abs(c1 / c0 - 1) <= self.CAL_LIMIT
+                cals.append((name, c0, c1, ok))
+                for t, trace in traces.items():
+                    nbytes = os.path.getsize(trace)
+                    rr = run([self.mallock, "report", "--format=json", "--no-symbols", trace])
+                    ev = json.loads(rr.out)["trace"]["events"]
+                    one[(name, t, "bpe")] = nbytes / max(ev, 1)
+                    one[(name, t, "Bps")] = nbytes / dur
                 self.rm_traces()
-            c1 = self.calibrate()
-            ok = bool(c0 and c1) and abs(c1 / c0 - 1) <= self.CAL_LIMIT
-            cals.append((c0, c1, ok))
-            if ok:
-                for k, v in one.items():
-                    res.setdefault(k, []).append(v)
-        nkept = sum(1 for c in cals if c[2])
+                if ok:
+                    for k, v in one.items():
+                        res.setdefault(k, []).append(v)
+                c0 = c1
+        nkept = sum(1 for c in cals if c[3])
+        kept_by = {n: sum(1 for c in cals if c[0] == n and c[3]) for n, *_ in units}
         tab = Table("compression", ["workload", "bare rate", "kept on", "kept off",
                                     "kept on - off (points)", "B/event on", "B/event off",
                                     "trace MB/s on", "trace MB/s off", "off/on bytes",
@@ -773,8 +778,9 @@ class Suite:
             tab_d = stats([v[n] - f[n] for v, f in zip(sbr["on"], sbr["off"]) if n in v and n in f])
             t2.add(n.replace("_", " "), fmt_stat(stats([b.get(n) for b in sbr["bare"]])),
                    fmt_stat(add("on")), fmt_stat(add("off")), fmt_stat(tab_d))
-        calt = ", ".join("%.1f->%.1f%s" % (c0 or 0, c1 or 0, "" if ok else " (discarded)")
-                         for c0, c1, ok in cals)
+        calt = ", ".join("%.1f->%.1f%s" % (c1 or 0, c2 or 0, "" if ok else " x")
+                         for n, c1, c2, ok in cals)
+        keptt = ", ".join("%s %d" % (n, k) for n, k in kept_by.items())
         self.section("8. Compression on vs off", [
             "mallock record (libunwind 16) with its default zstd chunk compression (on) and "
             "with MALLOCK_COMPRESS=0 (off), beside the bare run, %d alternations (on and off "
@@ -783,10 +789,12 @@ class Suite:
             "thread). kept = rate / bare rate of the same alternation; B/event = trace bytes / "
             "events `mallock report` counts; trace MB/s = trace bytes / run duration. "
             "Stability (issue 15 item 4): a bare calibration (shim_bench lock+unlock loop, "
-            "ns per pair) runs before and after every alternation, and an alternation whose "
-            "two calibrations differ by more than %d%% (the VM changed state, or the load "
-            "changed) is discarded: %d of %d kept. Calibrations: %s." % (
-                alts, dur, self.CAL_LIMIT * 100, nkept, alts, calt),
+            "ns per pair, 0.1 s) runs before and after each workload's runs (bare, on, off "
+            "back to back) in every alternation, and a workload's runs whose two calibrations "
+            "differ by more than %d%% (the VM changed state, or the load changed) are "
+            "discarded: %d of %d kept (%s of %d alternations). Calibrations in order, "
+            "x = discarded: %s." % (
+                alts, dur, self.CAL_LIMIT * 100, nkept, len(cals), keptt, alts, calt),
             tab,
             "shim_bench (%d pairs, best of 5 loops) in the same alternations: ns added over "
             "the bare run, compression on and off, and their difference (paired)." % self.iters,
