@@ -687,7 +687,9 @@ class Suite:
         """A bare calibration: shim_bench's uncontended lock+unlock loop (best
         of 5 loops, no allocation, no I/O), in ns per pair. It moves with the
         VM's fast/slow state and with other load on the cores."""
-        r = run([os.path.join(self.bin, "shim_bench"), "300000", "lock"])
+        cmd = [os.path.join(self.bin, "shim_bench"), "300000", "lock"]
+        r = run(cmd)
+        self.cmd_note(8, cmd)
         return pairs(r.out).get("lock_unlock")
 
     def compression(self):
