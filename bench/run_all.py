@@ -730,7 +730,11 @@ class Suite:
                     if lab_ is None:
                         one[(name, t)] = pairs(r.out)
                     else:
-                        one[(name, t, "rate")] = metric(r.out, lab_)
+                        v = metric(r.out, lab_)
+                        one[(name, t, "rate")] = v
+                        # CPU per unit of work (wait4: the whole process tree):
+                        # time spent waiting for a core does not count.
+                        one[(name, t, "cpu")] = r.cpu / (v * dur) if v else None
                         if t in ("on", "off"):
                             traces[t] = trace
                 c1 = self.calibrate()
@@ -752,11 +756,15 @@ class Suite:
         tab = Table("compression", ["workload", "bare rate", "kept on", "kept off",
                                     "kept on - off (points)", "B/event on", "B/event off",
                                     "trace MB/s on", "trace MB/s off", "off/on bytes",
-                                    "heaptrack kept"])
+                                    "heaptrack kept", "CPU kept on", "CPU kept off"])
 
         def ratio(name, t):
             return stats([o / b for o, b in zip(res.get((name, t, "rate"), []),
                                                 res.get((name, "bare", "rate"), [])) if o and b])
+
+        def cpu_kept(name, t):
+            return stats([b / o for o, b in zip(res.get((name, t, "cpu"), []),
+                                                res.get((name, "bare", "cpu"), [])) if o and b])
 
         def val(name, t, k, f=1.0):
             return stats([v * f for v in res.get((name, t, k), [])])
@@ -772,7 +780,8 @@ class Suite:
                     fmt_stat(diff, 1), fmt_stat(val(name, "on", "bpe"), 2),
                     fmt_stat(val(name, "off", "bpe"), 2), fmt_stat(val(name, "on", "Bps", 1e-6), 1),
                     fmt_stat(val(name, "off", "Bps", 1e-6), 1), fmt_stat(shrink, 2, "x"),
-                    fmt_pct(ratio(name, "heaptrack")) if "heaptrack" in tools else "-")
+                    fmt_pct(ratio(name, "heaptrack")) if "heaptrack" in tools else "-",
+                    fmt_pct(cpu_kept(name, "on")), fmt_pct(cpu_kept(name, "off")))
         t2 = Table("shim_bench", ["shim_bench pair", "bare ns", "+ns on", "+ns off", "on - off ns"])
         sbr = {t: res.get(("shim_bench", t), []) for t in ("bare", "on", "off")}
         for n in ("malloc_free_16", "malloc_free_64", "malloc_free_4096", "lock_unlock"):
@@ -789,7 +798,9 @@ class Suite:
             "swap order each time), apps for %gs each (pool_bench: bench/pool_bench.c, an "
             "allocation-heavy thread pool: per task 10 small blocks, half freed on another "
             "thread). kept = rate / bare rate of the same alternation; B/event = trace bytes / "
-            "events `mallock report` counts; trace MB/s = trace bytes / run duration. "
+            "events `mallock report` counts; trace MB/s = trace bytes / run duration; CPU kept = bare CPU per unit of "
+            "work / CPU per unit under the tool (user+sys of the process tree from wait4: "
+            "time spent waiting for a core does not count, so it moves less with other load). "
             "Stability (issue 15 item 4): a bare calibration (shim_bench lock+unlock loop, "
             "ns per pair, 0.1 s) runs before and after each workload's runs (bare, on, off "
             "back to back) in every alternation, and a workload's runs whose two calibrations "
