@@ -14,6 +14,10 @@ every repetition, figures are medians with [min..max] over repetitions):
   5 trace size: bytes per event, mallock and heaptrack, same program
   6 analyzer: mallock report vs heaptrack_print on those traces
   7 db_bench fillrandom/readrandom (optional: rocksdb-tools)
+  8 compression on vs off (MALLOCK_COMPRESS=0): kept, bytes per event,
+    trace bytes/s, shim_bench cost; svcqueue, batcher, pool_bench;
+    alternations checked by a bare calibration before and after
+    (`--quick --only 8`: about 3 minutes)
 
 Writes docs/performance.md (or --out) and prints the same tables.
 """
@@ -571,7 +575,7 @@ class Suite:
             "mallock's events are every record the report counts (allocations, frees, lock "
             "acquires and releases, ...); heaptrack's are its '+' (allocation) and '-' (free) "
             "lines. The last column compresses mallock's file with `zstd -1` for comparison "
-            "(mallock does not compress). The two tools record different amounts of work in the same time (each "
+            "(mallock compresses each chunk with zstd itself: section 8). The two tools record different amounts of work in the same time (each "
             "slows the program differently), hence bytes per event and per request." % dur, tab])
 
         # 6: analyzer
@@ -670,6 +674,148 @@ class Suite:
             "/ bare ops/s of the same repetition. mallock: full recording (libunwind, depth 16)." % (num, reps),
             tab])
 
+    # ------------------------------------------------------------ 8
+    COMP_APPS = [
+        # name, exe, args, metric label, heaptrack beside it
+        ("svcqueue tree", "svcqueue", ["--container=tree"], "Reqs/sec", False),
+        ("batcher chained", "batcher", ["--set=chained"], "Rows/sec", False),
+        ("pool_bench (2 workers)", "pool_bench", None, "Tasks/sec", True),
+    ]
+    CAL_LIMIT = 0.10   # an alternation whose calibrations differ by more is discarded
+
+    def calibrate(self):
+        """A bare calibration: shim_bench's uncontended lock+unlock loop (best
+        of 5 loops, no allocation, no I/O), in ns per pair. It moves with the
+        VM's fast/slow state and with other load on the cores."""
+        cmd = [os.path.join(self.bin, "shim_bench"), "300000", "lock"]
+        r = run(cmd)
+        self.cmd_note(8, cmd)
+        return pairs(r.out).get("lock_unlock")
+
+    def compression(self):
+        import json
+        alts = self.args.reps or (7 if self.args.quick else 9)
+        dur = self.duration
+        sb = os.path.join(self.bin, "shim_bench")
+        apps = []
+        for name, exe, args, lab_, ht in self.COMP_APPS:
+            x = os.path.join(self.bin, exe)
+            if not os.access(x, os.X_OK):
+                self.notes.append("%s not built: skipped in section 8" % exe)
+                continue
+            cmd = [x] + (args + ["--duration=%g" % dur] if args is not None else ["%g" % dur])
+            tools = ["bare", "on", "off"] + (["heaptrack"] if ht and self.heaptrack else [])
+            apps.append((name, cmd, lab_, tools))
+        res = {}        # key -> list over kept alternations
+        cals = []       # (workload, before, after, kept?)
+        units = [(name, cmd, lab_, tools) for name, cmd, lab_, tools in apps] + \
+            [("shim_bench", [sb, str(self.iters)], None, ["bare", "on", "off"])]
+        for a in range(alts):
+            log("  compression: alternation %d/%d" % (a + 1, alts))
+            order = ["on", "off"] if a % 2 == 0 else ["off", "on"]
+            c0 = self.calibrate()
+            for name, cmd, lab_, tools in units:
+                # One workload's runs between two calibrations; traces are
+                # counted after the second, outside the calibrated window.
+                one, traces = {}, {}
+                for t in ["bare"] + order + [t for t in tools if t == "heaptrack"]:
+                    if t not in tools:
+                        continue
+                    trace = self.out_path("t.%s.trace" % t)
+                    env = {"MALLOCK_COMPRESS": "0"} if t == "off" else None
+                    w = self.wrap("heaptrack" if t == "heaptrack" else
+                                  "bare" if t == "bare" else "mallock", cmd, trace)
+                    r = run(w, env=env)
+                    self.cmd_note(8, w, env)
+                    if lab_ is None:
+                        one[(name, t)] = pairs(r.out)
+                    else:
+                        v = metric(r.out, lab_)
+                        one[(name, t, "rate")] = v
+                        # CPU per unit of work (wait4: the whole process tree):
+                        # time spent waiting for a core does not count.
+                        one[(name, t, "cpu")] = r.cpu / (v * dur) if v else None
+                        if t in ("on", "off"):
+                            traces[t] = trace
+                c1 = self.calibrate()
+                ok = bool(c0 and c1) and abs(c1 / c0 - 1) <= self.CAL_LIMIT
+                cals.append((name, c0, c1, ok))
+                for t, trace in traces.items():
+                    nbytes = os.path.getsize(trace)
+                    rr = run([self.mallock, "report", "--format=json", "--no-symbols", trace])
+                    ev = json.loads(rr.out)["trace"]["events"]
+                    one[(name, t, "bpe")] = nbytes / max(ev, 1)
+                    one[(name, t, "Bps")] = nbytes / dur
+                self.rm_traces()
+                if ok:
+                    for k, v in one.items():
+                        res.setdefault(k, []).append(v)
+                c0 = c1
+        nkept = sum(1 for c in cals if c[3])
+        kept_by = {n: sum(1 for c in cals if c[0] == n and c[3]) for n, *_ in units}
+        tab = Table("compression", ["workload", "bare rate", "kept on", "kept off",
+                                    "kept on - off (points)", "B/event on", "B/event off",
+                                    "trace MB/s on", "trace MB/s off", "off/on bytes",
+                                    "heaptrack kept", "CPU kept on", "CPU kept off"])
+
+        def ratio(name, t):
+            return stats([o / b for o, b in zip(res.get((name, t, "rate"), []),
+                                                res.get((name, "bare", "rate"), [])) if o and b])
+
+        def cpu_kept(name, t):
+            return stats([b / o for o, b in zip(res.get((name, t, "cpu"), []),
+                                                res.get((name, "bare", "cpu"), [])) if o and b])
+
+        def val(name, t, k, f=1.0):
+            return stats([v * f for v in res.get((name, t, k), [])])
+        for name, cmd, lab_, tools in apps:
+            on, off = ratio(name, "on"), ratio(name, "off")
+            diff = stats([100 * (o - f) / b for o, f, b in zip(res.get((name, "on", "rate"), []),
+                                                               res.get((name, "off", "rate"), []),
+                                                               res.get((name, "bare", "rate"), []))
+                          if o and f and b])
+            shrink = stats([f / o for o, f in zip(res.get((name, "on", "bpe"), []),
+                                                  res.get((name, "off", "bpe"), [])) if o])
+            tab.add(name, fmt_stat(val(name, "bare", "rate")), fmt_pct(on), fmt_pct(off),
+                    fmt_stat(diff, 1), fmt_stat(val(name, "on", "bpe"), 2),
+                    fmt_stat(val(name, "off", "bpe"), 2), fmt_stat(val(name, "on", "Bps", 1e-6), 1),
+                    fmt_stat(val(name, "off", "Bps", 1e-6), 1), fmt_stat(shrink, 2, "x"),
+                    fmt_pct(ratio(name, "heaptrack")) if "heaptrack" in tools else "-",
+                    fmt_pct(cpu_kept(name, "on")), fmt_pct(cpu_kept(name, "off")))
+        t2 = Table("shim_bench", ["shim_bench pair", "bare ns", "+ns on", "+ns off", "on - off ns"])
+        sbr = {t: res.get(("shim_bench", t), []) for t in ("bare", "on", "off")}
+        for n in ("malloc_free_16", "malloc_free_64", "malloc_free_4096", "lock_unlock"):
+            add = lambda t: stats([v[n] - b[n] for v, b in zip(sbr[t], sbr["bare"]) if n in v and n in b])
+            tab_d = stats([v[n] - f[n] for v, f in zip(sbr["on"], sbr["off"]) if n in v and n in f])
+            t2.add(n.replace("_", " "), fmt_stat(stats([b.get(n) for b in sbr["bare"]])),
+                   fmt_stat(add("on")), fmt_stat(add("off")), fmt_stat(tab_d))
+        calt = ", ".join("%.1f->%.1f%s" % (c1 or 0, c2 or 0, "" if ok else " x")
+                         for n, c1, c2, ok in cals)
+        keptt = ", ".join("%s %d" % (n, k) for n, k in kept_by.items())
+        self.section("8. Compression on vs off", [
+            "mallock record (libunwind 16) with its default zstd chunk compression (on) and "
+            "with MALLOCK_COMPRESS=0 (off), beside the bare run, %d alternations (on and off "
+            "swap order each time), apps for %gs each (pool_bench: bench/pool_bench.c, an "
+            "allocation-heavy thread pool: per task 10 small blocks, half freed on another "
+            "thread). kept = rate / bare rate of the same alternation; B/event = trace bytes / "
+            "events `mallock report` counts; trace MB/s = trace bytes / run duration; CPU kept = bare CPU per unit of "
+            "work / CPU per unit under the tool (user+sys of the process tree from wait4: "
+            "time spent waiting for a core does not count, so it moves less with other load). "
+            "Stability (issue 15 item 4): a bare calibration (shim_bench lock+unlock loop, "
+            "ns per pair, 0.1 s) runs before and after each workload's runs (bare, on, off "
+            "back to back) in every alternation, and a workload's runs whose two calibrations "
+            "differ by more than %d%% (the VM changed state, or the load changed) are "
+            "discarded: %d of %d kept (%s of %d alternations). Calibrations in order, "
+            "x = discarded: %s." % (
+                alts, dur, self.CAL_LIMIT * 100, nkept, len(cals), keptt, alts, calt),
+            tab,
+            "shim_bench (%d pairs, best of 5 loops) in the same alternations: ns added over "
+            "the bare run, compression on and off, and their difference (paired)." % self.iters,
+            t2,
+            "Targets (issue 15): <= 2.5 B/event on svcqueue and batcher; pool trace per second "
+            "<= 1/2.5 of uncompressed (off/on bytes >= 2.5x); svcqueue kept on within 3 points "
+            "of off; shim_bench on within 5 ns of off; pool kept >= 80%."])
+
     # ------------------------------------------------------------ output
     def machine(self):
         def first(cmd):
@@ -749,7 +895,7 @@ def main():
     ap = argparse.ArgumentParser(description="mallock benchmark suite (issue 5)")
     ap.add_argument("build")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, shorter runs (<= 3 min)")
-    ap.add_argument("--only", default="1234567", help="sections to run, e.g. 14 (default all)")
+    ap.add_argument("--only", default="12345678", help="sections to run, e.g. 14 (default all)")
     ap.add_argument("--reps", type=int, default=0, help="repetitions (default 5, --quick 2)")
     ap.add_argument("--out", default=os.path.join(REPO, "docs", "performance.md"))
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -783,7 +929,7 @@ def main():
     failed = []
     try:
         steps = [("1", s.per_event), ("2", s.apps), ("4", s.scaling), ("5", s.trace_and_analyzer),
-                 ("7", s.db_bench)]
+                 ("7", s.db_bench), ("8", s.compression)]
         for key, fn in steps:
             if key in args.only or (key == "2" and "3" in args.only) or (key == "5" and "6" in args.only):
                 t0 = time.monotonic()

@@ -2,13 +2,15 @@
 # run_all.sh BUILD_DIR [--quick] [--only SECTIONS] [--reps N] [--out FILE]
 #
 # mallock's benchmark suite (issue 5): per-event cost, throughput kept,
-# fidelity, scaling, trace size, analyzer speed, db_bench, with heaptrack
-# (and valgrind drd for locks) measured side by side in one invocation.
-# Writes docs/performance.md and prints the tables. A full run took 9
-# minutes on 2 loaded cores, --quick 2; run it on a quiet machine.
+# fidelity, scaling, trace size, analyzer speed, db_bench, compression on
+# vs off, with heaptrack (and valgrind drd for locks) measured side by side
+# in one invocation. Writes docs/performance.md and prints the tables. A
+# full run took 9 minutes on 2 loaded cores, --quick 2 (plus 2-3 for
+# section 8); `--quick --only 8` is the compression A/B alone.
+# Run it on a quiet machine.
 # The work is done by bench/run_all.py (python3, standard library only).
 set -eu
-[ $# -ge 1 ] || { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 1 ] || { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 py=$(command -v python3 || true)
 [ -x /usr/bin/python3 ] && py=/usr/bin/python3
