@@ -722,7 +722,7 @@ class Suite:
                     if t not in tools:
                         continue
                     trace = self.out_path("t.%s.trace" % t)
-                    env = {"MALLOCK_COMPRESS": "0"} if t == "off" else None
+                    env = {"MALLOCK_COMPRESS": "0" if t == "off" else "1"}
                     w = self.wrap("heaptrack" if t == "heaptrack" else
                                   "bare" if t == "bare" else "mallock", cmd, trace)
                     r = run(w, env=env)
@@ -793,8 +793,8 @@ class Suite:
                          for n, c1, c2, ok in cals)
         keptt = ", ".join("%s %d" % (n, k) for n, k in kept_by.items())
         self.section("8. Compression on vs off", [
-            "mallock record (libunwind 16) with its default zstd chunk compression (on) and "
-            "with MALLOCK_COMPRESS=0 (off), beside the bare run, %d alternations (on and off "
+            "mallock record (libunwind 16) with zstd chunk compression (MALLOCK_COMPRESS=1, on) and "
+            "with MALLOCK_COMPRESS=0 (off, the default), beside the bare run, %d alternations (on and off "
             "swap order each time), apps for %gs each (pool_bench: bench/pool_bench.c, an "
             "allocation-heavy thread pool: per task 10 small blocks, half freed on another "
             "thread). kept = rate / bare rate of the same alternation; B/event = trace bytes / "

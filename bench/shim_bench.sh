@@ -1,7 +1,7 @@
 #!/bin/sh
 # shim_bench.sh BUILD_DIR [ROUNDS] - runs bench/shim_bench bare and under
 # libmallock.so (libunwind depth 16, fp depth 16, none, and libunwind depth
-# 16 with MALLOCK_COMPRESS=0, "nocomp": compression on vs off), alternating
+# 16 with MALLOCK_COMPRESS=1, "comp": compression on vs the default off), alternating
 # the configurations ROUNDS times (default 3), and prints the best ns per
 # pair of each and the ns the shim adds over the bare run.
 set -eu
@@ -22,15 +22,15 @@ run() { # run CONFIG: appends "config name ns" lines to $TMP/all
 		MALLOCK_OUTPUT=$TMP/t.trace "$BENCH" ;;
 	fp) LD_PRELOAD=$SHIM MALLOCK_UNWIND=fp MALLOCK_STACK_DEPTH=16 \
 		MALLOCK_OUTPUT=$TMP/t.trace "$BENCH" ;;
-	nocomp) LD_PRELOAD=$SHIM MALLOCK_UNWIND=libunwind MALLOCK_STACK_DEPTH=16 \
-		MALLOCK_COMPRESS=0 MALLOCK_OUTPUT=$TMP/t.trace "$BENCH" ;;
+	comp) LD_PRELOAD=$SHIM MALLOCK_UNWIND=libunwind MALLOCK_STACK_DEPTH=16 \
+		MALLOCK_COMPRESS=1 MALLOCK_OUTPUT=$TMP/t.trace "$BENCH" ;;
 	none) LD_PRELOAD=$SHIM MALLOCK_UNWIND=none \
 		MALLOCK_OUTPUT=$TMP/t.trace "$BENCH" ;;
 	esac | sed "s/^/$cfg /" >>"$TMP/all"
 	rm -f "$TMP"/t.trace*
 }
 
-CONFIGS="bare libunwind nocomp fp none"
+CONFIGS="bare libunwind comp fp none"
 i=0
 while [ $i -lt "$ROUNDS" ]; do
 	for c in $CONFIGS; do run $c; done

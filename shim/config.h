@@ -28,7 +28,7 @@
 	X(SAMPLE_BYTES, sample_bytes, 0, 0, 1L << 40)                          \
 	X(DURATION, duration, 0, 0, 31536000)                                  \
 	X(MAX_BYTES, max_bytes, 0, 0, LONG_MAX)                                 \
-	X(COMPRESS, compress, 1, 0, 1)
+	X(COMPRESS, compress, 0, 0, 1)
 
 /* Unwinders, with their PROCESS-record codes from trace_format.h. */
 enum config_unwind { CONFIG_UNWIND_LIBUNWIND = 0, CONFIG_UNWIND_FP = 1,

@@ -3,7 +3,8 @@
 
 usage: test_compressed.py MALLOCK ZCHUNKS SVCQUEUE TMPDIR
 
-- The shim writes zstd chunks by default and none with MALLOCK_COMPRESS=0;
+- The shim writes zstd chunks with MALLOCK_COMPRESS=1 and none by default
+  (MALLOCK_COMPRESS=0);
   the file says 1.2.
 - A trace and its compressed rewrite (zchunks) give the same JSON report.
 - A compressed trace cut inside its k-th chunk is read up to chunk k-1 and
@@ -77,7 +78,7 @@ zc = chunks(packed)
 check(pc and all(fl == 0 for _, fl, _ in pc),
       "MALLOCK_COMPRESS=0: no chunk is compressed")
 check(sum(1 for _, fl, _ in zc if fl & 1) >= len(zc) // 2,
-      f"default: most chunks are compressed ({sum(1 for _, fl, _ in zc if fl & 1)} of {len(zc)})")
+      f"MALLOCK_COMPRESS=1: most chunks are compressed ({sum(1 for _, fl, _ in zc if fl & 1)} of {len(zc)})")
 rp = report(packed)
 check(rp is not None and rp["totals"]["allocations"] > 1000,
       "the shim's compressed trace is reported")
