@@ -415,7 +415,7 @@ static pcount_t count_payload(const uint8_t *payload, size_t len)
 		if (FMT_IS_META(r.type))
 			continue;
 		n.events++;
-		n.lost += r.type == FMT_DROP ? r.f[0] : 1;
+		n.lost += r.type == FMT_DROP ? r.f[FMT_DROP_COUNT] : 1;
 	}
 	return n;
 }
