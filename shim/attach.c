@@ -69,7 +69,10 @@
 
 #include "config.h"
 #include "control.h"
+#include "cxx_hooks.h"
+#include "cxx_ops.h"
 #include "hook.h"
+#include "init.h"
 #include "note.h"
 #include "prim.h"
 #include "process.h"
@@ -157,17 +160,6 @@ void attach_config(void)
 
 /* ---- the functions to redirect ---- */
 
-#define ATTACH_CXX(X)                                                          \
-	X(_Znwm) X(_Znam) X(_ZnwmRKSt9nothrow_t) X(_ZnamRKSt9nothrow_t)        \
-	X(_ZnwmSt11align_val_t) X(_ZnamSt11align_val_t)                        \
-	X(_ZnwmSt11align_val_tRKSt9nothrow_t)                                  \
-	X(_ZnamSt11align_val_tRKSt9nothrow_t)                                  \
-	X(_ZdlPv) X(_ZdaPv) X(_ZdlPvm) X(_ZdaPvm) X(_ZdlPvRKSt9nothrow_t)      \
-	X(_ZdaPvRKSt9nothrow_t) X(_ZdlPvSt11align_val_t)                       \
-	X(_ZdaPvSt11align_val_t) X(_ZdlPvmSt11align_val_t)                     \
-	X(_ZdaPvmSt11align_val_t) X(_ZdlPvSt11align_val_tRKSt9nothrow_t)       \
-	X(_ZdaPvSt11align_val_tRKSt9nothrow_t)
-
 #define ATTACH_MAX_TARGETS 96
 #define ATTACH_MAX_SLOTS 512 /* per module: 2 per target at most */
 
@@ -187,8 +179,10 @@ typedef struct target {
 
 #define ATTACH_NAME_(sym) #sym,
 static const char *const fam_malloc_names[] = {ATTACH_MALLOC(ATTACH_NAME_)};
-static const char *const fam_cxx_names[] = {ATTACH_CXX(ATTACH_NAME_)};
 #undef ATTACH_NAME_
+#define ATTACH_CXX_NAME_(sym, ...) #sym,
+static const char *const fam_cxx_names[] = {CXX_OPS(ATTACH_CXX_NAME_)};
+#undef ATTACH_CXX_NAME_
 
 #define FAM_MALLOC_N (sizeof fam_malloc_names / sizeof *fam_malloc_names)
 #define FAM_CXX_N (sizeof fam_cxx_names / sizeof *fam_cxx_names)
@@ -206,8 +200,6 @@ typedef struct family {
 	uintptr_t odd_value;
 	char odd_module[256];
 } family_t;
-
-int cxx_next_bind(const char *sym, void *fn); /* cxx_hooks.c */
 
 typedef struct run {
 	target_t tg[ATTACH_MAX_TARGETS];

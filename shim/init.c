@@ -22,8 +22,11 @@
 #include "attach.h"
 #include "config.h"
 #include "control.h"
+#include "cxx_hooks.h"
 #include "event.h"
 #include "fatal.h"
+#include "hook.h"
+#include "init.h"
 #include "lockmap.h"
 #include "modules.h"
 #include "note.h"
@@ -125,9 +128,6 @@ static void strip_preload(void)
 	else
 		unsetenv("LD_PRELOAD");
 }
-
-void tcmalloc_check(void);
-void cxx_init(void);
 
 /* Everything but the final "recording on" store. Returns 0 or -1. */
 static int shim_start(void)
