@@ -813,9 +813,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	g_attached = 1;
 
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	uint8_t gate = gate_hold(t);
 	run_t *r = &g_run;
 	memset(r, 0, sizeof *r);
 	int (*self_fn)(void) = attach_loaded_late;
@@ -834,12 +832,12 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		snprintf(attach_msg, sizeof attach_msg,
 		         "error the shim did not start: %s",
 		         last_note[0] ? last_note : "see the process's stderr");
-		t->gate = gate;
+		gate_restore(t, gate);
 		return attach_msg;
 	}
 	targets_build(r);
 	if (r->ntg == 0) {
-		t->gate = gate;
+		gate_restore(t, gate);
 		return fail("the shim cannot find its own hooks (dlsym); "
 		            "recording, but no call is redirected");
 	}
@@ -906,8 +904,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 			          "program's calls were bound",
 			          r->fam[k].label,
 			          prim_object_of((void *)r->fam[k].global[0]));
-	atomic_signal_fence(memory_order_seq_cst);
-	t->gate = gate;
+	gate_restore(t, gate);
 	return attach_msg;
 #endif
 }
@@ -982,9 +979,7 @@ HOOK_EXPORT const char *mallock_detach_impl(void)
 		return fail("mallock was already detached from this process");
 	}
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	uint8_t gate = gate_hold(t);
 	/* Newest first: the functions that begin something (malloc, lock)
 	 * are given back before those that end it (free, unlock), the
 	 * mirror of the attach's order. */
@@ -1006,8 +1001,7 @@ HOOK_EXPORT const char *mallock_detach_impl(void)
 	ctl_detach();
 	snprintf(attach_msg, sizeof attach_msg, "ok %u %u %s", restored,
 	         changed, g_trace_path);
-	atomic_signal_fence(memory_order_seq_cst);
-	t->gate = gate;
+	gate_restore(t, gate);
 	atomic_flag_clear(&patch_busy);
 	return attach_msg;
 }

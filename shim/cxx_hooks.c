@@ -62,10 +62,9 @@ static any_fn cxx_next(enum cxx_idx i)
 	if (!real_usable())
 		return NULL;
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
+	uint8_t gate = gate_hold(t);
 	p = prim_dlsym_next(cxx_names[i]);
-	t->gate = gate;
+	gate_restore(t, gate);
 	atomic_store_explicit(&cxx_ptr[i], p, memory_order_release);
 	return p ? as_fn(p) : NULL;
 }

@@ -231,8 +231,7 @@ static void fork_child(void)
 	if (!fork_active)
 		return;
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
+	uint8_t gate = gate_hold(t);
 	if (t->wb)
 		t->tid = prim_gettid();
 	writer_fork_child(t);
@@ -251,7 +250,7 @@ static void fork_child(void)
 	}
 	writer_open_lazily(child_open);
 	ctl_fork_child();
-	t->gate = gate;
+	gate_restore(t, gate);
 }
 
 int shim_boot(void)
@@ -262,8 +261,7 @@ int shim_boot(void)
 		atomic_store(&g_off, SHIM_OFF_STOPPED);
 		return -1;
 	}
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
+	uint8_t gate = gate_hold(t);
 	int ok = shim_start() == 0;
 	unsigned bits = 0;
 	if (ok) {
@@ -273,7 +271,7 @@ int shim_boot(void)
 		 * sets SHIM_OFF_CTL, which the stores below keep. */
 		bits = ctl_init();
 	}
-	t->gate = gate;
+	gate_restore(t, gate);
 	if (ok) {
 		atomic_fetch_or(&g_off, bits);
 		atomic_fetch_and(&g_off, ~SHIM_OFF_INIT);

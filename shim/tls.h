@@ -163,4 +163,22 @@ static inline void hook_leave(tls_t *t)
 	t->gate = GATE_READY;
 }
 
+/* Holds the gate around the shim's own work outside a hook's body (set-up,
+ * dlsym, fork, exec, a fatal signal, attach): whatever the thread
+ * allocates or locks until gate_restore() passes through, unrecorded.
+ * Returns the gate to give back (it may already be BUSY: nesting is fine). */
+static inline uint8_t gate_hold(tls_t *t)
+{
+	uint8_t g = t->gate;
+	t->gate = GATE_BUSY;
+	atomic_signal_fence(memory_order_seq_cst);
+	return g;
+}
+
+static inline void gate_restore(tls_t *t, uint8_t g)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	t->gate = g;
+}
+
 #endif
