@@ -173,16 +173,12 @@ typedef struct target {
 
 /* ---- the allocator families: what the program's slots are bound to ---- */
 
-#define ATTACH_MALLOC(X)                                                       \
-	X(malloc) X(free) X(calloc) X(realloc) X(reallocarray)                 \
-	X(posix_memalign) X(aligned_alloc) X(memalign) X(valloc) X(pvalloc)
-
-#define ATTACH_NAME_(sym) #sym,
-static const char *const fam_malloc_names[] = {ATTACH_MALLOC(ATTACH_NAME_)};
+/* The malloc family is real.h's REAL_FUNCS_MALLOC; the C++ operators are
+ * cxx_ops.h's CXX_OPS. */
+#define ATTACH_NAME_(sym, ...) #sym,
+static const char *const fam_malloc_names[] = {REAL_FUNCS_MALLOC(ATTACH_NAME_)};
+static const char *const fam_cxx_names[] = {CXX_OPS(ATTACH_NAME_)};
 #undef ATTACH_NAME_
-#define ATTACH_CXX_NAME_(sym, ...) #sym,
-static const char *const fam_cxx_names[] = {CXX_OPS(ATTACH_CXX_NAME_)};
-#undef ATTACH_CXX_NAME_
 
 #define FAM_MALLOC_N (sizeof fam_malloc_names / sizeof *fam_malloc_names)
 #define FAM_CXX_N (sizeof fam_cxx_names / sizeof *fam_cxx_names)
@@ -558,14 +554,14 @@ static void family_survey(run_t *r)
 	family_t *mf = &r->fam[0];
 	if (!mf->mixed && mf->global[0] && mf->global[1] && mf->global[2] &&
 	    mf->global[3]) {
-#define ATTACH_ADOPT_(sym)                                                     \
+#define ATTACH_ADOPT_(sym, ...)                                                \
 	{                                                                      \
 		int j_ = family_find(mf, #sym);                                \
 		void *g_ = (void *)mf->global[j_];                             \
 		if (g_)                                                        \
 			memcpy(&real.sym, &g_, sizeof g_);                     \
 	}
-		ATTACH_MALLOC(ATTACH_ADOPT_)
+		REAL_FUNCS_MALLOC(ATTACH_ADOPT_)
 #undef ATTACH_ADOPT_
 		atomic_thread_fence(memory_order_release);
 		mf->adopted = 1;
