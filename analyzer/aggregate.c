@@ -257,9 +257,9 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
 static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
                     bool shared, bool waited)
 {
-	uint32_t li = model_lock(m, r->f[0]);
+	uint32_t li = model_lock(m, r->f[FMT_ACQ_LOCK]);
 	lock_t *l = &m->lock[li];
-	uint32_t stack = model_stack(m, r->f[1]);
+	uint32_t stack = model_stack(m, r->f[FMT_ACQ_SITE]);
 	l->s.acq++;
 	m->tot.acq++;
 	t->acq++;
@@ -276,7 +276,7 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	uint32_t nest = h ? h->nest : 0;
 	if (!waited)
 		return;
-	uint64_t w = to_ns(m, r->f[2]);
+	uint64_t w = to_ns(m, r->f[FMT_ACQ_WAIT_WAIT]);
 	if (h)
 		h->wait_ns = w;
 	l = &m->lock[li];
@@ -284,8 +284,8 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	l->s.wait_ns += w;
 	if (w > l->s.wait_max)
 		l->s.wait_max = w;
-	if (r->f[3] > l->s.max_waiters)
-		l->s.max_waiters = r->f[3];
+	if (r->f[FMT_ACQ_WAIT_WAITERS] > l->s.max_waiters)
+		l->s.max_waiters = r->f[FMT_ACQ_WAIT_WAITERS];
 	hist_add(lock_hist(m, l, 0), w);
 	m->tot.contended++;
 	m->tot.wait_ns += w;
@@ -559,12 +559,13 @@ static void on_realloc(model_t *m, thread_t *t, uint32_t ti,
 {
 	/* One allocator call: the old block ends, the new one begins; the
 	 * call's time goes to the new block's site. */
-	uint64_t old = r->f[0], new_ = r->f[1], size = r->f[2];
+	uint64_t old = r->f[FMT_REALLOC_OLD], new_ = r->f[FMT_REALLOC_NEW];
+	uint64_t size = r->f[FMT_REALLOC_SIZE];
 	bool known;
 	if (old && (new_ || size == 0))
 		block_free(m, t, ti, old, r->tsc, 0, &known);
-	on_alloc(m, t, ti, r->tsc, size ? new_ : 0, size, r->f[3], r->f[4],
-	         true);
+	on_alloc(m, t, ti, r->tsc, size ? new_ : 0, size,
+	         r->f[FMT_REALLOC_STACK], r->f[FMT_REALLOC_TICKS], true);
 }
 
 /* ---- metadata ---- */
@@ -746,11 +747,12 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 	if (t->excluded) {
 		/* Keep the live map right for the threads we do report. */
 		uint32_t slot;
-		if (r->type == FMT_ALLOC && r->f[0])
-			block_new(m, r->f[0], r->f[1], r->tsc,
-			          model_stack(m, r->f[2]), ti, 0);
-		else if (r->type == FMT_FREE && r->f[0] &&
-		         u64map_del(&m->live, r->f[0], &slot)) {
+		if (r->type == FMT_ALLOC && r->f[FMT_ALLOC_PTR])
+			block_new(m, r->f[FMT_ALLOC_PTR], r->f[FMT_ALLOC_SIZE],
+			          r->tsc, model_stack(m, r->f[FMT_ALLOC_STACK]), ti,
+			          0);
+		else if (r->type == FMT_FREE && r->f[FMT_FREE_PTR] &&
+		         u64map_del(&m->live, r->f[FMT_FREE_PTR], &slot)) {
 			m->blk[slot].next_free = m->blk_free;
 			m->blk_free = slot + 1;
 		}
@@ -758,11 +760,13 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 	}
 	switch (r->type) {
 	case FMT_ALLOC:
-		on_alloc(m, t, ti, r->tsc, r->f[0], r->f[1], r->f[2], r->f[3],
-		         false);
+		on_alloc(m, t, ti, r->tsc, r->f[FMT_ALLOC_PTR],
+		         r->f[FMT_ALLOC_SIZE], r->f[FMT_ALLOC_STACK],
+		         r->f[FMT_ALLOC_TICKS], false);
 		break;
 	case FMT_FREE:
-		on_free(m, t, ti, r->tsc, r->f[0], r->f[1]);
+		on_free(m, t, ti, r->tsc, r->f[FMT_FREE_PTR],
+		        r->f[FMT_FREE_TICKS]);
 		break;
 	case FMT_REALLOC:
 		on_realloc(m, t, ti, r);
@@ -780,18 +784,18 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		acquire(m, t, ti, r, true, true);
 		break;
 	case FMT_TRY_FAIL: {
-		uint32_t li = model_lock(m, r->f[0]);
+		uint32_t li = model_lock(m, r->f[FMT_TRY_FAIL_LOCK]);
 		m->lock[li].s.try_fail++;
 		lockthr(m, t, ti, li)->try_fail++;
 		break;
 	}
 	case FMT_REL:
-		release(m, t, model_lock(m, r->f[0]), r->tsc);
+		release(m, t, model_lock(m, r->f[FMT_REL_LOCK]), r->tsc);
 		break;
 	case FMT_REL_CONTENDED: {
-		uint32_t li = model_lock(m, r->f[0]);
+		uint32_t li = model_lock(m, r->f[FMT_REL_CONTENDED_LOCK]);
 		int64_t hold = release(m, t, li, r->tsc);
-		uint32_t stack = model_stack(m, r->f[1]);
+		uint32_t stack = model_stack(m, r->f[FMT_REL_CONTENDED_STACK]);
 		lspair_t *p = model_pair(m, LS_HOLDER, li, stack);
 		p->n++;
 		p->ns += hold > 0 ? (uint64_t)hold : 0;
@@ -801,8 +805,8 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		break;
 	}
 	case FMT_COND_WAIT: {
-		uint32_t ci = model_lock(m, r->f[0]);
-		uint32_t li = model_lock(m, r->f[1]);
+		uint32_t ci = model_lock(m, r->f[FMT_COND_WAIT_COND]);
+		uint32_t li = model_lock(m, r->f[FMT_COND_WAIT_LOCK]);
 		m->lock[ci].is_cond = true;
 		m->lock[ci].s.cond_waits++;
 		m->lock[li].queue_cond = true;
@@ -821,13 +825,13 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		break;
 	}
 	case FMT_COND_WAKE: {
-		uint32_t ci = model_lock(m, r->f[0]);
-		uint32_t li = model_lock(m, r->f[1]);
+		uint32_t ci = model_lock(m, r->f[FMT_COND_WAKE_COND]);
+		uint32_t li = model_lock(m, r->f[FMT_COND_WAKE_LOCK]);
 		lock_t *l = &m->lock[li];
 		m->lock[ci].is_cond = true;
 		m->lock[ci].s.cond_wakes++;
 		l->s.cond_wakes++;
-		if (r->f[2] & FMT_WAKEF_TIMEDOUT) {
+		if (r->f[FMT_COND_WAKE_FLAGS] & FMT_WAKEF_TIMEDOUT) {
 			l->s.cond_timeouts++;
 			lockthr(m, t, ti, li)->timeouts++;
 		}
@@ -844,15 +848,15 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		break;
 	}
 	case FMT_COND_SIGNAL: {
-		uint32_t ci = model_lock(m, r->f[0]);
+		uint32_t ci = model_lock(m, r->f[FMT_COND_SIGNAL_COND]);
 		m->lock[ci].is_cond = true;
 		m->lock[ci].s.cond_signals++;
 		t->cond_signals++;
 		break;
 	}
 	case FMT_ALLOC_LOCK_WAIT: {
-		uint64_t w = to_ns(m, r->f[1]);
-		lock_t *l = lock_at(m, r->f[0]);
+		uint64_t w = to_ns(m, r->f[FMT_ALLOC_LOCK_WAIT_WAIT]);
+		lock_t *l = lock_at(m, r->f[FMT_ALLOC_LOCK_WAIT_LOCK]);
 		if (l->kind == LOCK_KIND_UNKNOWN)
 			l->kind = FMT_KIND_ALLOC_INTERNAL;
 		l->s.internal_waits++;
@@ -870,7 +874,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 	}
 	case FMT_THREAD_START:
 		t->started = true;
-		t->parent = (uint32_t)r->f[0];
+		t->parent = (uint32_t)r->f[FMT_THREAD_START_PARENT];
 		break;
 	case FMT_THREAD_EXIT: {
 		t->exited = true;
@@ -881,17 +885,17 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		break;
 	}
 	case FMT_DROP:
-		m->tot.dropped += r->f[0];
-		t->dropped += r->f[0];
+		m->tot.dropped += r->f[FMT_DROP_COUNT];
+		t->dropped += r->f[FMT_DROP_COUNT];
 		break;
 	case FMT_LOCK_INIT: {
-		lock_t *l = lock_at(m, r->f[0]);
+		lock_t *l = lock_at(m, r->f[FMT_LOCK_INIT_LOCK]);
 		if (l->init_stack == NONE32)
-			l->init_stack = model_stack(m, r->f[1]);
+			l->init_stack = model_stack(m, r->f[FMT_LOCK_INIT_STACK]);
 		break;
 	}
 	case FMT_LOCK_DESTROY:
-		lock_at(m, r->f[0])->destroyed = true;
+		lock_at(m, r->f[FMT_LOCK_DESTROY_LOCK])->destroyed = true;
 		break;
 	case FMT_MARK:
 		/* Recording paused or resumed. A hold open across a mark is
@@ -900,11 +904,11 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		 * release is unmatched, counted, never a negative hold). So
 		 * every thread's holds end here, uncounted (only threads on
 		 * the busy list can have any). */
-		if (r->f[0] == FMT_MARK_PAUSE) {
+		if (r->f[FMT_MARK_WHAT] == FMT_MARK_PAUSE) {
 			m->tot.pauses++;
 			m->paused = true;
 			m->pause_tsc = r->tsc;
-		} else if (r->f[0] == FMT_MARK_RESUME) {
+		} else if (r->f[FMT_MARK_WHAT] == FMT_MARK_RESUME) {
 			m->tot.resumes++;
 			m->paused = false;
 		}

@@ -7,7 +7,7 @@
 #ifndef MALLOCK_CLI_H
 #define MALLOCK_CLI_H
 
-/* mallock record [options] -- CMD ARGS... (analyzer/record.c, the lead's) */
+/* mallock record [options] -- CMD ARGS... (record.c) */
 int cmd_record(int argc, char **argv);
 /* mallock report [options] TRACE... (report.c) */
 int cmd_report(int argc, char **argv);

@@ -4,10 +4,9 @@
  * with a line per chunk header; with --merged in the reader's time order
  * (the order the analyzer folds them in).
  *
- * Field names per core type are listed once here (DUMP_FIELDS) in wire
- * order; trace_format.h's layouts give their count.
+ * Field names come from trace_format.h's FMT_CORE_FIELDS.
  */
-#define _GNU_SOURCE /* pread, posix_fadvise, getopt_long */
+#define _GNU_SOURCE /* getopt_long */
 #include "cli.h"
 #include "meta.h"
 #include "reader.h"
@@ -15,42 +14,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-
-#define DUMP_FIELDS(X)                                                         \
-	X(ALLOC, "ptr", "size", "stack", "ticks", "fn", 0, 0)                  \
-	X(FREE, "ptr", "ticks", 0, 0, 0, 0, 0)                                 \
-	X(REALLOC, "old", "new", "size", "stack", "ticks", 0, 0)               \
-	X(ACQ, "lock", "site", 0, 0, 0, 0, 0)                                  \
-	X(ACQ_SHARED, "lock", "site", 0, 0, 0, 0, 0)                           \
-	X(ACQ_WAIT, "lock", "stack", "wait", "waiters", 0, 0, 0)               \
-	X(ACQ_SHARED_WAIT, "lock", "stack", "wait", "waiters", 0, 0, 0)        \
-	X(TRY_FAIL, "lock", "site", 0, 0, 0, 0, 0)                             \
-	X(REL, "lock", 0, 0, 0, 0, 0, 0)                                       \
-	X(REL_CONTENDED, "lock", "stack", 0, 0, 0, 0, 0)                       \
-	X(COND_WAIT, "cond", "lock", 0, 0, 0, 0, 0)                            \
-	X(COND_WAKE, "cond", "lock", "flags", 0, 0, 0, 0)                      \
-	X(COND_SIGNAL, "cond", "flags", 0, 0, 0, 0, 0)                         \
-	X(ALLOC_LOCK_WAIT, "lock", "wait", 0, 0, 0, 0, 0)                      \
-	X(THREAD_START, "parent", 0, 0, 0, 0, 0, 0)                            \
-	X(THREAD_EXIT, 0, 0, 0, 0, 0, 0, 0)                                    \
-	X(DROP, "count", 0, 0, 0, 0, 0, 0)                                     \
-	X(LOCK_INIT, "lock", "stack", 0, 0, 0, 0, 0)                           \
-	X(LOCK_DESTROY, "lock", 0, 0, 0, 0, 0, 0)                              \
-	X(MARK, "what", 0, 0, 0, 0, 0, 0)
-
-static const char *const *field_names(unsigned type)
-{
-	switch (type) {
-#define DUMP_CASE_(name, a, b, c, d, e, f, g)                                  \
-	case FMT_##name: {                                                     \
-		static const char *const n[] = {a, b, c, d, e, f, g};          \
-		return n;                                                      \
-	}
-		DUMP_FIELDS(DUMP_CASE_)
-#undef DUMP_CASE_
-	}
-	return NULL;
-}
 
 static void put_str(FILE *o, const char *k, meta_str_t s)
 {
@@ -162,14 +125,15 @@ static void put_record(FILE *o, uint32_t tid, const fmt_record_t *r)
 	if (FMT_IS_META(r->type)) {
 		put_meta(o, r);
 	} else {
-		const char *const *fn = field_names(r->type);
 		for (unsigned i = 0; i < r->nf; i++) {
-			const char *k = fn && i < 7 && fn[i] ? fn[i] : "f";
+			const char *k = fmt_field_name(r->type, i);
+			if (!k)
+				k = "f";
 			bool hex = !strcmp(k, "ptr") || !strcmp(k, "old") ||
 			           !strcmp(k, "new");
 			if (hex)
 				fprintf(o, " %s=0x%" PRIx64, k, r->f[i]);
-			else if (r->type == FMT_ALLOC && i == 4)
+			else if (r->type == FMT_ALLOC && i == FMT_ALLOC_FN)
 				fprintf(o, " %s=%s", k, fmt_alloc_fn_name((unsigned)r->f[i]));
 			else
 				fprintf(o, " %s=%" PRIu64, k, r->f[i]);

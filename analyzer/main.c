@@ -9,17 +9,6 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
-#ifndef MALLOCK_HAVE_RECORD
-/* Until analyzer/record.c exists, `record` says it is not built. */
-int cmd_record(int argc, char **argv)
-{
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "mallock: record: not built\n");
-	return 1;
-}
-#endif
-
 #define SUBCOMMANDS(X)                                                         \
 	X(record, "run a program with the recorder preloaded")                 \
 	X(report, "analyse traces: findings, locks, threads")                  \

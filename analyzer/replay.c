@@ -132,55 +132,57 @@ static void on_event(rstate_t *s, uint32_t ti, const fmt_record_t *r)
 	uint32_t li;
 	switch (r->type) {
 	case FMT_ALLOC:
-		alloc(s, ti, r->tsc, r->f[2], r->f[1], r->f[3], true);
+		alloc(s, ti, r->tsc, r->f[FMT_ALLOC_STACK], r->f[FMT_ALLOC_SIZE],
+		      r->f[FMT_ALLOC_TICKS], true);
 		break;
 	case FMT_FREE:
-		alloc(s, ti, r->tsc, 0, 0, r->f[1], false);
+		alloc(s, ti, r->tsc, 0, 0, r->f[FMT_FREE_TICKS], false);
 		break;
 	case FMT_REALLOC:
-		alloc(s, ti, r->tsc, r->f[3], r->f[2], r->f[4], true);
+		alloc(s, ti, r->tsc, r->f[FMT_REALLOC_STACK],
+		      r->f[FMT_REALLOC_SIZE], r->f[FMT_REALLOC_TICKS], true);
 		break;
 	case FMT_ACQ:
 	case FMT_ACQ_SHARED:
-		if ((li = lock_of(m, r->f[0])) != NONE32)
-			push(s, ti, li, stack_of(m, r->f[1]), r->tsc);
+		if ((li = lock_of(m, r->f[FMT_ACQ_LOCK])) != NONE32)
+			push(s, ti, li, stack_of(m, r->f[FMT_ACQ_SITE]), r->tsc);
 		break;
 	case FMT_ACQ_WAIT:
 	case FMT_ACQ_SHARED_WAIT: {
-		if ((li = lock_of(m, r->f[0])) == NONE32)
+		if ((li = lock_of(m, r->f[FMT_ACQ_WAIT_LOCK])) == NONE32)
 			break;
-		uint32_t stack = stack_of(m, r->f[1]);
+		uint32_t stack = stack_of(m, r->f[FMT_ACQ_WAIT_STACK]);
 		push(s, ti, li, stack, r->tsc);
 		replay_ev_t ev = {.kind = REPLAY_WAIT, .thread = ti,
 		                  .lock = li, .stack = stack,
 		                  .holder_stack = s->last_stack[li],
 		                  .holder_thread = s->last_thr[li],
-		                  .waiters = r->f[3]};
-		ev.ns = dur_ns(m, r->f[2]);
+		                  .waiters = r->f[FMT_ACQ_WAIT_WAITERS]};
+		ev.ns = dur_ns(m, r->f[FMT_ACQ_WAIT_WAIT]);
 		ev.t1 = at_ns(m, r->tsc);
 		ev.t0 = ev.t1 > ev.ns ? ev.t1 - ev.ns : 0;
 		s->fn(s->ctx, &ev);
 		break;
 	}
 	case FMT_REL:
-		if ((li = lock_of(m, r->f[0])) != NONE32)
+		if ((li = lock_of(m, r->f[FMT_REL_LOCK])) != NONE32)
 			pop(s, ti, li, r->tsc, false, NONE32);
 		break;
 	case FMT_REL_CONTENDED: {
-		if ((li = lock_of(m, r->f[0])) == NONE32)
+		if ((li = lock_of(m, r->f[FMT_REL_CONTENDED_LOCK])) == NONE32)
 			break;
-		uint32_t stack = stack_of(m, r->f[1]);
+		uint32_t stack = stack_of(m, r->f[FMT_REL_CONTENDED_STACK]);
 		pop(s, ti, li, r->tsc, true, stack);
 		s->last_stack[li] = stack;
 		s->last_thr[li] = ti;
 		break;
 	}
 	case FMT_COND_WAIT:
-		if ((li = lock_of(m, r->f[1])) != NONE32)
+		if ((li = lock_of(m, r->f[FMT_COND_WAIT_LOCK])) != NONE32)
 			pop(s, ti, li, r->tsc, false, NONE32);
 		break;
 	case FMT_COND_WAKE:
-		if ((li = lock_of(m, r->f[1])) != NONE32)
+		if ((li = lock_of(m, r->f[FMT_COND_WAKE_LOCK])) != NONE32)
 			push(s, ti, li, NONE32, r->tsc);
 		break;
 	case FMT_THREAD_EXIT:

@@ -3,10 +3,10 @@
  * the analyzer's hot-path index (live blocks by pointer, locks, stacks and
  * (lock, stack) pairs by id).
  *
- * Why not uthash here: the live-block map sees one insert or delete per
- * allocator event (tens of millions per trace); linear probing over a flat
- * array with backward-shift deletion does it without a per-entry allocation
- * or a pointer chase. uthash stays for cold, string-keyed tables.
+ * Why not a chained table (uthash): the live-block map sees one insert or
+ * delete per allocator event (tens of millions per trace); linear probing
+ * over a flat array with backward-shift deletion does it without a
+ * per-entry allocation or a pointer chase.
  *
  * Invariants: the key UINT64_MAX is reserved (never stored: callers map it
  * away); the load factor stays <= 1/2; capacity is a power of two; the hash

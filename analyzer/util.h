@@ -3,7 +3,7 @@
  * growable array, and a string arena.
  *
  * Invariants: xmalloc() and friends never return NULL (out of memory prints
- * one line and exits with status 3); VEC_PUSH keeps capacity >= length.
+ * one line and exits with status 3); VEC_RESERVE keeps capacity >= length.
  */
 #ifndef MALLOCK_UTIL_H
 #define MALLOCK_UTIL_H

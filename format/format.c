@@ -195,6 +195,16 @@ const char *fmt_type_name(unsigned type)
 	return NULL;
 }
 
+const char *fmt_field_name(unsigned type, unsigned i)
+{
+#define FMT_FNAME_(rec, idx, field, name)                                      \
+	if (type == FMT_##rec && i == idx)                                     \
+		return name;
+	FMT_CORE_FIELDS(FMT_FNAME_)
+#undef FMT_FNAME_
+	return NULL;
+}
+
 const char *fmt_alloc_fn_name(unsigned fn)
 {
 	switch (fn) {

@@ -58,25 +58,7 @@
  * a zigzag delta from the chunk's previous pointer; 'r' a pointer, as a
  * zigzag delta from the field before it (REALLOC's new pointer vs its old).
  * fmt_decode() reads the fields by this table, so it is the single truth.
- * Field names, in order:
- *   ALLOC            ptr, size, stack, ticks (in the real allocator), fn
- *   FREE             ptr, ticks
- *   REALLOC          old ptr, new ptr, size, stack, ticks
- *   ACQ, ACQ_SHARED  lock, site (stack id of the one-frame call site)
- *   ACQ_WAIT, ACQ_SHARED_WAIT  lock, stack, wait ticks, waiters (incl. self)
- *   TRY_FAIL         lock, site
- *   REL              lock
- *   REL_CONTENDED    lock, stack (the holder's, at release)
- *   COND_WAIT        cond, lock (the mutex, released by the wait)
- *   COND_WAKE        cond, lock (re-acquired), flags
- *   COND_SIGNAL      cond, flags
- *   ALLOC_LOCK_WAIT  lock (the futex word's object id), wait ticks
- *   THREAD_START     parent tid
- *   THREAD_EXIT      (none)
- *   DROP             count of events lost before this point
- *   LOCK_INIT        lock, stack (the init site)
- *   LOCK_DESTROY     lock
- *   MARK             what (FMT_MARK_*)
+ * The fields' names are FMT_CORE_FIELDS below.
  * Adding a core event needs a new major version.
  */
 #define FMT_CORE_RECORDS(X)                                                    \
@@ -100,6 +82,78 @@
 	X(LOCK_INIT, 0x12, "uu")                                               \
 	X(LOCK_DESTROY, 0x13, "u")                                             \
 	X(MARK, 0x14, "u")
+
+/*
+ * Core event fields: X(record, index, FIELD, name), in each record's wire
+ * order, one row per layout letter (THREAD_EXIT has none). Readers write
+ * r->f[FMT_ALLOC_SIZE]; `mallock dump` prints the names. Comments: units
+ * and meaning where the name does not say it all.
+ */
+#define FMT_CORE_FIELDS(X)                                                     \
+	X(ALLOC, 0, PTR, "ptr")                                                \
+	X(ALLOC, 1, SIZE, "size")                                              \
+	X(ALLOC, 2, STACK, "stack")                                            \
+	X(ALLOC, 3, TICKS, "ticks") /* in the real allocator */                \
+	X(ALLOC, 4, FN, "fn") /* FMT_FN_* */                                   \
+	X(FREE, 0, PTR, "ptr")                                                 \
+	X(FREE, 1, TICKS, "ticks")                                             \
+	X(REALLOC, 0, OLD, "old")                                              \
+	X(REALLOC, 1, NEW, "new") /* a delta from OLD */                       \
+	X(REALLOC, 2, SIZE, "size")                                            \
+	X(REALLOC, 3, STACK, "stack")                                          \
+	X(REALLOC, 4, TICKS, "ticks")                                          \
+	X(ACQ, 0, LOCK, "lock")                                                \
+	X(ACQ, 1, SITE, "site") /* stack id of the one-frame call site */      \
+	X(ACQ_SHARED, 0, LOCK, "lock")                                         \
+	X(ACQ_SHARED, 1, SITE, "site")                                         \
+	X(ACQ_WAIT, 0, LOCK, "lock")                                           \
+	X(ACQ_WAIT, 1, STACK, "stack")                                         \
+	X(ACQ_WAIT, 2, WAIT, "wait") /* ticks */                               \
+	X(ACQ_WAIT, 3, WAITERS, "waiters") /* incl. self */                    \
+	X(ACQ_SHARED_WAIT, 0, LOCK, "lock")                                    \
+	X(ACQ_SHARED_WAIT, 1, STACK, "stack")                                  \
+	X(ACQ_SHARED_WAIT, 2, WAIT, "wait")                                    \
+	X(ACQ_SHARED_WAIT, 3, WAITERS, "waiters")                              \
+	X(TRY_FAIL, 0, LOCK, "lock")                                           \
+	X(TRY_FAIL, 1, SITE, "site")                                           \
+	X(REL, 0, LOCK, "lock")                                                \
+	X(REL_CONTENDED, 0, LOCK, "lock")                                      \
+	X(REL_CONTENDED, 1, STACK, "stack") /* the holder's, at release */     \
+	X(COND_WAIT, 0, COND, "cond")                                          \
+	X(COND_WAIT, 1, LOCK, "lock") /* the mutex, released by the wait */    \
+	X(COND_WAKE, 0, COND, "cond")                                          \
+	X(COND_WAKE, 1, LOCK, "lock") /* re-acquired */                        \
+	X(COND_WAKE, 2, FLAGS, "flags")                                        \
+	X(COND_SIGNAL, 0, COND, "cond")                                        \
+	X(COND_SIGNAL, 1, FLAGS, "flags")                                      \
+	X(ALLOC_LOCK_WAIT, 0, LOCK, "lock") /* the futex word's object id */   \
+	X(ALLOC_LOCK_WAIT, 1, WAIT, "wait") /* ticks */                        \
+	X(THREAD_START, 0, PARENT, "parent") /* tid */                         \
+	X(DROP, 0, COUNT, "count") /* events lost before this point */         \
+	X(LOCK_INIT, 0, LOCK, "lock")                                          \
+	X(LOCK_INIT, 1, STACK, "stack") /* the init site */                    \
+	X(LOCK_DESTROY, 0, LOCK, "lock")                                       \
+	X(MARK, 0, WHAT, "what") /* FMT_MARK_* */
+
+/* FMT_<record>_<FIELD>: a field's index in fmt_rec_t.f. */
+enum fmt_field {
+#define FMT_FIELD_(rec, i, field, name) FMT_##rec##_##field = i,
+	FMT_CORE_FIELDS(FMT_FIELD_)
+#undef FMT_FIELD_
+};
+
+/* The four acquisitions share their fields' places (lock, then the site or
+ * stack; the waited ones add the wait and the waiters): a reader may read
+ * any of them by FMT_ACQ_* and FMT_ACQ_WAIT_*. */
+_Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
+                   FMT_ACQ_LOCK == FMT_ACQ_SHARED_LOCK &&
+                   FMT_ACQ_LOCK == FMT_ACQ_SHARED_WAIT_LOCK &&
+                   FMT_ACQ_SITE == FMT_ACQ_WAIT_STACK &&
+                   FMT_ACQ_SITE == FMT_ACQ_SHARED_SITE &&
+                   FMT_ACQ_SITE == FMT_ACQ_SHARED_WAIT_STACK &&
+                   FMT_ACQ_WAIT_WAIT == FMT_ACQ_SHARED_WAIT_WAIT &&
+                   FMT_ACQ_WAIT_WAITERS == FMT_ACQ_SHARED_WAIT_WAITERS,
+               "acquisition records share a layout");
 
 /* Metadata records: X(name, code, fields), each framed by a varint length. */
 #define FMT_META_RECORDS(X)                                                    \
@@ -363,6 +417,9 @@ const char *fmt_core_layout(unsigned type);
 
 /* The record's name ("ALLOC", ...), or NULL for an unknown type. */
 const char *fmt_type_name(unsigned type);
+/* The name of field i of a core type ("size", ...; FMT_CORE_FIELDS), or
+ * NULL when the type has no such field. */
+const char *fmt_field_name(unsigned type, unsigned i);
 const char *fmt_alloc_fn_name(unsigned fn);
 const char *fmt_lock_kind_name(unsigned kind);
 

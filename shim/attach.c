@@ -69,7 +69,10 @@
 
 #include "config.h"
 #include "control.h"
+#include "cxx_hooks.h"
+#include "cxx_ops.h"
 #include "hook.h"
+#include "init.h"
 #include "note.h"
 #include "prim.h"
 #include "process.h"
@@ -157,17 +160,6 @@ void attach_config(void)
 
 /* ---- the functions to redirect ---- */
 
-#define ATTACH_CXX(X)                                                          \
-	X(_Znwm) X(_Znam) X(_ZnwmRKSt9nothrow_t) X(_ZnamRKSt9nothrow_t)        \
-	X(_ZnwmSt11align_val_t) X(_ZnamSt11align_val_t)                        \
-	X(_ZnwmSt11align_val_tRKSt9nothrow_t)                                  \
-	X(_ZnamSt11align_val_tRKSt9nothrow_t)                                  \
-	X(_ZdlPv) X(_ZdaPv) X(_ZdlPvm) X(_ZdaPvm) X(_ZdlPvRKSt9nothrow_t)      \
-	X(_ZdaPvRKSt9nothrow_t) X(_ZdlPvSt11align_val_t)                       \
-	X(_ZdaPvSt11align_val_t) X(_ZdlPvmSt11align_val_t)                     \
-	X(_ZdaPvmSt11align_val_t) X(_ZdlPvSt11align_val_tRKSt9nothrow_t)       \
-	X(_ZdaPvSt11align_val_tRKSt9nothrow_t)
-
 #define ATTACH_MAX_TARGETS 96
 #define ATTACH_MAX_SLOTS 512 /* per module: 2 per target at most */
 
@@ -181,13 +173,11 @@ typedef struct target {
 
 /* ---- the allocator families: what the program's slots are bound to ---- */
 
-#define ATTACH_MALLOC(X)                                                       \
-	X(malloc) X(free) X(calloc) X(realloc) X(reallocarray)                 \
-	X(posix_memalign) X(aligned_alloc) X(memalign) X(valloc) X(pvalloc)
-
-#define ATTACH_NAME_(sym) #sym,
-static const char *const fam_malloc_names[] = {ATTACH_MALLOC(ATTACH_NAME_)};
-static const char *const fam_cxx_names[] = {ATTACH_CXX(ATTACH_NAME_)};
+/* The malloc family is real.h's REAL_FUNCS_MALLOC; the C++ operators are
+ * cxx_ops.h's CXX_OPS. */
+#define ATTACH_NAME_(sym, ...) #sym,
+static const char *const fam_malloc_names[] = {REAL_FUNCS_MALLOC(ATTACH_NAME_)};
+static const char *const fam_cxx_names[] = {CXX_OPS(ATTACH_NAME_)};
 #undef ATTACH_NAME_
 
 #define FAM_MALLOC_N (sizeof fam_malloc_names / sizeof *fam_malloc_names)
@@ -206,8 +196,6 @@ typedef struct family {
 	uintptr_t odd_value;
 	char odd_module[256];
 } family_t;
-
-int cxx_next_bind(const char *sym, void *fn); /* cxx_hooks.c */
 
 typedef struct run {
 	target_t tg[ATTACH_MAX_TARGETS];
@@ -566,14 +554,14 @@ static void family_survey(run_t *r)
 	family_t *mf = &r->fam[0];
 	if (!mf->mixed && mf->global[0] && mf->global[1] && mf->global[2] &&
 	    mf->global[3]) {
-#define ATTACH_ADOPT_(sym)                                                     \
+#define ATTACH_ADOPT_(sym, ...)                                                \
 	{                                                                      \
 		int j_ = family_find(mf, #sym);                                \
 		void *g_ = (void *)mf->global[j_];                             \
 		if (g_)                                                        \
 			memcpy(&real.sym, &g_, sizeof g_);                     \
 	}
-		ATTACH_MALLOC(ATTACH_ADOPT_)
+		REAL_FUNCS_MALLOC(ATTACH_ADOPT_)
 #undef ATTACH_ADOPT_
 		atomic_thread_fence(memory_order_release);
 		mf->adopted = 1;
@@ -821,9 +809,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	g_attached = 1;
 
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	uint8_t gate = gate_hold(t);
 	run_t *r = &g_run;
 	memset(r, 0, sizeof *r);
 	int (*self_fn)(void) = attach_loaded_late;
@@ -842,12 +828,12 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		snprintf(attach_msg, sizeof attach_msg,
 		         "error the shim did not start: %s",
 		         last_note[0] ? last_note : "see the process's stderr");
-		t->gate = gate;
+		gate_restore(t, gate);
 		return attach_msg;
 	}
 	targets_build(r);
 	if (r->ntg == 0) {
-		t->gate = gate;
+		gate_restore(t, gate);
 		return fail("the shim cannot find its own hooks (dlsym); "
 		            "recording, but no call is redirected");
 	}
@@ -914,8 +900,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 			          "program's calls were bound",
 			          r->fam[k].label,
 			          prim_object_of((void *)r->fam[k].global[0]));
-	atomic_signal_fence(memory_order_seq_cst);
-	t->gate = gate;
+	gate_restore(t, gate);
 	return attach_msg;
 #endif
 }
@@ -990,9 +975,7 @@ HOOK_EXPORT const char *mallock_detach_impl(void)
 		return fail("mallock was already detached from this process");
 	}
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	uint8_t gate = gate_hold(t);
 	/* Newest first: the functions that begin something (malloc, lock)
 	 * are given back before those that end it (free, unlock), the
 	 * mirror of the attach's order. */
@@ -1014,8 +997,7 @@ HOOK_EXPORT const char *mallock_detach_impl(void)
 	ctl_detach();
 	snprintf(attach_msg, sizeof attach_msg, "ok %u %u %s", restored,
 	         changed, g_trace_path);
-	atomic_signal_fence(memory_order_seq_cst);
-	t->gate = gate;
+	gate_restore(t, gate);
 	atomic_flag_clear(&patch_busy);
 	return attach_msg;
 }

@@ -41,11 +41,6 @@ int attach_loaded_late(void);
  * to mallock_attach_impl() replace MALLOCK_OUTPUT and MALLOCK_DURATION. */
 void attach_config(void);
 
-/* init.c: the constructor's work (real functions, configuration, tables,
- * output file, opening records, control signal), callable once later for a
- * shim loaded late. Caller holds the gate. Returns 0, or -1 when the shim
- * stays inert (the reason was given by shim_warn). */
-int shim_boot(void);
 
 /*
  * Exported, called by gdb inside the target (the name is mallock_*, so the

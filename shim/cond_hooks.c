@@ -81,7 +81,7 @@ static void cond_unwound(cond_guard_t *g)
 	tls_t *t = g->t;
 	t->wait_sp = 0;
 	t->wait_passes = 0;
-	held_inc(t);
+	tls_held_inc(t);
 	cond_after(t, g->cid, g->mid, ECANCELED);
 	hook_leave(t);
 }
@@ -108,7 +108,7 @@ static int cond_wait_rec(tls_t *t, enum cond_how how, pthread_cond_t *c,
 {
 	__attribute__((cleanup(cond_unwound))) cond_guard_t g = {.t = t};
 	cond_before(t, c, m, &g.cid, &g.mid);
-	held_dec(t);
+	tls_held_dec(t);
 	t->wait_sp = (uintptr_t)fp;
 	g.waiting = 1;
 	atomic_signal_fence(memory_order_seq_cst);
@@ -119,7 +119,7 @@ static int cond_wait_rec(tls_t *t, enum cond_how how, pthread_cond_t *c,
 	g.waiting = 0;
 	t->wait_sp = 0;
 	t->wait_passes = 0; /* a handler's calls, not a stuck gate's */
-	held_inc(t);
+	tls_held_inc(t);
 	cond_after(t, g.cid, g.mid, r);
 	return r;
 }

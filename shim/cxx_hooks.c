@@ -16,44 +16,28 @@
  * The next operators are resolved lazily (libstdc++ may be dlopen'ed after
  * the shim started), with the gate held so dlsym's allocations pass through.
  */
+#include "cxx_hooks.h"
+#include "cxx_ops.h"
 #include "hook.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* X(index name, mangled name) of every next operator we may call. */
+/* Every next operator we may call: the hooked ones (cxx_ops.h) and the
+ * thrower of the fallback. */
 #define CXX_NEXT(X)                                                            \
-	X(new_, _Znwm)                                                         \
-	X(new_arr, _Znam)                                                      \
-	X(new_nt, _ZnwmRKSt9nothrow_t)                                         \
-	X(new_arr_nt, _ZnamRKSt9nothrow_t)                                     \
-	X(new_al, _ZnwmSt11align_val_t)                                        \
-	X(new_arr_al, _ZnamSt11align_val_t)                                    \
-	X(new_al_nt, _ZnwmSt11align_val_tRKSt9nothrow_t)                       \
-	X(new_arr_al_nt, _ZnamSt11align_val_tRKSt9nothrow_t)                   \
-	X(del, _ZdlPv)                                                         \
-	X(del_arr, _ZdaPv)                                                     \
-	X(del_sz, _ZdlPvm)                                                     \
-	X(del_arr_sz, _ZdaPvm)                                                 \
-	X(del_nt, _ZdlPvRKSt9nothrow_t)                                        \
-	X(del_arr_nt, _ZdaPvRKSt9nothrow_t)                                    \
-	X(del_al, _ZdlPvSt11align_val_t)                                       \
-	X(del_arr_al, _ZdaPvSt11align_val_t)                                   \
-	X(del_sz_al, _ZdlPvmSt11align_val_t)                                   \
-	X(del_arr_sz_al, _ZdaPvmSt11align_val_t)                               \
-	X(del_al_nt, _ZdlPvSt11align_val_tRKSt9nothrow_t)                      \
-	X(del_arr_al_nt, _ZdaPvSt11align_val_tRKSt9nothrow_t)                  \
-	X(throw_bad_alloc, _ZSt17__throw_bad_allocv)
+	CXX_OPS(X)                                                             \
+	X(_ZSt17__throw_bad_allocv, throw_bad_alloc, )
 
 enum cxx_idx {
-#define CXX_ENUM_(idx, sym) CXX_##idx,
+#define CXX_ENUM_(sym, idx, ...) CXX_##idx,
 	CXX_NEXT(CXX_ENUM_)
 #undef CXX_ENUM_
 	CXX_COUNT
 };
 
 static const char *const cxx_names[CXX_COUNT] = {
-#define CXX_NAME_(idx, sym) #sym,
+#define CXX_NAME_(sym, idx, ...) #sym,
 	CXX_NEXT(CXX_NAME_)
 #undef CXX_NAME_
 };
@@ -78,31 +62,19 @@ static any_fn cxx_next(enum cxx_idx i)
 	if (!real_usable())
 		return NULL;
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
+	uint8_t gate = gate_hold(t);
 	p = prim_dlsym_next(cxx_names[i]);
-	t->gate = gate;
+	gate_restore(t, gate);
 	atomic_store_explicit(&cxx_ptr[i], p, memory_order_release);
 	return p ? as_fn(p) : NULL;
 }
 
-/* At init (the caller holds the gate): every operator looked up once, so
- * that a hook does not call dlsym, which takes the loader's lock (hook.h).
- * Only an operator absent now (libstdc++ dlopen'ed later) is looked up in
- * its first hook. */
-void cxx_init(void);
 void cxx_init(void)
 {
 	for (int i = 0; i < CXX_COUNT; i++)
 		cxx_next((enum cxx_idx)i);
 }
 
-/*
- * attach.c, a shim loaded late (`mallock attach`): the operators the
- * program's C++ call slots are bound to, set before any slot points at a
- * hook. Returns 0, or -1 for a name that is not an operator of CXX_NEXT.
- */
-int cxx_next_bind(const char *sym, void *fn);
 int cxx_next_bind(const char *sym, void *fn)
 {
 	for (int i = 0; i < CXX_COUNT; i++)
@@ -192,20 +164,7 @@ static void gate_cleanup(tls_t **tp)
 		return p;                                                      \
 	}
 
-NEW_HOOK(_Znwm, new_, FMT_FN_NEW, 0, 0, (size_t n), 0, NULL)
-NEW_HOOK(_Znam, new_arr, FMT_FN_NEW_ARRAY, 0, 0, (size_t n), 0, NULL)
-NEW_HOOK(_ZnwmRKSt9nothrow_t, new_nt, FMT_FN_NEW, 0, 1,
-         (size_t n, const void *nt), 0, nt)
-NEW_HOOK(_ZnamRKSt9nothrow_t, new_arr_nt, FMT_FN_NEW_ARRAY, 0, 1,
-         (size_t n, const void *nt), 0, nt)
-NEW_HOOK(_ZnwmSt11align_val_t, new_al, FMT_FN_NEW, 1, 0, (size_t n, size_t al),
-         al, NULL)
-NEW_HOOK(_ZnamSt11align_val_t, new_arr_al, FMT_FN_NEW_ARRAY, 1, 0,
-         (size_t n, size_t al), al, NULL)
-NEW_HOOK(_ZnwmSt11align_val_tRKSt9nothrow_t, new_al_nt, FMT_FN_NEW, 1, 1,
-         (size_t n, size_t al, const void *nt), al, nt)
-NEW_HOOK(_ZnamSt11align_val_tRKSt9nothrow_t, new_arr_al_nt, FMT_FN_NEW_ARRAY,
-         1, 1, (size_t n, size_t al, const void *nt), al, nt)
+CXX_NEW_OPS(NEW_HOOK)
 
 /*
  * Calls the next operator delete #i, falling back to the plain form of the
@@ -268,24 +227,4 @@ static inline void call_del(enum cxx_idx i, enum cxx_idx plain, void *p,
 		(void)guard;                                                   \
 	}
 
-DEL_HOOK(_ZdlPv, del, del, 0, 0, 0, (void *p), 0, 0, NULL)
-DEL_HOOK(_ZdaPv, del_arr, del_arr, 0, 0, 0, (void *p), 0, 0, NULL)
-DEL_HOOK(_ZdlPvm, del_sz, del, 1, 0, 0, (void *p, size_t sz), sz, 0, NULL)
-DEL_HOOK(_ZdaPvm, del_arr_sz, del_arr, 1, 0, 0, (void *p, size_t sz), sz, 0,
-         NULL)
-DEL_HOOK(_ZdlPvRKSt9nothrow_t, del_nt, del, 0, 0, 1, (void *p, const void *nt),
-         0, 0, nt)
-DEL_HOOK(_ZdaPvRKSt9nothrow_t, del_arr_nt, del_arr, 0, 0, 1,
-         (void *p, const void *nt), 0, 0, nt)
-DEL_HOOK(_ZdlPvSt11align_val_t, del_al, del_al, 0, 1, 0, (void *p, size_t al),
-         0, al, NULL)
-DEL_HOOK(_ZdaPvSt11align_val_t, del_arr_al, del_arr_al, 0, 1, 0,
-         (void *p, size_t al), 0, al, NULL)
-DEL_HOOK(_ZdlPvmSt11align_val_t, del_sz_al, del_al, 1, 1, 0,
-         (void *p, size_t sz, size_t al), sz, al, NULL)
-DEL_HOOK(_ZdaPvmSt11align_val_t, del_arr_sz_al, del_arr_al, 1, 1, 0,
-         (void *p, size_t sz, size_t al), sz, al, NULL)
-DEL_HOOK(_ZdlPvSt11align_val_tRKSt9nothrow_t, del_al_nt, del_al, 0, 1, 1,
-         (void *p, size_t al, const void *nt), 0, al, nt)
-DEL_HOOK(_ZdaPvSt11align_val_tRKSt9nothrow_t, del_arr_al_nt, del_arr_al, 0, 1,
-         1, (void *p, size_t al, const void *nt), 0, al, nt)
+CXX_DEL_OPS(DEL_HOOK)

@@ -40,9 +40,7 @@ static void exec_flush(const char *what)
 		return;
 	int saved = errno;
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	uint8_t gate = gate_hold(t);
 	/* Inside a hook (an exec from a signal handler), the thread's own
 	 * buffer is written as another thread's: its records may be half
 	 * encoded past the committed ones. */
@@ -52,8 +50,7 @@ static void exec_flush(const char *what)
 	char why[256];
 	snprintf(why, sizeof why, "exec of %s: trace written before it", what);
 	writer_exec(own ? t : NULL, why);
-	atomic_signal_fence(memory_order_seq_cst);
-	t->gate = gate;
+	gate_restore(t, gate);
 	errno = saved;
 }
 

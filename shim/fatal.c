@@ -90,11 +90,9 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 	real.sigaction(sig, &fatal_old[i], NULL);
 	if (atomic_exchange(&fatal_seen, 1) == 0) {
 		tls_t *t = &shim_tls;
-		uint8_t gate = t->gate;
-		t->gate = GATE_BUSY; /* nothing below is recorded */
-		atomic_signal_fence(memory_order_seq_cst);
+		uint8_t gate = gate_hold(t); /* nothing below is recorded */
 		writer_fatal(t, fatal_why[i]);
-		t->gate = gate;
+		gate_restore(t, gate);
 	}
 	errno = saved_errno;
 	raise(sig);

@@ -168,4 +168,12 @@ static inline void rec_u(tls_t *t, unsigned type, uint64_t tsc, uint64_t a)
 void lock_rec_init(tls_t *t, void *l, unsigned kind, uintptr_t ra, void *fp);
 void lock_rec_destroy(tls_t *t, void *l);
 
+/* The shim's own malloc, bound locally (alloc_hooks.c), which
+ * tcmalloc_check compares with the program's malloc. */
+void *shim_own_malloc(size_t n);
+/* tcmalloc_hooks.c: called once by the constructor (gate held): registers
+ * the hooks with a tcmalloc linked into the program (whose malloc is then
+ * not ours). */
+void tcmalloc_check(void);
+
 #endif

@@ -22,8 +22,11 @@
 #include "attach.h"
 #include "config.h"
 #include "control.h"
+#include "cxx_hooks.h"
 #include "event.h"
 #include "fatal.h"
+#include "hook.h"
+#include "init.h"
 #include "lockmap.h"
 #include "modules.h"
 #include "note.h"
@@ -135,9 +138,6 @@ static void strip_preload(void)
 	else
 		unsetenv("LD_PRELOAD");
 }
-
-void tcmalloc_check(void);
-void cxx_init(void);
 
 /* Nonzero if this process's executable is named name (MALLOCK_EXE). */
 static int exe_is(const char *name)
@@ -260,8 +260,7 @@ static void fork_child(void)
 	if (!fork_active)
 		return;
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
+	uint8_t gate = gate_hold(t);
 	if (t->wb)
 		t->tid = prim_gettid();
 	writer_fork_child(t);
@@ -279,7 +278,7 @@ static void fork_child(void)
 		          "stacks are by frame pointers");
 	}
 	writer_open_lazily(child_open);
-	t->gate = gate;
+	gate_restore(t, gate);
 }
 
 int shim_boot(void)
@@ -290,8 +289,7 @@ int shim_boot(void)
 		atomic_store(&g_off, SHIM_OFF_STOPPED);
 		return -1;
 	}
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
+	uint8_t gate = gate_hold(t);
 	int ok = shim_start() == 0;
 	unsigned bits = 0;
 	if (ok) {
@@ -301,7 +299,7 @@ int shim_boot(void)
 		 * sets SHIM_OFF_CTL, which the stores below keep. */
 		bits = ctl_init();
 	}
-	t->gate = gate;
+	gate_restore(t, gate);
 	if (ok) {
 		atomic_fetch_or(&g_off, bits);
 		atomic_fetch_and(&g_off, ~SHIM_OFF_INIT);

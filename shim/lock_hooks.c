@@ -373,7 +373,7 @@ static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 			r = lock_wait(t, op, (void *)l, 0, NULL, HOOK_RA(),            \
 			              HOOK_FP());                              \
 		if (r == 0 || r == EOWNERDEAD)                                 \
-			held_inc(t);                                           \
+			tls_held_inc(t);                                       \
 		hook_leave(t);                                                 \
 		return r;                                                      \
 	}
@@ -402,7 +402,7 @@ ACQ_HOOK(pthread_spin_lock, pthread_spinlock_t, pthread_spin_trylock, OP_SPIN,
 			r = lock_wait(t, op, (void *)l, clk_arg, abs, HOOK_RA(),       \
 			              HOOK_FP());                              \
 		if (r == 0 || r == EOWNERDEAD)                                 \
-			held_inc(t);                                           \
+			tls_held_inc(t);                                       \
 		hook_leave(t);                                                 \
 		return r;                                                      \
 	}
@@ -437,7 +437,7 @@ TIMED_HOOK(pthread_rwlock_clockwrlock, pthread_rwlock_t,
 		int r = real.sym(l);                                           \
 		if (likely(r == 0) || unlikely(r == EOWNERDEAD)) {             \
 			rec_acq(t, acq_type, (void *)l, kind, HOOK_RA());              \
-			held_inc(t);                                           \
+			tls_held_inc(t);                                       \
 		} else if (r == EBUSY)                                         \
 			rec_tryfail(t, (void *)l, kind, HOOK_RA());                    \
 		hook_leave(t);                                                 \
@@ -460,7 +460,7 @@ TRY_HOOK(pthread_spin_trylock, pthread_spinlock_t, FMT_KIND_SPIN, FMT_ACQ)
 			return PASS_OR_BOOT(real.sym(l));                      \
 		rel_t rl;                                                      \
 		rel_begin(t, (void *)l, &rl);                                  \
-		held_dec(t);                                                   \
+		tls_held_dec(t);                                               \
 		int r = real.sym(l);                                           \
 		rel_end(t, &rl, HOOK_RA(), HOOK_FP());                         \
 		hook_leave(t);                                                 \

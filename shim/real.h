@@ -29,8 +29,9 @@ struct dl_phdr_info;
 #define REAL_OPT 0
 #define REAL_COND_VERSION "GLIBC_2.3.2"
 
-/* X(name, required, version or NULL, return type, parameter list) */
-#define REAL_FUNCS(X)                                                          \
+/* X(name, required, version or NULL, return type, parameter list).
+ * REAL_FUNCS_MALLOC is the malloc family (attach.c adopts it as a whole). */
+#define REAL_FUNCS_MALLOC(X)                                                   \
 	X(malloc, REAL_REQ, NULL, void *, (size_t))                            \
 	X(free, REAL_REQ, NULL, void, (void *))                                \
 	X(calloc, REAL_REQ, NULL, void *, (size_t, size_t))                    \
@@ -40,7 +41,10 @@ struct dl_phdr_info;
 	X(aligned_alloc, REAL_OPT, NULL, void *, (size_t, size_t))             \
 	X(memalign, REAL_OPT, NULL, void *, (size_t, size_t))                  \
 	X(valloc, REAL_OPT, NULL, void *, (size_t))                            \
-	X(pvalloc, REAL_OPT, NULL, void *, (size_t))                           \
+	X(pvalloc, REAL_OPT, NULL, void *, (size_t))
+
+#define REAL_FUNCS(X)                                                          \
+	REAL_FUNCS_MALLOC(X)                                                   \
 	X(pthread_mutex_lock, REAL_REQ, NULL, int, (pthread_mutex_t *))        \
 	X(pthread_mutex_trylock, REAL_REQ, NULL, int, (pthread_mutex_t *))     \
 	X(pthread_mutex_timedlock, REAL_REQ, NULL, int,                        \

@@ -112,7 +112,7 @@ int sample_realloc(tls_t *t, const void *old, size_t n, int *was_tracked)
 {
 	*was_tracked = old && sample_untrack(old);
 	if (old && n == 0)
-		return *was_tracked || sample_holds(t) ? SAMPLE_TRACK
+		return *was_tracked || tls_holds_lock(t) ? SAMPLE_TRACK
 		                                       : SAMPLE_SKIP;
 	int d = sample_alloc(t, n);
 	return *was_tracked ? SAMPLE_TRACK : d;

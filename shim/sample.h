@@ -77,31 +77,6 @@ static inline int sample_untrack(const void *ptr)
 	return sample_untrack_slow(b, p);
 }
 
-/* Nonzero while the thread holds a lock (as far as the hooks counted). */
-static inline int sample_holds(const tls_t *t)
-{
-	return t->nheld &&
-	       t->held_epoch == atomic_load_explicit(&g_epoch,
-	                                             memory_order_relaxed);
-}
-
-/* A lock was acquired / released by this thread (recording). */
-static inline void held_inc(tls_t *t)
-{
-	uint32_t e = atomic_load_explicit(&g_epoch, memory_order_relaxed);
-	if (unlikely(t->held_epoch != e)) {
-		t->held_epoch = e;
-		t->nheld = 0;
-	}
-	t->nheld++;
-}
-
-static inline void held_dec(tls_t *t)
-{
-	if (t->nheld)
-		t->nheld--;
-}
-
 /* The decision for an allocation of n bytes. */
 static inline int sample_alloc(tls_t *t, size_t n)
 {
@@ -110,13 +85,13 @@ static inline int sample_alloc(tls_t *t, size_t n)
 		sample_reset(t);
 		return SAMPLE_TRACK;
 	}
-	return sample_holds(t) ? SAMPLE_CALL : SAMPLE_SKIP;
+	return tls_holds_lock(t) ? SAMPLE_CALL : SAMPLE_SKIP;
 }
 
 /* Whether to record a free of ptr (untracks it). */
 static inline int sample_free(tls_t *t, const void *ptr)
 {
-	return sample_untrack(ptr) || sample_holds(t);
+	return sample_untrack(ptr) || tls_holds_lock(t);
 }
 
 /* The decision for realloc(old, n): a tracked old block keeps the chain

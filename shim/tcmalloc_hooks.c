@@ -16,8 +16,6 @@
 
 #include <string.h>
 
-void *shim_own_malloc(size_t n); /* alloc_hooks.c: our malloc, bound locally */
-
 typedef void (*new_hook_t)(const void *ptr, size_t size);
 typedef void (*delete_hook_t)(const void *ptr);
 typedef int (*add_new_t)(new_hook_t);
@@ -47,8 +45,6 @@ static void on_delete(const void *ptr)
 	hook_leave(t);
 }
 
-/* Called once by the constructor (gate held). */
-void tcmalloc_check(void);
 void tcmalloc_check(void)
 {
 	void *m = prim_dlsym_default("malloc");

@@ -101,14 +101,12 @@ void thread_stack_start(tls_t *t)
 {
 	if (!bounds_needed() || t->stack_hi)
 		return;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY; /* pthread_getattr_np's realloc passes through */
-	atomic_signal_fence(memory_order_seq_cst);
+	/* pthread_getattr_np's realloc passes through. */
+	uint8_t gate = gate_hold(t);
 	if (prim_stack_bounds(&t->stack_lo, &t->stack_hi) != 0 ||
 	    t->stack_hi <= t->stack_lo)
 		t->stack_lo = t->stack_hi = 0;
-	atomic_signal_fence(memory_order_seq_cst);
-	t->gate = gate;
+	gate_restore(t, gate);
 }
 
 void thread_stack_here(tls_t *t)

@@ -59,8 +59,9 @@ typedef struct tls {
 	uint64_t drops;        /* events lost since the last DROP record */
 	uintptr_t stack_lo, stack_hi; /* the stack (thread.h), or 0, 0 */
 	/* Sampling (sample.h): bytes left before the next sampled allocation,
-	 * the thread's random state, and the locks it holds (counted since
-	 * the last resume, epoch = g_epoch then; an approximation). */
+	 * the thread's random state; the locks it holds (tls_held_inc below:
+	 * counted since the last resume, epoch = g_epoch then; an
+	 * approximation). */
 	int64_t sample_left;
 	uint64_t rng;
 	uint32_t nheld, held_epoch;
@@ -76,7 +77,7 @@ typedef struct tls {
 	/* ACQ_WAIT / ACQ_SHARED_WAIT: its fields, already resolved */
 	uint64_t pend_ticks;
 	uint32_t pend_id, pend_stack, pend_waiters;
-	struct scache *sc;  /* the validated stack cache (stack.h), or NULL */
+	struct scache *sc;  /* the validated stack cache (stackcache.h), or NULL */
 	/* Inside a blocking wait (cond_hooks.c, lock_hooks.c lock_wait): the
 	 * waiting hook's frame address, else 0; and the hook calls passed
 	 * through meanwhile with the gate BUSY (thread.c gate_revalidate). */
@@ -109,6 +110,40 @@ int hook_enter_slow(tls_t *t);
  */
 void gate_revalidate(tls_t *t);
 
+/*
+ * The held-lock count: how many locks the thread holds, as far as the lock
+ * hooks counted while recording. Every start of a recording window
+ * (resume, control.c) bumps g_epoch, which makes every thread's count
+ * stale: a stale count reads as none, and the next acquisition counts
+ * again from zero.
+ */
+extern _Atomic uint32_t g_epoch;
+
+/* Nonzero while the thread holds a lock (as far as the hooks counted). */
+static inline int tls_holds_lock(const tls_t *t)
+{
+	return t->nheld &&
+	       t->held_epoch == atomic_load_explicit(&g_epoch,
+	                                             memory_order_relaxed);
+}
+
+/* A lock was acquired / released by this thread (recording). */
+static inline void tls_held_inc(tls_t *t)
+{
+	uint32_t e = atomic_load_explicit(&g_epoch, memory_order_relaxed);
+	if (unlikely(t->held_epoch != e)) {
+		t->held_epoch = e;
+		t->nheld = 0;
+	}
+	t->nheld++;
+}
+
+static inline void tls_held_dec(tls_t *t)
+{
+	if (t->nheld)
+		t->nheld--;
+}
+
 /* Enters a hook: 1 = record (gate now BUSY; call hook_leave), 0 = pass
  * through. One predictable branch on the hot path. */
 static inline int hook_enter(tls_t *t)
@@ -126,6 +161,24 @@ static inline void hook_leave(tls_t *t)
 {
 	atomic_signal_fence(memory_order_seq_cst);
 	t->gate = GATE_READY;
+}
+
+/* Holds the gate around the shim's own work outside a hook's body (set-up,
+ * dlsym, fork, exec, a fatal signal, attach): whatever the thread
+ * allocates or locks until gate_restore() passes through, unrecorded.
+ * Returns the gate to give back (it may already be BUSY: nesting is fine). */
+static inline uint8_t gate_hold(tls_t *t)
+{
+	uint8_t g = t->gate;
+	t->gate = GATE_BUSY;
+	atomic_signal_fence(memory_order_seq_cst);
+	return g;
+}
+
+static inline void gate_restore(tls_t *t, uint8_t g)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	t->gate = g;
 }
 
 #endif

@@ -415,7 +415,7 @@ static pcount_t count_payload(const uint8_t *payload, size_t len)
 		if (FMT_IS_META(r.type))
 			continue;
 		n.events++;
-		n.lost += r.type == FMT_DROP ? r.f[0] : 1;
+		n.lost += r.type == FMT_DROP ? r.f[FMT_DROP_COUNT] : 1;
 	}
 	return n;
 }
@@ -461,7 +461,7 @@ void writer_flush(tls_t *t)
 		write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base, len,
 		            t->chunk_events,
 		            t->chunk_events - wb->drop_recs + wb->drop_vals,
-		            !sample_holds(t));
+		            !tls_holds_lock(t));
 		wb->seq++;
 	}
 	chunk_start(t);
@@ -474,7 +474,7 @@ void writer_flush(tls_t *t)
 	 * that holds none of the host's locks, so that waiting for the
 	 * loader's lock cannot close a cycle with a thread that holds it and
 	 * waits for one of ours. */
-	if (!sample_holds(t))
+	if (!tls_holds_lock(t))
 		attach_after_flush();
 	errno = saved;
 }
@@ -490,7 +490,7 @@ void writer_commit_slow(tls_t *t, uint64_t tsc)
 	if (t->pos > t->soft_end || tsc - t->chunk_tsc0 > g_flush_ticks) {
 		/* Due inside a hold: later, while the slack lasts (the
 		 * release's own event, after the real unlock, flushes). */
-		if (g_cfg.compress && sample_holds(t) &&
+		if (g_cfg.compress && tls_holds_lock(t) &&
 		    t->pos + HOLD_STEP <= t->end - WRITER_RESERVE) {
 			if (t->pos > t->soft_end)
 				t->soft_end = t->pos + HOLD_STEP;

@@ -1,7 +1,7 @@
 /*
  * admission - a full service queue that rejects the same unlucky clients
  * again and again (Apache Kudu review 2696, "rpc: use earliest-deadline-first
- * RPC scheduling and rejection", seed 003_709f17364ab23cfd.txt).
+ * RPC scheduling and rejection").
  *
  * --clients threads each send one request at a time, with no think time, to
  * a service with --queue-size queue slots and --workers worker threads (more

@@ -1,7 +1,6 @@
 /*
  * batcher - a client batcher's set of in-flight operations (Apache Kudu
- * commit 2e50335 "client: use dense_hash_set in Batcher", seed
- * 002_525bb7c783ab6d09.txt).
+ * commit 2e50335 "client: use dense_hash_set in Batcher").
  *
  * --threads client threads share one batcher: a set of in-flight operations
  * guarded by one mutex ("batcher.lock"). Each thread keeps a window of

@@ -2,10 +2,10 @@
  * common.h - what every bundled test app shares: option parsing, clocks,
  * CPU accounting, thread start/join, a stop flag and a small PRNG.
  *
- * The apps are reproducers of the reports in /work/shared/seeds (see
- * docs/testapps.md); each one is a main file plus this helper. Nothing here
- * takes a lock or allocates on a hot path, so a trace of an app shows the
- * app's own pattern and not the harness's. Usable from C11 and C++17.
+ * The apps reproduce published bug reports (Apache Kudu, Apache Ozone;
+ * docs/testapps.md cites each); each one is a main file plus this helper.
+ * Nothing here takes a lock or allocates on a hot path, so a trace of an
+ * app shows the app's own pattern and not the harness's. Usable from C11 and C++17.
  *
  * Conventions every app follows (docs/testapps.md):
  *   - `--name=value` or `--name value`; `--help` prints the options, exit 0;

@@ -1,7 +1,7 @@
 /*
  * reportqueue - a monitor lock around an inner blocking queue that has a lock
- * of its own (Apache Ozone HDDS-13020, pull request 11937, seed
- * 001_e7f9eb4bfd62441c.txt: SCM's ContainerReportQueue).
+ * of its own (Apache Ozone HDDS-13020, pull request 11937: SCM's
+ * ContainerReportQueue).
  *
  * --producers threads (heartbeat handlers) offer reports from 100 distinct
  * datanodes each; one worker polls with a 1 ms timeout, as the executor's

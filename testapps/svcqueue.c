@@ -1,6 +1,6 @@
 /*
  * svcqueue - a bounded, deadline-ordered RPC service queue (Apache Kudu
- * change 24230, seed 000_8387726180100db4.txt).
+ * change 24230).
  *
  * P producer threads put requests (a 512-byte block malloc'd outside the
  * lock, with a deadline) into one queue guarded by one mutex and one

@@ -1,6 +1,6 @@
 /*
  * svcqueue_cxx - svcqueue in C++17 with the standard containers Kudu used
- * (Apache Kudu change 24230, seed 000_8387726180100db4.txt).
+ * (Apache Kudu change 24230).
  *
  * The same queue, threads, options and output as svcqueue.c (read its header
  * comment), with the container of the original and of the fix:

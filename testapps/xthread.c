@@ -1,6 +1,6 @@
 /*
  * xthread - reactor tasks created on one thread and run and destroyed on
- * another (Apache Kudu KUDU-1865 part 1, seed 004_d5c8a29b9e379e7f.txt).
+ * another (Apache Kudu KUDU-1865 part 1).
  *
  * P producer threads (think: RPC client threads) hand tasks to R reactor
  * threads (producer i feeds reactor i % R). Each reactor has one pending-task

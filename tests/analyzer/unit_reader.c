@@ -43,7 +43,7 @@ static int read_all(reader_t *r, seen_t *out, int max)
 		CHECK(ev.rec->type == FMT_FREE);
 		if (n < max) {
 			out[n].tsc = ev.rec->tsc;
-			out[n].ptr = ev.rec->f[0];
+			out[n].ptr = ev.rec->f[FMT_FREE_PTR];
 			out[n].tid = ev.tid;
 			out[n].stream = ev.stream;
 		}

@@ -93,6 +93,26 @@ static void test_documented_layouts(void)
 	}
 }
 
+/* FMT_CORE_FIELDS names every layout letter of every core type, once and
+ * in order: indices run 0, 1, ... per record, one name per letter. */
+static void test_field_names(void)
+{
+	unsigned next[0x80] = {0};
+#define T_(rec, i, field, name)                                                \
+	CHECK_EQ_U(i, next[FMT_##rec]);                                        \
+	next[FMT_##rec]++;                                                     \
+	CHECK(!strcmp(fmt_field_name(FMT_##rec, i), name));
+	FMT_CORE_FIELDS(T_)
+#undef T_
+#define T_(name, code, l)                                                      \
+	CHECK_EQ_U(next[code], strlen(l));                                     \
+	CHECK(fmt_field_name(code, (unsigned)strlen(l)) == NULL);
+	FMT_CORE_RECORDS(T_)
+#undef T_
+	CHECK(!strcmp(fmt_field_name(FMT_ALLOC, FMT_ALLOC_SIZE), "size"));
+	CHECK(fmt_field_name(FMT_NOTE, 0) == NULL);
+}
+
 /* Every core type, with field values that exercise the pointer deltas. */
 static void test_core_roundtrip(void)
 {
@@ -247,6 +267,7 @@ int main(void)
 	test_varints();
 	test_file_header();
 	test_documented_layouts();
+	test_field_names();
 	test_core_roundtrip();
 	test_malformed_records();
 	return check_done("format");
