@@ -909,6 +909,12 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 
 #define ATTACH_MAX_RETRIES 1000
 
+int attach_active(void)
+{
+	return atomic_load_explicit(&attach_done, memory_order_acquire) &&
+	       !atomic_load(&detached);
+}
+
 void attach_after_flush(void)
 {
 	if (!atomic_load_explicit(&attach_done, memory_order_acquire) ||

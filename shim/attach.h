@@ -67,5 +67,8 @@ const char *mallock_detach_impl(void);
  * in NOTEs. A no-op unless attached and not detached; never waits (another
  * thread patching: the next flush looks again). */
 void attach_after_flush(void);
+/* Nonzero in a process the shim was attached to and not detached from:
+ * attach_after_flush() may have work. */
+int attach_active(void);
 
 #endif

@@ -67,6 +67,7 @@ typedef struct tls {
 	uint32_t nheld, held_epoch;
 	uint32_t flush_gen; /* g_flush_gen when this thread last flushed */
 	uint8_t sc_failed;  /* the stack cache could not be set up */
+	uint8_t attach_due; /* a late-library walk waits for the hold's end */
 	/* An acquisition not yet encoded (lock_hooks.c): its
 	 * record is written after the hold, or before the thread's next event,
 	 * whichever is first. pend_type 0: none. */

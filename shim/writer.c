@@ -474,8 +474,14 @@ void writer_flush(tls_t *t)
 	 * that holds none of the host's locks, so that waiting for the
 	 * loader's lock cannot close a cycle with a thread that holds it and
 	 * waits for one of ours. */
-	if (!tls_holds_lock(t))
+	if (!tls_holds_lock(t)) {
 		attach_after_flush();
+	} else if (unlikely(attach_active())) {
+		/* Later: writer_commit_slow() looks at every event until the
+		 * thread holds no lock. */
+		t->attach_due = 1;
+		t->soft_end = t->pos;
+	}
 	errno = saved;
 }
 
@@ -487,6 +493,20 @@ void writer_commit_slow(tls_t *t, uint64_t tsc)
 {
 	if (tsc > g_stop_tsc)
 		ctl_tick(tsc);
+	if (unlikely(t->attach_due)) {
+		/* A late-library walk writer_flush put off (attached
+		 * processes only): now, if the hold has ended. */
+		t->soft_end = t->end - WRITER_RESERVE - hold_slack(t->wb->cap);
+		if (!tls_holds_lock(t)) {
+			t->attach_due = 0;
+			attach_after_flush();
+		}
+	}
+	if (t->attach_due && t->pos <= t->soft_end &&
+	    tsc - t->chunk_tsc0 <= g_flush_ticks) {
+		t->soft_end = t->pos; /* look again at the next event */
+		return;
+	}
 	if (t->pos > t->soft_end || tsc - t->chunk_tsc0 > g_flush_ticks) {
 		/* Due inside a hold: later, while the slack lasts (the
 		 * release's own event, after the real unlock, flushes). */
