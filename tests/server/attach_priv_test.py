@@ -19,21 +19,10 @@ import stat
 import subprocess
 import sys
 import time
+from srvcheck import SKIP, check, fail  # noqa: F401
 
 MALLOCK, APP, TMP = sys.argv[1:4]
-SKIP = 77
 NOBODY = 65534
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    print("ok:", msg)
 
 
 if os.geteuid() != 0:

@@ -28,21 +28,10 @@ import shutil
 import subprocess
 import sys
 import time
+from srvcheck import SKIP, check, fail  # noqa: F401
 
 MALLOCK, APP, TMP = sys.argv[1:4]
 TCMALLOC = sys.argv[4:5] == ["tcmalloc"]
-SKIP = 77
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    print("ok:", msg)
 
 
 def ptrace_blocked():

@@ -25,21 +25,11 @@ import struct
 import subprocess
 import sys
 import time
+from srvcheck import SKIP, check, fail  # noqa: F401
 
 CASE, SHIM, MALLOCK, SRV, TMP = sys.argv[1:6]
 NOBODY, OTHER = 65534, 4242
 PAGE = struct.Struct("<IIIIQiIQQII")  # ctl_page.h, up to `state`
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    print("ok:", msg)
 
 
 if os.geteuid() != 0 or not shutil.which("setpriv"):

@@ -23,20 +23,9 @@ import shutil
 import subprocess
 import sys
 import time
+from srvcheck import SKIP, check, fail  # noqa: F401
 
 MALLOCK, APP, LIB, LIB_NOW, TMP = sys.argv[1:6]
-SKIP = 77
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    print("ok:", msg)
 
 
 GOT_NAMES = ("malloc", "free", "pthread_mutex_lock", "pthread_mutex_unlock")

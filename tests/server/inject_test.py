@@ -16,19 +16,9 @@ import shutil
 import subprocess
 import sys
 import time
+from srvcheck import SKIP, check, fail  # noqa: F401
 
 MALLOCK, APP, TMP = sys.argv[1:4]
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    print("ok:", msg)
 
 
 shutil.rmtree(TMP, ignore_errors=True)

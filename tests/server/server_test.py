@@ -14,20 +14,10 @@ import signal
 import subprocess
 import sys
 import time
+from srvcheck import SKIP, check, fail  # noqa: F401
 
 CASE, SHIM, MALLOCK, APP, TMP = sys.argv[1:6]
 CTL = os.path.join(TMP, "ctl")
-
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    print("ok:", msg)
 
 
 def env(**kw):
