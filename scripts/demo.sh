@@ -5,7 +5,7 @@
 # prints `mallock diff` of the two, beside the bare throughput of each
 # (run without mallock, for the same duration, before recording).
 #
-# The whole cascade (issue 13, item 9): svcqueue is linked with tcmalloc,
+# The whole cascade: svcqueue is linked with tcmalloc,
 # and TCMALLOC_TRANSFER_NUM_OBJ=1 makes every thread-cache refill and
 # release of the node's size class go to tcmalloc's central free list,
 # under its lock; a churn pair (one thread mallocs blocks of that size
@@ -55,7 +55,7 @@ awk -v t="$TREE_RPS" -v h="$HEAP_RPS" 'BEGIN {
 	printf "\n"
 }'
 echo
-echo "== the same trace for the tools people already use (issue 14)"
+echo "== the same trace for the tools people already use"
 "$BIN"/mallock report --format=pprof --metric=wait -o "$OUT"/tree.wait.pb.gz "$OUT"/tree.trace
 "$BIN"/mallock report --format=pprof --metric=caused -o "$OUT"/tree.caused.pb.gz "$OUT"/tree.trace
 "$BIN"/mallock report --format=perfetto --lock=svcqueue.lock --to=0.5 -o "$OUT"/tree.pftrace "$OUT"/tree.trace
