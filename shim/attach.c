@@ -889,7 +889,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
 		         "\t%u slots in read-only memory not redirected "
 		         "(mprotect: %s)",
-		         r->failed, strerror(r->mprotect_err));
+		         r->failed, prim_strerror(r->mprotect_err));
 	shim_info("attached: %u GOT slots in %u modules redirected, %u left "
 	          "alone; blocks allocated and locks taken before the attach "
 	          "are not known (unknown frees, unmatched releases)",

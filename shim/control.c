@@ -245,7 +245,7 @@ fail:
 	if (!quiet)
 		shim_warn("cannot create the control page %s: %s; `mallock "
 		          "ctl` is off for this process (the signal still works)",
-		          name, strerror(errno));
+		          name, prim_strerror(errno));
 	if (fd >= 0) {
 		prim_close(fd);
 		unlinkat(ctl_dir_fd, tmp, 0);
@@ -305,7 +305,7 @@ void ctl_cred_drop(uint32_t uid)
 	    renameat(ctl_dir_fd, name, fd, name) != 0) {
 		shim_warn("cannot move the control page to uid %u's directory: "
 		          "%s; only root can use `mallock ctl` on it",
-		          (unsigned)uid, strerror(errno));
+		          (unsigned)uid, prim_strerror(errno));
 		fchown(ctl_page_fd, 0, (gid_t)-1);
 		prim_close(fd);
 		return;

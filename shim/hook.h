@@ -13,10 +13,15 @@
  * calls (thread set-up, stack capture, the writer's flush, notes), calls
  * only what cannot take a lock the host may hold at that moment:
  *
- *   - system calls through their libc wrappers: read, write, open, close,
- *     fstat, fcntl, mmap, munmap, madvise, getrlimit, sigprocmask,
- *     sigpending, sigtimedwait, clock_gettime, gettid, getpid, sched_yield
- *   - string and memory functions; snprintf/vsnprintf into a buffer (no
+ *   - system calls through their libc wrappers: read, write, open, openat,
+ *     close, fstat, fstatat, fcntl, ftruncate, readlink, mkdirat, renameat,
+ *     unlinkat, fchown (the control page), mmap, munmap, mprotect (attach's
+ *     GOT slots), madvise, getrlimit, pthread_sigmask, sigaltstack,
+ *     sigpending, sigtimedwait, raise (the fatal handler), clock_gettime,
+ *     gettid, getpid, getppid, geteuid, sched_yield
+ *   - pure functions: string and memory functions, strto*, sig*set, log,
+ *     strerrordesc_np (prim_strerror: strerror translates, and gettext
+ *     takes a lock), zlib's crc32; snprintf/vsnprintf into a buffer (no
  *     stream lock, no allocation for the formats the shim uses)
  *   - the real pthread functions on the shim's own locks (writer.c: order
  *     loader -> proc_lock -> reg_lock -> flush_lock) and on the host's lock
@@ -26,7 +31,8 @@
  *     computation, no lock, no allocation)
  *
  * Never from a hook: pthread_getattr_np (stack bounds are learned at
- * thread start or lock-free: thread.h), stdio streams, getenv/setenv,
+ * thread start or lock-free: thread.h), stdio streams, strerror,
+ * getenv/setenv/unsetenv, getcwd, gethostname (init only: prim.c),
  * dlsym, dladdr, dlopen (resolved at init: real.c, cxx_init), and
  * dl_iterate_phdr (MODULE records are written at init, dlclose, thread exit
  * and the final flush, never from a flush inside a hook; libunwind's own
@@ -36,8 +42,9 @@
  * Known exceptions: dlsym for a C++ operator whose library was loaded
  * after init (cxx_hooks.c); in a process the shim was attached to, a flush
  * by a thread that holds no lock of the host's walks the modules with
- * dl_iterate_phdr to redirect libraries loaded since (attach.c); libunwind's objects without an .eh_frame_hdr
- * are not unwound through inside a hook; a fork child that may have lost
+ * dl_iterate_phdr to redirect libraries loaded since (attach.c);
+ * libunwind's objects without an .eh_frame_hdr are not unwound through
+ * inside a hook; a fork child that may have lost
  * the loader's lock never calls dl_iterate_phdr (modules.h).
  * tests/reliability/libcholds.c runs every hook inside those libc calls.
  */

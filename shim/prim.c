@@ -484,6 +484,12 @@ void prim_yield(void)
 	sched_yield();
 }
 
+const char *prim_strerror(int err)
+{
+	const char *d = strerrordesc_np(err);
+	return d ? d : "unknown error";
+}
+
 int prim_on_altstack(void)
 {
 	stack_t ss;

@@ -63,6 +63,11 @@ uint64_t prim_tsc_hz(void);
 /* The kernel thread id and the process ids (raw syscalls, no caching). */
 uint32_t prim_gettid(void);
 uint32_t prim_getpid(void);
+
+/* The English description of errno value err ("No such file or
+ * directory"), without strerror's translation: strerror goes through
+ * gettext, which takes a lock of libc's that the host may hold (hook.h). */
+const char *prim_strerror(int err);
 uint32_t prim_getppid(void);
 
 /* dlsym(RTLD_NEXT, name) / dlvsym(RTLD_NEXT, name, version), as seen from

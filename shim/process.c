@@ -124,7 +124,7 @@ int process_open_output(int child)
 	}
 	if (err) {
 		shim_warn("cannot create trace file %s: %s; recording off", path,
-		          strerror(err));
+		          prim_strerror(err));
 		return -1;
 	}
 	shim_info("tracing to %s", g_trace_path);

@@ -304,7 +304,7 @@ static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
 				          "recording stopped",
 				          err == EIO ? "short write (disk full "
 				                       "or file size limit)"
-				                     : strerror(err));
+				                     : prim_strerror(err));
 		}
 		return -1;
 	}
