@@ -148,7 +148,7 @@ static double now_s(void)
 /* What the compression after the run did, over all the traces. */
 typedef struct rec_pack {
 	int level;
-	unsigned done, skipped;
+	unsigned done, skipped, bad;
 	uint64_t in, out, events;
 } rec_pack_t;
 
@@ -168,6 +168,7 @@ static void pack_one(rec_pack_t *p, const char *path)
 		p->in += r.bytes_in;
 		p->out += r.bytes_out;
 		p->events += r.events;
+		p->bad += r.bad;
 	} else {
 		p->skipped++;
 	}
@@ -177,8 +178,23 @@ static void pack_one(rec_pack_t *p, const char *path)
 		tc_say("mallock: ", path, &r, 0);
 }
 
-/* The traces of the processes the command forked: PATH.<pid> in PATH's
- * directory, modified since the record started. */
+/* Whether s is one or more ".<digits>": what the shim appends for a child
+ * (its pid), and again for a grandchild or where a file was in the way. */
+static int pid_suffix(const char *s)
+{
+	if (!*s)
+		return 0;
+	while (*s) {
+		size_t k = s[0] == '.' ? strspn(s + 1, "0123456789") : 0;
+		if (!k)
+			return 0;
+		s += 1 + k;
+	}
+	return 1;
+}
+
+/* The traces of the processes the command started: PATH.<pid>[.<n>...] in
+ * PATH's directory, modified since the record started. */
 static void pack_children(rec_pack_t *p, const char *path,
                           const struct timespec *since)
 {
@@ -199,13 +215,12 @@ static void pack_children(rec_pack_t *p, const char *path,
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		const char *n = e->d_name;
-		if (strncmp(n, base, blen) != 0 || n[blen] != '.' ||
-		    !n[blen + 1] || strspn(n + blen + 1, "0123456789") !=
-		                        strlen(n + blen + 1))
+		if (strncmp(n, base, blen) != 0 || !pid_suffix(n + blen))
 			continue;
 		char full[PATH_MAX];
 		struct stat st;
-		if ((size_t)snprintf(full, sizeof full, "%s/%s", dir, n) >=
+		if ((size_t)snprintf(full, sizeof full, "%s%s%s",
+		                     slash ? dir : "", slash ? "/" : "", n) >=
 		        sizeof full ||
 		    lstat(full, &st) < 0 || !S_ISREG(st.st_mode) ||
 		    st.st_mtim.tv_sec < since->tv_sec ||
@@ -392,7 +407,8 @@ int cmd_record(int argc, char **argv)
 			        p.done > 1 ? "traces" : "trace",
 			        tc_size(a, sizeof a, p.in),
 			        tc_size(b, sizeof b, p.out),
-			        tc_per_event(c, sizeof c, p.out, p.events),
+			        tc_per_event(c, sizeof c, p.out,
+			                     p.bad ? 0 : p.events),
 			        now_s() - t0);
 	}
 	if (WIFEXITED(status))

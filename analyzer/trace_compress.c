@@ -429,7 +429,7 @@ int tc_compress(const char *path, const char *out, int level, tc_result_t *r,
 	struct stat st, ost;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
+		snprintf(err, errlen, "cannot open: %s", strerror(errno));
 		return 1;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -603,19 +603,23 @@ int tc_say(const char *prefix, const char *path, const tc_result_t *r,
 		        prefix, path);
 		break;
 	case TC_REWRITTEN:
+		/* With a bad tail kept, bytes per event would mislead. */
 		fprintf(stderr, "%s%s: compressed %s -> %s%s in %.1f s\n", prefix,
 		        path, tc_size(a, sizeof a, r->bytes_in),
 		        tc_size(b, sizeof b, r->bytes_out),
-		        tc_per_event(c, sizeof c, r->bytes_out, r->events), secs);
+		        tc_per_event(c, sizeof c, r->bytes_out,
+		                     r->bad ? 0 : r->events),
+		        secs);
 		break;
 	}
 	if (r->bad)
-		fprintf(stderr, "%s%s: %s at byte %llu: the %u chunks before it "
-		                "%s, the %llu bytes from there on kept as they were\n",
+		fprintf(stderr, "%s%s: %s at byte %llu: the %u good chunks "
+		                "before it %s (%u compressed), the %llu bytes "
+		                "from there on kept as they were\n",
 		        prefix, path, r->why, (unsigned long long)r->bad_at,
 		        r->chunks,
-		        r->outcome == TC_REWRITTEN ? "compressed" : "read",
-		        (unsigned long long)r->tail);
+		        r->outcome == TC_REWRITTEN ? "rewritten" : "read",
+		        r->packed, (unsigned long long)r->tail);
 	return 0;
 }
 
