@@ -403,7 +403,7 @@ int cmd_record(int argc, char **argv)
 		char a[32], b[32], c[40];
 		if (p.done)
 			fprintf(stderr, "mallock: %s compressed %s -> %s%s in "
-			                "%.1f s\n",
+			                "%.2f s\n",
 			        p.done > 1 ? "traces" : "trace",
 			        tc_size(a, sizeof a, p.in),
 			        tc_size(b, sizeof b, p.out),

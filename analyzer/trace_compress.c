@@ -604,7 +604,7 @@ int tc_say(const char *prefix, const char *path, const tc_result_t *r,
 		break;
 	case TC_REWRITTEN:
 		/* With a bad tail kept, bytes per event would mislead. */
-		fprintf(stderr, "%s%s: compressed %s -> %s%s in %.1f s\n", prefix,
+		fprintf(stderr, "%s%s: compressed %s -> %s%s in %.2f s\n", prefix,
 		        path, tc_size(a, sizeof a, r->bytes_in),
 		        tc_size(b, sizeof b, r->bytes_out),
 		        tc_per_event(c, sizeof c, r->bytes_out,
