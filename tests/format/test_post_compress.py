@@ -87,6 +87,14 @@ def record(name, *opts, env_extra=None):
     return path, r.stderr
 
 
+def headers(path, n=None):
+    """Each chunk's header fields but the length, CRC and flags: tid, seq,
+    tsc_base, tsc_flush, mono_flush_ns (a rewrite keeps them)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return [data[o + 12:o + 20] + data[o + 24:o + 48] for o, _, _ in chunks(path)][:n]
+
+
 def packed(path):
     c = chunks(path)
     return sum(1 for _, fl, _ in c if fl & 1), len(c)
@@ -128,6 +136,8 @@ check(r.returncode == 0 and z >= n // 2 and
 check(len(r.stderr.splitlines()) == 1, "one line about it")
 check(base is not None and report(comp) == base,
       "the report of the compressed trace is the report of the raw one")
+check(headers(comp) == headers(raw),
+      "every chunk keeps its thread, sequence number and clock pair")
 mode = os.stat(comp).st_mode & 0o777
 check(mode == os.stat(raw).st_mode & 0o777, f"the mode is kept ({oct(mode)})")
 check(not [f for f in os.listdir(TMP) if ".mallock-" in f],
@@ -163,6 +173,8 @@ def bad_case(name, bad):
           f"{name}: the {len(tail)} bytes from the bad chunk on are kept as they were")
     check(f"at byte {off}" in r.stderr and f"{len(tail)} bytes" in r.stderr,
           f"{name}: the bad chunk and the bytes kept are named")
+    check(headers(work, k) == headers(src, k),
+          f"{name}: the good chunks keep their headers")
     after = report(work)
     check(before is not None and before["trace"]["truncated"] and after == before,
           f"{name}: the report is the same before and after")
