@@ -208,6 +208,39 @@ finally:
     holder.kill()
     holder.wait()
 
+# --- record: a forked child that outlives the command keeps its trace
+# open; record leaves that trace raw and says so, and compresses the rest.
+fork_trace = os.path.join(TMP, "fork.trace")
+env = dict(os.environ, MALLOCK_BUFFER_KB="4", MALLOCK_FLUSH_MS="50")
+env.pop("LD_PRELOAD", None)
+env.pop("MALLOCK_COMPRESS", None)
+prog = ("import os, sys, time\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    x = [bytearray(100) for _ in range(50000)]\n"
+        "    time.sleep(4)\n"
+        "    os._exit(0)\n"
+        "x = [bytearray(100) for _ in range(50000)]\n"
+        "time.sleep(0.5)\n"
+        "print(pid, flush=True)\n")
+r = subprocess.run([MALLOCK, "record", "-o", fork_trace, "--", sys.executable,
+                    "-c", prog], capture_output=True, text=True, env=env,
+                   timeout=120)
+child = r.stdout.split()[-1] if r.stdout.split() else "?"
+child_trace = fork_trace + "." + child
+check(r.returncode == 0 and f"{child_trace}: still open for writing by pid {child}" in r.stderr,
+      f"record leaves the trace of a child still running ({child}): {r.stderr.strip()}")
+check(os.path.exists(child_trace) and packed(child_trace)[0] == 0,
+      "that trace is raw and whole")
+check(packed(fork_trace)[0] > 0, "the command's own trace is compressed")
+for _ in range(100):
+    if not os.path.exists(f"/proc/{child}"):
+        break
+    time.sleep(0.1)
+r = compress(child_trace)
+check(r.returncode == 0 and packed(child_trace)[0] > 0,
+      f"once it exited, mallock compress compresses it: {r.stderr.strip()}")
+
 # --- bad input: one line, non-zero exit.
 notrace = os.path.join(TMP, "notrace.txt")
 with open(notrace, "w") as f:
