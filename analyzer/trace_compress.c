@@ -84,8 +84,8 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 {
 	size_t got = 0;
 	while (got < n) {
-		ssize_t k = pread(fd, (char *)buf + got, n - got,
-		                  (off_t)(off + got));
+		ssize_t k =
+		    pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0) {
@@ -139,7 +139,7 @@ pid_t tc_writer_alive(dev_t dev, ino_t ino, pid_t hint)
 	int hint_readable = 0;
 	if (!d)
 		return hint > 0 && (kill(hint, 0) == 0 || errno == EPERM) ? hint
-		                                                            : 0;
+		                                                          : 0;
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		char *end;
@@ -180,7 +180,8 @@ pid_t tc_writer_alive(dev_t dev, ino_t ino, pid_t hint)
 	closedir(d);
 	/* The writer named in the trace exists but its descriptors are out
 	 * of reach (another user's process): it may be writing. */
-	if (hint > 0 && !hint_readable && (kill(hint, 0) == 0 || errno == EPERM))
+	if (hint > 0 && !hint_readable &&
+	    (kill(hint, 0) == 0 || errno == EPERM))
 		return hint;
 	return 0;
 }
@@ -212,7 +213,8 @@ static pid_t trace_pid(int fd, uint64_t size)
 		meta_process_t mp;
 		fmt_dec_init(&dec, &hr, recs);
 		while (fmt_decode(&dec, &rec, &eo) > 0)
-			if (rec.type == FMT_PROCESS && meta_process(&rec, &mp) == 0) {
+			if (rec.type == FMT_PROCESS &&
+			    meta_process(&rec, &mp) == 0) {
 				pid = (pid_t)mp.pid;
 				break;
 			}
@@ -268,15 +270,17 @@ static int put_chunk(tc_t *t, const uint8_t *hb, const fmt_chunk_header_t *h,
 {
 	if (n >= MIN_LEN) {
 		size_t bound = ZSTD_compressBound(n);
-		grow(&t->z, &t->zcap, FMT_CHUNK_HEADER_SIZE + FMT_ZSTD_PREFIX + bound);
+		grow(&t->z, &t->zcap,
+		     FMT_CHUNK_HEADER_SIZE + FMT_ZSTD_PREFIX + bound);
 		uint8_t *zp = t->z + FMT_CHUNK_HEADER_SIZE;
-		size_t k = ZSTD_compress2(t->cc, zp + FMT_ZSTD_PREFIX, bound, recs, n);
+		size_t k =
+		    ZSTD_compress2(t->cc, zp + FMT_ZSTD_PREFIX, bound, recs, n);
 		size_t total = k + FMT_ZSTD_PREFIX;
 		if (!ZSTD_isError(k) && total < n && total < h->payload_len &&
 		    n <= (size_t)FMT_ZSTD_MAX_RATIO * total) {
 			grow(&t->chk, &t->chkcap, n);
-			size_t back = ZSTD_decompressDCtx(t->dc, t->chk, n,
-			                                  zp + FMT_ZSTD_PREFIX, k);
+			size_t back = ZSTD_decompressDCtx(
+			    t->dc, t->chk, n, zp + FMT_ZSTD_PREFIX, k);
 			if (!ZSTD_isError(back) && back == n &&
 			    memcmp(t->chk, recs, n) == 0) {
 				zp[0] = (uint8_t)n;
@@ -306,7 +310,8 @@ static int copy_rest(tc_t *t, uint64_t off, uint64_t end)
 {
 	grow(&t->pay, &t->paycap, 1u << 20);
 	while (off < end) {
-		size_t n = end - off < t->paycap ? (size_t)(end - off) : t->paycap;
+		size_t n =
+		    end - off < t->paycap ? (size_t)(end - off) : t->paycap;
 		if (read_at(t->in, t->pay, n, off) < 0 ||
 		    write_all(t->out, t->pay, n) < 0)
 			return -1;
@@ -342,8 +347,8 @@ static int rewrite(tc_t *t, uint64_t size, tc_result_t *r, char *err,
 			uint32_t n;
 			if (fmt_chunk_verify(hb, &h, t->pay) < 0)
 				why = "CRC mismatch";
-			else if (fmt_chunk_inflate(&h, t->pay, &t->raw, &t->rawcap,
-			                           &recs, &n) < 0)
+			else if (fmt_chunk_inflate(&h, t->pay, &t->raw,
+			                           &t->rawcap, &recs, &n) < 0)
 				why = "corrupt compressed payload";
 			else {
 				r->chunks++;
@@ -357,7 +362,8 @@ static int rewrite(tc_t *t, uint64_t size, tc_result_t *r, char *err,
 		r->bad = 1;
 		r->bad_at = off;
 		r->tail = size - off;
-		snprintf(r->why, sizeof r->why, "chunk %u: %s", r->chunks + 1, why);
+		snprintf(r->why, sizeof r->why, "chunk %u: %s", r->chunks + 1,
+		         why);
 		if (copy_rest(t, off, size) < 0) {
 			if (errno)
 				goto write_error;
@@ -368,7 +374,8 @@ static int rewrite(tc_t *t, uint64_t size, tc_result_t *r, char *err,
 	return 0;
 read_error:
 	snprintf(err, errlen, "read error at byte %llu: %s",
-	         (unsigned long long)off, errno ? strerror(errno) : "file shrank");
+	         (unsigned long long)off,
+	         errno ? strerror(errno) : "file shrank");
 	return -1;
 write_error:
 	snprintf(err, errlen, "cannot write %s: %s", tmp_path, strerror(errno));
@@ -440,8 +447,9 @@ int tc_compress(const char *path, const char *out, int level, tc_result_t *r,
 	if (!out) {
 		struct stat lst;
 		if (lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-			snprintf(err, errlen, "a symbolic link: give the file "
-			                      "it points to, or -o OUT");
+			snprintf(err, errlen,
+			         "a symbolic link: give the file "
+			         "it points to, or -o OUT");
 			close(fd);
 			return 1;
 		}
@@ -456,16 +464,18 @@ int tc_compress(const char *path, const char *out, int level, tc_result_t *r,
 	}
 	uint8_t fh[FMT_FILE_HEADER_SIZE];
 	unsigned major = 0, minor = 0;
-	int rc = (uint64_t)st.st_size < sizeof fh ? -1 :
-	         read_at(fd, fh, sizeof fh, 0) < 0 ? -1 :
-	         fmt_file_header_check(fh, sizeof fh, &major, &minor);
+	int rc = (uint64_t)st.st_size < sizeof fh ? -1
+	         : read_at(fd, fh, sizeof fh, 0) < 0
+	             ? -1
+	             : fmt_file_header_check(fh, sizeof fh, &major, &minor);
 	if (rc < 0) {
 		if (rc == -1)
 			snprintf(err, errlen, "not a mallock trace%s",
 			         st.st_size ? "" : " (empty file)");
 		else
-			snprintf(err, errlen, "trace format version %u.%u not "
-			                      "supported (this mallock reads %d.x)",
+			snprintf(err, errlen,
+			         "trace format version %u.%u not "
+			         "supported (this mallock reads %d.x)",
 			         major, minor, FMT_VERSION_MAJOR);
 		close(fd);
 		return 2;
@@ -493,9 +503,10 @@ int tc_compress(const char *path, const char *out, int level, tc_result_t *r,
 	t.dc = ZSTD_createDCtx();
 	rc = 1;
 	if (!t.cc || !t.dc ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(t.cc, ZSTD_c_compressionLevel,
-	                                        level)) ||
-	    ZSTD_isError(ZSTD_CCtx_setParameter(t.cc, ZSTD_c_checksumFlag, 1))) {
+	    ZSTD_isError(
+	        ZSTD_CCtx_setParameter(t.cc, ZSTD_c_compressionLevel, level)) ||
+	    ZSTD_isError(
+	        ZSTD_CCtx_setParameter(t.cc, ZSTD_c_checksumFlag, 1))) {
 		snprintf(err, errlen, "cannot set up zstd level %d", level);
 		goto done;
 	}
@@ -512,10 +523,10 @@ int tc_compress(const char *path, const char *out, int level, tc_result_t *r,
 	 * there were when it started (a writer only appends). */
 	struct stat now, cur;
 	if (!out && (fstat(fd, &now) < 0 || now.st_size != st.st_size ||
-	    now.st_mtim.tv_sec != st.st_mtim.tv_sec ||
-	    now.st_mtim.tv_nsec != st.st_mtim.tv_nsec ||
-	    stat(path, &cur) < 0 || cur.st_ino != st.st_ino ||
-	    cur.st_dev != st.st_dev)) {
+	             now.st_mtim.tv_sec != st.st_mtim.tv_sec ||
+	             now.st_mtim.tv_nsec != st.st_mtim.tv_nsec ||
+	             stat(path, &cur) < 0 || cur.st_ino != st.st_ino ||
+	             cur.st_dev != st.st_dev)) {
 		r->outcome = TC_CHANGED;
 		rc = 0;
 		goto done;
@@ -532,7 +543,8 @@ int tc_compress(const char *path, const char *out, int level, tc_result_t *r,
 		goto done;
 	}
 	if (!out) {
-		/* The trace's owner and mode, as far as this user may set them. */
+		/* The trace's owner and mode, as far as this user may set them.
+		 */
 		if (fchown(t.out, st.st_uid, st.st_gid) < 0) {
 			/* not the owner: the file becomes this user's */
 		}
@@ -567,10 +579,14 @@ static void compress_usage(FILE *f)
 	fprintf(f,
 	        "usage: mallock compress [--level N] [-o OUT] TRACE...\n"
 	        "  --level N   zstd level %d..%d (default %d)\n"
-	        "  -o OUT      write a compressed copy to OUT (one TRACE) and leave\n"
-	        "              TRACE as it is; allowed while a process still writes it\n"
-	        "Each TRACE is rewritten in place (a temporary file beside it, then\n"
-	        "rename), chunk by chunk: what `mallock report` reads is unchanged.\n",
+	        "  -o OUT      write a compressed copy to OUT (one TRACE) and "
+	        "leave\n"
+	        "              TRACE as it is; allowed while a process still "
+	        "writes it\n"
+	        "Each TRACE is rewritten in place (a temporary file beside it, "
+	        "then\n"
+	        "rename), chunk by chunk: what `mallock report` reads is "
+	        "unchanged.\n",
 	        TC_LEVEL_MIN, TC_LEVEL_MAX, TC_LEVEL_DEFAULT);
 }
 
@@ -587,25 +603,28 @@ int tc_say(const char *prefix, const char *path, const tc_result_t *r,
 	char a[32], b[32], c[40];
 	switch (r->outcome) {
 	case TC_LIVE:
-		fprintf(stderr, "%s%s: still open for writing by pid %d: left as "
-		                "it is (compress it after that process exits, or "
-		                "with -o OUT)\n",
+		fprintf(stderr,
+		        "%s%s: still open for writing by pid %d: left as "
+		        "it is (compress it after that process exits, or "
+		        "with -o OUT)\n",
 		        prefix, path, (int)r->writer);
 		return 1;
 	case TC_CHANGED:
-		fprintf(stderr, "%s%s: changed while it was compressed (a "
-		                "process still writes it?): left as it is\n",
+		fprintf(stderr,
+		        "%s%s: changed while it was compressed (a "
+		        "process still writes it?): left as it is\n",
 		        prefix, path);
 		return 1;
 	case TC_UNCHANGED:
-		fprintf(stderr, "%s%s: no chunk gets smaller (already "
-		                "compressed?): left as it is\n",
+		fprintf(stderr,
+		        "%s%s: no chunk gets smaller (already "
+		        "compressed?): left as it is\n",
 		        prefix, path);
 		break;
 	case TC_REWRITTEN:
 		/* With a bad tail kept, bytes per event would mislead. */
-		fprintf(stderr, "%s%s: compressed %s -> %s%s in %.2f s\n", prefix,
-		        path, tc_size(a, sizeof a, r->bytes_in),
+		fprintf(stderr, "%s%s: compressed %s -> %s%s in %.2f s\n",
+		        prefix, path, tc_size(a, sizeof a, r->bytes_in),
 		        tc_size(b, sizeof b, r->bytes_out),
 		        tc_per_event(c, sizeof c, r->bytes_out,
 		                     r->bad ? 0 : r->events),
@@ -613,9 +632,10 @@ int tc_say(const char *prefix, const char *path, const tc_result_t *r,
 		break;
 	}
 	if (r->bad)
-		fprintf(stderr, "%s%s: %s at byte %llu: the %u good chunks "
-		                "before it %s (%u compressed), the %llu bytes "
-		                "from there on kept as they were\n",
+		fprintf(stderr,
+		        "%s%s: %s at byte %llu: the %u good chunks "
+		        "before it %s (%u compressed), the %llu bytes "
+		        "from there on kept as they were\n",
 		        prefix, path, r->why, (unsigned long long)r->bad_at,
 		        r->chunks,
 		        r->outcome == TC_REWRITTEN ? "rewritten" : "read",
@@ -640,8 +660,9 @@ int cmd_compress(int argc, char **argv)
 			long v = strtol(argv[++i], &end, 10);
 			if (*end || end == argv[i] || v < TC_LEVEL_MIN ||
 			    v > TC_LEVEL_MAX) {
-				fprintf(stderr, "mallock compress: --level %s: not "
-				                "a level from %d to %d\n",
+				fprintf(stderr,
+				        "mallock compress: --level %s: not "
+				        "a level from %d to %d\n",
 				        argv[i], TC_LEVEL_MIN, TC_LEVEL_MAX);
 				return 1;
 			}
@@ -649,8 +670,10 @@ int cmd_compress(int argc, char **argv)
 		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
 			out = argv[++i];
 		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "mallock compress: unknown or incomplete "
-			                "option '%s'\n", a);
+			fprintf(stderr,
+			        "mallock compress: unknown or incomplete "
+			        "option '%s'\n",
+			        a);
 			compress_usage(stderr);
 			return 1;
 		} else {
@@ -674,13 +697,15 @@ int cmd_compress(int argc, char **argv)
 		double t0 = now_s();
 		int rc = tc_compress(argv[i], out, level, &r, err, sizeof err);
 		if (rc) {
-			fprintf(stderr, "mallock compress: %s: %s\n", argv[i], err);
+			fprintf(stderr, "mallock compress: %s: %s\n", argv[i],
+			        err);
 			if (rc > status)
 				status = rc;
 			continue;
 		}
 		if (tc_say("mallock compress: ", out ? out : argv[i], &r,
-		           now_s() - t0) && !status)
+		           now_s() - t0) &&
+		    !status)
 			status = 1;
 	}
 	return status;

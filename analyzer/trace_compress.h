@@ -42,12 +42,12 @@ typedef struct tc_result {
 	tc_outcome_t outcome;
 	uint64_t bytes_in, bytes_out; /* file sizes before and after */
 	uint64_t events;              /* core events in the good chunks */
-	uint32_t chunks, packed;      /* good chunks, of them stored compressed */
-	int bad;                      /* a bad chunk ended the good prefix */
-	uint64_t bad_at;              /* its offset in the input */
-	uint64_t tail;                /* bytes from there copied as they were */
-	char why[96];                 /* what was wrong there */
-	pid_t writer;                 /* TC_LIVE: the process (0: unknown) */
+	uint32_t chunks, packed; /* good chunks, of them stored compressed */
+	int bad;                 /* a bad chunk ended the good prefix */
+	uint64_t bad_at;         /* its offset in the input */
+	uint64_t tail;           /* bytes from there copied as they were */
+	char why[96];            /* what was wrong there */
+	pid_t writer;            /* TC_LIVE: the process (0: unknown) */
 } tc_result_t;
 
 /*
