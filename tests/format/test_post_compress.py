@@ -214,18 +214,25 @@ fork_trace = os.path.join(TMP, "fork.trace")
 env = dict(os.environ, MALLOCK_BUFFER_KB="4", MALLOCK_FLUSH_MS="50")
 env.pop("LD_PRELOAD", None)
 env.pop("MALLOCK_COMPRESS", None)
+# The child tells the parent when its trace is on disk (the shim creates
+# it at the first flush), so the parent never exits before it.
 prog = ("import os, sys, time\n"
+        "rd, wr = os.pipe()\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"
         "    x = [bytearray(100) for _ in range(50000)]\n"
+        "    mine = sys.argv[1] + '.' + str(os.getpid())\n"
+        "    for _ in range(200):\n"
+        "        if os.path.exists(mine): break\n"
+        "        x.append(bytearray(100)); time.sleep(0.05)\n"
+        "    os.write(wr, b'x')\n"
         "    time.sleep(4)\n"
         "    os._exit(0)\n"
-        "x = [bytearray(100) for _ in range(50000)]\n"
-        "time.sleep(0.5)\n"
+        "os.read(rd, 1)\n"
         "print(pid, flush=True)\n")
 r = subprocess.run([MALLOCK, "record", "-o", fork_trace, "--", sys.executable,
-                    "-c", prog], capture_output=True, text=True, env=env,
-                   timeout=120)
+                    "-c", prog, fork_trace], capture_output=True, text=True,
+                   env=env, timeout=120)
 child = r.stdout.split()[-1] if r.stdout.split() else "?"
 child_trace = fork_trace + "." + child
 check(r.returncode == 0 and f"{child_trace}: still open for writing by pid {child}" in r.stderr,
