@@ -239,7 +239,8 @@ int cmd_record(int argc, char **argv)
 	int i = 1;
 	/* MALLOCK_COMPRESS=0 means no compression at all, here too. */
 	const char *zenv = getenv("MALLOCK_COMPRESS");
-	int pack = !(zenv && strcmp(zenv, "0") == 0);
+	char *zend;
+	int pack = !(zenv && *zenv && strtol(zenv, &zend, 10) == 0 && !*zend);
 	int level = TC_LEVEL_DEFAULT;
 
 	for (; i < argc; i++) {
