@@ -13,6 +13,8 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 /* mallock diff [options] BEFORE AFTER (diff.c) */
 int cmd_diff(int argc, char **argv);
+/* mallock compress [--level N] [-o OUT] TRACE... (trace_compress.c) */
+int cmd_compress(int argc, char **argv);
 /* mallock dump [--merged] TRACE (dump.c) */
 int cmd_dump(int argc, char **argv);
 /* mallock ctl start|stop|status PID (ctl.c) */

@@ -9,9 +9,16 @@
  * shim opens: %p becomes the child's pid (exec keeps it), %e the base name of
  * the program run. Processes the program forks see a path without %p and
  * append ".<pid>" to it (see docs/configuration.md).
+ *
+ * After the command exits, its trace and those of the processes it forked
+ * (PATH.<pid>, written since the start) are compressed (trace_compress.h):
+ * off the host's threads, at no cost to the run. A trace some process still
+ * has open (a child that outlived the command) is left as it is.
+ * `--no-compress` or MALLOCK_COMPRESS=0 keep the traces raw.
  */
 #define _GNU_SOURCE
 #include "cli.h"
+#include "trace_compress.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +27,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_OUTPUT "mallock.%e.%p.trace"
@@ -37,8 +46,11 @@ static void record_usage(FILE *f)
 	        "  --exe NAME         trace only processes of the program NAME (MALLOCK_EXE:\n"
 	        "                     wrappers such as sh, env, setpriv leave no trace)\n"
 	        "  --shim PATH        use this libmallock.so\n"
+	        "  --no-compress      leave the trace uncompressed (as MALLOCK_COMPRESS=0)\n"
+	        "  --compress-level N zstd level of the compression after the run\n"
+	        "                     (%d..%d, default %d)\n"
 	        "Without -o, MALLOCK_OUTPUT or %s is used.\n",
-	        DEFAULT_OUTPUT);
+	        TC_LEVEL_MIN, TC_LEVEL_MAX, TC_LEVEL_DEFAULT, DEFAULT_OUTPUT);
 }
 
 /* Finds libmallock.so beside this executable: <dir>/../lib/libmallock.so.
@@ -126,11 +138,110 @@ static int set_preload(const char *shim)
 	return rc;
 }
 
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* What the compression after the run did, over all the traces. */
+typedef struct rec_pack {
+	int level;
+	unsigned done, skipped, bad;
+	uint64_t in, out, events;
+} rec_pack_t;
+
+/* Compresses one trace, adding to p; says what went wrong or was left. */
+static void pack_one(rec_pack_t *p, const char *path)
+{
+	char err[PATH_MAX + 160];
+	tc_result_t r;
+	int rc = tc_compress(path, NULL, p->level, &r, err, sizeof err);
+	if (rc) {
+		fprintf(stderr, "mallock: %s: not compressed: %s\n", path, err);
+		p->skipped++;
+		return;
+	}
+	if (r.outcome == TC_REWRITTEN || r.outcome == TC_UNCHANGED) {
+		p->done++;
+		p->in += r.bytes_in;
+		p->out += r.bytes_out;
+		p->events += r.events;
+		p->bad += r.bad;
+	} else {
+		p->skipped++;
+	}
+	/* Only what the summary line does not say: a trace left as it
+	 * was, or a bad chunk and the bytes kept after it. */
+	if (r.outcome != TC_REWRITTEN || r.bad)
+		tc_say("mallock: ", path, &r, 0);
+}
+
+/* Whether s is one or more ".<digits>": what the shim appends for a child
+ * (its pid), and again for a grandchild or where a file was in the way. */
+static int pid_suffix(const char *s)
+{
+	if (!*s)
+		return 0;
+	while (*s) {
+		size_t k = s[0] == '.' ? strspn(s + 1, "0123456789") : 0;
+		if (!k)
+			return 0;
+		s += 1 + k;
+	}
+	return 1;
+}
+
+/* The traces of the processes the command started: PATH.<pid>[.<n>...] in
+ * PATH's directory, modified since the record started. */
+static void pack_children(rec_pack_t *p, const char *path,
+                          const struct timespec *since)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof dir, "%s", path);
+	char *slash = strrchr(dir, '/');
+	const char *base = slash ? slash + 1 : path;
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+	else
+		snprintf(dir, sizeof dir, ".");
+	size_t blen = strlen(base);
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		const char *n = e->d_name;
+		if (strncmp(n, base, blen) != 0 || !pid_suffix(n + blen))
+			continue;
+		char full[PATH_MAX];
+		struct stat st;
+		if ((size_t)snprintf(full, sizeof full, "%s%s%s",
+		                     slash ? dir : "", slash ? "/" : "", n) >=
+		        sizeof full ||
+		    lstat(full, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    st.st_mtim.tv_sec < since->tv_sec ||
+		    (st.st_mtim.tv_sec == since->tv_sec &&
+		     st.st_mtim.tv_nsec < since->tv_nsec))
+			continue;
+		pack_one(p, full);
+	}
+	closedir(d);
+}
+
 int cmd_record(int argc, char **argv)
 {
 	const char *output = NULL, *shim_arg = NULL;
 	int output_given = 0;
 	int i = 1;
+	/* MALLOCK_COMPRESS=0 means no compression at all, here too. */
+	const char *zenv = getenv("MALLOCK_COMPRESS");
+	char *zend;
+	int pack = !(zenv && *zenv && strtol(zenv, &zend, 10) == 0 && !*zend);
+	int level = TC_LEVEL_DEFAULT;
 
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -153,6 +264,19 @@ int cmd_record(int argc, char **argv)
 			setenv("MALLOCK_FOLLOW_EXEC", "0", 1);
 		} else if (strcmp(a, "--shim") == 0 && i + 1 < argc) {
 			shim_arg = argv[++i];
+		} else if (strcmp(a, "--no-compress") == 0) {
+			pack = 0;
+		} else if (strcmp(a, "--compress-level") == 0 && i + 1 < argc) {
+			char *end;
+			long v = strtol(argv[++i], &end, 10);
+			if (*end || end == argv[i] || v < TC_LEVEL_MIN ||
+			    v > TC_LEVEL_MAX) {
+				fprintf(stderr, "mallock record: --compress-level "
+				                "%s: not a level from %d to %d\n",
+				        argv[i], TC_LEVEL_MIN, TC_LEVEL_MAX);
+				return 2;
+			}
+			level = (int)v;
 		} else if (a[0] == '-') {
 			fprintf(stderr, "mallock record: unknown or incomplete option '%s'\n", a);
 			record_usage(stderr);
@@ -195,6 +319,8 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	const char *exe = program_name(argv[i]);
+	struct timespec started;
+	clock_gettime(CLOCK_REALTIME, &started);
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("mallock record: fork");
@@ -250,18 +376,42 @@ int cmd_record(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* The command is gone (its pid may be reused): no more forwarding.
+	 * A signal now stops the compression and removes its temporary
+	 * file; the traces stay as they were. */
+	record_child = 0;
+	if (pack)
+		tc_signals();
 	struct stat st;
 	if (path[0] && lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
 		/* Something else was at the path: the shim wrote beside it. */
 		size_t n = strlen(path);
 		snprintf(path + n, sizeof path - n, ".%ld", (long)pid);
 	}
-	if (path[0] && stat(path, &st) == 0)
+	int have = path[0] && stat(path, &st) == 0;
+	if (have)
 		fprintf(stderr, "mallock: trace written to %s (%lld bytes)\n", path,
 		        (long long)st.st_size);
 	else if (path[0])
 		fprintf(stderr, "mallock: no trace at %s (see the shim's warnings above)\n",
 		        path);
+	if (pack && path[0]) {
+		rec_pack_t p = {.level = level};
+		double t0 = now_s();
+		if (have && S_ISREG(st.st_mode))
+			pack_one(&p, path);
+		pack_children(&p, path, &started);
+		char a[32], b[32], c[40];
+		if (p.done)
+			fprintf(stderr, "mallock: %s compressed %s -> %s%s in "
+			                "%.2f s\n",
+			        p.done > 1 ? "traces" : "trace",
+			        tc_size(a, sizeof a, p.in),
+			        tc_size(b, sizeof b, p.out),
+			        tc_per_event(c, sizeof c, p.out,
+			                     p.bad ? 0 : p.events),
+			        now_s() - t0);
+	}
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status)) {

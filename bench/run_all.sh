@@ -5,7 +5,7 @@
 # fidelity, scaling, trace size, analyzer speed, db_bench, compression on
 # vs off, with heaptrack (and valgrind drd for locks) measured side by side
 # in one invocation. Writes docs/performance.md and prints the tables. A
-# full run took 9 minutes on 2 loaded cores, --quick 2 (plus 2-3 for
+# full run took 9 minutes on 2 loaded cores, --quick 2 (plus under 2 for
 # section 8); `--quick --only 8` is the compression A/B alone.
 # Run it on a quiet machine.
 # The work is done by bench/run_all.py (python3, standard library only).
