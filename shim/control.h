@@ -68,9 +68,8 @@ void ctl_cred_drop(uint32_t uid);
 /* The trace file was created (a forked child's, at its first write): the
  * page names it at the next serve. Any context. */
 void ctl_trace_changed(void);
-/* Incremented at every resume: per-thread lock counts older than this are
- * stale (sample.h). */
-extern _Atomic uint32_t g_epoch;
+/* g_epoch, incremented at every resume (ctl_window_started), is declared
+ * in tls.h beside the held-lock count it makes stale. */
 /* Incremented at every pause: each thread flushes its buffer at its next
  * hook call (hook_enter_slow), so the file is complete up to the pause. */
 extern _Atomic uint32_t g_flush_gen;

@@ -14,11 +14,11 @@
 #ifndef MALLOCK_SHIM_EVENT_H
 #define MALLOCK_SHIM_EVENT_H
 
+#include "control.h" /* g_stop_tsc */
 #include "tls.h"
 #include "writer.h"
 
 extern uint64_t g_flush_ticks; /* MALLOCK_FLUSH_MS in TSC ticks */
-extern uint64_t g_stop_tsc;    /* end of the window (control.h) */
 extern uint64_t g_spin_ticks;  /* MALLOCK_SPIN_NS in TSC ticks */
 
 /* Encodes the thread's pending acquisition (tls.h; lock_hooks.c). */

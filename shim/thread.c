@@ -125,8 +125,7 @@ void thread_finish(tls_t *t)
 		t->gate = GATE_DEAD;
 		return;
 	}
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	gate_hold(t); /* never given back: the thread ends DEAD */
 	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))) {
 		uint64_t tsc = prim_tsc();
 		uint8_t *p = ev_head(t, FMT_THREAD_EXIT, tsc);

@@ -103,6 +103,14 @@ extern _Atomic unsigned g_off;
 int hook_enter_slow(tls_t *t);
 
 /*
+ * Takes the gate for a call that is to be recorded, whatever g_off says
+ * (the caller has decided): READY becomes BUSY; UNINIT sets the thread up
+ * (BUSY, or DEAD if the set-up failed). Returns 1 with the gate BUSY (call
+ * hook_leave), 0 to pass through. Allocates only in the set-up (init.c).
+ */
+int gate_take(tls_t *t);
+
+/*
  * A gate left BUSY by a hook that never returned (a signal handler
  * longjmp'ed out of its wait, review #12): reopens it when the hook's frame
  * is certainly gone and counts the hook's lost end, and the calls that
