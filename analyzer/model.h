@@ -49,6 +49,7 @@ double hist_quantile(const hist_t *h, double q);
  * Per-lock counters, summed (S) or maxed (M) when instances form a class.
  * X(name, how, doc)
  */
+/* clang-format off */
 #define LOCK_COUNTERS(X)                                                       \
 	X(acq, S, "successful acquisitions (exclusive and shared)")            \
 	X(acq_shared, S, "of which shared (rwlock read)")                      \
@@ -77,6 +78,7 @@ double hist_quantile(const hist_t *h, double q);
 	X(wait_max, M, "longest wait")                                         \
 	X(hold_max, M, "longest hold")                                         \
 	X(max_waiters, M, "most threads waiting at once")
+/* clang-format on */
 
 typedef struct lockstat {
 #define LOCK_FIELD_(name, how, doc) uint64_t name;
@@ -133,6 +135,7 @@ typedef struct stack {
 } stack_t;
 
 /* (lock, stack) pairs, one table per kind. X(name, doc of n, ns, ns2) */
+/* clang-format off */
 #define LS_KINDS(X)                                                            \
 	X(WAITER, "contention points: waiter stacks; n waits, ns wait")        \
 	X(HOLDER, "contending points: holder stacks at a contended release; "  \
@@ -141,12 +144,15 @@ typedef struct stack {
 	X(ALLOC, "allocator calls in holds by allocation stack; n calls, "     \
 	         "ns allocator time, ns2 allocator lock wait, n2 allocs, "     \
 	         "n3 slow")
+/* clang-format on */
+/* clang-format off */
 enum ls_kind {
 #define LS_ENUM_(name, doc) LS_##name,
 	LS_KINDS(LS_ENUM_)
 #undef LS_ENUM_
 	LS_NKINDS
 };
+/* clang-format on */
 
 typedef struct lspair {
 	uint32_t lock, stack;
@@ -260,6 +266,7 @@ typedef struct lockclass {
 } lockclass_t;
 
 /* Totals of one process. X(name, json name) */
+/* clang-format off */
 #define MODEL_TOTALS(X)                                                        \
 	X(allocs, "allocations")                                               \
 	X(frees, "frees")                                                      \
@@ -282,6 +289,7 @@ typedef struct lockclass {
 	X(sampled_allocs, "sampled_allocations")                               \
 	X(untracked_calls, "unsampled_allocator_calls_in_holds")               \
 	X(bad_meta, "malformed_metadata")
+/* clang-format on */
 
 typedef struct totals {
 #define TOT_FIELD_(name, json) uint64_t name;

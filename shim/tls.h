@@ -34,10 +34,11 @@ enum tls_gate {
 #define SHIM_OFF_INIT 1u    /* the shim is not (yet) recording */
 #define SHIM_OFF_PAUSED 2u  /* mallock_recording(0) */
 #define SHIM_OFF_STOPPED 4u /* final flush done, inert, or output failed */
-#define SHIM_OFF_CTL 8u     /* a control request is pending: the next hook
-                               entry serves it (control.c) */
-#define SHIM_OFF_CAPPED 16u /* MALLOCK_MAX_BYTES reached: off for good, but
-                               the final flush still writes NOTE and END */
+/* A control request is pending: the next hook entry serves it (control.c). */
+#define SHIM_OFF_CTL 8u
+/* MALLOCK_MAX_BYTES reached: off for good, but the final flush still writes
+ * NOTE and END. */
+#define SHIM_OFF_CAPPED 16u
 
 #define TLS_SITE_CACHE 64 /* entries of the pc -> site id cache (power of 2) */
 
