@@ -214,7 +214,7 @@ typedef struct thread {
 	 * at acquisitions still held. NULL until the first acquisition. */
 	holdsum_t *snap;
 	size_t nsnap, capsnap;
-	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAIT before the next call */
+	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAITs before next call */
 	uint32_t lt_lock, lt_idx;       /* one-entry cache into lockthr */
 	/* Its first distinct whole stacks (of contended acquisitions and
 	 * allocations; an uncontended acquisition records only its call
@@ -249,8 +249,8 @@ typedef struct block {
 } block_t;
 
 typedef struct lockclass {
-	uint32_t rep;   /* the instance with the most wait (then acquisitions) */
-	uint32_t site;  /* stack index of the class site, NONE32 if none */
+	uint32_t rep;  /* the instance with most wait (then acquisitions) */
+	uint32_t site; /* stack index of the class site, NONE32 if none */
 	uint64_t key;
 	uint32_t ninst, kind;
 	bool queue, by_init;
@@ -314,7 +314,7 @@ typedef struct model {
 	uint64_t free_n;       /* frees counted by the last block_free() */
 	char *exe, *cmdline, *hostname, *version;
 	bool have_end, end_clean;
-	bool paused;       /* the last MARK paused recording (a window closed) */
+	bool paused;       /* the last MARK paused recording (window closed) */
 	bool attached;     /* recorded by `mallock attach` (its NOTE) */
 	uint64_t pause_tsc; /* the last pause */
 	uint64_t end_events, end_dropped;
@@ -365,7 +365,8 @@ typedef struct model {
 	size_t nnote, capnote;
 
 	hist_t alloc_hist; /* every allocator call's duration */
-	site_t nostack_site; /* calls without a stack, frees of unknown blocks */
+	/* calls without a stack, frees of unknown blocks */
+	site_t nostack_site;
 	totals_t tot;
 
 	lockclass_t *cls;
@@ -417,6 +418,10 @@ static inline uint64_t model_duration_ns(const model_t *m)
 /* The allocator the traced program used, from its MODULE records:
  * "tcmalloc", "jemalloc", "mimalloc", or "glibc" (none of those loaded). */
 const char *model_allocator(const model_t *m);
+
+/* The word for a lock kind (FMT_KIND_*) in text: "mutex", "rwlock"...,
+ * and "lock" when the trace never said (LOCK_KIND_UNKNOWN). Static. */
+const char *lock_kind_word(uint32_t kind);
 
 /* Display name of a lock: its user name, else its label (lock_names.h),
  * else kind@addr. Writes into buf. */

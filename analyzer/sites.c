@@ -102,7 +102,7 @@ void sites_build(model_t *m, sites_t *S)
 		frame_t fr;
 		const char *key;
 		bool has_line = false;
-		if (m->stk[i].defined && stack_site(m, (uint32_t)i, &fr)) {
+		if (m->stk[i].defined && sym_stack_site(m, (uint32_t)i, &fr)) {
 			has_line = fr.function && fr.file && fr.line;
 			if (has_line) /* the full name: overloads stay apart */
 				snprintf(label, sizeof label, "%s\001%s",
@@ -118,7 +118,8 @@ void sites_build(model_t *m, sites_t *S)
 			v = u64map_put(&map, fnv(key, 14695981039346656037ull),
 			               &added);
 			if (!added && strcmp(S->g[*v].key, key) != 0) {
-				v = NULL; /* a hash collision: a group of its own */
+				/* a hash collision: a group of its own */
+				v = NULL;
 				added = 1;
 			}
 		}

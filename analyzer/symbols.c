@@ -745,7 +745,7 @@ int stack_view(model_t *m, uint32_t si, frame_t *out, int max)
 	return n;
 }
 
-bool stack_site(model_t *m, uint32_t si, frame_t *out)
+bool sym_stack_site(model_t *m, uint32_t si, frame_t *out)
 {
 	memset(out, 0, sizeof *out);
 	return stack_view(m, si, out, 1) == 1;

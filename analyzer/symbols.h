@@ -77,7 +77,7 @@ int stack_view(model_t *m, uint32_t si, frame_t *out, int max);
 
 /* The stack's site: its first user-facing frame. Returns false (and a
  * zeroed *out) when the stack has none. */
-bool stack_site(model_t *m, uint32_t si, frame_t *out);
+bool sym_stack_site(model_t *m, uint32_t si, frame_t *out);
 
 /* The raw return address of the stack's first user frame (before inline
  * expansion), for grouping lock instances into classes; 0 if none. */

@@ -42,7 +42,7 @@ HOOK_EXPORT int mallock_recording_impl(int on)
 	int prev = !(atomic_load(&g_off) & SHIM_OFF_PAUSED);
 	if (on && !prev) {
 		if (atomic_load(&g_off) & SHIM_OFF_CAPPED)
-			return prev; /* MALLOCK_MAX_BYTES reached: off for good */
+			return prev; /* MALLOCK_MAX_BYTES: off for good */
 		/* The window's epoch and deadline (control.h); the MARK's
 		 * time is read before any event of the window. */
 		uint64_t tsc = prim_tsc();

@@ -25,7 +25,7 @@
 
 enum tls_gate {
 	GATE_READY = 0,  /* set up and not inside a hook: record */
-	GATE_UNINIT = 1, /* first call of this thread: set up in the slow path */
+	GATE_UNINIT = 1, /* the thread's first call: set up in the slow path */
 	GATE_BUSY = 2,   /* inside a hook: pass through */
 	GATE_DEAD = 3,   /* thread finished (or set-up failed): pass through */
 };
@@ -40,7 +40,8 @@ enum tls_gate {
  * NOTE and END. */
 #define SHIM_OFF_CAPPED 16u
 
-#define TLS_SITE_CACHE 64 /* entries of the pc -> site id cache (power of 2) */
+/* Entries of the pc -> site id cache (a power of 2). */
+#define TLS_SITE_CACHE 64
 
 struct wbuf;
 struct scache;
@@ -79,7 +80,7 @@ typedef struct tls {
 	/* ACQ_WAIT / ACQ_SHARED_WAIT: its fields, already resolved */
 	uint64_t pend_ticks;
 	uint32_t pend_id, pend_stack, pend_waiters;
-	struct scache *sc;  /* the validated stack cache (stackcache.h), or NULL */
+	struct scache *sc;  /* validated stack cache (stackcache.h), or NULL */
 	/* Inside a blocking wait (cond_hooks.c, lock_hooks.c lock_wait): the
 	 * waiting hook's frame address, else 0; and the hook calls passed
 	 * through meanwhile with the gate BUSY (thread.c gate_revalidate). */
