@@ -36,7 +36,7 @@
 
 /* TSC of the next control poll or the end of the window (MALLOCK_DURATION),
  * whichever comes first; UINT64_MAX while paused. Read on the hot path by
- * ev_commit, which calls writer_commit_slow -> ctl_tick past it. */
+ * ev_commit, which calls ev_commit_slow -> ctl_tick past it. */
 extern uint64_t g_stop_tsc;
 
 /* The control page (a static empty page when there is none) and the last
@@ -57,7 +57,7 @@ static inline int ctl_requested(void)
 void ctl_poke(void);
 
 /* A poll time or the window's end was passed by an event at tsc
- * (writer_commit_slow, gate BUSY): ends the window or pokes, and sets the
+ * (ev_commit_slow, gate BUSY): ends the window or pokes, and sets the
  * next poll time. */
 void ctl_tick(uint64_t tsc);
 

@@ -129,12 +129,8 @@ void thread_finish(tls_t *t)
 	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))) {
 		uint64_t tsc = prim_tsc();
 		uint8_t *p = ev_head(t, FMT_THREAD_EXIT, tsc);
-		t->pos = p;
 		t->chunk_events++;
-		atomic_store_explicit(&t->wb->committed,
-		                      (size_t)(p - t->wb->chunk) -
-		                          FMT_CHUNK_HEADER_SIZE,
-		                      memory_order_release);
+		wbuf_publish(t, p);
 	}
 	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))) {
 		writer_thread_name_self(t->tid);
