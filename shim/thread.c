@@ -141,8 +141,3 @@ void thread_finish(tls_t *t)
 	stack_cache_free(t);
 	t->gate = GATE_DEAD;
 }
-
-uint32_t thread_tid_of(uintptr_t th)
-{
-	return writer_tid_of(th);
-}
