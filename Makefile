@@ -28,11 +28,13 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure --no-tests=error -j $(JOBS) $(CTEST_FLAGS)
 
-# The analyzer and format code under ASan+UBSan (a build of its own).
+# The analyzer and format code under ASan+UBSan (a build of its own): the
+# tests labelled `sanitize` (the analyzer's and the format's; a shim they
+# preload is not sanitized).
 test-sanitize: deps
 	cmake -S . -B $(BUILD)-san -DMALLOCK_SANITIZE=ON $(CMAKE_FLAGS)
 	cmake --build $(BUILD)-san -j $(JOBS)
-	cd $(BUILD)-san && ctest -L analyzer --output-on-failure --no-tests=error \
+	cd $(BUILD)-san && ctest -L sanitize --output-on-failure --no-tests=error \
 	  -j $(JOBS) $(CTEST_FLAGS)
 
 # libFuzzer over the trace reader and the report path (clang build of its own).

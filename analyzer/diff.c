@@ -80,7 +80,7 @@ static const char *class_key(model_t *m, uint32_t c, char *buf, size_t len)
 		         mod ? path_base(mod) : "heap");
 	} else if (k->name)
 		snprintf(buf, len, "%s", k->name);
-	else if (stack_site(m, k->site, &fr) && fr.function)
+	else if (sym_stack_site(m, k->site, &fr) && fr.function)
 		frame_label(&fr, buf, len);
 	else
 		lock_label(m, &m->lock[k->rep], buf, len);
@@ -91,7 +91,7 @@ static const char *finding_key(const finding_t *f, char *buf, size_t len)
 {
 	char site[200] = "-", lock[200] = "-";
 	frame_t fr;
-	if (stack_site(f->m, f->stack, &fr))
+	if (sym_stack_site(f->m, f->stack, &fr))
 		frame_label(&fr, site, sizeof site);
 	if (f->cls != NONE32)
 		class_key(f->m, f->cls, lock, sizeof lock);
@@ -150,18 +150,18 @@ static void text_out(FILE *o, model_t *m, const dtab_t *locks,
 {
 	char a[32], b[32], c[32], d[32], e[32], g[32], h[16], k[16], l[16];
 	fprintf(o, "mallock diff\n  before: %s: %s, %s events\n", m[0].path,
-	        fmt_ns(a, sizeof a, (double)model_duration_ns(&m[0])),
-	        fmt_count(b, sizeof b, (double)m[0].events));
+	        human_ns(a, sizeof a, (double)model_duration_ns(&m[0])),
+	        human_count(b, sizeof b, (double)m[0].events));
 	fprintf(o, "  after:  %s: %s, %s events\n", m[1].path,
-	        fmt_ns(a, sizeof a, (double)model_duration_ns(&m[1])),
-	        fmt_count(b, sizeof b, (double)m[1].events));
+	        human_ns(a, sizeof a, (double)model_duration_ns(&m[1])),
+	        human_count(b, sizeof b, (double)m[1].events));
 	fprintf(o, "  lock wait %s -> %s (%s), allocator %s -> %s (%s)\n",
-	        fmt_ns(a, sizeof a, (double)m[0].tot.wait_ns),
-	        fmt_ns(b, sizeof b, (double)m[1].tot.wait_ns),
+	        human_ns(a, sizeof a, (double)m[0].tot.wait_ns),
+	        human_ns(b, sizeof b, (double)m[1].tot.wait_ns),
 	        pct(h, sizeof h, (double)m[0].tot.wait_ns,
 	            (double)m[1].tot.wait_ns),
-	        fmt_ns(c, sizeof c, (double)m[0].tot.alloc_ns),
-	        fmt_ns(d, sizeof d, (double)m[1].tot.alloc_ns),
+	        human_ns(c, sizeof c, (double)m[0].tot.alloc_ns),
+	        human_ns(d, sizeof d, (double)m[1].tot.alloc_ns),
 	        pct(k, sizeof k, (double)m[0].tot.alloc_ns,
 	            (double)m[1].tot.alloc_ns));
 	fprintf(o, "\nLock classes (before > after):\n  %-24s %-23s %-23s %-23s\n",
@@ -169,14 +169,14 @@ static void text_out(FILE *o, model_t *m, const dtab_t *locks,
 	for (size_t i = 0; i < locks->n; i++) {
 		const drow_t *r = &locks->v[i];
 		fprintf(o, "  %-24.24s %8s>%-8s %-5s %8s>%-8s %-5s %8s>%-8s %-5s\n",
-		        r->key, fmt_ns(a, sizeof a, st(SX(r, 0), 0)),
-		        fmt_ns(b, sizeof b, st(SX(r, 1), 0)),
+		        r->key, human_ns(a, sizeof a, st(SX(r, 0), 0)),
+		        human_ns(b, sizeof b, st(SX(r, 1), 0)),
 		        pct(h, sizeof h, st(SX(r, 0), 0), st(SX(r, 1), 0)),
-		        fmt_ns(c, sizeof c, st(SX(r, 0), 1)),
-		        fmt_ns(d, sizeof d, st(SX(r, 1), 1)),
+		        human_ns(c, sizeof c, st(SX(r, 0), 1)),
+		        human_ns(d, sizeof d, st(SX(r, 1), 1)),
 		        pct(k, sizeof k, st(SX(r, 0), 1), st(SX(r, 1), 1)),
-		        fmt_ns(e, sizeof e, st(SX(r, 0), 2)),
-		        fmt_ns(g, sizeof g, st(SX(r, 1), 2)),
+		        human_ns(e, sizeof e, st(SX(r, 0), 2)),
+		        human_ns(g, sizeof g, st(SX(r, 1), 2)),
 		        pct(l, sizeof l, st(SX(r, 0), 2), st(SX(r, 1), 2)));
 	}
 	fprintf(o, "\nFindings (score before -> after):\n");
@@ -185,8 +185,8 @@ static void text_out(FILE *o, model_t *m, const dtab_t *locks,
 		double s0 = r->f[0] ? r->f[0]->score : 0;
 		double s1 = r->f[1] ? r->f[1]->score : 0;
 		fprintf(o, "  %-17s %9s > %-9s %-5s %s\n",
-		        finding_kind_name(r->kind), fmt_ns(a, sizeof a, s0),
-		        fmt_ns(b, sizeof b, s1), pct(h, sizeof h, s0, s1), r->key);
+		        finding_kind_name(r->kind), human_ns(a, sizeof a, s0),
+		        human_ns(b, sizeof b, s1), pct(h, sizeof h, s0, s1), r->key);
 	}
 	if (!finds->n)
 		fprintf(o, "  none in either trace\n");

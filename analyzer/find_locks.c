@@ -24,7 +24,7 @@
 /* ---- alloc_under_lock ---- */
 
 typedef struct aul {
-	uint32_t cls, grp; /* grp: site group, or NONE32 for a stack of its own */
+	uint32_t cls, grp; /* grp: site group, or NONE32: a stack of its own */
 	uint32_t stack;    /* the first stack seen (the key without a group) */
 	uint64_t n, ns, lw, allocs, slow;
 	uint32_t first; /* first (class, stack) entry of this group */

@@ -95,7 +95,7 @@ void finding_add_stack(finding_t *f, uint32_t si, double v)
 const char *finding_site_name(const finding_t *f, char *buf, size_t len)
 {
 	frame_t fr;
-	if (!stack_site(f->m, f->stack, &fr) || (!fr.function && !fr.module)) {
+	if (!sym_stack_site(f->m, f->stack, &fr) || (!fr.function && !fr.module)) {
 		snprintf(buf, len, "this site");
 		return buf;
 	}
@@ -150,32 +150,32 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         "time in the allocator; %.0f calls for blocks from this "
 		         "site take %.1f%% (%.0f slow, %s waiting on the "
 		         "allocator's own lock).",
-		         fmt_ns(a, sizeof a, ev(f, "lock_wait_ns")),
+		         human_ns(a, sizeof a, ev(f, "lock_wait_ns")),
 		         ev(f, "contended"),
 		         100 * ev(f, "allocator_share_of_hold"), ev(f, "calls"),
 		         100 * ev(f, "site_share_of_hold"), ev(f, "slow_calls"),
-		         fmt_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
+		         human_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
 		break;
 	case FK_CROSS_THREAD_FREE:
 		snprintf(buf, len,
 		         "%s of %s frees (%.0f%%) happen on another thread than "
 		         "the allocating one (%.0f allocating, %.0f freeing "
 		         "threads), %s spent in the allocator on them.",
-		         fmt_count(d, sizeof d, ev(f, "cross_thread_frees")),
-		         fmt_count(e, sizeof e, ev(f, "frees")),
+		         human_count(d, sizeof d, ev(f, "cross_thread_frees")),
+		         human_count(e, sizeof e, ev(f, "frees")),
 		         100 * ev(f, "share"), ev(f, "allocating_threads"),
 		         ev(f, "freeing_threads"),
-		         fmt_ns(a, sizeof a, ev(f, "allocator_ns")));
+		         human_ns(a, sizeof a, ev(f, "allocator_ns")));
 		break;
 	case FK_ALLOC_CHURN:
 		snprintf(buf, len,
 		         "%s short-lived blocks (%.0f%% of size %.0f bytes), "
 		         "%.0f/s, living %s on average; %s in the allocator.",
-		         fmt_count(d, sizeof d, ev(f, "short_lived")),
+		         human_count(d, sizeof d, ev(f, "short_lived")),
 		         100 * ev(f, "size_share"), ev(f, "size"),
 		         ev(f, "rate_per_s"),
-		         fmt_ns(a, sizeof a, ev(f, "mean_lifetime_ns")),
-		         fmt_ns(b, sizeof b, ev(f, "allocator_ns")));
+		         human_ns(a, sizeof a, ev(f, "mean_lifetime_ns")),
+		         human_ns(b, sizeof b, ev(f, "allocator_ns")));
 		break;
 	case FK_NESTED_LOCK: {
 		char o[128], i[128];
@@ -187,9 +187,9 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         "for %s (%.1f%% of its hold time is spent holding the "
 		         "inner one).",
 		         ev(f, "nested_acquisitions"), i, o,
-		         fmt_ns(a, sizeof a,
+		         human_ns(a, sizeof a,
 		                ev(f, "inner_wait_ns_while_outer_held")),
-		         fmt_ns(b, sizeof b, ev(f, "outer_wait_ns")),
+		         human_ns(b, sizeof b, ev(f, "outer_wait_ns")),
 		         100 * ev(f, "outer_hold_share_in_inner"));
 		break;
 	}
@@ -206,22 +206,22 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         ev(f, "acquisitions_cv"),
 		         ev(f, "threads_with_no_acquisition"),
 		         ev(f, "threads_behind"),
-		         fmt_ns(a, sizeof a, ev(f, "lost_ns")));
+		         human_ns(a, sizeof a, ev(f, "lost_ns")));
 		break;
 	case FK_SLOW_ALLOC:
 		snprintf(buf, len,
 		         "%s of %s allocator calls (%.1f%%) %s took over %s "
 		         "(mean %s, median call %s), %s of it waiting on the "
 		         "allocator's own lock.",
-		         fmt_count(d, sizeof d, ev(f, "slow_calls")),
-		         fmt_count(e, sizeof e, ev(f, "calls")),
+		         human_count(d, sizeof d, ev(f, "slow_calls")),
+		         human_count(e, sizeof e, ev(f, "calls")),
 		         100 * ev(f, "slow_share"),
 		         ev(f, "lock_held") ? "made with a lock held"
 		                            : "made with no lock held",
-		         fmt_ns(a, sizeof a, ev(f, "threshold_ns")),
-		         fmt_ns(b, sizeof b, ev(f, "mean_slow_ns")),
-		         fmt_ns(c, sizeof c, ev(f, "median_call_ns")),
-		         fmt_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
+		         human_ns(a, sizeof a, ev(f, "threshold_ns")),
+		         human_ns(b, sizeof b, ev(f, "mean_slow_ns")),
+		         human_ns(c, sizeof c, ev(f, "median_call_ns")),
+		         human_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
 		break;
 	default:
 		buf[0] = 0;

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 /* X(enum, name) */
+/* clang-format off */
 #define FINDING_KINDS(X)                                                       \
 	X(ALLOC_UNDER_LOCK, "alloc_under_lock")                                \
 	X(CROSS_THREAD_FREE, "cross_thread_free")                              \
@@ -29,12 +30,14 @@ enum finding_kind {
 	FK_COUNT
 };
 
-#define SEVERITIES(X) X(INFO, "info") X(LOW, "low") X(MEDIUM, "medium") X(HIGH, "high")
+#define SEVERITIES(X)                                                          \
+	X(INFO, "info") X(LOW, "low") X(MEDIUM, "medium") X(HIGH, "high")
 enum severity {
 #define SEV_ENUM_(e, name) SEV_##e,
 	SEVERITIES(SEV_ENUM_)
 #undef SEV_ENUM_
 };
+/* clang-format on */
 
 typedef struct evidence {
 	const char *key; /* static string, a JSON member name */

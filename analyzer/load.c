@@ -88,7 +88,7 @@ static const char *when(const model_t *m, uint64_t tsc, char *buf,
 	                 : 0;
 	char a[32];
 	if (!m->info.have_process || !p->realtime_ns) {
-		snprintf(buf, len, "+%s", fmt_ns(a, sizeof a, off));
+		snprintf(buf, len, "+%s", human_ns(a, sizeof a, off));
 		return buf;
 	}
 	double rt = (double)p->realtime_ns +
@@ -98,7 +98,7 @@ static const char *when(const model_t *m, uint64_t tsc, char *buf,
 	char d[40] = "?";
 	if (gmtime_r(&s, &tm))
 		strftime(d, sizeof d, "%Y-%m-%d %H:%M:%S UTC", &tm);
-	snprintf(buf, len, "%s (+%s)", d, fmt_ns(a, sizeof a, off));
+	snprintf(buf, len, "%s (+%s)", d, human_ns(a, sizeof a, off));
 	return buf;
 }
 

@@ -15,7 +15,8 @@ typedef struct load_opts {
 	bool symbols;              /* symbolize (else addresses) */
 	const char **thread_filter; /* NULL-terminated, or NULL */
 	bool quiet;                /* no truncation warning on stderr */
-	const char *const *debug_dirs; /* --debug-dir: NULL-terminated, or NULL */
+	/* --debug-dir: NULL-terminated, or NULL */
+	const char *const *debug_dirs;
 } load_opts_t;
 
 /*

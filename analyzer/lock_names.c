@@ -38,12 +38,6 @@ void lock_find_block(model_t *m, lock_t *l)
 	}
 }
 
-static const char *kind_word(const lock_t *l)
-{
-	return l->kind == LOCK_KIND_UNKNOWN ? "lock"
-	                                    : fmt_lock_kind_name(l->kind);
-}
-
 void lock_names(model_t *m)
 {
 	char buf[700], site[512];
@@ -61,28 +55,27 @@ void lock_names(model_t *m)
 			else
 				snprintf(buf, sizeof buf, "%s", sym);
 		} else if (l->in_block) {
-			if (stack_site(m, l->blk_stack, &fr))
+			if (sym_stack_site(m, l->blk_stack, &fr))
 				frame_label(&fr, site, sizeof site);
 			else
 				snprintf(site, sizeof site, "an unknown site");
-			snprintf(buf, sizeof buf,
-			         "%s at +0x%x in a block from %s", kind_word(l),
-			         l->blk_off, site);
+			snprintf(buf, sizeof buf, "%s at +0x%x in a block from %s",
+			         lock_kind_word(l->kind), l->blk_off, site);
 		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL &&
 		           l->init_stack != NONE32 &&
 		           stack_owner(m, l->init_stack, &fr)) {
 			frame_label(&fr, site, sizeof site);
 			snprintf(buf, sizeof buf, "%s initialised in %s",
-			         kind_word(l), site);
+			         lock_kind_word(l->kind), site);
 		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL &&
 		           ((l->init_stack != NONE32 &&
-		             stack_site(m, l->init_stack, &fr)) ||
+		             sym_stack_site(m, l->init_stack, &fr)) ||
 		            (l->first_site != NONE32 &&
-		             stack_site(m, l->first_site, &fr)))) {
+		             sym_stack_site(m, l->first_site, &fr)))) {
 			frame_label(&fr, site, sizeof site);
-			snprintf(buf, sizeof buf, "%s %s %s", kind_word(l),
+			snprintf(buf, sizeof buf, "%s %s %s", lock_kind_word(l->kind),
 			         l->init_stack != NONE32 &&
-			                 stack_site(m, l->init_stack, &fr)
+			                 sym_stack_site(m, l->init_stack, &fr)
 			             ? "initialised in"
 			             : "first taken in",
 			         site);

@@ -9,6 +9,7 @@
 #include <sys/auxv.h>
 #include <unistd.h>
 
+/* clang-format off */
 #define SUBCOMMANDS(X)                                                         \
 	X(record, "run a program with the recorder preloaded")                 \
 	X(report, "analyse traces: findings, locks, threads")                  \
@@ -18,6 +19,7 @@
 	X(ctl, "start/stop recording in a running process (server.md)")      \
 	X(attach, "inject the recorder into a running process (server.md)")  \
 	X(detach, "undo an attach: the process runs on as before")
+/* clang-format on */
 
 static void usage(FILE *o)
 {

@@ -215,6 +215,11 @@ const char *model_allocator(const model_t *m)
 	return "glibc";
 }
 
+const char *lock_kind_word(uint32_t kind)
+{
+	return kind == LOCK_KIND_UNKNOWN ? "lock" : fmt_lock_kind_name(kind);
+}
+
 const char *lock_label(const model_t *m, const lock_t *l, char *buf,
                        size_t len)
 {
@@ -224,10 +229,7 @@ const char *lock_label(const model_t *m, const lock_t *l, char *buf,
 	else if (l->label)
 		snprintf(buf, len, "%s", l->label);
 	else if (l->addr)
-		snprintf(buf, len, "%s@0x%" PRIx64,
-		         l->kind == LOCK_KIND_UNKNOWN
-		             ? "lock"
-		             : fmt_lock_kind_name(l->kind),
+		snprintf(buf, len, "%s@0x%" PRIx64, lock_kind_word(l->kind),
 		         l->addr);
 	else
 		snprintf(buf, len, "lock#%" PRIu64, l->id);

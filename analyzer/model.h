@@ -49,6 +49,7 @@ double hist_quantile(const hist_t *h, double q);
  * Per-lock counters, summed (S) or maxed (M) when instances form a class.
  * X(name, how, doc)
  */
+/* clang-format off */
 #define LOCK_COUNTERS(X)                                                       \
 	X(acq, S, "successful acquisitions (exclusive and shared)")            \
 	X(acq_shared, S, "of which shared (rwlock read)")                      \
@@ -77,6 +78,7 @@ double hist_quantile(const hist_t *h, double q);
 	X(wait_max, M, "longest wait")                                         \
 	X(hold_max, M, "longest hold")                                         \
 	X(max_waiters, M, "most threads waiting at once")
+/* clang-format on */
 
 typedef struct lockstat {
 #define LOCK_FIELD_(name, how, doc) uint64_t name;
@@ -133,6 +135,7 @@ typedef struct stack {
 } stack_t;
 
 /* (lock, stack) pairs, one table per kind. X(name, doc of n, ns, ns2) */
+/* clang-format off */
 #define LS_KINDS(X)                                                            \
 	X(WAITER, "contention points: waiter stacks; n waits, ns wait")        \
 	X(HOLDER, "contending points: holder stacks at a contended release; "  \
@@ -141,12 +144,15 @@ typedef struct stack {
 	X(ALLOC, "allocator calls in holds by allocation stack; n calls, "     \
 	         "ns allocator time, ns2 allocator lock wait, n2 allocs, "     \
 	         "n3 slow")
+/* clang-format on */
+/* clang-format off */
 enum ls_kind {
 #define LS_ENUM_(name, doc) LS_##name,
 	LS_KINDS(LS_ENUM_)
 #undef LS_ENUM_
 	LS_NKINDS
 };
+/* clang-format on */
 
 typedef struct lspair {
 	uint32_t lock, stack;
@@ -208,7 +214,7 @@ typedef struct thread {
 	 * at acquisitions still held. NULL until the first acquisition. */
 	holdsum_t *snap;
 	size_t nsnap, capsnap;
-	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAIT before the next call */
+	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAITs before next call */
 	uint32_t lt_lock, lt_idx;       /* one-entry cache into lockthr */
 	/* Its first distinct whole stacks (of contended acquisitions and
 	 * allocations; an uncontended acquisition records only its call
@@ -243,8 +249,8 @@ typedef struct block {
 } block_t;
 
 typedef struct lockclass {
-	uint32_t rep;   /* the instance with the most wait (then acquisitions) */
-	uint32_t site;  /* stack index of the class site, NONE32 if none */
+	uint32_t rep;  /* the instance with most wait (then acquisitions) */
+	uint32_t site; /* stack index of the class site, NONE32 if none */
 	uint64_t key;
 	uint32_t ninst, kind;
 	bool queue, by_init;
@@ -260,6 +266,7 @@ typedef struct lockclass {
 } lockclass_t;
 
 /* Totals of one process. X(name, json name) */
+/* clang-format off */
 #define MODEL_TOTALS(X)                                                        \
 	X(allocs, "allocations")                                               \
 	X(frees, "frees")                                                      \
@@ -282,6 +289,7 @@ typedef struct lockclass {
 	X(sampled_allocs, "sampled_allocations")                               \
 	X(untracked_calls, "unsampled_allocator_calls_in_holds")               \
 	X(bad_meta, "malformed_metadata")
+/* clang-format on */
 
 typedef struct totals {
 #define TOT_FIELD_(name, json) uint64_t name;
@@ -306,7 +314,7 @@ typedef struct model {
 	uint64_t free_n;       /* frees counted by the last block_free() */
 	char *exe, *cmdline, *hostname, *version;
 	bool have_end, end_clean;
-	bool paused;       /* the last MARK paused recording (a window closed) */
+	bool paused;       /* the last MARK paused recording (window closed) */
 	bool attached;     /* recorded by `mallock attach` (its NOTE) */
 	uint64_t pause_tsc; /* the last pause */
 	uint64_t end_events, end_dropped;
@@ -357,7 +365,8 @@ typedef struct model {
 	size_t nnote, capnote;
 
 	hist_t alloc_hist; /* every allocator call's duration */
-	site_t nostack_site; /* calls without a stack, frees of unknown blocks */
+	/* calls without a stack, frees of unknown blocks */
+	site_t nostack_site;
 	totals_t tot;
 
 	lockclass_t *cls;
@@ -409,6 +418,10 @@ static inline uint64_t model_duration_ns(const model_t *m)
 /* The allocator the traced program used, from its MODULE records:
  * "tcmalloc", "jemalloc", "mimalloc", or "glibc" (none of those loaded). */
 const char *model_allocator(const model_t *m);
+
+/* The word for a lock kind (FMT_KIND_*) in text: "mutex", "rwlock"...,
+ * and "lock" when the trace never said (LOCK_KIND_UNKNOWN). Static. */
+const char *lock_kind_word(uint32_t kind);
 
 /* Display name of a lock: its user name, else its label (lock_names.h),
  * else kind@addr. Writes into buf. */

@@ -10,7 +10,7 @@
  *   deterministic order.
  * - Each stream holds at most one decoded chunk; its buffer is reused.
  */
-#define _GNU_SOURCE /* pread, posix_fadvise, getopt_long */
+#define _GNU_SOURCE /* pread, posix_fadvise */
 #include "reader.h"
 
 #include "progress.h"

@@ -13,10 +13,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+/* clang-format off */
 #define METRICS(X)                                                             \
 	X(WAIT, "wait") X(HOLD, "hold") X(ALLOC_UNDER_LOCK, "alloc-under-lock") \
 	X(CROSS_THREAD, "cross-thread")                                      \
 	X(CAUSED, "caused") /* issue 14 (pprof): holder stacks, wait caused */
+/* clang-format on */
 enum metric {
 #define METRIC_ENUM_(e, name) METRIC_##e,
 	METRICS(METRIC_ENUM_)

@@ -51,7 +51,7 @@ static void site_json(jw_t *w, model_t *m, const char *key, uint32_t stack)
 {
 	frame_t f;
 	jw_key(w, key);
-	if (stack_site(m, stack, &f))
+	if (sym_stack_site(m, stack, &f))
 		frame_json(w, &f);
 	else
 		jw_null(w);
@@ -220,9 +220,11 @@ static void stats_json(jw_t *w, const lockstat_t *s)
 	jw_ku64(w, "allocator_internal_waits", s->internal_waits);
 }
 
-static const char *kind_str(uint32_t kind)
+/* A kind's JSON value: as in text, but the schema's word for a kind the
+ * trace never said is "unknown" (docs/report-json.md). */
+static const char *json_kind(uint32_t kind)
 {
-	return kind == LOCK_KIND_UNKNOWN ? "unknown" : fmt_lock_kind_name(kind);
+	return kind == LOCK_KIND_UNKNOWN ? "unknown" : lock_kind_word(kind);
 }
 
 typedef struct rank {
@@ -326,7 +328,7 @@ static void locks_json(jw_t *w, const report_t *r)
 				continue;
 			jw_obj(w);
 			jw_ku64(w, "id", report_lock_id(r, m, l));
-			jw_kstr(w, "kind", kind_str(l->kind));
+			jw_kstr(w, "kind", json_kind(l->kind));
 			jw_kstr(w, "name", l->name);
 			char lab[700];
 			jw_kstr(w, "label", lock_label(m, l, lab, sizeof lab));
@@ -363,7 +365,7 @@ static void locks_json(jw_t *w, const report_t *r)
 			jw_ku64(w, "class", i);
 			jw_ku64(w, "pid", m->pid);
 			jw_ku64(w, "lock", report_lock_id(r, m, &m->lock[c->rep]));
-			jw_kstr(w, "kind", kind_str(c->kind));
+			jw_kstr(w, "kind", json_kind(c->kind));
 			jw_kstr(w, "name", c->name);
 			char lab[700];
 			jw_kstr(w, "label", lock_label(m, &m->lock[c->rep], lab,

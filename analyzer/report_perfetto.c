@@ -54,7 +54,8 @@ enum { SL_WAIT, SL_HOLD, SL_ALLOC, SL_FREE };
 typedef struct slice {
 	uint64_t t0, t1;
 	uint64_t flow_out, flow_in;
-	uint64_t a, b; /* WAIT ns, waiters; HOLD ns, contended; ALLOC size, ns */
+	/* WAIT ns, waiters; HOLD ns, contended; ALLOC size, ns */
+	uint64_t a, b;
 	uint32_t track, lock, stack;
 	uint8_t kind;
 } slice_t;
@@ -357,7 +358,7 @@ static void write_event(pf_t *p, pb_t *b, const tev_t *e, char **site)
 					frame_t f;
 					char fb[512];
 					site[s->stack] = xstrdup(
-					    stack_site(m, s->stack, &f)
+					    sym_stack_site(m, s->stack, &f)
 					        ? frame_label(&f, fb, sizeof fb)
 					        : "");
 				}

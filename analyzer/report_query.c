@@ -36,7 +36,7 @@ bool report_class_matches(const report_t *r, model_t *m, uint32_t c)
 			return true;
 	}
 	frame_t fr;
-	if (stack_site(m, m->cls[c].site, &fr) && fr.function &&
+	if (sym_stack_site(m, m->cls[c].site, &fr) && fr.function &&
 	    strstr(fr.function, flt))
 		return true;
 	return false;

@@ -24,11 +24,6 @@ static double ev(const finding_t *f, const char *k)
 	return finding_ev(f, k, 0);
 }
 
-static const char *kind_str(uint32_t kind)
-{
-	return kind == LOCK_KIND_UNKNOWN ? "lock" : fmt_lock_kind_name(kind);
-}
-
 /* "name (mutex, queue-like, 12 instances)" */
 static const char *class_label(const model_t *m, uint32_t c, char *buf,
                                size_t len)
@@ -38,7 +33,7 @@ static const char *class_label(const model_t *m, uint32_t c, char *buf,
 	lock_label(m, &m->lock[k->rep], name, sizeof name);
 	if (k->ninst > 1)
 		snprintf(inst, sizeof inst, ", %u instances", k->ninst);
-	snprintf(buf, len, "%s (%s%s%s)", name, kind_str(k->kind),
+	snprintf(buf, len, "%s (%s%s%s)", name, lock_kind_word(k->kind),
 	         k->queue ? ", queue-like" : "", inst);
 	return buf;
 }
@@ -137,8 +132,8 @@ static void print_points(FILE *out, model_t *m, uint32_t c, int indent)
 	int n = class_points(m, c, LS_WAITER, p, POINTS_SHOWN, &total);
 	for (int i = 0; i < n; i++) {
 		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent, "",
-		         i ? "" : "waiters", fmt_ns(a, sizeof a, (double)p[i].ns),
-		         fmt_count(b, sizeof b, (double)p[i].n));
+		         i ? "" : "waiters", human_ns(a, sizeof a, (double)p[i].ns),
+		         human_count(b, sizeof b, (double)p[i].n));
 		print_chain(out, m, prefix, p[i].stack);
 	}
 	if (total > (size_t)n)
@@ -147,8 +142,8 @@ static void print_points(FILE *out, model_t *m, uint32_t c, int indent)
 	n = class_points(m, c, LS_HOLDER, p, POINTS_SHOWN, &total);
 	for (int i = 0; i < n; i++) {
 		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent, "",
-		         i ? "" : "holders", fmt_ns(a, sizeof a, (double)p[i].ns2),
-		         fmt_count(b, sizeof b, (double)p[i].n));
+		         i ? "" : "holders", human_ns(a, sizeof a, (double)p[i].ns2),
+		         human_count(b, sizeof b, (double)p[i].n));
 		print_chain(out, m, prefix, p[i].stack);
 	}
 	if (total > (size_t)n)
@@ -220,7 +215,7 @@ static const char *part_note(const finding_t *f, uint32_t i, char *buf,
 		return buf; /* the same frames: nothing parts them */
 	const frame_t *p = &fr[i][n[i] - 1 - best];
 	frame_t site;
-	if (!stack_site(f->m, f->stacks[i], &site))
+	if (!sym_stack_site(f->m, f->stacks[i], &site))
 		return buf;
 	/* The site's index in the raw frames: a part above it, within the
 	 * callers a chain shows, needs no note. */
@@ -247,9 +242,9 @@ static void print_site_stacks(FILE *out, const finding_t *f)
 		double v = f->stack_v[i];
 		const char *u = f->stack_unit ? f->stack_unit : "";
 		if (strstr(u, "_ns"))
-			fmt_ns(a, sizeof a, v);
+			human_ns(a, sizeof a, v);
 		else
-			fmt_count(a, sizeof a, v);
+			human_count(a, sizeof a, v);
 		snprintf(prefix, sizeof prefix, "          %9s  ", a);
 		print_chain(out, f->m, prefix, f->stacks[i]);
 		if (*part_note(f, i, part, sizeof part)) {
@@ -282,8 +277,8 @@ static void print_header(FILE *out, const report_t *r, model_t *m)
 	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events "
 	         "(libmallock %s, report by mallock %s)%s%s%s",
 	         m->path, m->pid, cmd,
-	         fmt_ns(a, sizeof a, (double)model_duration_ns(m)), nthr,
-	         fmt_count(b, sizeof b, (double)m->events),
+	         human_ns(a, sizeof a, (double)model_duration_ns(m)), nthr,
+	         human_count(b, sizeof b, (double)m->events),
 	         m->version && *m->version ? m->version : "?",
 	         MALLOCK_VERSION, *rec ? " (" : "", rec, *rec ? ")" : "");
 	wrap_print(out, 2, "", head);
@@ -318,17 +313,17 @@ static void print_totals(FILE *out, const report_t *r)
 	}
 	fprintf(out, "  %s allocations (%s bytes), %s frees (%s cross-thread), "
 	             "%s in the allocator\n",
-	        fmt_count(a, sizeof a, (double)(t.allocs + t.reallocs)),
-	        fmt_count(b, sizeof b, (double)t.bytes),
-	        fmt_count(c, sizeof c, (double)t.frees),
-	        fmt_count(d, sizeof d, (double)t.xfrees),
-	        fmt_ns(e, sizeof e, (double)t.alloc_ns));
+	        human_count(a, sizeof a, (double)(t.allocs + t.reallocs)),
+	        human_count(b, sizeof b, (double)t.bytes),
+	        human_count(c, sizeof c, (double)t.frees),
+	        human_count(d, sizeof d, (double)t.xfrees),
+	        human_ns(e, sizeof e, (double)t.alloc_ns));
 	fprintf(out, "  %s lock acquisitions, %s contended (%.1f%%), %s "
 	             "waited\n",
-	        fmt_count(a, sizeof a, (double)t.acq),
-	        fmt_count(b, sizeof b, (double)t.contended),
+	        human_count(a, sizeof a, (double)t.acq),
+	        human_count(b, sizeof b, (double)t.contended),
 	        t.acq ? 100.0 * (double)t.contended / (double)t.acq : 0.0,
-	        fmt_ns(g, sizeof g, (double)t.wait_ns));
+	        human_ns(g, sizeof g, (double)t.wait_ns));
 }
 
 static void print_finding(FILE *out, const report_t *r, size_t i)
@@ -338,7 +333,7 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	char a[32], buf[1024], lab[256];
 	fprintf(out, "\n#%zu %s [%s] score %s", i + 1,
 	        finding_kind_name(f->kind), severity_name(f->severity),
-	        fmt_ns(a, sizeof a, f->score));
+	        human_ns(a, sizeof a, f->score));
 	if (r->nm > 1)
 		fprintf(out, "  (pid %" PRIu64 ")", m->pid);
 	fputc('\n', out);
@@ -354,7 +349,7 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 			fprintf(out, "   inner  %s\n",
 			        class_label(m, f->cls2, lab, sizeof lab));
 		frame_t fr, own;
-		if (stack_site(m, m->cls[c].site, &fr)) {
+		if (sym_stack_site(m, m->cls[c].site, &fr)) {
 			char ob[600] = "";
 			if (class_owner(m, c, &own)) {
 				char o[512];
@@ -368,7 +363,7 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	}
 	if (f->stacks_total > 1) {
 		frame_t fr;
-		if (stack_site(m, f->stack, &fr)) /* with the site's lines */
+		if (sym_stack_site(m, f->stack, &fr)) /* with the site's lines */
 			fprintf(out, "   %-6s %s\n", "code",
 			        finding_site_name(f, buf, sizeof buf));
 		print_site_stacks(out, f);
@@ -398,7 +393,7 @@ static void print_cascade(FILE *out, const report_t *r)
 	double W = ev(f, "lock_wait_ns"), A = ev(f, "allocator_share_of_hold");
 	frame_t fr;
 	lock_label(m, &m->lock[m->cls[f->cls].rep], lab, sizeof lab);
-	if (stack_site(m, f->stack, &fr))
+	if (sym_stack_site(m, f->stack, &fr))
 		frame_label(&fr, site, sizeof site);
 	else
 		snprintf(site, sizeof site, "an unknown site");
@@ -414,33 +409,33 @@ static void print_cascade(FILE *out, const report_t *r)
 	if (ev(f, "idle_wait_ns") > 0)
 		snprintf(idle, sizeof idle,
 		         ", not counting %s of waits that found no work",
-		         fmt_ns(c, sizeof c, ev(f, "idle_wait_ns")));
+		         human_ns(c, sizeof c, ev(f, "idle_wait_ns")));
 	snprintf(txt, sizeof txt,
 	         "waiters lost %s on lock %s (%.0f contended acquisitions, up "
 	         "to %.0f waiting at once%s);",
-	         fmt_ns(a, sizeof a, W), lab, ev(f, "contended"),
+	         human_ns(a, sizeof a, W), lab, ev(f, "contended"),
 	         (double)m->cls[f->cls].s.max_waiters, idle);
 	wrap_print(out, 5, "  1. ", txt);
 	snprintf(txt, sizeof txt,
 	         "its holders spent %.1f%% of their hold time (%s of %s) in "
 	         "the allocator;",
-	         100 * A, fmt_ns(a, sizeof a, ev(f, "allocator_ns_in_holds")),
-	         fmt_ns(b, sizeof b, ev(f, "hold_ns")));
+	         100 * A, human_ns(a, sizeof a, ev(f, "allocator_ns_in_holds")),
+	         human_ns(b, sizeof b, ev(f, "hold_ns")));
 	wrap_print(out, 5, "  2. ", txt);
 	snprintf(txt, sizeof txt,
 	         "%.0f of those calls (%.0f allocations, %.0f frees) are for "
 	         "blocks allocated at %s (%s), %.0f of them slow (over %s), %s "
 	         "of it waiting on the allocator's own lock;",
 	         ev(f, "calls"), ev(f, "allocs"), ev(f, "frees"), site,
-	         fmt_ns(a, sizeof a, ev(f, "site_allocator_ns")),
-	         ev(f, "slow_calls"), fmt_ns(d, sizeof d, TH_SLOW_ALLOC_NS),
-	         fmt_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
+	         human_ns(a, sizeof a, ev(f, "site_allocator_ns")),
+	         ev(f, "slow_calls"), human_ns(d, sizeof d, TH_SLOW_ALLOC_NS),
+	         human_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
 	wrap_print(out, 5, "  3. ", txt);
 	snprintf(txt, sizeof txt,
 	         "moving the allocation out of the critical section, or "
 	         "pre-allocating, would give back up to about %s (%s x "
 	         "%.1f%%).",
-	         fmt_ns(c, sizeof c, W * A), fmt_ns(a, sizeof a, W), 100 * A);
+	         human_ns(c, sizeof c, W * A), human_ns(a, sizeof a, W), 100 * A);
 	wrap_print(out, 5, "  4. ", txt);
 }
 
@@ -476,7 +471,7 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		char name[256], site[256], a[32], b[32], d[32], e[32], g[32];
 		frame_t fr;
 		lock_label(m, &m->lock[c->rep], name, sizeof name);
-		if (stack_site(m, c->site, &fr) && fr.function)
+		if (sym_stack_site(m, c->site, &fr) && fr.function)
 			snprintf(site, sizeof site, " %s", frame_label(&fr, a, sizeof a));
 		else
 			site[0] = 0;
@@ -491,14 +486,14 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 			strcpy(col + 31, "...");
 		double hold = (double)c->s.hold_ns;
 		fprintf(out, "  %-34s %7s %5.1f%% %9s %9s %9s %9s %5.1f%%\n",
-		        col, fmt_count(a, sizeof a, (double)c->s.acq),
+		        col, human_count(a, sizeof a, (double)c->s.acq),
 		        c->s.acq ? 100.0 * (double)c->s.contended /
 		                       (double)c->s.acq
 		                 : 0.0,
-		        fmt_ns(b, sizeof b, (double)c->s.wait_ns),
-		        fmt_ns(d, sizeof d, (double)c->s.wait_max),
-		        fmt_ns(e, sizeof e, hold),
-		        fmt_ns(g, sizeof g, (double)c->s.hold_max),
+		        human_ns(b, sizeof b, (double)c->s.wait_ns),
+		        human_ns(d, sizeof d, (double)c->s.wait_max),
+		        human_ns(e, sizeof e, hold),
+		        human_ns(g, sizeof g, (double)c->s.hold_max),
 		        hold > 0 ? 100.0 * (double)c->s.alloc_ns / hold : 0.0);
 	}
 	if (n > LOCK_ROWS)
@@ -541,9 +536,9 @@ static void print_threads(FILE *out, model_t *m)
 		if (strlen(lab) > 28)
 			strcpy(lab + 25, "...");
 		fprintf(out, "  %-28s %-32s %8s %9s %8s\n", lab, t->role,
-		        fmt_count(a, sizeof a, (double)t->acq),
-		        fmt_ns(b, sizeof b, (double)t->wait_ns),
-		        fmt_count(c, sizeof c, (double)t->allocs));
+		        human_count(a, sizeof a, (double)t->acq),
+		        human_ns(b, sizeof b, (double)t->wait_ns),
+		        human_count(c, sizeof c, (double)t->allocs));
 		shown++;
 	}
 	if (n > shown)

@@ -29,6 +29,7 @@ static void thr_merge(uint32_t *dt, uint64_t *dn, const uint32_t *st,
 /* d += s: sums, maxima, and the small size and thread tables. */
 static void site_merge(site_t *d, const site_t *s)
 {
+	/* clang-format off */
 #define SITE_SUM_(f) d->f += s->f;
 	SITE_SUM_(allocs) SITE_SUM_(reallocs) SITE_SUM_(bytes) SITE_SUM_(frees)
 	SITE_SUM_(live) SITE_SUM_(alloc_ns) SITE_SUM_(free_ns) SITE_SUM_(lw_ns)
@@ -36,6 +37,7 @@ static void site_merge(site_t *d, const site_t *s)
 	SITE_SUM_(short_ns) SITE_SUM_(xfree_n) SITE_SUM_(xfree_ns)
 	SITE_SUM_(xfree_bytes)
 #undef SITE_SUM_
+	/* clang-format on */
 	for (int h = 0; h < 2; h++) {
 		d->calls[h] += s->calls[h];
 		d->slow_n[h] += s->slow_n[h];
@@ -100,7 +102,7 @@ void sites_build(model_t *m, sites_t *S)
 		frame_t fr;
 		const char *key;
 		bool has_line = false;
-		if (m->stk[i].defined && stack_site(m, (uint32_t)i, &fr)) {
+		if (m->stk[i].defined && sym_stack_site(m, (uint32_t)i, &fr)) {
 			has_line = fr.function && fr.file && fr.line;
 			if (has_line) /* the full name: overloads stay apart */
 				snprintf(label, sizeof label, "%s\001%s",
@@ -116,7 +118,8 @@ void sites_build(model_t *m, sites_t *S)
 			v = u64map_put(&map, fnv(key, 14695981039346656037ull),
 			               &added);
 			if (!added && strcmp(S->g[*v].key, key) != 0) {
-				v = NULL; /* a hash collision: a group of its own */
+				/* a hash collision: a group of its own */
+				v = NULL;
 				added = 1;
 			}
 		}

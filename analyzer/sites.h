@@ -1,16 +1,16 @@
 /*
  * sites.h - allocation sites: the stacks that allocated, grouped by their
- * first user frame (stack_site), so one allocating line reached from several
- * callers is one site with the statistics of all its stacks merged. The
- * allocation detectors (find_allocs.c, and find_locks.c's alloc_under_lock)
- * report per site.
+ * first user frame (sym_stack_site), so one allocating line reached from
+ * several callers is one site with the statistics of all its stacks merged.
+ * The allocation detectors (find_allocs.c, and find_locks.c's
+ * alloc_under_lock) report per site.
  */
 #ifndef MALLOCK_SITES_H
 #define MALLOCK_SITES_H
 
 #include "model.h"
 
-/* A site: the stacks whose first user frame (stack_site) is in the same
+/* A site: the stacks whose first user frame (sym_stack_site) is in the same
  * symbolized function of one file (or, unsymbolized, at the same return
  * address), with their statistics merged: one function allocating at
  * lines 155 and 166 is one site (issue 13, item 8), its lines listed. */

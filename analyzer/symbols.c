@@ -49,6 +49,7 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
                             int *status);
 
 /* Module basenames whose frames are folded. X(prefix, fold) */
+/* clang-format off */
 #define FOLD_MODULES(X)                                                        \
 	X("libmallock", SYM_SHIM)                                              \
 	X("libunwind", SYM_SHIM)                                               \
@@ -71,6 +72,7 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
 	X("pthread_cond_") X("__GI_") X("__libc_") X("_int_") X("tc_")         \
 	X("tcmalloc::") X("mallock_") X("__gnu_cxx::new_allocator")            \
 	X("std::__new_allocator") X("__gthread_")
+/* clang-format on */
 
 typedef struct cache_ent {
 	uint32_t off, n;
@@ -743,7 +745,7 @@ int stack_view(model_t *m, uint32_t si, frame_t *out, int max)
 	return n;
 }
 
-bool stack_site(model_t *m, uint32_t si, frame_t *out)
+bool sym_stack_site(model_t *m, uint32_t si, frame_t *out)
 {
 	memset(out, 0, sizeof *out);
 	return stack_view(m, si, out, 1) == 1;

@@ -15,11 +15,12 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* How a frame is folded away from what the user reads. */
-#define SYM_USER 0    /* shown */
-#define SYM_RUNTIME 1 /* libc/libstdc++/allocator internals: folded at
-                         both ends of a stack */
-#define SYM_SHIM 2    /* libmallock.so (and its unwinder): always folded */
+/* How a frame is folded away from what the user reads: SYM_RUNTIME
+ * (libc/libstdc++/allocator internals) is folded at both ends of a stack,
+ * SYM_SHIM (libmallock.so and its unwinder) always. */
+#define SYM_USER 0 /* shown */
+#define SYM_RUNTIME 1
+#define SYM_SHIM 2
 
 /* A function's short names for text (cxxname.h), one per full name; its
  * group is shared by the full names with one short text, ambiguous once
@@ -76,7 +77,7 @@ int stack_view(model_t *m, uint32_t si, frame_t *out, int max);
 
 /* The stack's site: its first user-facing frame. Returns false (and a
  * zeroed *out) when the stack has none. */
-bool stack_site(model_t *m, uint32_t si, frame_t *out);
+bool sym_stack_site(model_t *m, uint32_t si, frame_t *out);
 
 /* The raw return address of the stack's first user frame (before inline
  * expansion), for grouping lock instances into classes; 0 if none. */

@@ -8,6 +8,7 @@
 #ifndef MALLOCK_THRESHOLDS_H
 #define MALLOCK_THRESHOLDS_H
 
+/* clang-format off */
 #define THRESHOLDS(X)                                                          \
 	X(SLOW_ALLOC_NS, 1000, "ns",                                           \
 	  "an allocator call (malloc, free, realloc...) slower than this is "  \
@@ -62,6 +63,7 @@
 	  "severity high: score at least this share of the trace's duration")  \
 	X(SEV_MEDIUM_PPM, 10000, "ppm", "severity medium: likewise")           \
 	X(SEV_LOW_PPM, 1000, "ppm", "severity low: likewise; below: info")
+/* clang-format on */
 
 enum threshold {
 #define TH_ENUM_(name, value, unit, doc) TH_##name = value,

@@ -104,7 +104,7 @@ void arena_free(arena_t *a)
 	}
 }
 
-char *fmt_ns(char *buf, size_t len, double ns)
+char *human_ns(char *buf, size_t len, double ns)
 {
 	if (ns < 1e3)
 		snprintf(buf, len, "%.0f ns", ns);
@@ -117,7 +117,7 @@ char *fmt_ns(char *buf, size_t len, double ns)
 	return buf;
 }
 
-char *fmt_count(char *buf, size_t len, double n)
+char *human_count(char *buf, size_t len, double n)
 {
 	if (n < 1e4)
 		snprintf(buf, len, "%.0f", n);

@@ -41,9 +41,9 @@ char *arena_strdup(arena_t *a, const char *s);
 void arena_free(arena_t *a);
 
 /* Formats ns as "12.3 ms", "450 ns"... into buf (>= 16 bytes); returns buf. */
-char *fmt_ns(char *buf, size_t len, double ns);
+char *human_ns(char *buf, size_t len, double ns);
 /* Formats a count as "12.3k", "4.5M"... */
-char *fmt_count(char *buf, size_t len, double n);
+char *human_count(char *buf, size_t len, double n);
 /* Basename of a path (pointer into path). */
 const char *path_base(const char *path);
 

@@ -95,7 +95,7 @@ __attribute__((noinline)) static void thread_measure(struct tres *r)
 		pthread_barrier_wait(&barrier);
 		double t0 = thread_cpu_ns();
 		for (long i = 0; i < iters; i++) {
-			void *p = malloc(64); /* sink is shared by the threads */
+			void *p = malloc(64); /* sink: shared by the threads */
 			sink = p;
 			free(p);
 		}

@@ -16,11 +16,13 @@
 
 const char *ctlp_state_name(uint32_t state)
 {
+	/* clang-format off */
 	static const char *const names[] = {
 #define CTLP_NAME_(n, s) s,
 		CTLP_STATES(CTLP_NAME_)
 #undef CTLP_NAME_
 	};
+	/* clang-format on */
 	return state < sizeof names / sizeof names[0] ? names[state] : "?";
 }
 

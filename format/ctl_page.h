@@ -35,12 +35,14 @@
 #define CTLP_CMD_STOP 2u
 
 /* state */
+/* clang-format off */
 #define CTLP_STATES(X)                                                         \
 	X(RECORDING, "recording")                                              \
 	X(PAUSED, "paused")                                                    \
 	X(CAPPED, "capped")                                                    \
 	X(STOPPED, "stopped")                                                  \
 	X(EXITED, "exited")
+/* clang-format on */
 
 enum ctlp_state {
 #define CTLP_ENUM_(n, s) CTLP_##n,

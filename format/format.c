@@ -105,11 +105,13 @@ int fmt_chunk_verify(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
 }
 
 /* The layout of each core type, indexed by type byte (NULL: not a core type). */
+/* clang-format off */
 static const char *const core_layout[0x80] = {
 #define FMT_LAYOUT_(name, code, layout) [code] = layout,
 	FMT_CORE_RECORDS(FMT_LAYOUT_)
 #undef FMT_LAYOUT_
 };
+/* clang-format on */
 
 const char *fmt_core_layout(unsigned type)
 {

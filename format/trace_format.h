@@ -30,8 +30,8 @@
 #define FMT_FILE_MAGIC "MALLOCK\x1a"
 #define FMT_FILE_MAGIC_LEN 8
 #define FMT_VERSION_MAJOR 1
-#define FMT_VERSION_MINOR 2 /* 1.1: PROCESS flags and trailing fields;
-                             * 1.2: zstd-compressed chunks */
+/* 1.1: PROCESS flags and trailing fields; 1.2: zstd-compressed chunks */
+#define FMT_VERSION_MINOR 2
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
@@ -61,6 +61,7 @@
  * The fields' names are FMT_CORE_FIELDS below.
  * Adding a core event needs a new major version.
  */
+/* clang-format off */
 #define FMT_CORE_RECORDS(X)                                                    \
 	X(ALLOC, 0x01, "puuuu")                                                \
 	X(FREE, 0x02, "pu")                                                    \
@@ -134,6 +135,7 @@
 	X(LOCK_INIT, 1, STACK, "stack") /* the init site */                    \
 	X(LOCK_DESTROY, 0, LOCK, "lock")                                       \
 	X(MARK, 0, WHAT, "what") /* FMT_MARK_* */
+/* clang-format on */
 
 /* FMT_<record>_<FIELD>: a field's index in fmt_rec_t.f. */
 enum fmt_field {
@@ -156,6 +158,7 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
                "acquisition records share a layout");
 
 /* Metadata records: X(name, code, fields), each framed by a varint length. */
+/* clang-format off */
 #define FMT_META_RECORDS(X)                                                    \
 	X(PROCESS, 0x80, "pid u, ppid u, realtime_ns u, tsc u, mono_ns u, "    \
 	                 "tsc_hz u, depth u, unwinder u, flags u, exe str, "   \
@@ -168,6 +171,7 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
 	X(THREAD_NAME, 0x85, "tid u, name str")                                \
 	X(END, 0x86, "events u, dropped u, flags u")                           \
 	X(NOTE, 0x87, "level u, text str")
+/* clang-format on */
 
 enum fmt_type {
 #define FMT_ENUM_(name, code, fields) FMT_##name = code,
@@ -178,6 +182,7 @@ enum fmt_type {
 #define FMT_IS_META(type) (((type)&0x80u) != 0)
 
 /* ALLOC fn: which entry point allocated. */
+/* clang-format off */
 #define FMT_ALLOC_FNS(X)                                                       \
 	X(MALLOC, 0, "malloc") X(CALLOC, 1, "calloc")                          \
 	X(MEMALIGN, 2, "memalign") X(POSIX_MEMALIGN, 3, "posix_memalign")      \
@@ -185,6 +190,7 @@ enum fmt_type {
 	X(PVALLOC, 6, "pvalloc") X(NEW, 7, "operator new")                     \
 	X(NEW_ARRAY, 8, "operator new[]") X(HOOK, 9, "allocator hook")         \
 	X(REALLOCARRAY, 10, "reallocarray")
+/* clang-format on */
 enum fmt_alloc_fn {
 #define FMT_FN_ENUM_(name, code, str) FMT_FN_##name = code,
 	FMT_ALLOC_FNS(FMT_FN_ENUM_)
@@ -192,9 +198,11 @@ enum fmt_alloc_fn {
 };
 
 /* LOCK_NEW kind: what the object is. */
+/* clang-format off */
 #define FMT_LOCK_KINDS(X)                                                      \
 	X(MUTEX, 0, "mutex") X(RWLOCK, 1, "rwlock") X(SPIN, 2, "spinlock")     \
 	X(COND, 3, "cond") X(ALLOC_INTERNAL, 4, "allocator-internal")
+/* clang-format on */
 enum fmt_lock_kind {
 #define FMT_KIND_ENUM_(name, code, str) FMT_KIND_##name = code,
 	FMT_LOCK_KINDS(FMT_KIND_ENUM_)

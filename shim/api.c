@@ -16,18 +16,7 @@ static int api_enter(tls_t *t)
 {
 	if (atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))
 		return 0;
-	if (t->gate == GATE_READY) {
-		t->gate = GATE_BUSY;
-		return 1;
-	}
-	if (t->gate != GATE_UNINIT)
-		return 0;
-	t->gate = GATE_BUSY;
-	if (thread_setup(t) != 0) {
-		t->gate = GATE_DEAD;
-		return 0;
-	}
-	return 1;
+	return gate_take(t);
 }
 
 HOOK_EXPORT void mallock_lock_name_impl(const void *lock, const char *name,
@@ -53,7 +42,7 @@ HOOK_EXPORT int mallock_recording_impl(int on)
 	int prev = !(atomic_load(&g_off) & SHIM_OFF_PAUSED);
 	if (on && !prev) {
 		if (atomic_load(&g_off) & SHIM_OFF_CAPPED)
-			return prev; /* MALLOCK_MAX_BYTES reached: off for good */
+			return prev; /* MALLOCK_MAX_BYTES: off for good */
 		/* The window's epoch and deadline (control.h); the MARK's
 		 * time is read before any event of the window. */
 		uint64_t tsc = prim_tsc();

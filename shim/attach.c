@@ -166,7 +166,7 @@ void attach_config(void)
 typedef struct target {
 	const char *name;
 	uintptr_t hook;   /* the shim's definition */
-	uintptr_t expect; /* what a slot bound to the forwarded-to function holds */
+	uintptr_t expect; /* a slot bound to the forwarded-to function holds */
 	int lazy_ok;      /* an unbound slot would bind to expect */
 	int phase;        /* 0: releasing functions, 1: the others */
 } target_t;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* clang-format off */
 config_t g_cfg = {
 #define CONFIG_DEF_(env, field, def, lo, hi) .field = def,
 	CONFIG_NUMBERS(CONFIG_DEF_)
@@ -23,6 +24,7 @@ config_t g_cfg = {
 	.output = "mallock.%e.%p.trace",
 	.signal = SIGUSR2,
 };
+/* clang-format on */
 
 static int parse_long(const char *s, long lo, long hi, long *out);
 

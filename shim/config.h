@@ -17,6 +17,7 @@
 #define CONFIG_PATH_MAX 1024
 
 /* X(env suffix, field, default, min, max) for the numeric settings. */
+/* clang-format off */
 #define CONFIG_NUMBERS(X)                                                      \
 	X(STACK_DEPTH, depth, 16, 1, 64)                                       \
 	X(STACK_CACHE, stack_cache, 1, 0, 1)                                   \
@@ -29,6 +30,7 @@
 	X(DURATION, duration, 0, 0, 31536000)                                  \
 	X(MAX_BYTES, max_bytes, 0, 0, LONG_MAX)                                 \
 	X(COMPRESS, compress, 0, 0, 1)
+/* clang-format on */
 
 /* Unwinders, with their PROCESS-record codes from trace_format.h. */
 enum config_unwind { CONFIG_UNWIND_LIBUNWIND = 0, CONFIG_UNWIND_FP = 1,

@@ -464,9 +464,7 @@ void ctl_serve(tls_t *t)
 {
 	if (atomic_flag_test_and_set(&ctl_serving))
 		return;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	uint8_t gate = gate_hold(t);
 	if (gate == GATE_UNINIT && !(atomic_load(&g_off) &
 	                             (SHIM_OFF_STOPPED | SHIM_OFF_INIT)))
 		gate = thread_setup(t) == 0 ? GATE_READY : GATE_DEAD;
@@ -530,8 +528,7 @@ void ctl_serve(tls_t *t)
 		if (answer) /* after the state: ctl reads it once served */
 			__atomic_store_n(&pg->served, req, __ATOMIC_RELEASE);
 	} while (atomic_load(&g_off) & SHIM_OFF_CTL);
-	atomic_signal_fence(memory_order_seq_cst);
-	t->gate = gate;
+	gate_restore(t, gate);
 	atomic_flag_clear(&ctl_serving);
 }
 

@@ -36,7 +36,7 @@
 
 /* TSC of the next control poll or the end of the window (MALLOCK_DURATION),
  * whichever comes first; UINT64_MAX while paused. Read on the hot path by
- * ev_commit, which calls writer_commit_slow -> ctl_tick past it. */
+ * ev_commit, which calls ev_commit_slow -> ctl_tick past it. */
 extern uint64_t g_stop_tsc;
 
 /* The control page (a static empty page when there is none) and the last
@@ -57,7 +57,7 @@ static inline int ctl_requested(void)
 void ctl_poke(void);
 
 /* A poll time or the window's end was passed by an event at tsc
- * (writer_commit_slow, gate BUSY): ends the window or pokes, and sets the
+ * (ev_commit_slow, gate BUSY): ends the window or pokes, and sets the
  * next poll time. */
 void ctl_tick(uint64_t tsc);
 
@@ -68,9 +68,8 @@ void ctl_cred_drop(uint32_t uid);
 /* The trace file was created (a forked child's, at its first write): the
  * page names it at the next serve. Any context. */
 void ctl_trace_changed(void);
-/* Incremented at every resume: per-thread lock counts older than this are
- * stale (sample.h). */
-extern _Atomic uint32_t g_epoch;
+/* g_epoch, incremented at every resume (ctl_window_started), is declared
+ * in tls.h beside the held-lock count it makes stale. */
 /* Incremented at every pause: each thread flushes its buffer at its next
  * hook call (hook_enter_slow), so the file is complete up to the pause. */
 extern _Atomic uint32_t g_flush_gen;

@@ -22,12 +22,9 @@ static void before_drop(uid_t to)
 		return;
 	int saved = errno;
 	tls_t *t = &shim_tls;
-	uint8_t gate = t->gate;
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	uint8_t gate = gate_hold(t);
 	ctl_cred_drop((uint32_t)to);
-	atomic_signal_fence(memory_order_seq_cst);
-	t->gate = gate;
+	gate_restore(t, gate);
 	errno = saved;
 }
 

@@ -25,6 +25,7 @@
 
 /* Every next operator we may call: the hooked ones (cxx_ops.h) and the
  * thrower of the fallback. */
+/* clang-format off */
 #define CXX_NEXT(X)                                                            \
 	CXX_OPS(X)                                                             \
 	X(_ZSt17__throw_bad_allocv, throw_bad_alloc, )
@@ -41,6 +42,7 @@ static const char *const cxx_names[CXX_COUNT] = {
 	CXX_NEXT(CXX_NAME_)
 #undef CXX_NAME_
 };
+/* clang-format on */
 
 typedef void (*any_fn)(void);
 static void *_Atomic cxx_ptr[CXX_COUNT];

@@ -14,15 +14,21 @@
 #ifndef MALLOCK_SHIM_EVENT_H
 #define MALLOCK_SHIM_EVENT_H
 
+#include "control.h" /* g_stop_tsc */
 #include "tls.h"
 #include "writer.h"
 
 extern uint64_t g_flush_ticks; /* MALLOCK_FLUSH_MS in TSC ticks */
-extern uint64_t g_stop_tsc;    /* end of the window (control.h) */
 extern uint64_t g_spin_ticks;  /* MALLOCK_SPIN_NS in TSC ticks */
 
 /* Encodes the thread's pending acquisition (tls.h; lock_hooks.c). */
 void acq_pend_flush(tls_t *t);
+
+/* The slow half of ev_commit (event.c), which decides what the writer does:
+ * the window's end (MALLOCK_DURATION, ctl_tick), a late-library walk put
+ * off in an attached process, then a flush when the buffer is nearly full
+ * or old, unless a lock hold puts it off. Gate BUSY; owner only. */
+void ev_commit_slow(tls_t *t, uint64_t tsc);
 
 /* Starts an event. A pending acquisition goes first: it happened before. */
 static inline uint8_t *ev_head(tls_t *t, unsigned type, uint64_t tsc)
@@ -38,14 +44,11 @@ static inline uint8_t *ev_head(tls_t *t, unsigned type, uint64_t tsc)
  * read). */
 static inline void ev_commit(tls_t *t, uint8_t *p, uint64_t tsc)
 {
-	t->pos = p;
 	t->chunk_events++;
-	atomic_store_explicit(&t->wb->committed, (size_t)(p - t->wb->chunk) -
-	                                             FMT_CHUNK_HEADER_SIZE,
-	                      memory_order_release);
+	wbuf_publish(t, p);
 	if (unlikely((p > t->soft_end) | (tsc - t->chunk_tsc0 > g_flush_ticks) |
 	             (tsc > g_stop_tsc)))
-		writer_commit_slow(t, tsc);
+		ev_commit_slow(t, tsc);
 }
 
 #endif

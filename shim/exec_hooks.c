@@ -132,52 +132,53 @@ __attribute__((noinline)) static size_t execl_argc(const char *arg,
 	return argc;
 }
 
-/* argv of an execl call (argc from execl_argc), NULL-terminated; leaves ap
- * past the list's NULL (at execle's envp). */
-#define EXECL_ARGV(arg, ap, argv, argc)                                        \
-	do {                                                                   \
-		argv[0] = (char *)arg;                                         \
-		for (size_t i_ = 1; i_ <= argc; i_++)                          \
-			argv[i_] = va_arg(ap, char *);                         \
-		argv[argc] = NULL;                                             \
-	} while (0)
+enum execl_form { EXECL_V, EXECL_VP, EXECL_VE };
+
+/* The body of execl, execlp and execle: builds the call's argv from arg and
+ * ap (just past arg) on this frame and calls execv, execvp or execve
+ * (execle's envp follows the list's NULL). Returns what that call returns
+ * (only on failure). ap is used up, as by va_arg. */
+__attribute__((noinline)) static int execl_run(enum execl_form form,
+                                               const char *path,
+                                               const char *arg, va_list ap)
+{
+	va_list count;
+	va_copy(count, ap);
+	size_t argc = execl_argc(arg, count);
+	va_end(count);
+	char *argv[argc + 1];
+	argv[0] = (char *)arg;
+	for (size_t i = 1; i <= argc; i++) /* the last read is the NULL */
+		argv[i] = va_arg(ap, char *);
+	argv[argc] = NULL;
+	if (form == EXECL_VE)
+		return execve(path, argv, va_arg(ap, char *const *));
+	return form == EXECL_VP ? execvp(path, argv) : execv(path, argv);
+}
 
 HOOK_EXPORT int execl(const char *path, const char *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
-	size_t argc = execl_argc(arg, ap);
+	int r = execl_run(EXECL_V, path, arg, ap);
 	va_end(ap);
-	char *argv[argc + 1];
-	va_start(ap, arg);
-	EXECL_ARGV(arg, ap, argv, argc);
-	va_end(ap);
-	return execv(path, argv);
+	return r;
 }
 
 HOOK_EXPORT int execlp(const char *file, const char *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
-	size_t argc = execl_argc(arg, ap);
+	int r = execl_run(EXECL_VP, file, arg, ap);
 	va_end(ap);
-	char *argv[argc + 1];
-	va_start(ap, arg);
-	EXECL_ARGV(arg, ap, argv, argc);
-	va_end(ap);
-	return execvp(file, argv);
+	return r;
 }
 
 HOOK_EXPORT int execle(const char *path, const char *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
-	size_t argc = execl_argc(arg, ap);
+	int r = execl_run(EXECL_VE, path, arg, ap);
 	va_end(ap);
-	char *argv[argc + 1];
-	va_start(ap, arg);
-	EXECL_ARGV(arg, ap, argv, argc);
-	char *const *envp = va_arg(ap, char *const *);
-	va_end(ap);
-	return execve(path, argv, envp);
+	return r;
 }

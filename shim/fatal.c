@@ -42,6 +42,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+/* clang-format off */
 #define FATAL_SIGNALS(X)                                                       \
 	X(SIGSEGV, "fatal signal SIGSEGV")                                     \
 	X(SIGBUS, "fatal signal SIGBUS")                                       \
@@ -60,6 +61,7 @@
 	X(SIGALRM, "signal SIGALRM (default action)")                          \
 	X(SIGVTALRM, "signal SIGVTALRM (default action)")                      \
 	X(SIGPROF, "signal SIGPROF (default action)")
+/* clang-format on */
 
 #define FATAL_SIG_(sig, why) sig,
 #define FATAL_WHY_(sig, why) why ": trace written by the signal handler",

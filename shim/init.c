@@ -58,13 +58,11 @@ __attribute__((noinline)) static void pause_flush(tls_t *t)
 	t->flush_gen = atomic_load(&g_flush_gen);
 	if (t->gate != GATE_READY || !t->wb)
 		return;
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	uint8_t gate = gate_hold(t);
 	acq_pend_flush(t);
 	if (t->pos != t->wb->chunk + FMT_CHUNK_HEADER_SIZE)
 		writer_flush(t);
-	atomic_signal_fence(memory_order_seq_cst);
-	t->gate = GATE_READY;
+	gate_restore(t, gate);
 }
 
 int hook_enter_slow(tls_t *t)
@@ -94,6 +92,11 @@ int hook_enter_slow(tls_t *t)
 	/* Recording, and this call served a request or a flush: record it
 	 * as the fast path would (a call lost here could be the release of
 	 * a hold, leaving the analyzer a hold that never ends). */
+	return gate_take(t);
+}
+
+int gate_take(tls_t *t)
+{
 	if (t->gate == GATE_READY) {
 		t->gate = GATE_BUSY;
 		atomic_signal_fence(memory_order_seq_cst);
@@ -329,8 +332,7 @@ __attribute__((destructor)) static void shim_dtor(void)
 	 * flush): the interrupted code may hold the writer's, the loader's or
 	 * the stack cache's locks. Only the final flush runs, and it skips
 	 * what this thread holds (writer.c). */
-	int nested = t->gate == GATE_BUSY;
-	t->gate = GATE_BUSY;
+	int nested = gate_hold(t) == GATE_BUSY;
 	if (!nested) {
 		modules_check();
 		stack_cache_note(t);

@@ -31,6 +31,7 @@ struct dl_phdr_info;
 
 /* X(name, required, version or NULL, return type, parameter list).
  * REAL_FUNCS_MALLOC is the malloc family (attach.c adopts it as a whole). */
+/* clang-format off */
 #define REAL_FUNCS_MALLOC(X)                                                   \
 	X(malloc, REAL_REQ, NULL, void *, (size_t))                            \
 	X(free, REAL_REQ, NULL, void, (void *))                                \
@@ -126,6 +127,7 @@ struct dl_phdr_info;
 	X(fexecve, REAL_OPT, NULL, int, (int, char *const[], char *const[]))   \
 	X(execveat, REAL_OPT, NULL, int,                                       \
 	  (int, const char *, char *const[], char *const[], int))
+/* clang-format on */
 
 typedef struct real_table {
 #define REAL_MEMBER_(name, req, ver, ret, params) ret(*name) params;

@@ -125,17 +125,12 @@ void thread_finish(tls_t *t)
 		t->gate = GATE_DEAD;
 		return;
 	}
-	t->gate = GATE_BUSY;
-	atomic_signal_fence(memory_order_seq_cst);
+	gate_hold(t); /* never given back: the thread ends DEAD */
 	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))) {
 		uint64_t tsc = prim_tsc();
 		uint8_t *p = ev_head(t, FMT_THREAD_EXIT, tsc);
-		t->pos = p;
 		t->chunk_events++;
-		atomic_store_explicit(&t->wb->committed,
-		                      (size_t)(p - t->wb->chunk) -
-		                          FMT_CHUNK_HEADER_SIZE,
-		                      memory_order_release);
+		wbuf_publish(t, p);
 	}
 	if (!(atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL))) {
 		writer_thread_name_self(t->tid);
@@ -145,9 +140,4 @@ void thread_finish(tls_t *t)
 	writer_detach(t);
 	stack_cache_free(t);
 	t->gate = GATE_DEAD;
-}
-
-uint32_t thread_tid_of(uintptr_t th)
-{
-	return writer_tid_of(th);
 }

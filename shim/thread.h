@@ -37,8 +37,4 @@ void thread_stack_here(tls_t *t);
  * gate DEAD. Idempotent. */
 void thread_finish(tls_t *t);
 
-/* The tid of the thread whose pthread_t is th (as far as the shim knows it),
- * or 0. Takes the registry lock. */
-uint32_t thread_tid_of(uintptr_t th);
-
 #endif

@@ -66,7 +66,7 @@ HOOK_EXPORT int pthread_setname_np(pthread_t th, const char *name)
 		return r;
 	uint32_t tid = pthread_equal(th, pthread_self())
 	                   ? t->tid
-	                   : thread_tid_of((uintptr_t)th);
+	                   : writer_tid_of((uintptr_t)th);
 	if (tid) {
 		uint8_t body[2 * FMT_VARINT_MAX + 64], *p = body;
 		size_t n = strnlen(name, 63);

@@ -25,7 +25,7 @@
 
 enum tls_gate {
 	GATE_READY = 0,  /* set up and not inside a hook: record */
-	GATE_UNINIT = 1, /* first call of this thread: set up in the slow path */
+	GATE_UNINIT = 1, /* the thread's first call: set up in the slow path */
 	GATE_BUSY = 2,   /* inside a hook: pass through */
 	GATE_DEAD = 3,   /* thread finished (or set-up failed): pass through */
 };
@@ -34,12 +34,14 @@ enum tls_gate {
 #define SHIM_OFF_INIT 1u    /* the shim is not (yet) recording */
 #define SHIM_OFF_PAUSED 2u  /* mallock_recording(0) */
 #define SHIM_OFF_STOPPED 4u /* final flush done, inert, or output failed */
-#define SHIM_OFF_CTL 8u     /* a control request is pending: the next hook
-                               entry serves it (control.c) */
-#define SHIM_OFF_CAPPED 16u /* MALLOCK_MAX_BYTES reached: off for good, but
-                               the final flush still writes NOTE and END */
+/* A control request is pending: the next hook entry serves it (control.c). */
+#define SHIM_OFF_CTL 8u
+/* MALLOCK_MAX_BYTES reached: off for good, but the final flush still writes
+ * NOTE and END. */
+#define SHIM_OFF_CAPPED 16u
 
-#define TLS_SITE_CACHE 64 /* entries of the pc -> site id cache (power of 2) */
+/* Entries of the pc -> site id cache (a power of 2). */
+#define TLS_SITE_CACHE 64
 
 struct wbuf;
 struct scache;
@@ -78,7 +80,7 @@ typedef struct tls {
 	/* ACQ_WAIT / ACQ_SHARED_WAIT: its fields, already resolved */
 	uint64_t pend_ticks;
 	uint32_t pend_id, pend_stack, pend_waiters;
-	struct scache *sc;  /* the validated stack cache (stackcache.h), or NULL */
+	struct scache *sc;  /* validated stack cache (stackcache.h), or NULL */
 	/* Inside a blocking wait (cond_hooks.c, lock_hooks.c lock_wait): the
 	 * waiting hook's frame address, else 0; and the hook calls passed
 	 * through meanwhile with the gate BUSY (thread.c gate_revalidate). */
@@ -101,6 +103,14 @@ extern _Atomic unsigned g_off;
  * gate while it allocates.
  */
 int hook_enter_slow(tls_t *t);
+
+/*
+ * Takes the gate for a call that is to be recorded, whatever g_off says
+ * (the caller has decided): READY becomes BUSY; UNINIT sets the thread up
+ * (BUSY, or DEAD if the set-up failed). Returns 1 with the gate BUSY (call
+ * hook_leave), 0 to pass through. Allocates only in the set-up (init.c).
+ */
+int gate_take(tls_t *t);
 
 /*
  * A gate left BUSY by a hook that never returned (a signal handler

@@ -26,7 +26,6 @@
 #include "attach.h"
 #include "config.h"
 #include "control.h"
-#include "event.h"
 #include "modules.h"
 #include "note.h"
 #include "prim.h"
@@ -313,12 +312,17 @@ static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
 }
 
 /* The room a chunk keeps past its soft end for filling up inside a lock
- * hold: writer_commit_slow() then puts the flush off until the hold ends,
+ * hold: ev_commit_slow() then puts the flush off until the hold ends,
  * so that compressing the chunk never lengthens the hold (and the wait of
  * every thread behind it). A quarter of the buffer; none uncompressed. */
 static size_t hold_slack(size_t cap)
 {
 	return g_cfg.compress ? cap / 4 : 0;
+}
+
+uint8_t *writer_soft_end(const tls_t *t)
+{
+	return t->end - WRITER_RESERVE - hold_slack(t->wb->cap);
 }
 
 /* Starts a new chunk in the owner's buffer. Caller holds wb->flush_lock
@@ -329,7 +333,7 @@ static void chunk_start(tls_t *t)
 	uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
 	t->pos = payload;
 	t->end = payload + wb->cap;
-	t->soft_end = t->end - WRITER_RESERVE - hold_slack(wb->cap);
+	t->soft_end = writer_soft_end(t);
 	t->chunk_tsc0 = prim_tsc();
 	t->enc.last_tsc = t->chunk_tsc0;
 	t->enc.last_ptr = 0;
@@ -337,6 +341,34 @@ static void chunk_start(tls_t *t)
 	wb->drop_recs = wb->drop_vals = 0;
 	wb->tsc_base = t->chunk_tsc0;
 	atomic_store_explicit(&wb->committed, 0, memory_order_release);
+}
+
+/* The wbuf_t header, rounded up to a cache line: the chunk follows it. */
+#define WBUF_HEAD ((sizeof(wbuf_t) + 63) / 64 * 64)
+
+/* Makes wb t's buffer, as new: its next chunk is number 0. The caller is
+ * the only user of wb (not yet in the active list, or a fork child). */
+static void wbuf_own(wbuf_t *wb, tls_t *t)
+{
+	memcpy(&wb->flush_lock, &mutex_init_value, sizeof mutex_init_value);
+	wb->tid = t->tid;
+	wb->seq = 0;
+	wb->closed = 0;
+	wb->exec_len = 0;
+	wb->exec_drops = 0;
+	wb->thread = (uintptr_t)pthread_self();
+	wb->owner = t;
+	t->wb = wb;
+}
+
+/* Puts wb first in the active list. Caller holds reg_lock, or is alone
+ * (a fork child). */
+static void active_push(wbuf_t *wb)
+{
+	wb->next = active.next;
+	wb->prev = &active;
+	active.next->prev = wb;
+	active.next = wb;
 }
 
 int writer_attach(tls_t *t)
@@ -350,30 +382,18 @@ int writer_attach(tls_t *t)
 	}
 	wunlock(&reg_lock, W_REG);
 	if (!wb) {
-		size_t size = (sizeof(wbuf_t) + 63) / 64 * 64 +
-		              FMT_CHUNK_HEADER_SIZE + cap;
+		size_t size = WBUF_HEAD + FMT_CHUNK_HEADER_SIZE + cap;
 		wb = prim_map(size);
 		if (!wb)
 			return ENOMEM;
 		wb->map_size = size;
 		wb->cap = cap;
-		wb->chunk = (uint8_t *)wb + (sizeof(wbuf_t) + 63) / 64 * 64;
+		wb->chunk = (uint8_t *)wb + WBUF_HEAD;
 	}
-	memcpy(&wb->flush_lock, &mutex_init_value, sizeof mutex_init_value);
-	wb->tid = t->tid;
-	wb->seq = 0;
-	wb->closed = 0;
-	wb->exec_len = 0;
-	wb->exec_drops = 0;
-	wb->thread = (uintptr_t)pthread_self();
-	wb->owner = t;
-	t->wb = wb;
+	wbuf_own(wb, t);
 	chunk_start(t);
 	wlock(&reg_lock, W_REG);
-	wb->next = active.next;
-	wb->prev = &active;
-	active.next->prev = wb;
-	active.next = wb;
+	active_push(wb);
 	wunlock(&reg_lock, W_REG);
 	return 0;
 }
@@ -477,47 +497,12 @@ void writer_flush(tls_t *t)
 	if (!tls_holds_lock(t)) {
 		attach_after_flush();
 	} else if (unlikely(attach_active())) {
-		/* Later: writer_commit_slow() looks at every event until the
+		/* Later: ev_commit_slow() looks at every event until the
 		 * thread holds no lock. */
 		t->attach_due = 1;
 		t->soft_end = t->pos;
 	}
 	errno = saved;
-}
-
-/* How far past its position a chunk that is due inside a lock hold gets
- * to grow before the next look (writer_commit_slow). */
-#define HOLD_STEP 256u
-
-void writer_commit_slow(tls_t *t, uint64_t tsc)
-{
-	if (tsc > g_stop_tsc)
-		ctl_tick(tsc);
-	if (unlikely(t->attach_due)) {
-		/* A late-library walk writer_flush put off (attached
-		 * processes only): now, if the hold has ended. */
-		t->soft_end = t->end - WRITER_RESERVE - hold_slack(t->wb->cap);
-		if (!tls_holds_lock(t)) {
-			t->attach_due = 0;
-			attach_after_flush();
-		}
-	}
-	if (t->attach_due && t->pos <= t->soft_end &&
-	    tsc - t->chunk_tsc0 <= g_flush_ticks) {
-		t->soft_end = t->pos; /* look again at the next event */
-		return;
-	}
-	if (t->pos > t->soft_end || tsc - t->chunk_tsc0 > g_flush_ticks) {
-		/* Due inside a hold: later, while the slack lasts (the
-		 * release's own event, after the real unlock, flushes). */
-		if (g_cfg.compress && tls_holds_lock(t) &&
-		    t->pos + HOLD_STEP <= t->end - WRITER_RESERVE) {
-			if (t->pos > t->soft_end)
-				t->soft_end = t->pos + HOLD_STEP;
-			return;
-		}
-		writer_flush(t);
-	}
 }
 
 int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len)
@@ -533,10 +518,7 @@ int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len)
 	p = fmt_put_u(p, len);
 	memcpy(p, body, len);
 	p += len;
-	t->pos = p;
-	atomic_store_explicit(&t->wb->committed,
-	                      (size_t)(p - t->wb->chunk) - FMT_CHUNK_HEADER_SIZE,
-	                      memory_order_release);
+	wbuf_publish(t, p);
 	return 0;
 }
 
@@ -689,27 +671,37 @@ static const char *flush_all(int close)
 	return skipped;
 }
 
-void writer_final(void)
+/* The final and the exec flush: every buffer (flush_all), then thread
+ * names, pending notes, a NOTE (why, if any) and END (flags) as one process
+ * chunk. When the caller interrupted the writer (an exit or exec from a
+ * signal handler), only a NOTE and END, built on the stack: the process
+ * chunk may be half built by the interrupted code, and thread names need
+ * the registry. */
+static void flush_all_end(int close, const char *why, unsigned flags)
 {
-	ensure_file();
-	atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
-	const char *skipped = flush_all(1);
+	const char *skipped = flush_all(close);
 	if (skipped[0])
 		shim_info("%s", skipped);
 	if (w_held & (W_PROC | W_REG)) {
-		/* The process chunk may be half built by the interrupted
-		 * code, and thread names need the registry. */
-		write_note_end(skipped[0] ? skipped
-		                          : "exit from a signal handler that "
-		                            "interrupted the writer",
-		               FMT_ENDF_CLEAN, 1);
+		write_note_end(why           ? why
+		               : skipped[0] ? skipped
+		                            : "exit from a signal handler that "
+		                              "interrupted the writer",
+		               flags, 1);
 		return;
 	}
 	writer_thread_names();
 	writer_notes();
 	writer_proc_begin();
-	write_note_end(NULL, FMT_ENDF_CLEAN, 0);
+	write_note_end(why, flags, 0);
 	writer_proc_end();
+}
+
+void writer_final(void)
+{
+	ensure_file();
+	atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
+	flush_all_end(1, NULL, FMT_ENDF_CLEAN);
 }
 
 int writer_owner(void)
@@ -724,18 +716,7 @@ int writer_exec(tls_t *self, const char *why)
 		return -1;
 	if (self && self->wb && !(w_held & W_FLUSH))
 		writer_flush(self);
-	const char *skipped = flush_all(0);
-	if (skipped[0])
-		shim_info("%s", skipped);
-	if (w_held & (W_PROC | W_REG)) {
-		write_note_end(why, 0, 1);
-		return 0;
-	}
-	writer_thread_names();
-	writer_notes();
-	writer_proc_begin();
-	write_note_end(why, 0, 0);
-	writer_proc_end();
+	flush_all_end(0, why, 0);
 	return 0;
 }
 
@@ -930,19 +911,8 @@ void writer_fork_child(tls_t *t)
 	proc_len = 0;
 	proc_seq = 0;
 	if (t->wb) {
-		wb = t->wb;
-		memcpy(&wb->flush_lock, &mutex_init_value, sizeof mutex_init_value);
-		wb->tid = t->tid;
-		wb->seq = 0;
-		wb->closed = 0;
-		wb->exec_len = 0;
-		wb->exec_drops = 0;
-		wb->thread = (uintptr_t)pthread_self();
-		wb->owner = t;
-		wb->next = active.next;
-		wb->prev = &active;
-		active.next->prev = wb;
-		active.next = wb;
+		wbuf_own(t->wb, t);
+		active_push(t->wb);
 		t->drops = 0;
 		chunk_start(t);
 	}

@@ -142,9 +142,21 @@ void writer_notes(void);
 /* Bytes of the trace file so far (for the status file and the cap). */
 uint64_t writer_bytes(void);
 
-/* The slow half of ev_commit: the window's end (MALLOCK_DURATION), then a
- * flush when the buffer is nearly full or old. */
-void writer_commit_slow(tls_t *t, uint64_t tsc);
+/* Where the thread's chunk is due for a flush when no lock hold puts it
+ * off: WRITER_RESERVE and the hold slack (compressed traces) before its
+ * end. Owner only. */
+uint8_t *writer_soft_end(const tls_t *t);
+
+/* Publishes the owner's records up to p: t->pos moves there and the
+ * committed count, which another thread's flush reads (final, exec,
+ * fatal), with release order. The one place that store is written. */
+static inline void wbuf_publish(tls_t *t, uint8_t *p)
+{
+	t->pos = p;
+	atomic_store_explicit(&t->wb->committed,
+	                      (size_t)(p - t->wb->chunk) - FMT_CHUNK_HEADER_SIZE,
+	                      memory_order_release);
+}
 
 /* Counters for END. */
 extern _Atomic uint64_t g_events_written, g_events_dropped;

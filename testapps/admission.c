@@ -75,7 +75,8 @@ struct client {
 	int index;
 	enum req_state state;    /* guarded by the queue lock */
 	uint64_t deadline;       /* of the outstanding request */
-	uint64_t ok, rejected, timeouts; /* written by the client, read atomically */
+	/* written by the client, read atomically */
+	uint64_t ok, rejected, timeouts;
 	uint64_t rng;
 	char pad[64];
 };
@@ -263,7 +264,8 @@ static void *worker_main(void *arg)
 		c->state = REQ_RUNNING;
 		pthread_mutex_unlock(&q->lock);
 
-		app_sleep_ns((uint64_t)opt.service_us * 1000u); /* the handler */
+		/* the handler */
+		app_sleep_ns((uint64_t)opt.service_us * 1000u);
 
 		pthread_mutex_lock(&q->lock);
 		c->state = REQ_DONE;

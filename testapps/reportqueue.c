@@ -168,7 +168,8 @@ APP_NOINLINE static int nested_poll(struct nested_queue *q, uint64_t timeout_ns,
 	uint32_t datanode;
 	int got = inner_poll(&q->inner, timeout_ns, &datanode);
 
-	pthread_mutex_lock(&q->monitor); /* as Ozone does, even after a timeout */
+	/* as Ozone does, even after a timeout */
+	pthread_mutex_lock(&q->monitor);
 	if (got)
 		ring_pop(&q->reports, out);
 	pthread_mutex_unlock(&q->monitor);

@@ -86,8 +86,9 @@ struct tree_node {
 	struct tree_node *left, *right;
 	struct request *req;
 	uint64_t deadline;
-	uint64_t prio; /* treap priority: a max-heap on it keeps the tree balanced */
-	void *extra;   /* --allocs-per-put - 1 more blocks, linked by their first word */
+	uint64_t prio; /* treap priority: a max-heap on it keeps it balanced */
+	/* --allocs-per-put - 1 more blocks, linked by their first word */
+	void *extra;
 };
 
 struct heap_slot {
@@ -492,7 +493,7 @@ static void *consumer_main(void *arg)
 /* ---- churn: cross-thread traffic on the node's size class -------------- */
 
 struct churn {
-	pthread_mutex_t lock; /* "svcqueue.churn": never shared with the queue */
+	pthread_mutex_t lock; /* "svcqueue.churn": not shared with the queue */
 	pthread_cond_t nonempty, nonfull;
 	void *slots[CHURN_RING];
 	size_t head, tail; /* head - tail blocks in the ring */

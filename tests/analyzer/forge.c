@@ -225,7 +225,8 @@ static void m_text(tw_t *t, unsigned type, uint64_t num, const char *s)
  * its own inverse on 64 bits. */
 static uint64_t old_hash_preimage(uint64_t h)
 {
-	uint64_t inv = OLD_MUL; /* Newton's iteration for the inverse mod 2^64 */
+	/* Newton's iteration for the inverse mod 2^64 */
+	uint64_t inv = OLD_MUL;
 	for (int i = 0; i < 6; i++)
 		inv *= 2 - OLD_MUL * inv;
 	uint64_t k = h ^ (h >> 33);

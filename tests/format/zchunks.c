@@ -34,7 +34,8 @@ int main(int argc, char **argv)
 	              ZSTD_compressBound(FMT_CHUNK_MAX_PAYLOAD);
 	uint8_t *z = malloc(zcap);
 	unsigned n = 0, packed = 0;
-	ZSTD_CCtx *cc = ZSTD_createCCtx(); /* level 1 with a checksum, as the shim */
+	/* level 1 with a checksum, as the shim */
+	ZSTD_CCtx *cc = ZSTD_createCCtx();
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, 1);
 	ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
 	while (fread(hb, 1, sizeof hb, in) == sizeof hb) {

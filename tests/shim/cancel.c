@@ -218,18 +218,9 @@ static tr_stats_t s;
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--child"))
-		return child();
-	st_setup(argc, argv);
-	CHECK_EQ_U(st_run(NULL, NULL), 0);
-	char files[4][800];
-	int n = st_files(files, 4);
-	CHECK_EQ_U(n, 1);
-	if (n < 1)
+	char file[800];
+	if (st_run_one(argc, argv, child, &s, file) != 0)
 		return check_done("cancel");
-	CHECK(tr_stats(files[0], &s) == 0);
-	if (s.error[0])
-		fprintf(stderr, "%s\n", s.error);
 	for (int v = 0; v < NV; v++) {
 		fprintf(stderr, "%s\n", vname[v]);
 		CHECK_EQ_U(st_named_threads(&s, vname[v]), 1);

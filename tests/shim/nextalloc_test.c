@@ -82,14 +82,11 @@ static tr_stats_t s;
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--child"))
-		return child();
-	st_setup(argc, argv);
-	CHECK_EQ_U(st_run(NULL, NULL), 0); /* property 1, checked inside */
-	char files[2][800], err[256];
-	CHECK_EQ_U(st_files(files, 2), 1);
-	CHECK(tr_stats(files[0], &s) == 0);
-	CHECK(tr_walk(files[0], cb, &s, err, sizeof err) == 0);
+	char file[800], err[256];
+	/* property 1 is checked inside the child (its exit status) */
+	if (st_run_one(argc, argv, child, &s, file) != 0)
+		return check_done("nextalloc");
+	CHECK(tr_walk(file, cb, &s, err, sizeof err) == 0);
 	/* Worker mallocs: 20 + ITERS, every 10th waits. */
 	CHECK_EQ_U(seen.waits, (20 + ITERS) / 10);
 	CHECK_EQ_U(seen.waits_then_alloc, seen.waits);

@@ -113,6 +113,33 @@ static inline int st_files(char paths[][800], int max)
 	return k;
 }
 
+/*
+ * The driver of a test whose child leaves one trace: with "--child" runs
+ * child() and exits with its status; else parses "SHIM TMPDIR" (st_setup),
+ * runs the child under the shim, checks that it exited 0 and left exactly
+ * one trace, and reads that trace into *s (its path into path). Returns 0
+ * when *s holds the trace, -1 when there is none (a check has failed; end
+ * with check_done).
+ */
+static inline int st_run_one(int argc, char **argv, int (*child)(void),
+                             tr_stats_t *s, char path[800])
+{
+	if (argc > 1 && !strcmp(argv[1], "--child"))
+		exit(child());
+	st_setup(argc, argv);
+	CHECK_EQ_U(st_run(NULL, NULL), 0);
+	char files[2][800];
+	int n = st_files(files, 2);
+	CHECK_EQ_U(n, 1);
+	if (n < 1)
+		return -1;
+	snprintf(path, 800, "%s", files[0]);
+	CHECK(tr_stats(path, s) == 0);
+	if (s->error[0])
+		fprintf(stderr, "%s\n", s->error);
+	return 0;
+}
+
 /* Sums the core event records of a trace (for END's events field). */
 static inline uint64_t st_core_events(const tr_stats_t *s)
 {

@@ -35,13 +35,9 @@ static tr_stats_t s;
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "--child"))
-		return child();
-	st_setup(argc, argv);
-	CHECK_EQ_U(st_run(NULL, NULL), 0);
-	char files[2][800];
-	CHECK_EQ_U(st_files(files, 2), 1);
-	CHECK(tr_stats(files[0], &s) == 0);
+	char file[800];
+	if (st_run_one(argc, argv, child, &s, file) != 0)
+		return check_done("threads1000");
 	CHECK_EQ_U(s.by_type[FMT_THREAD_START], THREADS);
 	CHECK_EQ_U(s.by_type[FMT_THREAD_EXIT], THREADS);
 	/* Allocations of the short threads: every chunk but the main's. */
