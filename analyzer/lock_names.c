@@ -41,6 +41,7 @@ void lock_find_block(model_t *m, lock_t *l)
 static const char *kind_word(const lock_t *l)
 {
 	return l->kind == LOCK_KIND_UNKNOWN ? "lock"
+	       : l->kind == FMT_KIND_FUTEX  ? "futex word"
 	                                    : fmt_lock_kind_name(l->kind);
 }
 
@@ -84,7 +85,8 @@ void lock_names(model_t *m)
 			         l->init_stack != NONE32 &&
 			                 stack_site(m, l->init_stack, &fr)
 			             ? "initialised in"
-			             : "first taken in",
+			         : l->kind == FMT_KIND_FUTEX ? "first waited on in"
+			                                     : "first taken in",
 			         site);
 		} else {
 			continue;

@@ -162,6 +162,8 @@ static int by_lock_ns(const void *a, const void *b)
 		return x->lock < y->lock ? -1 : 1;
 	if (x->ns != y->ns)
 		return x->ns > y->ns ? -1 : 1;
+	if (x->n != y->n) /* futex wakers: no time, their wakes */
+		return x->n > y->n ? -1 : 1;
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 

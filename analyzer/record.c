@@ -9,10 +9,14 @@
  * shim opens: %p becomes the child's pid (exec keeps it), %e the base name of
  * the program run. Processes the program forks see a path without %p and
  * append ".<pid>" to it (see docs/configuration.md).
+ *
+ * A statically linked program (no PT_INTERP: a static Go binary, say)
+ * never loads the preloaded shim: that is said in one line before it runs.
  */
 #define _GNU_SOURCE
 #include "cli.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -111,6 +115,59 @@ static const char *program_name(const char *cmd)
 }
 
 /* Prepends shim to LD_PRELOAD. Returns 0 or -1. */
+/* The file cmd runs, through PATH when it has no slash, into out; -1 when
+ * none is found (execvp will say why). */
+static int resolve_cmd(const char *cmd, char *out, size_t n)
+{
+	if (strchr(cmd, '/'))
+		return snprintf(out, n, "%s", cmd) < (int)n ? 0 : -1;
+	const char *p = getenv("PATH");
+	if (!p)
+		p = "/usr/local/bin:/usr/bin:/bin";
+	while (*p) {
+		size_t k = strcspn(p, ":");
+		if (snprintf(out, n, "%.*s/%s", (int)(k ? k : 1), k ? p : ".",
+		             cmd) < (int)n &&
+		    access(out, X_OK) == 0)
+			return 0;
+		p += k + (p[k] == ':');
+	}
+	return -1;
+}
+
+/* 1 when path is an ELF executable without PT_INTERP (statically linked:
+ * the dynamic loader, hence LD_PRELOAD, never runs), else 0. */
+static int static_elf(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	Elf64_Ehdr eh;
+	int is_static = 0;
+	if (read(fd, &eh, sizeof eh) == (ssize_t)sizeof eh &&
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 &&
+	    eh.e_phnum < 512) {
+		is_static = 1;
+		for (unsigned i = 0; i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			if (pread(fd, &ph, sizeof ph,
+			          (off_t)(eh.e_phoff + i * sizeof ph)) !=
+			    (ssize_t)sizeof ph) {
+				is_static = 0;
+				break;
+			}
+			if (ph.p_type == PT_INTERP) {
+				is_static = 0;
+				break;
+			}
+		}
+	}
+	close(fd);
+	return is_static;
+}
+
 static int set_preload(const char *shim)
 {
 	const char *old = getenv("LD_PRELOAD");
@@ -195,6 +252,13 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	const char *exe = program_name(argv[i]);
+	char cmdpath[PATH_MAX];
+	if (resolve_cmd(argv[i], cmdpath, sizeof cmdpath) == 0 &&
+	    static_elf(cmdpath))
+		fprintf(stderr, "mallock record: %s is statically linked: the "
+		                "shim cannot be preloaded into it, so mallock "
+		                "will see nothing of it\n",
+		        argv[i]);
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("mallock record: fork");
