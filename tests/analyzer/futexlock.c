@@ -8,13 +8,17 @@
  * the workers wait on it once at start, the main thread wakes them all
  * (a futex word whose waiters never wake it: waiting for work).
  *
- * Usage: futexlock [ROUNDS] (default 3000). For test_futex.py.
+ * Usage: futexlock [ROUNDS] (default 3000); futexlock none: the threads
+ * only compute and allocate, taking no lock a preload tool can see (the
+ * blind-spot header line). For test_futex.py.
  */
+#define _GNU_SOURCE
 #include <linux/futex.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -60,6 +64,19 @@ __attribute__((noinline)) void futexlock_contend_here(void)
 	unlock();
 }
 
+static void *computer(void *arg)
+{
+	for (int i = 0; i < 1000; i++) {
+		char *p = malloc(64);
+		if (!p)
+			break;
+		p[0] = (char)i;
+		sink += (unsigned long)p[0];
+		free(p);
+	}
+	return arg;
+}
+
 static void *worker(void *arg)
 {
 	(void)arg;
@@ -73,6 +90,14 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
 	pthread_t t[THREADS];
+	if (argc > 1 && strcmp(argv[1], "none") == 0) {
+		for (int i = 0; i < THREADS; i++)
+			if (pthread_create(&t[i], NULL, computer, NULL) != 0)
+				return 1;
+		for (int i = 0; i < THREADS; i++)
+			pthread_join(t[i], NULL);
+		return 0;
+	}
 	if (argc > 1)
 		rounds = atol(argv[1]);
 	for (int i = 0; i < THREADS; i++)
