@@ -152,7 +152,8 @@ static uint32_t nest_of(model_t *m, uint32_t outer, uint32_t inner,
  * site (a stack of one frame): skipped when already known to be one. */
 static void first_stack(model_t *m, thread_t *t, uint32_t stack)
 {
-	if (stack == NONE32 || (m->stk[stack].defined && m->stk[stack].n < 2))
+	if (stack == NONE32 || t->nfirst >= THREAD_FIRST_STACKS ||
+	    (m->stk[stack].defined && m->stk[stack].n < 2))
 		return;
 	for (uint32_t k = 0; k < t->nfirst; k++)
 		if (t->first_stk[k] == stack)
@@ -928,7 +929,8 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		lt->wait_ns += w;
 		t->wait_ns += w;
 		t->futex_waits++;
-		first_stack(m, t, stack);
+		if (t->nfirst < THREAD_FIRST_STACKS)
+			first_stack(m, t, stack);
 		m->tot.futex_waits++;
 		m->tot.futex_wait_ns += w;
 		break;
