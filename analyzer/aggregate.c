@@ -763,6 +763,19 @@ static void futex_words(model_t *m)
 		else
 			l->s.idle_wait_ns = l->s.wait_ns;
 	}
+	/* A thread's waits on signal words were sleeps for work, as a
+	 * condition wait is: not its lock wait. */
+	for (size_t i = 0; i < m->nlt; i++) {
+		const lockthr_t *lt = &m->lt[i];
+		const lock_t *l = &m->lock[lt->lock];
+		thread_t *t = &m->thr[lt->thread];
+		if (l->kind != FMT_KIND_FUTEX || !l->s.futex_waits ||
+		    l->futex_lockish)
+			continue;
+		uint64_t w = lt->wait_ns < t->wait_ns ? lt->wait_ns : t->wait_ns;
+		t->wait_ns -= w;
+		t->sleep_ns += w;
+	}
 }
 
 /* ---- the loop ---- */

@@ -76,6 +76,12 @@ if ready:
     check(r0["wakers"] and "main" in frames(r0["wakers"][0]["stack"]),
           "main woke it")
 eq(d["trace"]["blind_spot"], None, "no blind-spot line when futexes are seen")
+workers = [t for t in d["threads"] if t["role"] == "worker (waits on futex words)"]
+check(len(workers) >= 2, "the workers' role: %r" % [t["role"] for t in d["threads"]])
+if ready:
+    check(sum(t["cond_sleep_ns"] for t in workers) >= ready[0]["wait_ns"] and
+          sum(t["lock_wait_ns"] for t in workers) <= w.get("wait_ns", 0),
+          "threads: signal-word waits are sleeps, lock-word waits lock waits")
 
 rc, out, err = run("report", trace)
 eq(rc, 0, "text report")
