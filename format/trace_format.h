@@ -140,7 +140,7 @@
 	X(LOCK_DESTROY, 0, LOCK, "lock")                                       \
 	X(MARK, 0, WHAT, "what") /* FMT_MARK_* */                              \
 	X(FUTEX_WAIT, 0, LOCK, "lock") /* the futex word's id (kind futex) */  \
-	X(FUTEX_WAIT, 1, STACK, "stack") /* the waiter's, before the wait */   \
+	X(FUTEX_WAIT, 1, STACK, "stack") /* the waiter's */                    \
 	X(FUTEX_WAIT, 2, WAIT, "wait") /* ticks asleep in the kernel */        \
 	X(FUTEX_WAKE, 0, LOCK, "lock")                                         \
 	X(FUTEX_WAKE, 1, STACK, "stack") /* the waker's */                     \

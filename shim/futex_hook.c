@@ -18,8 +18,8 @@
  *   FUTEX_WAIT(word, waiter's stack, ticks asleep) for a FUTEX_WAIT or
  *     FUTEX_WAIT_BITSET that slept: returned 0 (woken), or failed with
  *     ETIMEDOUT or EINTR. EAGAIN (the word had changed: no sleep) is not
- *     recorded. The stack is taken before the wait (a sleep follows: its
- *     cost is hidden there).
+ *     recorded, and costs two clock reads: the stack (the same after the
+ *     wait as before it) is taken only for a wait that slept, after it.
  *   FUTEX_WAKE(word, waker's stack, woken) for a FUTEX_WAKE or
  *     FUTEX_WAKE_BITSET that woke at least one waiter (returned > 0): the
  *     releasing side, "the holder's side" of a lock word. A wake that woke
@@ -83,31 +83,27 @@ static void rec_futex(tls_t *t, unsigned type, uint64_t tsc, void *word,
 	ev_commit(t, p, tsc);
 }
 
-/* A futex wait outside the allocator: the stack, the timed real call, the
- * record when it slept. ra, fp: the hook's. */
+/* A futex wait outside the allocator: the timed real call, then, when it
+ * slept, the stack and the record. ra, fp: the hook's. */
 __attribute__((noinline)) static long futex_wait_user(tls_t *t, long a1,
                                                       long a2, long a3,
                                                       long a4, long a5,
                                                       long a6, uintptr_t ra,
                                                       void *fp)
 {
-	if (!hook_enter(t))
+	/* Not recording, or inside the shim: no clock either. */
+	if (atomic_load_explicit(&g_off, memory_order_relaxed) ||
+	    t->gate == GATE_BUSY || t->gate == GATE_DEAD)
 		return real.syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
-	uint32_t stack = stack_here(t, ra, fp);
-	/* A signal handler may longjmp out of the wait (thread.c
-	 * gate_revalidate). */
-	t->wait_sp = (uintptr_t)fp;
-	atomic_signal_fence(memory_order_seq_cst);
 	uint64_t t0 = prim_tsc();
 	long r = real.syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
 	uint64_t t1 = prim_tsc();
 	int saved = errno;
-	atomic_signal_fence(memory_order_seq_cst);
-	t->wait_sp = 0;
-	t->wait_passes = 0;
-	if (r == 0 || saved == ETIMEDOUT || saved == EINTR)
-		rec_futex(t, FMT_FUTEX_WAIT, t1, (void *)a1, stack, t1 - t0);
-	hook_leave(t);
+	if ((r == 0 || saved == ETIMEDOUT || saved == EINTR) && hook_enter(t)) {
+		rec_futex(t, FMT_FUTEX_WAIT, t1, (void *)a1,
+		          stack_here(t, ra, fp), t1 - t0);
+		hook_leave(t);
+	}
 	errno = saved;
 	return r;
 }
