@@ -253,8 +253,9 @@ int cmd_record(int argc, char **argv)
 	}
 	const char *exe = program_name(argv[i]);
 	char cmdpath[PATH_MAX];
-	if (resolve_cmd(argv[i], cmdpath, sizeof cmdpath) == 0 &&
-	    static_elf(cmdpath))
+	int is_static = resolve_cmd(argv[i], cmdpath, sizeof cmdpath) == 0 &&
+	                static_elf(cmdpath);
+	if (is_static)
 		fprintf(stderr, "mallock record: %s is statically linked: the "
 		                "shim cannot be preloaded into it, so mallock "
 		                "will see nothing of it\n",
@@ -324,8 +325,9 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "mallock: trace written to %s (%lld bytes)\n", path,
 		        (long long)st.st_size);
 	else if (path[0])
-		fprintf(stderr, "mallock: no trace at %s (see the shim's warnings above)\n",
-		        path);
+		fprintf(stderr, "mallock: no trace at %s (%s)\n", path,
+		        is_static ? "the program is statically linked"
+		                  : "see the shim's warnings above");
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	if (WIFSIGNALED(status)) {

@@ -99,8 +99,9 @@ check("mallock saw no lock of this program" in out, "... in the text header")
 # A static program: `mallock record` says so before it runs.
 rc, out, err = run("record", "-o", os.path.join(TMP, "static.trace"), "--",
                    STATIC, "none")
-check("is statically linked" in err, "record names a static program: %r"
-      % err)
+check("is statically linked" in err and
+      "(the program is statically linked)" in err,
+      "record names a static program, before and after: %r" % err)
 rc, out, err = run("record", "-o", os.path.join(TMP, "dyn.trace"), "--",
                    APP, "none")
 check("statically linked" not in err, "... and not a dynamic one")
