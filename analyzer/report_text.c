@@ -473,6 +473,24 @@ static int by_wait(const void *a, const void *b)
 	return x->rep < y->rep ? -1 : x->rep > y->rep;
 }
 
+/* A class's wait lost to its holders: all of it, but for a futex signal
+ * word, none. */
+static uint64_t lost_wait(const lockclass_t *c)
+{
+	return c->kind == FMT_KIND_FUTEX ? c->s.wait_ns - c->s.idle_wait_ns
+	                                 : c->s.wait_ns;
+}
+
+static int by_lost_wait(const void *a, const void *b)
+{
+	const lockclass_t *x = *(lockclass_t *const *)a;
+	const lockclass_t *y = *(lockclass_t *const *)b;
+	bool fx = lost_wait(x) > 0, fy = lost_wait(y) > 0;
+	if (fx != fy)
+		return fx ? -1 : 1;
+	return by_wait(a, b);
+}
+
 #define LOCK_ROWS 25
 
 static void print_locks(FILE *out, const report_t *r, model_t *m)
@@ -543,6 +561,9 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 			             "acquisitions or hold times)\n");
 			break;
 		}
+	/* The contention shown: futex signal words (waiting for work) after
+	 * the locks whose waits were lost, however long their waits. */
+	qsort(v, n, sizeof *v, by_lost_wait);
 	size_t shown = 0;
 	for (size_t i = 0; i < n && shown < CONTENDED_LOCKS; i++) {
 		if (!v[i]->s.wait_ns || v[i]->kind == FMT_KIND_ALLOC_INTERNAL)
