@@ -15,8 +15,8 @@
  *   a wait that ended does not say the word was then acquired, and an
  *   acquisition that never waited never reached the kernel. A wait adds to
  *   the word's wait (and its waiter stack, LS_WAITER); a wake to its wakes
- *   (the waker's stack as the holder's side, LS_HOLDER with n wakes, n2
- *   waiters woken). Once the trace is read, a word some thread both waited
+ *   (the waker's stack as the holder's side, LS_HOLDER with n wakes).
+ *   Once the trace is read, a word some thread both waited
  *   on and woke is a lock word (futex_lockish): its waits are time lost to
  *   its holders. On any other word (waiters never wake it, wakers never
  *   wait on it: a producer and its consumers) the waits were waiting for
@@ -958,7 +958,6 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		l->s.futex_woken += r->f[FMT_FUTEX_WAKE_WOKEN];
 		lspair_t *p = model_pair(m, LS_HOLDER, li, stack);
 		p->n++;
-		p->n2 += r->f[FMT_FUTEX_WAKE_WOKEN];
 		lockthr(m, t, ti, li)->futex_wakes++;
 		m->tot.futex_wakes++;
 		break;
