@@ -128,8 +128,17 @@ const char *recording_text(const model_t *m, char *buf, size_t len)
 const char *blind_text(const model_t *m, char *buf, size_t len)
 {
 	buf[0] = 0;
-	if (!m->events)
+	if (!m->events) {
+		/* The shim ran (PROCESS) but no hook was ever called. */
+		if (m->exe && !m->info.truncated)
+			snprintf(buf, len,
+			         "mallock saw no allocation and no lock of this "
+			         "program: none of the calls it hooks was made "
+			         "(a Go runtime, JIT code or raw system calls "
+			         "work out of its sight); no events is not no "
+			         "contention");
 		return buf;
+	}
 	for (size_t i = 0; i < m->nlock; i++) {
 		const lockstat_t *s = &m->lock[i].s;
 		if (s->acq || s->try_fail || s->cond_waits || s->cond_wakes ||

@@ -41,8 +41,9 @@ const char *recording_text(const model_t *m, char *buf, size_t len);
 
 /* What mallock could not see, for the header (issue 13, item 5): when
  * the program's threads ran but no lock of theirs was seen at all (no
- * pthread lock, condition or futex word), one plain sentence saying their
- * locks are invisible, not uncontended; "" otherwise. */
+ * pthread lock, condition or futex word), or no event at all was
+ * recorded, one plain sentence saying so (invisible, not uncontended);
+ * "" otherwise. */
 const char *blind_text(const model_t *m, char *buf, size_t len);
 
 #endif

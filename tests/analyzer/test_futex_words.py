@@ -73,4 +73,22 @@ check(0 <= sec.find("mktrace_fx_word (futex, a lock word") <
       "waited less")
 check("wakers" in sec and "fx_unlock" in sec and "fx_event_post" in sec,
       "the wakers are shown as the holder's side")
+# The same trace with only its process-level chunks (PROCESS, MODULE...):
+# the shim ran and no hook was called. The header says what that means.
+import struct
+data = open(p, "rb").read()
+keep, off = bytearray(data[:16]), 16
+while off + 48 <= len(data):
+    plen, tid = struct.unpack_from("<I", data, off + 4)[0], \
+        struct.unpack_from("<I", data, off + 12)[0]
+    if tid == 0:
+        keep += data[off:off + 48 + plen]
+    off += 48 + plen
+empty = os.path.join(TMP, "noevents.trace")
+open(empty, "wb").write(bytes(keep))
+d = report_json(empty)
+eq(d["trace"]["events"], 0, "no events")
+bl = d["trace"]["blind_spot"] or ""
+check("no allocation and no lock" in bl and "not no contention" in bl,
+      "a trace without events says so: %r" % bl)
 done("test_futex_words")
