@@ -10,6 +10,17 @@
  *   several locks; rwlocks may be held shared by many threads at once.
  * - ACQ_WAIT's tsc is the time acquired; its wait began wait ticks before.
  * - ALLOC_LOCK_WAIT belongs to the same thread's next allocator event.
+ * - FUTEX_WAIT and FUTEX_WAKE (a futex word used through syscall(): a lock
+ *   of the program's own, or a condition, event or semaphore) push no hold:
+ *   a wait that ended does not say the word was then acquired, and an
+ *   acquisition that never waited never reached the kernel. A wait adds to
+ *   the word's wait (and its waiter stack, LS_WAITER); a wake to its wakes
+ *   (the waker's stack as the holder's side, LS_HOLDER with n wakes).
+ *   Once the trace is read, a word some thread both waited
+ *   on and woke is a lock word (futex_lockish): its waits are time lost to
+ *   its holders. On any other word (waiters never wake it, wakers never
+ *   wait on it: a producer and its consumers) the waits were waiting for
+ *   work, counted in idle_wait_ns (issue 13, item 2).
  * - An allocator call made while locks are held is charged to each of them:
  *   the thread sums its calls in holds (holdsum_t) and a hold, when it ends,
  *   charges its lock the difference since it began, so a call costs O(1)
@@ -141,7 +152,8 @@ static uint32_t nest_of(model_t *m, uint32_t outer, uint32_t inner,
  * site (a stack of one frame): skipped when already known to be one. */
 static void first_stack(model_t *m, thread_t *t, uint32_t stack)
 {
-	if (stack == NONE32 || (m->stk[stack].defined && m->stk[stack].n < 2))
+	if (stack == NONE32 || t->nfirst >= THREAD_FIRST_STACKS ||
+	    (m->stk[stack].defined && m->stk[stack].n < 2))
 		return;
 	for (uint32_t k = 0; k < t->nfirst; k++)
 		if (t->first_stk[k] == stack)
@@ -732,6 +744,40 @@ bad:
 	m->tot.bad_meta++;
 }
 
+/* Lock words and signal words (the file header): a futex word some thread
+ * both waited on and woke is a lock word; every other word's waits were
+ * waiting for work (idle_wait_ns). */
+static void futex_words(model_t *m)
+{
+	for (size_t i = 0; i < m->nlt; i++) {
+		const lockthr_t *lt = &m->lt[i];
+		if (lt->contended && lt->futex_wakes)
+			m->lock[lt->lock].futex_lockish = true;
+	}
+	for (size_t i = 0; i < m->nlock; i++) {
+		lock_t *l = &m->lock[i];
+		if (!l->s.futex_waits)
+			continue;
+		if (l->futex_lockish)
+			m->tot.futex_lost_ns += l->s.wait_ns;
+		else
+			l->s.idle_wait_ns = l->s.wait_ns;
+	}
+	/* A thread's waits on signal words were sleeps for work, as a
+	 * condition wait is: not its lock wait. */
+	for (size_t i = 0; i < m->nlt; i++) {
+		const lockthr_t *lt = &m->lt[i];
+		const lock_t *l = &m->lock[lt->lock];
+		thread_t *t = &m->thr[lt->thread];
+		if (l->kind != FMT_KIND_FUTEX || !l->s.futex_waits ||
+		    l->futex_lockish)
+			continue;
+		uint64_t w = lt->wait_ns < t->wait_ns ? lt->wait_ns : t->wait_ns;
+		t->wait_ns -= w;
+		t->sleep_ns += w;
+	}
+}
+
 /* ---- the loop ---- */
 
 static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
@@ -872,6 +918,50 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		m->tot.alloc_lw_n++;
 		break;
 	}
+	case FMT_FUTEX_WAIT: {
+		uint64_t w = to_ns(m, r->f[FMT_FUTEX_WAIT_WAIT]);
+		uint32_t li = model_lock(m, r->f[FMT_FUTEX_WAIT_LOCK]);
+		uint32_t stack = model_stack(m, r->f[FMT_FUTEX_WAIT_STACK]);
+		lock_t *l = &m->lock[li];
+		if (l->kind == LOCK_KIND_UNKNOWN)
+			l->kind = FMT_KIND_FUTEX;
+		/* Its own histogram (before first_site is set: lock_hist
+		 * would share the first waiter stack's). */
+		hist_add(lock_hist(m, l, 0), w);
+		if (l->first_site == NONE32)
+			l->first_site = stack;
+		l->s.futex_waits++;
+		l->s.wait_ns += w;
+		if (w > l->s.wait_max)
+			l->s.wait_max = w;
+		lspair_t *p = model_pair(m, LS_WAITER, li, stack);
+		p->n++;
+		p->ns += w;
+		lockthr_t *lt = lockthr(m, t, ti, li);
+		lt->contended++;
+		lt->wait_ns += w;
+		t->wait_ns += w;
+		t->futex_waits++;
+		if (t->nfirst < THREAD_FIRST_STACKS)
+			first_stack(m, t, stack);
+		m->tot.futex_waits++;
+		m->tot.futex_wait_ns += w;
+		break;
+	}
+	case FMT_FUTEX_WAKE: {
+		uint32_t li = model_lock(m, r->f[FMT_FUTEX_WAKE_LOCK]);
+		uint32_t stack = model_stack(m, r->f[FMT_FUTEX_WAKE_STACK]);
+		lock_t *l = &m->lock[li];
+		if (l->kind == LOCK_KIND_UNKNOWN)
+			l->kind = FMT_KIND_FUTEX;
+		l->s.futex_wakes++;
+		l->s.futex_woken += r->f[FMT_FUTEX_WAKE_WOKEN];
+		lspair_t *p = model_pair(m, LS_HOLDER, li, stack);
+		p->n++;
+		lockthr(m, t, ti, li)->futex_wakes++;
+		m->tot.futex_wakes++;
+		break;
+	}
 	case FMT_THREAD_START:
 		t->started = true;
 		t->parent = (uint32_t)r->f[FMT_THREAD_START_PARENT];
@@ -959,6 +1049,7 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 		m->last_tsc = rec->tsc;
 		on_event(m, ti - 1, rec);
 	}
+	futex_words(m);
 	/* Holds still open at the end: their allocator calls count. */
 	for (size_t i = 0; i < m->nthr; i++) {
 		thread_t *t = &m->thr[i];

@@ -76,7 +76,8 @@ bool stack_owner(model_t *m, uint32_t si, frame_t *out)
 
 static bool lock_used(const lock_t *l)
 {
-	return l->s.acq || l->s.internal_waits || l->s.try_fail ||
+	return l->s.acq || l->s.internal_waits || l->s.futex_waits ||
+	       l->s.futex_wakes || l->s.try_fail ||
 	       l->s.cond_wakes || l->s.holds || l->defined || l->name;
 }
 
@@ -97,7 +98,18 @@ void classes_build(model_t *m)
 		uint64_t pc = 0;
 		uint32_t site = NONE32;
 		bool by_init = false;
-		if (l->kind != FMT_KIND_ALLOC_INTERNAL) {
+		if (l->kind == FMT_KIND_FUTEX) {
+			/* A futex word: every word waits at the same place of
+			 * its lock type (srw_mutex_impl::wait), so the waiting
+			 * site is no class. Words inside heap blocks are one
+			 * class per (allocation site, offset); others each
+			 * their own. */
+			uint64_t bpc = l->in_block ? stack_site_pc(m, l->blk_stack)
+			                           : 0;
+			if (bpc)
+				pc = ((bpc * 0x9e3779b97f4a7c15ull) ^ l->blk_off) &
+				     ~(1ull << 63);
+		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL) {
 			if (l->init_stack != NONE32 &&
 			    (pc = stack_site_pc(m, l->init_stack))) {
 				site = l->init_stack;
@@ -189,6 +201,8 @@ void thread_activity(model_t *m)
 			t->role = "producer (signals a condition)";
 		else if (t->acq)
 			t->role = "worker (takes locks)";
+		else if (t->futex_waits)
+			t->role = "worker (waits on futex words)";
 		else if (t->allocs)
 			t->role = "worker (allocates)";
 		else

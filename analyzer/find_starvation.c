@@ -24,6 +24,7 @@
 
 #include "symbols.h"
 #include "thresholds.h"
+#include "trace_format.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -407,7 +408,9 @@ void find_starvation(model_t *m, findings_t *out)
 		const lockthr_t *lt = &m->lt[i];
 		const thread_t *t = &m->thr[lt->thread];
 		const lock_t *l = &m->lock[lt->lock];
-		if (l->cls == NONE32 || t->excluded || !role[lt->thread])
+		/* A futex word shows waits and wakes, never who got it. */
+		if (l->cls == NONE32 || t->excluded || !role[lt->thread] ||
+		    l->kind == FMT_KIND_FUTEX)
 			continue;
 		memset(&p[np], 0, sizeof p[np]);
 		p[np].lt = lt;

@@ -125,6 +125,36 @@ const char *recording_text(const model_t *m, char *buf, size_t len)
 	return buf;
 }
 
+const char *blind_text(const model_t *m, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (!m->events) {
+		/* The shim ran (PROCESS) but no hook was ever called. */
+		if (m->exe && !m->info.truncated)
+			snprintf(buf, len,
+			         "mallock saw no allocation and no lock of this "
+			         "program: none of the calls it hooks was made "
+			         "(a Go runtime, JIT code or raw system calls "
+			         "work out of its sight); no events is not no "
+			         "contention");
+		return buf;
+	}
+	for (size_t i = 0; i < m->nlock; i++) {
+		const lockstat_t *s = &m->lock[i].s;
+		if (s->acq || s->try_fail || s->cond_waits || s->cond_wakes ||
+		    s->cond_signals || s->futex_waits || s->futex_wakes ||
+		    s->internal_waits || s->holds || s->unmatched_rel)
+			return buf;
+	}
+	snprintf(buf, len,
+	         "mallock saw no lock of this program: no pthread lock or "
+	         "condition call, no futex wait made through syscall(); locks "
+	         "taken any other way (a Go runtime, a JVM's monitors and JIT "
+	         "code, futex system calls made directly) are invisible to it, "
+	         "not uncontended");
+	return buf;
+}
+
 int load_trace(const char *path, model_t *m, findings_t *f,
                const load_opts_t *o)
 {

@@ -77,7 +77,8 @@ void lock_names(model_t *m)
 			         l->init_stack != NONE32 &&
 			                 sym_stack_site(m, l->init_stack, &fr)
 			             ? "initialised in"
-			             : "first taken in",
+			         : l->kind == FMT_KIND_FUTEX ? "first waited on in"
+			                                     : "first taken in",
 			         site);
 		} else {
 			continue;

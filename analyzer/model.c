@@ -162,6 +162,8 @@ static int by_lock_ns(const void *a, const void *b)
 		return x->lock < y->lock ? -1 : 1;
 	if (x->ns != y->ns)
 		return x->ns > y->ns ? -1 : 1;
+	if (x->n != y->n) /* futex wakers: no time, their wakes */
+		return x->n > y->n ? -1 : 1;
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
@@ -217,7 +219,9 @@ const char *model_allocator(const model_t *m)
 
 const char *lock_kind_word(uint32_t kind)
 {
-	return kind == LOCK_KIND_UNKNOWN ? "lock" : fmt_lock_kind_name(kind);
+	return kind == LOCK_KIND_UNKNOWN ? "lock"
+	       : kind == FMT_KIND_FUTEX  ? "futex word"
+	                                 : fmt_lock_kind_name(kind);
 }
 
 const char *lock_label(const model_t *m, const lock_t *l, char *buf,

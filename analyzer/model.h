@@ -74,6 +74,9 @@ double hist_quantile(const hist_t *h, double q);
 	X(alloc_lw_ns, S, "allocator-internal lock wait while held")           \
 	X(alloc_lw_n, S, "allocator-internal lock waits while held")           \
 	X(internal_waits, S, "futex waits on this allocator-internal lock")    \
+	X(futex_waits, S, "futex word: waits that slept in the kernel")       \
+	X(futex_wakes, S, "futex word: wakes that woke a waiter")              \
+	X(futex_woken, S, "futex word: waiters those wakes woke")              \
 	X(cond_signals, S, "signals and broadcasts (conds)")                   \
 	X(wait_max, M, "longest wait")                                         \
 	X(hold_max, M, "longest hold")                                         \
@@ -94,6 +97,9 @@ typedef struct lock {
 	uint32_t kind; /* FMT_KIND_*, or LOCK_KIND_UNKNOWN */
 	uint32_t flags;
 	bool defined, is_cond, queue_cond, queue_named, destroyed;
+	/* A futex word some thread both waited on and woke: a lock word,
+	 * whose waits are lost time (aggregate_futex_words). */
+	bool futex_lockish;
 	char *name; /* arena; the user's (mallock_lock_name) */
 	const char *label; /* arena; lock_names.c's, when no name */
 	uint32_t init_stack, first_site; /* stack indexes, NONE32 if none */
@@ -181,6 +187,7 @@ typedef struct lockthr {
 	uint32_t lock, thread;
 	uint64_t acq, wakes, contended, wait_ns, try_fail, timeouts;
 	uint64_t sleep_ns; /* condition waits with this lock, until woken */
+	uint64_t futex_wakes; /* FUTEX_WAKEs of this word by this thread */
 } lockthr_t;
 
 #define THREAD_FIRST_STACKS 4
@@ -208,6 +215,7 @@ typedef struct thread {
 	uint64_t first_tsc, last_tsc, events, dropped;
 	uint64_t allocs, frees, bytes, alloc_ns, acq, contended, wait_ns;
 	uint64_t cond_waits, cond_signals, xfrees, sleep_ns, cond_sleep_tsc;
+	uint64_t futex_waits; /* FUTEX_WAITs (futex words) */
 	held_t *held;
 	size_t nheld, capheld;
 	/* snap[0]: the running sums (holdsum_t); snap[1..nsnap): their values
@@ -288,6 +296,10 @@ typedef struct lockclass {
 	X(holds_cut, "holds_cut_by_pause")                                     \
 	X(sampled_allocs, "sampled_allocations")                               \
 	X(untracked_calls, "unsampled_allocator_calls_in_holds")               \
+	X(futex_waits, "futex_waits")                                          \
+	X(futex_wait_ns, "futex_wait_ns")                                      \
+	X(futex_lost_ns, "futex_lock_wait_ns")                                 \
+	X(futex_wakes, "futex_wakes")                                          \
 	X(bad_meta, "malformed_metadata")
 /* clang-format on */
 

@@ -15,11 +15,15 @@
  * off the host's threads, at no cost to the run. A trace some process still
  * has open (a child that outlived the command) is left as it is.
  * `--no-compress` or MALLOCK_COMPRESS=0 keep the traces raw.
+ *
+ * A statically linked program (no PT_INTERP: a static Go binary, say)
+ * never loads the preloaded shim: that is said in one line before it runs.
  */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "trace_compress.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -123,6 +127,59 @@ static const char *program_name(const char *cmd)
 }
 
 /* Prepends shim to LD_PRELOAD. Returns 0 or -1. */
+/* The file cmd runs, through PATH when it has no slash, into out; -1 when
+ * none is found (execvp will say why). */
+static int resolve_cmd(const char *cmd, char *out, size_t n)
+{
+	if (strchr(cmd, '/'))
+		return snprintf(out, n, "%s", cmd) < (int)n ? 0 : -1;
+	const char *p = getenv("PATH");
+	if (!p)
+		p = "/usr/local/bin:/usr/bin:/bin";
+	while (*p) {
+		size_t k = strcspn(p, ":");
+		if (snprintf(out, n, "%.*s/%s", (int)(k ? k : 1), k ? p : ".",
+		             cmd) < (int)n &&
+		    access(out, X_OK) == 0)
+			return 0;
+		p += k + (p[k] == ':');
+	}
+	return -1;
+}
+
+/* 1 when path is an ELF executable without PT_INTERP (statically linked:
+ * the dynamic loader, hence LD_PRELOAD, never runs), else 0. */
+static int static_elf(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	Elf64_Ehdr eh;
+	int is_static = 0;
+	if (read(fd, &eh, sizeof eh) == (ssize_t)sizeof eh &&
+	    memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 &&
+	    eh.e_phnum < 512) {
+		is_static = 1;
+		for (unsigned i = 0; i < eh.e_phnum; i++) {
+			Elf64_Phdr ph;
+			if (pread(fd, &ph, sizeof ph,
+			          (off_t)(eh.e_phoff + i * sizeof ph)) !=
+			    (ssize_t)sizeof ph) {
+				is_static = 0;
+				break;
+			}
+			if (ph.p_type == PT_INTERP) {
+				is_static = 0;
+				break;
+			}
+		}
+	}
+	close(fd);
+	return is_static;
+}
+
 static int set_preload(const char *shim)
 {
 	const char *old = getenv("LD_PRELOAD");
@@ -321,6 +378,14 @@ int cmd_record(int argc, char **argv)
 	const char *exe = program_name(argv[i]);
 	struct timespec started;
 	clock_gettime(CLOCK_REALTIME, &started);
+	char cmdpath[PATH_MAX];
+	int is_static = resolve_cmd(argv[i], cmdpath, sizeof cmdpath) == 0 &&
+	                static_elf(cmdpath);
+	if (is_static)
+		fprintf(stderr, "mallock record: %s is statically linked: the "
+		                "shim cannot be preloaded into it, so mallock "
+		                "will see nothing of it\n",
+		        argv[i]);
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("mallock record: fork");
@@ -393,8 +458,9 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "mallock: trace written to %s (%lld bytes)\n", path,
 		        (long long)st.st_size);
 	else if (path[0])
-		fprintf(stderr, "mallock: no trace at %s (see the shim's warnings above)\n",
-		        path);
+		fprintf(stderr, "mallock: no trace at %s (%s)\n", path,
+		        is_static ? "the program is statically linked"
+		                  : "see the shim's warnings above");
 	if (pack && path[0]) {
 		rec_pack_t p = {.level = level};
 		double t0 = now_s();

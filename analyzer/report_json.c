@@ -115,6 +115,9 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 	jw_kbool(w, "window_closed", !m->have_end && m->paused);
 	char rec[256];
 	jw_kstr(w, "recording", recording_text(m, rec, sizeof rec));
+	char blind[400];
+	jw_kstr(w, "blind_spot", *blind_text(m, blind, sizeof blind) ? blind
+	                                                             : NULL);
 	jw_kstr(w, "clock_source", m->info.clock_source);
 	jw_knum(w, "ns_per_tick", m->ns_per_tick);
 	jw_key(w, "notes");
@@ -218,6 +221,49 @@ static void stats_json(jw_t *w, const lockstat_t *s)
 	jw_ku64(w, "hold_max_ns", s->hold_max);
 	jw_ku64(w, "max_waiters", s->max_waiters);
 	jw_ku64(w, "allocator_internal_waits", s->internal_waits);
+	jw_ku64(w, "futex_waits", s->futex_waits);
+	jw_ku64(w, "futex_wakes", s->futex_wakes);
+	jw_ku64(w, "futex_woken", s->futex_woken);
+}
+
+static void empty_json(jw_t *w, const char *key)
+{
+	jw_key(w, key);
+	jw_arr(w);
+	jw_end(w, ']');
+}
+
+/* A futex word's side that woke its waiters (LS_HOLDER pairs of lock li,
+ * or of class c when li is NONE32), by number of wakes: what a futex word
+ * shows of its holders. */
+static void wakers_json(jw_t *w, model_t *m, uint32_t li, uint32_t c)
+{
+	point_t p[JSON_POINTS];
+	size_t total;
+	int n;
+	if (li == NONE32) {
+		n = class_points(m, c, LS_HOLDER, p, JSON_POINTS, &total);
+	} else {
+		const uint32_t *idx;
+		size_t np = model_lock_pairs(m, LS_HOLDER, li, &idx);
+		n = 0;
+		for (size_t i = 0; i < np && n < JSON_POINTS; i++) {
+			const lspair_t *q = &m->ls[LS_HOLDER].v[idx[i]];
+			p[n].stack = q->stack;
+			p[n].n = q->n;
+			p[n].ns = q->ns;
+			p[n++].ns2 = q->ns2;
+		}
+	}
+	jw_key(w, "wakers");
+	jw_arr(w);
+	for (int i = 0; i < n; i++) {
+		jw_obj(w);
+		jw_ku64(w, "wakes", p[i].n);
+		stack_json(w, m, "stack", p[i].stack);
+		jw_end(w, '}');
+	}
+	jw_end(w, ']');
 }
 
 /* A kind's JSON value: as in text, but the schema's word for a kind the
@@ -342,8 +388,16 @@ static void locks_json(jw_t *w, const report_t *r)
 			site_json(w, m, "first_site", l->first_site);
 			points_json(w, m, "contention_points", LS_WAITER,
 			            (uint32_t)i, "waits", "wait_ns");
-			points_json(w, m, "contending_points", LS_HOLDER,
-			            (uint32_t)i, "holds", "hold_ns");
+			/* A futex word has no holds: its wakers instead. */
+			if (l->kind != FMT_KIND_FUTEX)
+				points_json(w, m, "contending_points", LS_HOLDER,
+				            (uint32_t)i, "holds", "hold_ns");
+			else
+				empty_json(w, "contending_points");
+			if (l->kind == FMT_KIND_FUTEX) {
+				jw_kbool(w, "futex_lock_word", l->futex_lockish);
+				wakers_json(w, m, (uint32_t)i, NONE32);
+			}
 			jw_end(w, '}');
 		}
 		free(on);
@@ -387,8 +441,17 @@ static void locks_json(jw_t *w, const report_t *r)
 			hist_json(w, "hold_hist_log2_ns", &c->hold_hist);
 			class_points_json(w, m, (uint32_t)i, LS_WAITER,
 			                  "contention_points", "waits", "wait_ns");
-			class_points_json(w, m, (uint32_t)i, LS_HOLDER,
-			                  "contending_points", "holds", "hold_ns");
+			if (c->kind != FMT_KIND_FUTEX)
+				class_points_json(w, m, (uint32_t)i, LS_HOLDER,
+				                  "contending_points", "holds",
+				                  "hold_ns");
+			else
+				empty_json(w, "contending_points");
+			if (c->kind == FMT_KIND_FUTEX) {
+				jw_kbool(w, "futex_lock_word",
+				         c->s.wait_ns > c->s.idle_wait_ns);
+				wakers_json(w, m, NONE32, (uint32_t)i);
+			}
 			jw_end(w, '}');
 		}
 		free(on);

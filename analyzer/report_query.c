@@ -50,6 +50,9 @@ static int by_point(const void *a, const void *b)
 		return x->ns2 > y->ns2 ? -1 : 1;
 	if (x->ns != y->ns)
 		return x->ns > y->ns ? -1 : 1;
+	/* Futex wakers have neither: by their number of wakes. */
+	if (x->n != y->n)
+		return x->n > y->n ? -1 : 1;
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 

@@ -33,8 +33,13 @@ static const char *class_label(const model_t *m, uint32_t c, char *buf,
 	lock_label(m, &m->lock[k->rep], name, sizeof name);
 	if (k->ninst > 1)
 		snprintf(inst, sizeof inst, ", %u instances", k->ninst);
-	snprintf(buf, len, "%s (%s%s%s)", name, lock_kind_word(k->kind),
-	         k->queue ? ", queue-like" : "", inst);
+	const char *fx = "";
+	if (k->kind == FMT_KIND_FUTEX)
+		fx = k->s.wait_ns > k->s.idle_wait_ns
+		         ? ", a lock word: its waiters also wake it"
+		         : ", a signal word: waiting for work";
+	snprintf(buf, len, "%s (%s%s%s%s)", name, lock_kind_word(k->kind),
+	         k->queue ? ", queue-like" : "", inst, fx);
 	return buf;
 }
 
@@ -139,16 +144,20 @@ static void print_points(FILE *out, model_t *m, uint32_t c, int indent)
 	if (total > (size_t)n)
 		fprintf(out, "%*s%-8s %zu more waiter stacks\n", indent, "", "",
 		        total - (size_t)n);
+	/* A futex word's holder side is the threads that woke its waiters:
+	 * how often, not for how long (no hold is seen). */
+	bool futex = m->cls[c].kind == FMT_KIND_FUTEX;
 	n = class_points(m, c, LS_HOLDER, p, POINTS_SHOWN, &total);
 	for (int i = 0; i < n; i++) {
 		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent, "",
-		         i ? "" : "holders", human_ns(a, sizeof a, (double)p[i].ns2),
+		         i ? "" : futex ? "wakers" : "holders",
+		         futex ? "" : human_ns(a, sizeof a, (double)p[i].ns2),
 		         human_count(b, sizeof b, (double)p[i].n));
 		print_chain(out, m, prefix, p[i].stack);
 	}
 	if (total > (size_t)n)
-		fprintf(out, "%*s%-8s %zu more holder stacks\n", indent, "", "",
-		        total - (size_t)n);
+		fprintf(out, "%*s%-8s %zu more %s stacks\n", indent, "", "",
+		        total - (size_t)n, futex ? "waker" : "holder");
 }
 
 /* A stack's frames without the shim's, innermost first, inlined frames
@@ -284,6 +293,8 @@ static void print_header(FILE *out, const report_t *r, model_t *m)
 	wrap_print(out, 2, "", head);
 	if (m->info.truncated)
 		wrap_print(out, 4, "  ! ", truncation_text(m, tr, sizeof tr));
+	if (*blind_text(m, tr, sizeof tr))
+		wrap_print(out, 4, "  ! ", tr);
 	if (m->tot.dropped)
 		fprintf(out, "  ! %" PRIu64 " events were dropped by the "
 		             "recorder: counts are lower bounds\n",
@@ -324,6 +335,13 @@ static void print_totals(FILE *out, const report_t *r)
 	        human_count(b, sizeof b, (double)t.contended),
 	        t.acq ? 100.0 * (double)t.contended / (double)t.acq : 0.0,
 	        human_ns(g, sizeof g, (double)t.wait_ns));
+	if (t.futex_waits || t.futex_wakes)
+		fprintf(out, "  %s futex waits through syscall() (%s waited, %s "
+		             "of it on lock words), %s wakes\n",
+		        human_count(a, sizeof a, (double)t.futex_waits),
+		        human_ns(b, sizeof b, (double)t.futex_wait_ns),
+		        human_ns(c, sizeof c, (double)t.futex_lost_ns),
+		        human_count(d, sizeof d, (double)t.futex_wakes));
 }
 
 static void print_finding(FILE *out, const report_t *r, size_t i)
@@ -450,6 +468,24 @@ static int by_wait(const void *a, const void *b)
 	return x->rep < y->rep ? -1 : x->rep > y->rep;
 }
 
+/* A class's wait lost to its holders: all of it, but for a futex signal
+ * word, none. */
+static uint64_t lost_wait(const lockclass_t *c)
+{
+	return c->kind == FMT_KIND_FUTEX ? c->s.wait_ns - c->s.idle_wait_ns
+	                                 : c->s.wait_ns;
+}
+
+static int by_lost_wait(const void *a, const void *b)
+{
+	const lockclass_t *x = *(lockclass_t *const *)a;
+	const lockclass_t *y = *(lockclass_t *const *)b;
+	bool fx = lost_wait(x) > 0, fy = lost_wait(y) > 0;
+	if (fx != fy)
+		return fx ? -1 : 1;
+	return by_wait(a, b);
+}
+
 #define LOCK_ROWS 25
 
 static void print_locks(FILE *out, const report_t *r, model_t *m)
@@ -485,6 +521,16 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		if (strlen(col) > 34)
 			strcpy(col + 31, "...");
 		double hold = (double)c->s.hold_ns;
+		if (c->kind == FMT_KIND_FUTEX) {
+			/* Only waits that reached the kernel are seen: no
+			 * acquisitions, no holds. */
+			fprintf(out, "  %-34s %7s %6s %9s %9s %9s %9s %6s\n",
+			        col, "-", "-",
+			        human_ns(b, sizeof b, (double)c->s.wait_ns),
+			        human_ns(d, sizeof d, (double)c->s.wait_max), "-",
+			        "-", "-");
+			continue;
+		}
 		fprintf(out, "  %-34s %7s %5.1f%% %9s %9s %9s %9s %5.1f%%\n",
 		        col, human_count(a, sizeof a, (double)c->s.acq),
 		        c->s.acq ? 100.0 * (double)c->s.contended /
@@ -502,6 +548,17 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 	if (n)
 		fprintf(out, "  (* queue-like; alloc%% = share of hold time spent "
 		             "in the allocator)\n");
+	for (size_t i = 0; i < n; i++)
+		if (v[i]->kind == FMT_KIND_FUTEX) {
+			fprintf(out, "  (futex: a word the program waits on with "
+			             "syscall(SYS_futex); only waits that\n"
+			             "   reached the kernel are seen, so no "
+			             "acquisitions or hold times)\n");
+			break;
+		}
+	/* The contention shown: futex signal words (waiting for work) after
+	 * the locks whose waits were lost, however long their waits. */
+	qsort(v, n, sizeof *v, by_lost_wait);
 	size_t shown = 0;
 	for (size_t i = 0; i < n && shown < CONTENDED_LOCKS; i++) {
 		if (!v[i]->s.wait_ns || v[i]->kind == FMT_KIND_ALLOC_INTERNAL)

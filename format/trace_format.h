@@ -30,8 +30,9 @@
 #define FMT_FILE_MAGIC "MALLOCK\x1a"
 #define FMT_FILE_MAGIC_LEN 8
 #define FMT_VERSION_MAJOR 1
-/* 1.1: PROCESS flags and trailing fields; 1.2: zstd-compressed chunks */
-#define FMT_VERSION_MINOR 2
+/* 1.1: PROCESS flags and trailing fields; 1.2: zstd-compressed chunks;
+ * 1.3: FUTEX_WAIT, FUTEX_WAKE, kind futex */
+#define FMT_VERSION_MINOR 3
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
@@ -59,7 +60,9 @@
  * zigzag delta from the field before it (REALLOC's new pointer vs its old).
  * fmt_decode() reads the fields by this table, so it is the single truth.
  * The fields' names are FMT_CORE_FIELDS below.
- * Adding a core event needs a new major version.
+ * A new core event needs a new minor version at least: a reader older
+ * than it stops at the first such record (docs/trace-format.md, "Forward
+ * compatibility"); changing an existing one needs a new major version.
  */
 /* clang-format off */
 #define FMT_CORE_RECORDS(X)                                                    \
@@ -82,7 +85,9 @@
 	X(DROP, 0x11, "u")                                                     \
 	X(LOCK_INIT, 0x12, "uu")                                               \
 	X(LOCK_DESTROY, 0x13, "u")                                             \
-	X(MARK, 0x14, "u")
+	X(MARK, 0x14, "u")                                                     \
+	X(FUTEX_WAIT, 0x15, "uuu")                                             \
+	X(FUTEX_WAKE, 0x16, "uuu")
 
 /*
  * Core event fields: X(record, index, FIELD, name), in each record's wire
@@ -134,7 +139,13 @@
 	X(LOCK_INIT, 0, LOCK, "lock")                                          \
 	X(LOCK_INIT, 1, STACK, "stack") /* the init site */                    \
 	X(LOCK_DESTROY, 0, LOCK, "lock")                                       \
-	X(MARK, 0, WHAT, "what") /* FMT_MARK_* */
+	X(MARK, 0, WHAT, "what") /* FMT_MARK_* */                              \
+	X(FUTEX_WAIT, 0, LOCK, "lock") /* the futex word's id (kind futex) */  \
+	X(FUTEX_WAIT, 1, STACK, "stack") /* the waiter's */                    \
+	X(FUTEX_WAIT, 2, WAIT, "wait") /* ticks asleep in the kernel */        \
+	X(FUTEX_WAKE, 0, LOCK, "lock")                                         \
+	X(FUTEX_WAKE, 1, STACK, "stack") /* the waker's */                     \
+	X(FUTEX_WAKE, 2, WOKEN, "woken") /* waiters woken (>= 1) */
 /* clang-format on */
 
 /* FMT_<record>_<FIELD>: a field's index in fmt_rec_t.f. */
@@ -201,7 +212,8 @@ enum fmt_alloc_fn {
 /* clang-format off */
 #define FMT_LOCK_KINDS(X)                                                      \
 	X(MUTEX, 0, "mutex") X(RWLOCK, 1, "rwlock") X(SPIN, 2, "spinlock")     \
-	X(COND, 3, "cond") X(ALLOC_INTERNAL, 4, "allocator-internal")
+	X(COND, 3, "cond") X(ALLOC_INTERNAL, 4, "allocator-internal")          \
+	X(FUTEX, 5, "futex")
 /* clang-format on */
 enum fmt_lock_kind {
 #define FMT_KIND_ENUM_(name, code, str) FMT_KIND_##name = code,

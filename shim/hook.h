@@ -26,6 +26,8 @@
  *   - the real pthread functions on the shim's own locks (writer.c: order
  *     loader -> proc_lock -> reg_lock -> flush_lock) and on the host's lock
  *     the hook was called for; pthread_self, pthread_setspecific
+ *   - the real syscall() for the host's own call the hook was made for
+ *     (futex_hook.c: its futex wait or wake, forwarded unchanged)
  *   - the real allocator only for the shim's own blocks (gate BUSY)
  *   - zstd compression with the shim's static contexts (compress.h: pure
  *     computation, no lock, no allocation)

@@ -32,6 +32,16 @@
  *             (queue_init: one class), each taken once by four "conn-N"
  *             threads, the last of which waits 100 ns: the report's size
  *             must follow classes, not instances. Chunks are streamed.
+ *   futex     futex words only (format 1.3), no pthread lock: per round
+ *             r (t0 = T0 + 100000 + r * 10000), "fx-i" (i = 0..2) waits
+ *             200 ns on the lock word fx_word (global mktrace_fx_word) at
+ *             t0 + 1000 i + 500 in fx_lock < fx_worker, woken by
+ *             fx-(i+1)%3 at t0 + 1000 i + 490 in fx_unlock < fx_worker (a
+ *             lock word: its waiters wake it); then each fx-i waits 1000 ns
+ *             on the event word (0x7040) at t0 + 5000 + 100 i in
+ *             fx_event_wait < fx_worker, which only "fx-post" wakes (3
+ *             waiters) at t0 + 5290 in fx_event_post < fx_poster (a
+ *             signal word: waiting for work).
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -132,6 +142,12 @@ FRAME_FN(registry_create)
 FRAME_FN(apr_thread_mutex_create)
 FRAME_FN(conn_setup)
 FRAME_FN(cache_setup)
+FRAME_FN(fx_lock)
+FRAME_FN(fx_unlock)
+FRAME_FN(fx_worker)
+FRAME_FN(fx_event_wait)
+FRAME_FN(fx_event_post)
+FRAME_FN(fx_poster)
 
 /* --two-lines: one function (tree_insert) allocating at two lines; its
  * two calls' return addresses, taken by calling it once. */
@@ -151,6 +167,8 @@ __attribute__((noinline, used)) void tree_insert(void)
 
 /* A global lock word for --global-stats (a data symbol of this binary). */
 uint64_t mktrace_stats_lock[8];
+/* The futex scenario's lock word (a data symbol). */
+uint32_t mktrace_fx_word;
 /* Stands for libc's start_thread: "mallock_" frames fold as runtime, so a
  * stack rooted here reaches the thread's start (its entry function is the
  * next frame). */
@@ -448,10 +466,11 @@ enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
        S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
        S_WORK_SITE, S_PUT_ALLOC2, S_CLIENT_SITE, S_CLIENT_WAIT, S_SERVER,
        S_PROD_FULL, S_CONS_FULL, S_POOL, S_GC, S_JVM, S_REG, S_TREE1,
-       S_TREE2, S_WRAP1, S_WRAP2 };
+       S_TREE2, S_WRAP1, S_WRAP2, S_FX_WAIT, S_FX_WAKE, S_FX_EVWAIT,
+       S_FX_POST };
 enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
        L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_HEAP = 10,
-       L_CODE = 11, L_MALLOC = 50 };
+       L_CODE = 11, L_FX_WORD = 12, L_FX_EVENT = 13, L_MALLOC = 50 };
 
 static bool with_module = true;
 static bool two_callers; /* --two-callers */
@@ -519,6 +538,15 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_WRAP1, 3, f);
 	f[1] = fa(cache_setup);
 	m_stack(t, S_WRAP2, 3, f);
+	f[1] = fa(fx_worker), f[2] = fa(mallock_test_thread_start);
+	f[0] = fa(fx_lock);
+	m_stack(t, S_FX_WAIT, 3, f);
+	f[0] = fa(fx_unlock);
+	m_stack(t, S_FX_WAKE, 3, f);
+	f[0] = fa(fx_event_wait);
+	m_stack(t, S_FX_EVWAIT, 3, f);
+	f[0] = fa(fx_event_post), f[1] = fa(fx_poster);
+	m_stack(t, S_FX_POST, 3, f);
 	tree_insert();
 	f[0] = tree_pc[0], f[1] = fa(producer_main);
 	m_stack(t, S_TREE1, 2, f);
@@ -661,6 +689,25 @@ static void scenario_mixed(tw_t *w1, tw_t *w2, int rounds)
  * COND_WAKE at +600, REL at +700; not served: REL at +50. The server takes
  * the lock at t0 + 9000 for 50 ns and signals.
  */
+static void scenario_futex(tw_t **fx, tw_t *post, int rounds)
+{
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int i = 0; i < 3; i++) {
+			uint64_t a = t0 + 1000u * (unsigned)i;
+			E(fx[(i + 1) % 3], FMT_FUTEX_WAKE, a + 490, L_FX_WORD,
+			  S_FX_WAKE, 1, 0, 0);
+			E(fx[i], FMT_FUTEX_WAIT, a + 500, L_FX_WORD, S_FX_WAIT,
+			  200, 0, 0);
+		}
+		for (int i = 0; i < 3; i++)
+			E(fx[i], FMT_FUTEX_WAIT, t0 + 5000 + 100u * (unsigned)i,
+			  L_FX_EVENT, S_FX_EVWAIT, 1000, 0, 0);
+		E(post, FMT_FUTEX_WAKE, t0 + 5290, L_FX_EVENT, S_FX_POST, 3, 0,
+		  0);
+	}
+}
+
 static void scenario_starve(tw_t *server, tw_t **cl, int rounds)
 {
 	for (int r = 0; r < rounds; r++) {
@@ -1070,6 +1117,22 @@ int main(int argc, char **argv)
 		m_lock_name(a[0], L_JOBS, 0, "tasks");
 		m_lock_name(a[0], L_HEAP, 0, "heap");
 		m_lock_name(a[0], L_CODE, 0, "codecache");
+	} else if (!strcmp(sc, "futex")) {
+		tw_t *a[4];
+		for (int i = 0; i < 4; i++) {
+			char name[32];
+			a[i] = tw_new(131 + (uint32_t)i);
+			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID, 0, 0,
+			  0, 0);
+			snprintf(name, sizeof name, i < 3 ? "fx-%d" : "fx-post", i);
+			m_thread_name(proc, 131 + (uint64_t)i, name);
+		}
+		scenario_futex(a, a[3], rounds);
+		m_lock_new(a[0], L_FX_WORD,
+		           (uint64_t)(uintptr_t)&mktrace_fx_word, FMT_KIND_FUTEX,
+		           FMT_LOCKF_STATIC);
+		m_lock_new(a[0], L_FX_EVENT, 0x7040, FMT_KIND_FUTEX,
+		           FMT_LOCKF_STATIC);
 	} else if (!strcmp(sc, "cascade") || precise || !strcmp(sc, "mixed")) {
 		scenario_cascade(mainth, p, c, rounds, precise);
 	} else {

@@ -71,6 +71,9 @@ seeds = {
         os.path.join(BIN, "svcqueue"), "--duration=0.01", "--container=heap"]),
     "xthread": record("xthread", [os.path.join(BIN, "xthread"),
                                   "--duration=0.01"]),
+    # futex words (FUTEX_WAIT, FUTEX_WAKE: format 1.3)
+    "futexlock": record("futexlock", [
+        os.path.join(BUILD, "tests", "analyzer", "futexlock"), "300"]),
     "cascade": mktrace("cascade", "--rounds", "20", "--chunk", "2000"),
     "precise": mktrace("precise", "--rounds", "20", "--chunk", "1500"),
     "mixed": mktrace("mixed", "--rounds", "10", "--chunk", "3000"),

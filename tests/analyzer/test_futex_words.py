@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Futex words read from a synthetic trace (mktrace futex, format 1.3;
+issue 13, item 5), every number exact: a lock word whose waiters wake it
+(its waits are lost time) and an event word only another thread wakes (a
+signal word: waiting for work), each with its waiters' and wakers'
+stacks, and neither claiming acquisitions or holds."""
+from common import *
+
+R = 100
+p, _ = mktrace("futex", "futex.trace", "--rounds", R)
+d = report_json(p)
+t = d["totals"]
+eq((t["futex_waits"], t["futex_wait_ns"], t["futex_lock_wait_ns"],
+    t["futex_wakes"]), (6 * R, 3600 * R, 600 * R, 4 * R), "totals")
+eq((t["lock_acquisitions"], t["lock_wait_ns"]), (0, 0),
+   "no pthread acquisitions or waits are made up")
+eq(d["trace"]["blind_spot"], None, "futex words are locks seen")
+
+locks = {l["label"]: l for l in d["locks"]}
+w = locks.get("mktrace_fx_word", {})
+eq(w.get("kind"), "futex", "the lock word, named by its data symbol")
+eq((w.get("futex_waits"), w.get("wait_ns"), w.get("wait_max_ns"),
+    w.get("idle_wait_ns")), (3 * R, 200 * 3 * R, 200, 0), "its waits: lost")
+eq((w.get("futex_wakes"), w.get("futex_woken")), (3 * R, 3 * R), "its wakes")
+eq((w.get("acquisitions"), w.get("contended"), w.get("hold_ns"),
+    w.get("holds")), (0, 0, 0, 0), "no acquisitions or holds claimed")
+eq(w.get("futex_lock_word"), True, "a lock word")
+eq(w.get("contending_points"), [], "no holders' holds")
+cp = w.get("contention_points", [{}])[0]
+eq((cp.get("waits"), cp.get("wait_ns"),
+    [f["function"] for f in cp.get("stack", [])][:2]),
+   (3 * R, 600 * R, ["fx_lock", "fx_worker"]), "the waiters' stack")
+wk = w.get("wakers", [{}])
+eq((len(wk), wk[0].get("wakes"),
+    [f["function"] for f in wk[0].get("stack", [])][:2]),
+   (1, 3 * R, ["fx_unlock", "fx_worker"]), "the wakers' stack")
+
+ev = [l for l in d["locks"] if l["label"].startswith(
+    "futex word first waited on in fx_event_wait")]
+check(len(ev) == 1, "the event word, named by the function that first "
+      "waited on it: %r" % list(locks))
+e = ev[0] if ev else {}
+eq((e.get("futex_waits"), e.get("wait_ns"), e.get("idle_wait_ns")),
+   (3 * R, 3000 * R, 3000 * R), "its waits were waiting for work")
+eq((e.get("futex_wakes"), e.get("futex_woken"), e.get("futex_lock_word")),
+   (R, 3 * R, False), "a signal word: one waker, three woken each time")
+eq([f["function"] for f in e.get("wakers", [{}])[0].get("stack", [])][:2],
+   ["fx_event_post", "fx_poster"], "its waker's stack")
+
+cls = [c for c in d["lock_classes"] if c["kind"] == "futex"]
+eq(sorted((c["instances"], c["futex_lock_word"], c["wait_ns"]) for c in cls),
+   [(1, False, 3000 * R), (1, True, 600 * R)], "one class per word")
+
+thr = {x["name"]: x for x in d["threads"]}
+for n in ("fx-0", "fx-1", "fx-2"):
+    x = thr.get(n, {})
+    eq((x.get("role"), x.get("lock_wait_ns"), x.get("cond_sleep_ns")),
+       ("worker (waits on futex words)", 200 * R, 1000 * R),
+       n + ": lock-word waits are lock waits, signal-word waits sleeps")
+
+rc, out, err = run("report", p)
+eq(rc, 0, "text report")
+check("600 futex waits through syscall() (360.0 us waited, 60.0 us of it "
+      "on lock words), 400 wakes" in out, "the totals line")
+row = [l for l in out.splitlines() if l.strip().startswith("mktrace_fx_word")]
+check(row and row[0].split()[1:3] == ["-", "-"] and
+      row[0].split()[-3:] == ["-", "-", "-"],
+      "the lock table shows - for what is not seen: %r" % row)
+sec = out[out.find("Contention in the top locks"):]
+check(0 <= sec.find("mktrace_fx_word (futex, a lock word") <
+      sec.find("a signal word: waiting for work"),
+      "the lock word comes first in the contention shown, though it "
+      "waited less")
+check("wakers" in sec and "fx_unlock" in sec and "fx_event_post" in sec,
+      "the wakers are shown as the holder's side")
+# The same trace with only its process-level chunks (PROCESS, MODULE...):
+# the shim ran and no hook was called. The header says what that means.
+import struct
+data = open(p, "rb").read()
+keep, off = bytearray(data[:16]), 16
+while off + 48 <= len(data):
+    plen, tid = struct.unpack_from("<I", data, off + 4)[0], \
+        struct.unpack_from("<I", data, off + 12)[0]
+    if tid == 0:
+        keep += data[off:off + 48 + plen]
+    off += 48 + plen
+empty = os.path.join(TMP, "noevents.trace")
+open(empty, "wb").write(bytes(keep))
+d = report_json(empty)
+eq(d["trace"]["events"], 0, "no events")
+bl = d["trace"]["blind_spot"] or ""
+check("no allocation and no lock" in bl and "not no contention" in bl,
+      "a trace without events says so: %r" % bl)
+done("test_futex_words")
