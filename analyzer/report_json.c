@@ -266,11 +266,11 @@ static void wakers_json(jw_t *w, model_t *m, uint32_t li, uint32_t c)
 	jw_end(w, ']');
 }
 
-/* A kind's JSON value: as in text, but the schema's word for a kind the
- * trace never said is "unknown" (docs/report-json.md). */
+/* A kind's JSON value: the format's kind name, and the schema's word for a kind
+ * the trace never said, "unknown" (docs/report-json.md). */
 static const char *json_kind(uint32_t kind)
 {
-	return kind == LOCK_KIND_UNKNOWN ? "unknown" : lock_kind_word(kind);
+	return kind == LOCK_KIND_UNKNOWN ? "unknown" : fmt_lock_kind_name(kind);
 }
 
 typedef struct rank {

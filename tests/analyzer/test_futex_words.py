@@ -67,7 +67,7 @@ check(row and row[0].split()[1:3] == ["-", "-"] and
       row[0].split()[-3:] == ["-", "-", "-"],
       "the lock table shows - for what is not seen: %r" % row)
 sec = out[out.find("Contention in the top locks"):]
-check(0 <= sec.find("mktrace_fx_word (futex, a lock word") <
+check(0 <= sec.find("mktrace_fx_word (futex word, a lock word") <
       sec.find("a signal word: waiting for work"),
       "the lock word comes first in the contention shown, though it "
       "waited less")
