@@ -49,76 +49,81 @@ static void u64map_seed(void)
 
 static void rehash(u64map_t *m, uint32_t cap)
 {
-	u64map_slot_t *old = m->slot;
-	uint32_t oldcap = m->slot ? m->mask + 1 : 0;
+	uint64_t *okey = m->key;
+	uint32_t *oval = m->val;
+	uint32_t oldcap = m->key ? m->mask + 1 : 0;
 	if (!seeded)
 		u64map_seed();
-	m->slot = xmalloc((size_t)cap * sizeof *m->slot);
+	m->key = xmalloc((size_t)cap * (sizeof *m->key + sizeof *m->val));
+	m->val = (uint32_t *)(m->key + cap);
 	for (uint32_t i = 0; i < cap; i++)
-		m->slot[i].key = U64MAP_EMPTY;
+		m->key[i] = U64MAP_EMPTY;
 	m->mask = cap - 1;
 	for (uint32_t i = 0; i < oldcap; i++) {
-		if (old[i].key == U64MAP_EMPTY)
+		if (okey[i] == U64MAP_EMPTY)
 			continue;
-		uint32_t j = u64map_hash(old[i].key) & m->mask;
-		while (m->slot[j].key != U64MAP_EMPTY)
+		uint32_t j = u64map_hash(okey[i]) & m->mask;
+		while (m->key[j] != U64MAP_EMPTY)
 			j = (j + 1) & m->mask;
-		m->slot[j] = old[i];
+		m->key[j] = okey[i];
+		m->val[j] = oval[i];
 	}
-	free(old);
+	free(okey);
 }
 
 uint32_t *u64map_put(u64map_t *m, uint64_t key, int *added)
 {
-	if (!m->slot || (m->n + 1) * 2 > m->mask + 1)
-		rehash(m, m->slot ? (m->mask + 1) * 2 : 64);
+	if (!m->key || (m->n + 1) * 2 > m->mask + 1)
+		rehash(m, m->key ? (m->mask + 1) * 2 : 64);
 	uint32_t i = u64map_hash(key) & m->mask;
 	for (;; i = (i + 1) & m->mask) {
-		if (m->slot[i].key == key) {
+		if (m->key[i] == key) {
 			*added = 0;
-			return &m->slot[i].val;
+			return &m->val[i];
 		}
-		if (m->slot[i].key == U64MAP_EMPTY)
+		if (m->key[i] == U64MAP_EMPTY)
 			break;
 	}
-	m->slot[i].key = key;
-	m->slot[i].val = 0;
+	m->key[i] = key;
+	m->val[i] = 0;
 	m->n++;
 	*added = 1;
-	return &m->slot[i].val;
+	return &m->val[i];
 }
 
 int u64map_del(u64map_t *m, uint64_t key, uint32_t *val)
 {
-	if (!m->slot)
+	if (!m->key)
 		return 0;
 	uint32_t i = u64map_hash(key) & m->mask;
 	for (;; i = (i + 1) & m->mask) {
-		if (m->slot[i].key == U64MAP_EMPTY)
+		if (m->key[i] == U64MAP_EMPTY)
 			return 0;
-		if (m->slot[i].key == key)
+		if (m->key[i] == key)
 			break;
 	}
-	*val = m->slot[i].val;
+	*val = m->val[i];
 	/* Backward-shift: move later entries of the cluster into the hole when
 	 * their home slot is not between the hole and themselves. */
 	uint32_t hole = i;
-	for (uint32_t j = (i + 1) & m->mask; m->slot[j].key != U64MAP_EMPTY;
+	for (uint32_t j = (i + 1) & m->mask; m->key[j] != U64MAP_EMPTY;
 	     j = (j + 1) & m->mask) {
-		uint32_t home = u64map_hash(m->slot[j].key) & m->mask;
+		uint32_t home = u64map_hash(m->key[j]) & m->mask;
 		if (((j - home) & m->mask) >= ((j - hole) & m->mask)) {
-			m->slot[hole] = m->slot[j];
+			m->key[hole] = m->key[j];
+			m->val[hole] = m->val[j];
 			hole = j;
 		}
 	}
-	m->slot[hole].key = U64MAP_EMPTY;
+	m->key[hole] = U64MAP_EMPTY;
 	m->n--;
 	return 1;
 }
 
 void u64map_free(u64map_t *m)
 {
-	free(m->slot);
-	m->slot = 0;
+	free(m->key);
+	m->key = NULL;
+	m->val = NULL;
 	m->mask = m->n = 0;
 }
