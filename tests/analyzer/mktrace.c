@@ -74,6 +74,8 @@
  *   --unnamed         cascade, mixed: no LOCK_NAME records
  *   --global-stats    the "stats" lock lives in this binary's global
  *                     mktrace_stats_lock (+8): a data symbol
+ *   --global-past     the "stats" lock lies 24 bytes past the end of the
+ *                     data symbol mktrace_small_obj: no symbol holds it
  *   --heap-queue      main allocates 128 bytes at 0x30000000 from
  *                     registry_create (not freed) before the "queue" lock
  *                     is first seen, at 0x30000028: a lock in a heap block
@@ -151,6 +153,17 @@ __attribute__((noinline, used)) void tree_insert(void)
 
 /* A global lock word for --global-stats (a data symbol of this binary). */
 uint64_t mktrace_stats_lock[8];
+/* --global-past: an object whose symbol covers 8 of the 64 bytes it owns
+ * (.size 8), so +32 lies past the end of every symbol. */
+__asm__(".pushsection .data\n"
+        ".balign 64\n"
+        ".globl mktrace_small_obj\n"
+        ".type mktrace_small_obj, @object\n"
+        ".size mktrace_small_obj, 8\n"
+        "mktrace_small_obj:\n"
+        ".zero 64\n"
+        ".popsection\n");
+extern char mktrace_small_obj[];
 /* Stands for libc's start_thread: "mallock_" frames fold as runtime, so a
  * stack rooted here reaches the thread's start (its entry function is the
  * next frame). */
@@ -460,7 +473,8 @@ static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 static bool slow_outside;       /* --slow-outside */
 static uint64_t churn_size = 16; /* --churn-size */
-static bool unnamed, global_stats, heap_queue, two_lines, wrapped;
+static bool unnamed, global_stats, global_past, heap_queue, two_lines,
+    wrapped;
 static tw_t *idle[2]; /* --idle-waiters */
 
 static void define_stacks(tw_t *t)
@@ -921,6 +935,8 @@ int main(int argc, char **argv)
 			unnamed = true;
 		else if (!strcmp(a, "--global-stats"))
 			global_stats = true;
+		else if (!strcmp(a, "--global-past"))
+			global_past = true;
 		else if (!strcmp(a, "--heap-queue"))
 			heap_queue = true;
 		else if (!strcmp(a, "--churn-size"))
@@ -1096,8 +1112,9 @@ int main(int argc, char **argv)
 	m_lock_new(p[1], L_QUEUE, heap_queue ? 0x30000028 : 0x4000,
 	           FMT_KIND_MUTEX, FMT_LOCKF_INIT);
 	m_lock_new(p[1], L_STATS,
-	           global_stats ? (uint64_t)(uintptr_t)&mktrace_stats_lock[1]
-	                        : 0x4040,
+	           global_stats  ? (uint64_t)(uintptr_t)&mktrace_stats_lock[1]
+	           : global_past ? (uint64_t)(uintptr_t)&mktrace_small_obj[32]
+	                         : 0x4040,
 	           FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
 	m_lock_new(p[1], C_QUEUE, 0x4080, FMT_KIND_COND, 0);
 	m_lock_new(p[1], L_MALLOC, alloc_lock_addr, FMT_KIND_ALLOC_INTERNAL, 0);
