@@ -49,81 +49,76 @@ static void u64map_seed(void)
 
 static void rehash(u64map_t *m, uint32_t cap)
 {
-	uint64_t *okey = m->key;
-	uint32_t *oval = m->val;
-	uint32_t oldcap = m->key ? m->mask + 1 : 0;
+	u64map_slot_t *old = m->slot;
+	uint32_t oldcap = m->slot ? m->mask + 1 : 0;
 	if (!seeded)
 		u64map_seed();
-	m->key = xmalloc((size_t)cap * (sizeof *m->key + sizeof *m->val));
-	m->val = (uint32_t *)(m->key + cap);
+	m->slot = xmalloc((size_t)cap * sizeof *m->slot);
 	for (uint32_t i = 0; i < cap; i++)
-		m->key[i] = U64MAP_EMPTY;
+		m->slot[i].key = U64MAP_EMPTY;
 	m->mask = cap - 1;
 	for (uint32_t i = 0; i < oldcap; i++) {
-		if (okey[i] == U64MAP_EMPTY)
+		if (old[i].key == U64MAP_EMPTY)
 			continue;
-		uint32_t j = u64map_hash(okey[i]) & m->mask;
-		while (m->key[j] != U64MAP_EMPTY)
+		uint32_t j = u64map_hash(old[i].key) & m->mask;
+		while (m->slot[j].key != U64MAP_EMPTY)
 			j = (j + 1) & m->mask;
-		m->key[j] = okey[i];
-		m->val[j] = oval[i];
+		m->slot[j] = old[i];
 	}
-	free(okey);
+	free(old);
 }
 
 uint32_t *u64map_put(u64map_t *m, uint64_t key, int *added)
 {
-	if (!m->key || (m->n + 1) * 2 > m->mask + 1)
-		rehash(m, m->key ? (m->mask + 1) * 2 : 64);
+	if (!m->slot || (m->n + 1) * 2 > m->mask + 1)
+		rehash(m, m->slot ? (m->mask + 1) * 2 : 64);
 	uint32_t i = u64map_hash(key) & m->mask;
 	for (;; i = (i + 1) & m->mask) {
-		if (m->key[i] == key) {
+		if (m->slot[i].key == key) {
 			*added = 0;
-			return &m->val[i];
+			return &m->slot[i].val;
 		}
-		if (m->key[i] == U64MAP_EMPTY)
+		if (m->slot[i].key == U64MAP_EMPTY)
 			break;
 	}
-	m->key[i] = key;
-	m->val[i] = 0;
+	m->slot[i].key = key;
+	m->slot[i].val = 0;
 	m->n++;
 	*added = 1;
-	return &m->val[i];
+	return &m->slot[i].val;
 }
 
 int u64map_del(u64map_t *m, uint64_t key, uint32_t *val)
 {
-	if (!m->key)
+	if (!m->slot)
 		return 0;
 	uint32_t i = u64map_hash(key) & m->mask;
 	for (;; i = (i + 1) & m->mask) {
-		if (m->key[i] == U64MAP_EMPTY)
+		if (m->slot[i].key == U64MAP_EMPTY)
 			return 0;
-		if (m->key[i] == key)
+		if (m->slot[i].key == key)
 			break;
 	}
-	*val = m->val[i];
+	*val = m->slot[i].val;
 	/* Backward-shift: move later entries of the cluster into the hole when
 	 * their home slot is not between the hole and themselves. */
 	uint32_t hole = i;
-	for (uint32_t j = (i + 1) & m->mask; m->key[j] != U64MAP_EMPTY;
+	for (uint32_t j = (i + 1) & m->mask; m->slot[j].key != U64MAP_EMPTY;
 	     j = (j + 1) & m->mask) {
-		uint32_t home = u64map_hash(m->key[j]) & m->mask;
+		uint32_t home = u64map_hash(m->slot[j].key) & m->mask;
 		if (((j - home) & m->mask) >= ((j - hole) & m->mask)) {
-			m->key[hole] = m->key[j];
-			m->val[hole] = m->val[j];
+			m->slot[hole] = m->slot[j];
 			hole = j;
 		}
 	}
-	m->key[hole] = U64MAP_EMPTY;
+	m->slot[hole].key = U64MAP_EMPTY;
 	m->n--;
 	return 1;
 }
 
 void u64map_free(u64map_t *m)
 {
-	free(m->key);
-	m->key = NULL;
-	m->val = NULL;
+	free(m->slot);
+	m->slot = 0;
 	m->mask = m->n = 0;
 }

@@ -27,13 +27,13 @@
 static void check_shape(const u64map_t *m, uint32_t n)
 {
 	CHECK_EQ_U(m->n, n);
-	if (!m->key)
+	if (!m->slot)
 		return;
 	uint32_t cap = m->mask + 1, used = 0;
 	CHECK((cap & m->mask) == 0);
 	CHECK(2 * (uint64_t)m->n <= cap);
 	for (uint32_t i = 0; i < cap; i++)
-		used += m->key[i] != U64MAP_EMPTY;
+		used += m->slot[i].key != U64MAP_EMPTY;
 	CHECK_EQ_U(used, n);
 }
 
@@ -58,9 +58,9 @@ static void test_empty(void)
 	CHECK(u64map_find(&m, 1) == NULL);
 	CHECK(u64map_del(&m, 1, &v) == 0);
 	CHECK_EQ_U(v, 7);
-	CHECK(m.key == NULL);
+	CHECK(m.slot == NULL);
 	u64map_free(&m);
-	CHECK(m.key == NULL && m.n == 0);
+	CHECK(m.slot == NULL && m.n == 0);
 }
 
 /* Many keys: insert (growing from 64 slots to 2^19), find, re-put, delete
@@ -127,7 +127,7 @@ static void test_many(void)
 	}
 	CHECK_EQ_U(bad, 0);
 	u64map_free(&m);
-	CHECK(m.key == NULL && m.n == 0 && m.mask == 0);
+	CHECK(m.slot == NULL && m.n == 0 && m.mask == 0);
 }
 
 /*
