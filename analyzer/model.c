@@ -222,6 +222,11 @@ const char *model_allocator(const model_t *m)
 			    strncmp(b + 3, known[k], strlen(known[k])) == 0)
 				return known[k];
 	}
+	/* tcmalloc linked into the program: the shim records through its
+	 * MallocHook API and says so (shim/tcmalloc_hooks.c). */
+	for (size_t i = 0; i < m->nnote; i++)
+		if (strstr(m->note[i].text, "through its MallocHook API"))
+			return "tcmalloc";
 	return "glibc";
 }
 

@@ -417,7 +417,8 @@ static inline uint64_t model_duration_ns(const model_t *m)
 	return ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
 }
 
-/* The allocator the traced program used, from its MODULE records:
+/* The allocator the traced program used, from its MODULE records (or the
+ * shim's note that it records a linked-in tcmalloc through MallocHook):
  * "tcmalloc", "jemalloc", "mimalloc", or "glibc" (none of those loaded). */
 const char *model_allocator(const model_t *m);
 
