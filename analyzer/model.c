@@ -55,7 +55,6 @@ uint32_t lock_group(model_t *m, lock_t *l)
 			*v = (uint32_t)m->nlhist++;
 		}
 		l->hist = *v + 1;
-		m->lhist[*v].ninst++;
 	}
 	return l->hist - 1;
 }

@@ -110,9 +110,8 @@ typedef struct lock {
  * site's first instance (model_pair). */
 typedef struct lockhist {
 	hist_t wait, hold;
-	uint32_t cls;   /* the class it was summed into (classes_build) */
-	uint32_t rep;   /* its first instance: the lock its pairs name */
-	uint32_t ninst; /* instances at this site */
+	uint32_t cls; /* the class it was summed into (classes_build) */
+	uint32_t rep; /* its first instance: the lock its pairs name */
 } lockhist_t;
 #define LOCK_KIND_UNKNOWN 99u
 
