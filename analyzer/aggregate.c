@@ -1044,9 +1044,11 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 			m->thr_of_stream[ev.stream] = ti;
 			m->thr[ti - 1].excluded = !thread_matches(m, &m->thr[ti - 1]);
 		}
-		if (!m->events)
+		/* A FREE merges at its start (reader.h): tsc may step back. */
+		if (!m->events || rec->tsc < m->first_tsc)
 			m->first_tsc = rec->tsc;
-		m->last_tsc = rec->tsc;
+		if (rec->tsc > m->last_tsc)
+			m->last_tsc = rec->tsc;
 		on_event(m, ti - 1, rec);
 	}
 	futex_words(m);

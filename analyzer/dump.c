@@ -2,7 +2,8 @@
  * dump.c - `mallock dump [--merged] TRACE`: every record of a trace, one per
  * line, for debugging the writer and the reader. By default in file order
  * with a line per chunk header; with --merged in the reader's time order
- * (the order the analyzer folds them in).
+ * (the order the analyzer folds them in: a FREE at its start, tsc - ticks,
+ * reader.h).
  *
  * Field names come from trace_format.h's FMT_CORE_FIELDS.
  */

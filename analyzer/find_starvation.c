@@ -244,20 +244,21 @@ typedef struct peer {
 	double service, rate;
 } peer_t;
 
+/* Sort context of by_lock_role (qsort has no context argument). */
+static const lockthr_t *sort_lt;
+static const char *const *sort_role;
+
+/* lockthr indexes by lock, then role, then thread. */
 static int by_lock_role(const void *a, const void *b)
 {
-	const peer_t *x = a, *y = b;
-	if (x->lt->lock != y->lt->lock)
-		return x->lt->lock < y->lt->lock ? -1 : 1;
-	if (!x->role || !y->role) {
-		if (x->role != y->role)
-			return x->role ? -1 : 1;
-	} else {
-		int c = strcmp(x->role, y->role);
-		if (c)
-			return c;
-	}
-	return x->lt->thread < y->lt->thread ? -1 : x->lt->thread > y->lt->thread;
+	const lockthr_t *x = &sort_lt[*(const uint32_t *)a];
+	const lockthr_t *y = &sort_lt[*(const uint32_t *)b];
+	if (x->lock != y->lock)
+		return x->lock < y->lock ? -1 : 1;
+	int c = strcmp(sort_role[x->thread], sort_role[y->thread]);
+	if (c)
+		return c;
+	return x->thread < y->thread ? -1 : x->thread > y->thread;
 }
 
 /*
@@ -397,43 +398,59 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 		         zeros);
 }
 
+/* Peers are sorted as 4-byte lockthr indexes and made into peer_t one
+ * group at a time: a peer_t per (lock, thread) took 48 bytes for each of
+ * the 4M pairs of a million per-connection locks (issue 13, item 7). */
 void find_starvation(model_t *m, findings_t *out)
 {
 	if (!m->nlt)
 		return;
 	const char **role = peer_roles(m);
-	peer_t *p = xmalloc(m->nlt * sizeof *p);
-	size_t np = 0;
+	uint32_t *ix = xmalloc(m->nlt * sizeof *ix);
+	size_t nix = 0;
 	for (size_t i = 0; i < m->nlt; i++) {
 		const lockthr_t *lt = &m->lt[i];
-		const thread_t *t = &m->thr[lt->thread];
-		const lock_t *l = &m->lock[lt->lock];
 		/* A futex word shows waits and wakes, never who got it. */
-		if (l->cls == NONE32 || t->excluded || !role[lt->thread] ||
-		    l->kind == FMT_KIND_FUTEX)
+		if (m->lock[lt->lock].cls == NONE32 ||
+		    m->thr[lt->thread].excluded || !role[lt->thread] ||
+		    m->lock[lt->lock].kind == FMT_KIND_FUTEX)
 			continue;
-		memset(&p[np], 0, sizeof p[np]);
-		p[np].lt = lt;
-		p[np].role = role[lt->thread];
-		p[np].first_ns = t->first_tsc > m->first_tsc
-		                     ? (double)(t->first_tsc - m->first_tsc) *
-		                           m->ns_per_tick
-		                     : 0;
-		p[np].span_ns = t->last_tsc > t->first_tsc
-		                    ? (double)(t->last_tsc - t->first_tsc) *
-		                          m->ns_per_tick
-		                    : 0;
-		np++;
+		ix[nix++] = (uint32_t)i;
 	}
-	if (np > 1)
-		qsort(p, np, sizeof *p, by_lock_role);
-	for (size_t i = 0, j; i < np; i = j) {
-		for (j = i + 1; j < np && p[j].lt->lock == p[i].lt->lock &&
-		                strcmp(p[j].role, p[i].role) == 0;
+	sort_lt = m->lt;
+	sort_role = role;
+	if (nix > 1)
+		qsort(ix, nix, sizeof *ix, by_lock_role);
+	sort_lt = NULL;
+	sort_role = NULL;
+	peer_t *p = NULL;
+	size_t cap = 0;
+	for (size_t i = 0, j; i < nix; i = j) {
+		const lockthr_t *lt = &m->lt[ix[i]];
+		for (j = i + 1; j < nix && m->lt[ix[j]].lock == lt->lock &&
+		                strcmp(role[m->lt[ix[j]].thread],
+		                       role[lt->thread]) == 0;
 		     j++)
 			;
-		starve_group(m, p + i, j - i, out);
+		VEC_RESERVE(p, cap, j - i);
+		for (size_t k = 0; k < j - i; k++) {
+			const lockthr_t *e = &m->lt[ix[i + k]];
+			const thread_t *t = &m->thr[e->thread];
+			memset(&p[k], 0, sizeof p[k]);
+			p[k].lt = e;
+			p[k].role = role[e->thread];
+			p[k].first_ns = t->first_tsc > m->first_tsc
+			                    ? (double)(t->first_tsc - m->first_tsc) *
+			                          m->ns_per_tick
+			                    : 0;
+			p[k].span_ns = t->last_tsc > t->first_tsc
+			                   ? (double)(t->last_tsc - t->first_tsc) *
+			                         m->ns_per_tick
+			                   : 0;
+		}
+		starve_group(m, p, j - i, out);
 	}
 	free(p);
+	free(ix);
 	free(role);
 }

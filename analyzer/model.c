@@ -39,7 +39,7 @@ void lockstat_add(lockstat_t *d, const lockstat_t *s)
 #undef LOCK_ADD_M
 }
 
-hist_t *lock_hist(model_t *m, lock_t *l, int which)
+uint32_t lock_group(model_t *m, lock_t *l)
 {
 	if (!l->hist) {
 		uint64_t key = l->init_stack != NONE32   ? l->init_stack
@@ -51,11 +51,18 @@ hist_t *lock_hist(model_t *m, lock_t *l, int which)
 		if (added) {
 			VEC_RESERVE(m->lhist, m->caplhist, m->nlhist);
 			memset(&m->lhist[m->nlhist], 0, sizeof *m->lhist);
+			m->lhist[m->nlhist].rep = (uint32_t)(l - m->lock);
 			*v = (uint32_t)m->nlhist++;
 		}
 		l->hist = *v + 1;
 	}
-	lockhist_t *h = &m->lhist[l->hist - 1];
+	return l->hist - 1;
+}
+
+hist_t *lock_hist(model_t *m, lock_t *l, int which)
+{
+	uint32_t g = lock_group(m, l); /* may move lhist */
+	lockhist_t *h = &m->lhist[g];
 	return which ? &h->hold : &h->wait;
 }
 
@@ -113,6 +120,8 @@ lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack)
 {
 	lstab_t *t = &m->ls[k];
 	int added;
+	uint32_t g = lock_group(m, &m->lock[lock]); /* may move lhist */
+	lock = m->lhist[g].rep;
 	uint32_t *v = u64map_put(&t->map, (uint64_t)lock << 32 | stack, &added);
 	if (added) {
 		VEC_RESERVE(t->v, t->cap, t->n);
@@ -214,6 +223,11 @@ const char *model_allocator(const model_t *m)
 			    strncmp(b + 3, known[k], strlen(known[k])) == 0)
 				return known[k];
 	}
+	/* tcmalloc linked into the program: the shim records through its
+	 * MallocHook API and says so (shim/tcmalloc_hooks.c). */
+	for (size_t i = 0; i < m->nnote; i++)
+		if (strstr(m->note[i].text, "through its MallocHook API"))
+			return "tcmalloc";
 	return "glibc";
 }
 

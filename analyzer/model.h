@@ -14,9 +14,10 @@
  *   id may be used before the metadata that defines it arrives.
  * - Memory grows with threads, stacks, locks, pairs and live blocks, never
  *   with the number of events. A lock instance keeps counters only: its
- *   wait and hold histograms are kept per site (lock_hist), one for all the
- *   instances initialised (or first taken) at one stack, and summed into
- *   classes (issue 13: 82k mutexes took 437 MB).
+ *   wait and hold histograms and its (lock, stack) pairs are kept per site
+ *   (lock_group), one for all the instances initialised (or first taken)
+ *   at one stack, and summed into classes (issue 13: 82k mutexes took
+ *   437 MB).
  */
 #ifndef MALLOCK_MODEL_H
 #define MALLOCK_MODEL_H
@@ -112,10 +113,13 @@ typedef struct lock {
 	lockstat_t s;
 } lock_t;
 
-/* Wait and hold histograms of the instances of one site (lock_hist). */
+/* What the instances of one site keep together (lock_group): their wait
+ * and hold histograms, and their (lock, stack) pairs, filed under the
+ * site's first instance (model_pair). */
 typedef struct lockhist {
 	hist_t wait, hold;
 	uint32_t cls; /* the class it was summed into (classes_build) */
+	uint32_t rep; /* its first instance: the lock its pairs name */
 } lockhist_t;
 #define LOCK_KIND_UNKNOWN 99u
 
@@ -161,7 +165,7 @@ enum ls_kind {
 /* clang-format on */
 
 typedef struct lspair {
-	uint32_t lock, stack;
+	uint32_t lock, stack; /* lock: its site's first instance (model_pair) */
 	uint64_t n, ns, ns2, n2, n3;
 } lspair_t;
 
@@ -395,12 +399,18 @@ uint32_t model_stack(model_t *m, uint64_t id);
 uint32_t model_lock(model_t *m, uint64_t id);
 /* Index of the thread with tid (creating it). May allocate. */
 uint32_t model_thread(model_t *m, uint32_t tid);
-/* The wait (which 0) or hold (1) histogram lock l adds to: the one of its
- * init stack, else its first acquisition's stack (chosen at its first
- * use), else its own. May allocate. */
+/* The site group lock l belongs to (an lhist index): its init stack's,
+ * else its first acquisition stack's (chosen at its first use), else its
+ * own. A class is a function of that stack (classes.c), so a group's
+ * instances are one class. May allocate. */
+uint32_t lock_group(model_t *m, lock_t *l);
+/* The wait (which 0) or hold (1) histogram of l's site group. */
 hist_t *lock_hist(model_t *m, lock_t *l, int which);
 
-/* Pair of kind k for (lock, stack); created zeroed. May allocate. */
+/* Pair of kind k for (lock, stack); created zeroed. The pair is kept for
+ * the lock's site group: its lock is the group's first instance, so
+ * memory grows with sites, not instances (issue 13: 82k mutexes made a
+ * pair per mutex, thread and stack). May allocate. */
 lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack);
 
 /* Adds a note (a shim NOTE, or the analyzer's own remark); repeated texts
@@ -427,7 +437,8 @@ static inline uint64_t model_duration_ns(const model_t *m)
 	return ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
 }
 
-/* The allocator the traced program used, from its MODULE records:
+/* The allocator the traced program used, from its MODULE records (or the
+ * shim's note that it records a linked-in tcmalloc through MallocHook):
  * "tcmalloc", "jemalloc", "mimalloc", or "glibc" (none of those loaded). */
 const char *model_allocator(const model_t *m);
 

@@ -6,8 +6,19 @@
  * - No size field makes the reader allocate more than the file could hold:
  *   a payload length is checked against the bytes left in the file before a
  *   buffer is sized for it.
- * - Heap order is (tsc, stream index), so equal timestamps merge in a
- *   deterministic order.
+ * - Heap order is (key, stream index), so equal keys merge in a
+ *   deterministic order. A record's key is its tsc, except a FREE's: the
+ *   start of the free (tsc - ticks). A record is stamped when its call
+ *   returns, but a freed block may be handed to another thread's malloc
+ *   before the free returns (tcmalloc moves it to the central free list,
+ *   then goes on releasing others): keyed by its end, that malloc came
+ *   first and the free was matched to the new block (a free under one
+ *   lock charged to another thread's allocation site). A block's
+ *   allocation is stamped before its owner can free it, and it can be
+ *   reallocated only after its free began, so the start orders both. The
+ *   keys of one stream never go back: a thread's free starts after its
+ *   previous record was stamped, and a forged one that does not is keyed
+ *   as that record.
  * - Each stream holds at most one decoded chunk; its buffer is reused.
  */
 #define _GNU_SOURCE /* pread, posix_fadvise */
@@ -44,6 +55,7 @@ typedef struct rd_stream {
 	size_t cap;
 	fmt_dec_t dec;
 	fmt_record_t rec; /* the stream's next record (its head) */
+	uint64_t key;     /* rec's merge key (see the invariants) */
 } rd_stream_t;
 
 struct reader {
@@ -429,8 +441,15 @@ static int advance(reader_t *r, rd_stream_t *s)
 	for (;;) {
 		size_t eo = 0;
 		int rc = fmt_decode(&s->dec, &s->rec, &eo);
-		if (rc > 0)
+		if (rc > 0) {
+			uint64_t back = s->rec.type == FMT_FREE
+			                    ? s->rec.f[FMT_FREE_TICKS]
+			                    : 0;
+			uint64_t key = s->rec.tsc - (back < s->rec.tsc ? back : 0);
+			if (key > s->key) /* a forged free may start too early */
+				s->key = key;
 			return 1;
+		}
 		if (rc < 0) {
 			char why[160];
 			const rd_chunk_t *ch = &r->chunk[s->cur];
@@ -468,7 +487,7 @@ static int advance(reader_t *r, rd_stream_t *s)
 
 static inline int before(const reader_t *r, uint32_t a, uint32_t b)
 {
-	uint64_t ta = r->st[a].rec.tsc, tb = r->st[b].rec.tsc;
+	uint64_t ta = r->st[a].key, tb = r->st[b].key;
 	return ta < tb || (ta == tb && a < b);
 }
 
@@ -500,6 +519,7 @@ void reader_rewind(reader_t *r)
 	for (uint32_t i = 0; i < r->nst; i++) {
 		rd_stream_t *s = &r->st[i];
 		s->cur = NONE;
+		s->key = 0;
 		if (load_chunk(r, s, s->first) < 0 || advance(r, s) <= 0)
 			continue;
 		r->heap[r->nheap++] = i;

@@ -64,7 +64,9 @@ const reader_info_t *reader_info(const reader_t *r);
 uint32_t reader_streams(const reader_t *r);
 
 /*
- * Pass 2: the next event in TSC order. Returns 1 with *ev set (valid until
+ * Pass 2: the next event in TSC order (a FREE at its start, tsc - ticks:
+ * reader.c says why; its tsc is still its end, so the tsc of successive
+ * events may step back by a free's duration). Returns 1 with *ev set (valid until
  * the next call), 0 at the end, -1 when a malformed record stopped the read
  * (reader_info() then says truncated, where and why).
  */

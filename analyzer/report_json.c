@@ -154,12 +154,15 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 	jw_end(w, '}');
 }
 
-/* The top JSON_POINTS pairs of kind k for lock li, by ns. */
+/* The top JSON_POINTS pairs of kind k for lock li, by ns: those of its
+ * site group (model_pair), its own when it is alone at its site. */
 static void points_json(jw_t *w, model_t *m, const char *key, int k,
                         uint32_t li, const char *nkey, const char *nskey)
 {
 	const uint32_t *idx;
-	size_t n = model_lock_pairs(m, k, li, &idx);
+	const lock_t *l = &m->lock[li];
+	size_t n = model_lock_pairs(
+	    m, k, l->hist ? m->lhist[l->hist - 1].rep : li, &idx);
 	jw_key(w, key);
 	jw_arr(w);
 	for (size_t i = 0; i < n && i < JSON_POINTS; i++) {

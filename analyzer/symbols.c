@@ -71,7 +71,8 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
 	X("pthread_mutex_") X("pthread_rwlock_") X("pthread_spin_")            \
 	X("pthread_cond_") X("__GI_") X("__libc_") X("_int_") X("tc_")         \
 	X("tcmalloc::") X("mallock_") X("__gnu_cxx::new_allocator")            \
-	X("std::__new_allocator") X("__gthread_")
+	X("std::__new_allocator") X("__gthread_")                              \
+	X("MallocHook::") X("MallocHook_")
 /* clang-format on */
 
 typedef struct cache_ent {

@@ -19,7 +19,11 @@
 
 #define U64MAP_EMPTY UINT64_MAX
 
-typedef struct u64map_slot {
+/* 12 bytes a slot, not 16: packed with 4-byte alignment (the key is read
+ * unaligned, which x86-64 and arm64 do at no cost), key and value in one
+ * cache line but for a slot in 16 (the lock and (lock, thread) maps of a
+ * million-lock trace held 170 MB of padding). */
+typedef struct __attribute__((packed, aligned(4))) u64map_slot {
 	uint64_t key;
 	uint32_t val;
 } u64map_slot_t;

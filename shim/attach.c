@@ -900,6 +900,9 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 			          "program's calls were bound",
 			          r->fam[k].label,
 			          prim_object_of((void *)r->fam[k].global[0]));
+	/* Into the trace at once: a report read while the process runs
+	 * says "attached at" (the analyzer knows the attach by these). */
+	writer_notes();
 	gate_restore(t, gate);
 	return attach_msg;
 #endif

@@ -521,7 +521,10 @@ void ctl_serve(tls_t *t)
 		}
 		if (why)
 			ctl_switch(mt, want, why);
-		if (atomic_exchange(&ctl_cap_pending, 0))
+		/* The notes reach the file now, not at exit: a report read
+		 * while the server runs must see the attach notes and the
+		 * window's "recording off" (issue 13, item 6). */
+		if ((atomic_exchange(&ctl_cap_pending, 0) | (why != NULL)))
 			writer_notes();
 		atomic_store(&ctl_dirty, 0);
 		status_write();

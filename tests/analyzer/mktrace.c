@@ -63,6 +63,10 @@
  *                     a pointer no thread allocated (one unknown free,
  *                     which is not a cross-thread free)
  *   --attached        a NOTE as `mallock attach` writes ("attached: ...")
+ *   --static-tcmalloc the shim's NOTE for a program with tcmalloc linked
+ *                     in ("... through its MallocHook API"), no module;
+ *                     worker_main's allocations (the 32-byte blocks)
+ *                     reached through MallocHook::InvokeNewHookSlow
  *   --window-closed   a MARK pause (a window closed by ctl) 1 us after the
  *                     last event, and no END (the process still runs)
  *   --no-end          no END record
@@ -84,6 +88,8 @@
  *   --unnamed         cascade, mixed: no LOCK_NAME records
  *   --global-stats    the "stats" lock lives in this binary's global
  *                     mktrace_stats_lock (+8): a data symbol
+ *   --global-past     the "stats" lock lies 24 bytes past the end of the
+ *                     data symbol mktrace_small_obj: no symbol holds it
  *   --heap-queue      main allocates 128 bytes at 0x30000000 from
  *                     registry_create (not freed) before the "queue" lock
  *                     is first seen, at 0x30000028: a lock in a heap block
@@ -149,6 +155,18 @@ FRAME_FN(fx_event_wait)
 FRAME_FN(fx_event_post)
 FRAME_FN(fx_poster)
 
+/* --static-tcmalloc: gperftools' hook caller, the leaf of the stacks of
+ * allocations recorded through MallocHook (a C++ name: its mangled label
+ * is MallocHook::InvokeNewHookSlow(void const*, unsigned long)). */
+__attribute__((noinline, used)) void mh_invoke(void) __asm__(
+    "_ZN10MallocHook17InvokeNewHookSlowEPKvm");
+__attribute__((noinline, used)) void mh_invoke(void)
+{
+	sink += __LINE__;
+	sink ^= sink >> 3;
+	sink += 7;
+}
+
 /* --two-lines: one function (tree_insert) allocating at two lines; its
  * two calls' return addresses, taken by calling it once. */
 static uint64_t tree_pc[2];
@@ -169,6 +187,17 @@ __attribute__((noinline, used)) void tree_insert(void)
 uint64_t mktrace_stats_lock[8];
 /* The futex scenario's lock word (a data symbol). */
 uint32_t mktrace_fx_word;
+/* --global-past: an object whose symbol covers 8 of the 64 bytes it owns
+ * (.size 8), so +32 lies past the end of every symbol. */
+__asm__(".pushsection .data\n"
+        ".balign 64\n"
+        ".globl mktrace_small_obj\n"
+        ".type mktrace_small_obj, @object\n"
+        ".size mktrace_small_obj, 8\n"
+        "mktrace_small_obj:\n"
+        ".zero 64\n"
+        ".popsection\n");
+extern char mktrace_small_obj[];
 /* Stands for libc's start_thread: "mallock_" frames fold as runtime, so a
  * stack rooted here reaches the thread's start (its entry function is the
  * next frame). */
@@ -478,8 +507,10 @@ static bool unknown_free; /* --unknown-free */
 static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 static bool slow_outside;       /* --slow-outside */
+static bool static_tcmalloc;    /* --static-tcmalloc */
 static uint64_t churn_size = 16; /* --churn-size */
-static bool unnamed, global_stats, heap_queue, two_lines, wrapped;
+static bool unnamed, global_stats, global_past, heap_queue, two_lines,
+    wrapped;
 static tw_t *idle[2]; /* --idle-waiters */
 
 static void define_stacks(tw_t *t)
@@ -509,8 +540,13 @@ static void define_stacks(tw_t *t)
 	f[0] = fa(queue_put), f[1] = fa(producer_alt);
 	m_stack(t, S_PUT_ALLOC2, 2, f);
 	f[0] = fa(worker_main);
-	m_stack(t, S_WORK_ALLOC, 1, f);
 	m_stack(t, S_WORK_SITE, 1, f);
+	if (static_tcmalloc) {
+		f[0] = fa(mh_invoke), f[1] = fa(worker_main);
+		m_stack(t, S_WORK_ALLOC, 2, f);
+	} else {
+		m_stack(t, S_WORK_ALLOC, 1, f);
+	}
 	/* An uncontended acquisition's site (one frame), and whole stacks
 	 * rooted at the thread's start. */
 	f[0] = fa(client_wait);
@@ -950,6 +986,8 @@ int main(int argc, char **argv)
 			bad_magic = true;
 		else if (!strcmp(a, "--attached"))
 			attached = true;
+		else if (!strcmp(a, "--static-tcmalloc"))
+			static_tcmalloc = true;
 		else if (!strcmp(a, "--window-closed"))
 			window_closed = no_end = true;
 		else if (!strcmp(a, "--no-end"))
@@ -968,6 +1006,8 @@ int main(int argc, char **argv)
 			unnamed = true;
 		else if (!strcmp(a, "--global-stats"))
 			global_stats = true;
+		else if (!strcmp(a, "--global-past"))
+			global_past = true;
 		else if (!strcmp(a, "--heap-queue"))
 			heap_queue = true;
 		else if (!strcmp(a, "--churn-size"))
@@ -1011,6 +1051,11 @@ int main(int argc, char **argv)
 		q = fmt_put_u(q, 0);
 		meta(proc, FMT_MODULE, mb, (size_t)(q - mb));
 	}
+	if (static_tcmalloc)
+		m_note(proc, FMT_NOTE_WARN,
+		       "malloc is defined by /srv/app, ahead of the shim (a "
+		       "statically linked allocator): recording allocations "
+		       "through its MallocHook API");
 	if (attached)
 		m_note(proc, FMT_NOTE_INFO,
 		       "attached: 12 GOT slots in 3 modules redirected, 0 left "
@@ -1159,8 +1204,9 @@ int main(int argc, char **argv)
 	m_lock_new(p[1], L_QUEUE, heap_queue ? 0x30000028 : 0x4000,
 	           FMT_KIND_MUTEX, FMT_LOCKF_INIT);
 	m_lock_new(p[1], L_STATS,
-	           global_stats ? (uint64_t)(uintptr_t)&mktrace_stats_lock[1]
-	                        : 0x4040,
+	           global_stats  ? (uint64_t)(uintptr_t)&mktrace_stats_lock[1]
+	           : global_past ? (uint64_t)(uintptr_t)&mktrace_small_obj[32]
+	                         : 0x4040,
 	           FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
 	m_lock_new(p[1], C_QUEUE, 0x4080, FMT_KIND_COND, 0);
 	m_lock_new(p[1], L_MALLOC, alloc_lock_addr, FMT_KIND_ALLOC_INTERNAL, 0);

@@ -159,6 +159,19 @@ check("dbgf_fill_under_lock" not in functions(d) and
       [x for x in missing(d) if x["module"] == prog],
       "a debug file of another build is not used: %r" % missing(d))
 
+# The stripped program itself where a debug file would be, by its build-id
+# (the same build-id, no DWARF), and the real one by its debuglink name in
+# the same --debug-dir: the one without DWARF is passed over.
+both = os.path.join(TMP, "both")
+os.makedirs(os.path.join(both, ".build-id", build_id[:2]))
+shutil.copy(prog, os.path.join(both, ".build-id", build_id[:2],
+                               build_id[2:] + ".debug"))
+shutil.copy(os.path.join(store, "dbgprog.debug"), both)
+d, _ = report("json", "--debug-dir", both)
+check("dbgf_fill_under_lock" in functions(d),
+      "a file of the same build-id without DWARF is not used: %r" %
+      missing(d))
+
 # FIFOs where the debug files would be: no hang, frames stay addresses.
 d, secs = report("json", "--debug-dir", fifo, timeout=30)
 check("dbgf_fill_under_lock" not in functions(d) and secs < 15,

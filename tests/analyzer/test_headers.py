@@ -69,6 +69,11 @@ check("central free list" not in a and "glibc" in a,
       "glibc program: glibc's slow path, not tcmalloc's: " + a)
 a = slow_advice("--module", "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4")
 check("tcmalloc's central free list" in a, "tcmalloc program: " + a)
+a = slow_advice("--static-tcmalloc")
+check("tcmalloc's central free list" in a,
+      "tcmalloc linked in (the shim records through MallocHook): " + a)
+check("for worker_main" in a and "MallocHook" not in a,
+      "the site is the caller, not tcmalloc's hook machinery: " + a)
 a = slow_advice("--module", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 check("jemalloc" in a and "central free list" not in a, "jemalloc: " + a)
 

@@ -35,6 +35,12 @@ rc, out, err = run("report", os.path.join(TMP, "names.trace"))
 check("mktrace_stats_lock+0x8" in out and "in a block from registry_create"
       in out, "the text report uses the labels")
 
+# Past the end of a data symbol (the nearest one below, 8 bytes long): not
+# named by it, but by the function that first took it.
+d, lab = labels("--unnamed", "--global-past")
+check(lab[2].startswith("mutex first taken in stats_update (mktrace.c:"),
+      "past a symbol's end: not its name: " + lab[2])
+
 # mallock_lock_name wins over every other name.
 d, lab = labels("--global-stats", "--heap-queue")
 eq((lab[1], lab[2]), ("queue", "stats"), "user names win")

@@ -10,6 +10,8 @@ and output are unchanged, the trace exists and its report shows allocations
 and lock acquisitions made after the attach, allocations inside lock holds
 (an alloc_under_lock finding), the blocks allocated before the attach
 counted as unknown frees (not cross-thread); `mallock ctl status` answers;
+a report read after `mallock ctl stop`, while the app runs, says "attached
+at" and "window closed by ctl at" and holds the attach notes;
 a second attach is refused; an attach the kernel would not permit (PID 1
 as uid 65534) is refused in one line with exit status 2.
 
@@ -127,12 +129,37 @@ again = subprocess.run([MALLOCK, "attach", str(app.pid)],
 check(again.returncode == 1 and "already has libmallock.so" in again.stderr,
       "a second attach is refused: " + again.stderr.strip())
 
+# A window closed by ctl, reported while the app still runs: the header
+# says so and that the recording began at the attach, and the attach
+# notes are in the trace already (they were written only at exit).
+path = trace.replace("%p", str(app.pid))
+time.sleep(0.5)
+stop = subprocess.run([MALLOCK, "ctl", "stop", str(app.pid)],
+                      capture_output=True, text=True)
+check(stop.returncode == 0 and "paused" in stop.stdout,
+      "mallock ctl stop: " + stop.stdout.strip() + stop.stderr.strip())
+mid = subprocess.run([MALLOCK, "report", "--top", "1", path],
+                     capture_output=True, text=True)
+head = " ".join(mid.stdout.split("Findings")[0].split())
+check(mid.returncode == 0 and app.poll() is None,
+      "reported while the app runs: " + mid.stderr.strip())
+check("attached at " in head and "window closed by ctl at " in head and
+      "did not exit cleanly" not in head,
+      "the header says attached at, window closed by ctl: " + head)
+check("recording started at the attach" in head and
+      "started with the program" not in head,
+      "the recording started at the attach: " + head)
+check("attached: " in head, "the attach notes are in the trace: " + head)
+start = subprocess.run([MALLOCK, "ctl", "start", str(app.pid)],
+                       capture_output=True, text=True)
+check(start.returncode == 0 and "recording" in start.stdout,
+      "mallock ctl start: " + start.stdout.strip() + start.stderr.strip())
+
 out, _ = app.communicate(timeout=30)
 check(app.returncode == 0, "the app exits normally (status %d)" %
       app.returncode)
 check("attachapp: ops" in out, "the app prints its count: " + out.strip())
 
-path = trace.replace("%p", str(app.pid))
 check(os.path.exists(path), "the trace exists: " + path)
 rep = subprocess.run([MALLOCK, "report", "--format=json", path],
                      capture_output=True, text=True)

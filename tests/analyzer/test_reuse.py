@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""A block freed on one thread and handed to another thread's malloc before
+the free returned (make demo: tcmalloc moves the block to its central free
+list, then goes on releasing others, while the churn thread's malloc takes
+it). Each record is stamped when its call returns, so the malloc's record
+is the earlier one. Merged by those stamps, the free was matched to the new
+block: a free made under "queue" was charged to the other thread's
+allocation site ("alloc_under_lock queue @ churn_alloc", a lock the churn
+thread never takes), and the new block's own free became an unknown free.
+A free is merged at its start (tsc - ticks), which precedes any reuse of
+its block (analyzer/reader.c).
+
+A small trace written here, 1 tick = 1 ns (time: what happens):
+  thread 7 (producer): 1010 ALLOC p (stack 100)
+  thread 8 (consumer): 1100 ACQ queue; 1400 FREE p (300 ns: began at 1100);
+                       1410 REL queue
+  thread 9 (churn):    1200 ALLOC p (stack 200, 10 ns); 1500 FREE p
+The consumer's free is the producer's block's, under "queue"; the churn
+thread's free is its own block's, under no lock."""
+import struct
+import zlib
+from common import *
+
+
+def uv(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def zz(v):
+    return (v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1
+
+
+def chunk(tid, payload, base=1000):
+    tail = struct.pack("<IIIQQQ", tid, 0, 0, base, base + 1000, base + 1000)
+    return (struct.pack("<III", 0x434B4C4D, len(payload),
+                        zlib.crc32(tail + payload)) + tail + payload)
+
+
+def s(b):
+    return uv(len(b)) + b
+
+
+def meta(code, body):
+    return bytes([code]) + uv(len(body)) + body
+
+
+P = 0x5000
+body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
+body += s(b"/bin/reuse") + s(b"reuse") + s(b"h") + s(b"test")
+proc = meta(0x80, body)
+# STACK ids 100 and 200, one frame each (the allocation sites); lock 1,
+# "queue", taken at call site 300 (a stack the trace does not define).
+proc += meta(0x82, uv(100) + uv(1) + uv(0x1100))
+proc += meta(0x82, uv(200) + uv(1) + uv(0x2200))
+proc += meta(0x83, uv(1) + uv(0x9100) + uv(0) + uv(0))
+proc += meta(0x84, uv(1) + uv(0) + s(b"queue"))
+# Records: type, dt (ticks since the chunk's previous record), fields.
+alloc = lambda dt, stack, ns: (b"\x01" + uv(dt) + uv(zz(P)) + uv(64) +
+                               uv(stack) + uv(ns) + b"\x00")
+free = lambda dt, ns: b"\x02" + uv(dt) + uv(zz(0)) + uv(ns)
+t7 = alloc(10, 100, 10)                                      # 1010
+t8 = b"\x04" + uv(100) + uv(1) + uv(300)                     # 1100 ACQ 1
+t8 += b"\x02" + uv(300) + uv(zz(P)) + uv(300)                # 1400 FREE
+t8 += b"\x09" + uv(10) + uv(1)                               # 1410 REL
+t9 = alloc(200, 200, 10) + free(300, 20)                     # 1200, 1500
+path = os.path.join(TMP, "reuse.trace")
+with open(path, "wb") as f:
+    f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+    f.write(chunk(0, proc) + chunk(7, t7) + chunk(8, t8) + chunk(9, t9))
+
+d = report_json("--no-symbols", "--all", path)
+eq(d["totals"]["unknown_frees"], 0, "unknown frees")
+eq(d["totals"]["frees"], 2, "frees")
+eq(d["totals"]["cross_thread_frees"], 1, "cross-thread frees (the consumer's)")
+q = lock_by_name(d, "queue")
+eq(q["allocations_in_holds"], 1, "allocator calls under queue")
+rc, out, err = run("report", "--no-symbols", "--format=folded",
+                   "--metric=alloc-under-lock", path)
+eq(rc, 0, "folded report")
+lines = [l for l in out.splitlines() if "[alloc under" in l]
+eq(len(lines), 1, "one (lock, block site) pair: %r" % lines)
+check(lines and "0x1100" in lines[0] and "0x2200" not in lines[0],
+      "the free under queue is charged to the producer's site (0x1100), "
+      "not the churn thread's (0x2200): %r" % lines)
+done("analyzer_reuse")
