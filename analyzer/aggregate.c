@@ -5,9 +5,10 @@
  * hash lookup per lock or allocator event, times converted to ns once.
  *
  * Semantics follow trace_format.h:
- * - ACQ, ACQ_WAIT (and shared forms) and COND_WAKE start a hold on the acting thread; REL, REL_CONTENDED and
- *   COND_WAIT end it (hold = release tsc - acquire tsc). A thread may hold
- *   several locks; rwlocks may be held shared by many threads at once.
+ * - ACQ, ACQ_WAIT (and shared forms) and COND_WAKE start a hold on the acting
+ * thread; REL, REL_CONTENDED and COND_WAIT end it (hold = release tsc - acquire
+ * tsc). A thread may hold several locks; rwlocks may be held shared by many
+ * threads at once.
  * - ACQ_WAIT's tsc is the time acquired; its wait began wait ticks before.
  * - ALLOC_LOCK_WAIT belongs to the same thread's next allocator event.
  * - FUTEX_WAIT and FUTEX_WAKE (a futex word used through syscall(): a lock
@@ -373,8 +374,8 @@ static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
 	c->slow += slow;
 	c->lw_ns += lw_ns;
 	c->lw_n += lw_n;
-	size_t lo = t->nheld > ALLOC_PAIR_LOCKS ? t->nheld - ALLOC_PAIR_LOCKS
-	                                        : 0;
+	size_t lo =
+	    t->nheld > ALLOC_PAIR_LOCKS ? t->nheld - ALLOC_PAIR_LOCKS : 0;
 	for (size_t i = lo; i < t->nheld; i++) {
 		lspair_t *p = model_pair(m, LS_ALLOC, t->held[i].lock, stack);
 		p->n++;
@@ -499,7 +500,8 @@ static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
                      uint64_t ptr, uint64_t size, uint64_t stack_id,
                      uint64_t ticks, bool realloc_)
 {
-	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns, lw_n = t->pend_lw_n;
+	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
+	         lw_n = t->pend_lw_n;
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	uint32_t stack = model_stack(m, stack_id);
 	site_t *s = site_of(m, stack);
@@ -547,11 +549,12 @@ static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 static void on_free(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
                     uint64_t ptr, uint64_t ticks)
 {
-	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns, lw_n = t->pend_lw_n;
+	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
+	         lw_n = t->pend_lw_n;
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	bool known = false;
-	uint32_t stack = ptr ? block_free(m, t, ti, ptr, tsc, ns, &known)
-	                     : NONE32;
+	uint32_t stack =
+	    ptr ? block_free(m, t, ti, ptr, tsc, ns, &known) : NONE32;
 	site_t *s = site_of(m, stack);
 	/* A tracked block counts as many frees as its allocation counted
 	 * (sampled traces); an untracked one of a sampled trace is only an
@@ -772,7 +775,8 @@ static void futex_words(model_t *m)
 		if (l->kind != FMT_KIND_FUTEX || !l->s.futex_waits ||
 		    l->futex_lockish)
 			continue;
-		uint64_t w = lt->wait_ns < t->wait_ns ? lt->wait_ns : t->wait_ns;
+		uint64_t w =
+		    lt->wait_ns < t->wait_ns ? lt->wait_ns : t->wait_ns;
 		t->wait_ns -= w;
 		t->sleep_ns += w;
 	}
@@ -795,8 +799,8 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		uint32_t slot;
 		if (r->type == FMT_ALLOC && r->f[FMT_ALLOC_PTR])
 			block_new(m, r->f[FMT_ALLOC_PTR], r->f[FMT_ALLOC_SIZE],
-			          r->tsc, model_stack(m, r->f[FMT_ALLOC_STACK]), ti,
-			          0);
+			          r->tsc, model_stack(m, r->f[FMT_ALLOC_STACK]),
+			          ti, 0);
 		else if (r->type == FMT_FREE && r->f[FMT_FREE_PTR] &&
 		         u64map_del(&m->live, r->f[FMT_FREE_PTR], &slot)) {
 			m->blk[slot].next_free = m->blk_free;
@@ -861,7 +865,8 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		 * wait was waiting for work, not time lost to the holders. */
 		for (size_t k = t->nheld; k-- > 0;)
 			if (t->held[k].lock == li) {
-				m->lock[li].s.idle_wait_ns += t->held[k].wait_ns;
+				m->lock[li].s.idle_wait_ns +=
+				    t->held[k].wait_ns;
 				break;
 			}
 		release(m, t, li, r->tsc);
@@ -981,7 +986,8 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 	case FMT_LOCK_INIT: {
 		lock_t *l = lock_at(m, r->f[FMT_LOCK_INIT_LOCK]);
 		if (l->init_stack == NONE32)
-			l->init_stack = model_stack(m, r->f[FMT_LOCK_INIT_STACK]);
+			l->init_stack =
+			    model_stack(m, r->f[FMT_LOCK_INIT_STACK]);
 		break;
 	}
 	case FMT_LOCK_DESTROY:
@@ -1042,7 +1048,8 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 		if (!ti) {
 			ti = model_thread(m, ev.tid) + 1;
 			m->thr_of_stream[ev.stream] = ti;
-			m->thr[ti - 1].excluded = !thread_matches(m, &m->thr[ti - 1]);
+			m->thr[ti - 1].excluded =
+			    !thread_matches(m, &m->thr[ti - 1]);
 		}
 		/* A FREE merges at its start (reader.h): tsc may step back. */
 		if (!m->events || rec->tsc < m->first_tsc)

@@ -52,17 +52,19 @@
 
 static void attach_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: mallock attach [options] PID\n"
-	        "  -o FILE          write the trace to FILE (%%p: pid, %%e: program "
-	        "name;\n"
-	        "                   default %s in this directory)\n"
-	        "  --duration S     stop recording by itself after S seconds\n"
-	        "  --shim PATH      inject this libmallock.so\n"
-	        "Injects the shim into the running process PID with ptrace. Stop "
-	        "recording with\n`mallock ctl stop PID`; the shim stays loaded "
-	        "until the process exits.\n",
-	        DEFAULT_OUTPUT);
+	fprintf(
+	    f,
+	    "usage: mallock attach [options] PID\n"
+	    "  -o FILE          write the trace to FILE (%%p: pid, %%e: "
+	    "program "
+	    "name;\n"
+	    "                   default %s in this directory)\n"
+	    "  --duration S     stop recording by itself after S seconds\n"
+	    "  --shim PATH      inject this libmallock.so\n"
+	    "Injects the shim into the running process PID with ptrace. Stop "
+	    "recording with\n`mallock ctl stop PID`; the shim stays loaded "
+	    "until the process exits.\n",
+	    DEFAULT_OUTPUT);
 }
 
 /* libmallock.so beside this executable (../lib), as record.c finds it. */
@@ -151,20 +153,24 @@ static int ptrace_permitted(long pid)
 	if (scope >= 3) {
 		fprintf(stderr,
 		        "mallock %s: refused: kernel.yama.ptrace_scope=3 "
-		        "forbids every ptrace attach (until reboot)\n", cmd_name);
+		        "forbids every ptrace attach (until reboot)\n",
+		        cmd_name);
 		return 2;
 	}
 	if (scope == 2 && !cap) {
 		fprintf(stderr,
 		        "mallock %s: refused: kernel.yama.ptrace_scope=2 "
 		        "lets only root (CAP_SYS_PTRACE) attach to a process; "
-		        "run it as root\n", cmd_name);
+		        "run it as root\n",
+		        cmd_name);
 		return 2;
 	}
 	long uid[4], gid[4];
 	if (status_ids(st, "Uid:", uid) != 0 || status_ids(st, "Gid:", gid)) {
-		fprintf(stderr, "mallock %s: cannot read the owner of pid "
-		                "%ld\n", cmd_name, pid);
+		fprintf(stderr,
+		        "mallock %s: cannot read the owner of pid "
+		        "%ld\n",
+		        cmd_name, pid);
 		return 1;
 	}
 	if (cap)
@@ -176,16 +182,16 @@ static int ptrace_permitted(long pid)
 		fprintf(stderr,
 		        "mallock %s: refused: pid %ld runs as uid %ld and "
 		        "you are uid %ld without CAP_SYS_PTRACE: only its own "
-		        "user or root may trace it\n", cmd_name,
-		        pid, uid[1], me);
+		        "user or root may trace it\n",
+		        cmd_name, pid, uid[1], me);
 		return 2;
 	}
 	if (gid[0] != mygid || gid[1] != mygid || gid[2] != mygid) {
 		fprintf(stderr,
 		        "mallock %s: refused: pid %ld runs with gid %ld "
 		        "(set-group-ID) and you have gid %ld without "
-		        "CAP_SYS_PTRACE: run as root\n", cmd_name,
-		        pid, gid[1], mygid);
+		        "CAP_SYS_PTRACE: run as root\n",
+		        cmd_name, pid, gid[1], mygid);
 		return 2;
 	}
 	struct stat sb;
@@ -205,7 +211,8 @@ static int ptrace_permitted(long pid)
 		        "mallock %s: refused: kernel.yama.ptrace_scope=1 "
 		        "lets a process trace only its own descendants: run "
 		        "it as root (or sysctl "
-		        "kernel.yama.ptrace_scope=0)\n", cmd_name);
+		        "kernel.yama.ptrace_scope=0)\n",
+		        cmd_name);
 		return 2;
 	}
 	return 0;
@@ -263,8 +270,10 @@ static int drop_to_target(long pid, long *uid)
 		return 0;
 	if (setgroups(0, NULL) != 0 || setgid((gid_t)gid) != 0 ||
 	    setuid((uid_t)*uid) != 0 || setuid(0) == 0) {
-		fprintf(stderr, "mallock %s: cannot drop to uid %ld gid %ld: "
-		                "%s\n", cmd_name, *uid, gid, strerror(errno));
+		fprintf(stderr,
+		        "mallock %s: cannot drop to uid %ld gid %ld: "
+		        "%s\n",
+		        cmd_name, *uid, gid, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -285,8 +294,9 @@ int cmd_attach(int argc, char **argv)
 		} else if (!strcmp(a, "--duration") && i + 1 < argc) {
 			duration = strtol(argv[++i], &end, 10);
 			if (*end || duration <= 0 || duration > 31536000) {
-				fprintf(stderr, "mallock attach: --duration "
-				                "wants whole seconds, 1..31536000\n");
+				fprintf(stderr,
+				        "mallock attach: --duration "
+				        "wants whole seconds, 1..31536000\n");
 				return 1;
 			}
 		} else if (!strcmp(a, "--shim") && i + 1 < argc) {
@@ -294,8 +304,10 @@ int cmd_attach(int argc, char **argv)
 		} else if (a[0] != '-' && !pid) {
 			pid = strtol(a, &end, 10);
 			if (*end || pid <= 0) {
-				fprintf(stderr, "mallock attach: '%s' is not a "
-				                "process id\n", a);
+				fprintf(stderr,
+				        "mallock attach: '%s' is not a "
+				        "process id\n",
+				        a);
 				return 1;
 			}
 		} else {
@@ -328,9 +340,10 @@ int cmd_attach(int argc, char **argv)
 			return 1;
 		}
 	} else if (find_shim(shim, sizeof shim) != 0) {
-		fprintf(stderr, "mallock attach: libmallock.so not found beside "
-		                "this program (expected ../lib/libmallock.so); "
-		                "use --shim PATH\n");
+		fprintf(stderr,
+		        "mallock attach: libmallock.so not found beside "
+		        "this program (expected ../lib/libmallock.so); "
+		        "use --shim PATH\n");
 		return 1;
 	}
 	/* The trace path: relative to this directory, not the target's. */
@@ -341,8 +354,10 @@ int cmd_attach(int argc, char **argv)
 	else if (getcwd(cwd, sizeof cwd))
 		snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, pat);
 	else {
-		fprintf(stderr, "mallock attach: cannot get the current "
-		                "directory: %s\n", strerror(errno));
+		fprintf(stderr,
+		        "mallock attach: cannot get the current "
+		        "directory: %s\n",
+		        strerror(errno));
 		return 1;
 	}
 	if (output) {
@@ -370,8 +385,8 @@ int cmd_attach(int argc, char **argv)
 	if (!strncmp(msg, "ok ", 3)) {
 		unsigned patched = 0, modules = 0, skipped = 0;
 		int used = 0;
-		sscanf(msg + 3, "%u %u %u %n", &patched, &modules,
-		       &skipped, &used);
+		sscanf(msg + 3, "%u %u %u %n", &patched, &modules, &skipped,
+		       &used);
 		char *path = msg + 3 + used, *detail = strchr(path, '\t');
 		if (detail)
 			*detail++ = 0;
@@ -381,7 +396,8 @@ int cmd_attach(int argc, char **argv)
 		       pid, patched, modules, path);
 		if (as_uid >= 0)
 			printf("  injected as uid %ld (the process's own "
-			       "user)\n", as_uid);
+			       "user)\n",
+			       as_uid);
 		if (duration)
 			printf("  recording stops by itself after %ld s\n",
 			       duration);
@@ -445,8 +461,10 @@ int cmd_detach(int argc, char **argv)
 		} else if (a[0] != '-' && !pid) {
 			pid = strtol(a, &end, 10);
 			if (*end || pid <= 0) {
-				fprintf(stderr, "mallock detach: '%s' is not a "
-				                "process id\n", a);
+				fprintf(stderr,
+				        "mallock detach: '%s' is not a "
+				        "process id\n",
+				        a);
 				return 1;
 			}
 		} else {
@@ -463,8 +481,10 @@ int cmd_detach(int argc, char **argv)
 		return rc;
 	char shim[PATH_MAX];
 	if (!has_shim(pid) || mapped_shim(pid, shim, sizeof shim) != 0) {
-		fprintf(stderr, "mallock detach: pid %ld has no libmallock.so: "
-		                "nothing to detach\n", pid);
+		fprintf(stderr,
+		        "mallock detach: pid %ld has no libmallock.so: "
+		        "nothing to detach\n",
+		        pid);
 		return 1;
 	}
 	long as_uid = -1;
@@ -494,6 +514,7 @@ int cmd_detach(int argc, char **argv)
 	       pid, restored, msg + 3 + used);
 	if (changed)
 		printf("  %u slots were rewritten by someone else since the "
-		       "attach: left as they are\n", changed);
+		       "attach: left as they are\n",
+		       changed);
 	return 0;
 }

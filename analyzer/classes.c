@@ -18,10 +18,10 @@
  * constructor (Mutex::Mutex). */
 static bool init_wrapper(const char *fn)
 {
-	static const char *const lockw[] = {"mutex", "lock", "spin", "critsec",
-	                                    "monitor", NULL};
-	static const char *const makew[] = {"init", "create", "new", "make",
-	                                    "alloc", "setup", NULL};
+	static const char *const lockw[] = {"mutex",   "lock",    "spin",
+	                                    "critsec", "monitor", NULL};
+	static const char *const makew[] = {"init",  "create", "new", "make",
+	                                    "alloc", "setup",  NULL};
 	if (!fn)
 		return false;
 	char b[256], *p;
@@ -62,8 +62,8 @@ bool stack_owner(model_t *m, uint32_t si, frame_t *out)
 		return false;
 	bool wrap = init_wrapper(fr[0].function);
 	for (int i = 1; i < n; i++) {
-		bool same_mod = fr[i].module &&
-		                strcmp(fr[i].module, fr[0].module) == 0;
+		bool same_mod =
+		    fr[i].module && strcmp(fr[i].module, fr[0].module) == 0;
 		if (fr[i].inlined || fr[i].address == fr[0].address)
 			continue; /* the wrapper inlined into itself */
 		if (same_mod && (!wrap || init_wrapper(fr[i].function)))
@@ -77,8 +77,8 @@ bool stack_owner(model_t *m, uint32_t si, frame_t *out)
 static bool lock_used(const lock_t *l)
 {
 	return l->s.acq || l->s.internal_waits || l->s.futex_waits ||
-	       l->s.futex_wakes || l->s.try_fail ||
-	       l->s.cond_wakes || l->s.holds || l->defined || l->name;
+	       l->s.futex_wakes || l->s.try_fail || l->s.cond_wakes ||
+	       l->s.holds || l->defined || l->name;
 }
 
 void classes_build(model_t *m)
@@ -104,10 +104,11 @@ void classes_build(model_t *m)
 			 * site is no class. Words inside heap blocks are one
 			 * class per (allocation site, offset); others each
 			 * their own. */
-			uint64_t bpc = l->in_block ? stack_site_pc(m, l->blk_stack)
-			                           : 0;
+			uint64_t bpc =
+			    l->in_block ? stack_site_pc(m, l->blk_stack) : 0;
 			if (bpc)
-				pc = ((bpc * 0x9e3779b97f4a7c15ull) ^ l->blk_off) &
+				pc = ((bpc * 0x9e3779b97f4a7c15ull) ^
+				      l->blk_off) &
 				     ~(1ull << 63);
 		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL) {
 			if (l->init_stack != NONE32 &&
@@ -122,7 +123,8 @@ void classes_build(model_t *m)
 		/* Through an init wrapper, the owner's frame is part of
 		 * the key. */
 		frame_t own;
-		bool has_own = pc && site != NONE32 && stack_owner(m, site, &own);
+		bool has_own =
+		    pc && site != NONE32 && stack_owner(m, site, &own);
 		if (has_own)
 			pc = (pc ^ (own.address * 0x9e3779b97f4a7c15ull)) &
 			     ~(1ull << 63);

@@ -49,28 +49,31 @@
 
 static void usage(FILE *o)
 {
-	fputs("usage: mallock ctl start|stop|status PID\n"
-	      "       mallock ctl start|stop|status --tree PID\n"
-	      "       mallock ctl start|stop|status --exe NAME\n"
-	      "  start   switch recording on (MALLOCK_START=paused, or after stop)\n"
-	      "  stop    switch recording off; the trace is complete up to here\n"
-	      "  status  print the recording state, the trace path and its size\n"
-	      "  --tree  PID and all its descendants that run under the shim\n"
-	      "  --exe   every process of that executable running under the shim\n",
-	      o);
+	fputs(
+	    "usage: mallock ctl start|stop|status PID\n"
+	    "       mallock ctl start|stop|status --tree PID\n"
+	    "       mallock ctl start|stop|status --exe NAME\n"
+	    "  start   switch recording on (MALLOCK_START=paused, or after "
+	    "stop)\n"
+	    "  stop    switch recording off; the trace is complete up to here\n"
+	    "  status  print the recording state, the trace path and its size\n"
+	    "  --tree  PID and all its descendants that run under the shim\n"
+	    "  --exe   every process of that executable running under the "
+	    "shim\n",
+	    o);
 }
 
 /* ---- what /proc says about a process ---- */
 
 typedef struct proc {
 	long pid, ppid;
-	uint64_t start;       /* stat field 22 */
-	unsigned uid[4];      /* real, effective, saved, fs */
-	int maps_ok;          /* /proc/PID/maps was readable */
-	int shim;             /* it maps libmallock */
-	char page[1100];      /* the page it maps ("" if none or unknown) */
-	char page_range[64];  /* its map_files name */
-	uint64_t sig_caught;  /* SigCgt */
+	uint64_t start;      /* stat field 22 */
+	unsigned uid[4];     /* real, effective, saved, fs */
+	int maps_ok;         /* /proc/PID/maps was readable */
+	int shim;            /* it maps libmallock */
+	char page[1100];     /* the page it maps ("" if none or unknown) */
+	char page_range[64]; /* its map_files name */
+	uint64_t sig_caught; /* SigCgt */
 	char comm[32];
 } proc_t;
 
@@ -147,7 +150,8 @@ static int proc_read(long pid, proc_t *p)
 		char *del = strstr(name, " (deleted)");
 		size_t n = del ? (size_t)(del - name) : strlen(name);
 		size_t sl = strlen(suffix);
-		if (n > sl && !memcmp(name + n - sl, suffix, sl) && !p->page[0]) {
+		if (n > sl && !memcmp(name + n - sl, suffix, sl) &&
+		    !p->page[0]) {
 			snprintf(p->page, sizeof p->page, "%.*s", (int)n, name);
 			snprintf(p->page_range, sizeof p->page_range, "%.*s",
 			         (int)strcspn(line, " "), line);
@@ -221,7 +225,8 @@ static void sweep_stale(int dfd)
 		long pid = strtol(e->d_name, &end, 10);
 		if (pid <= 0 || strcmp(end, ".page"))
 			continue;
-		int fd = openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		int fd =
+		    openat(dfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
 		ctl_page_t pg;
@@ -268,8 +273,10 @@ static int page_in_dir(const char *dir, unsigned uid, long pid, int *dfd_out,
 	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != uid ||
 	    st.st_nlink != 1 || st.st_size != CTLP_SIZE) {
-		snprintf(why, wcap, "%.900s/%s is not a control page of uid %u "
-		         "(wrong type, owner, links or size)", dir, name, uid);
+		snprintf(why, wcap,
+		         "%.900s/%s is not a control page of uid %u "
+		         "(wrong type, owner, links or size)",
+		         dir, name, uid);
 		close(fd);
 		close(dfd);
 		return -1;
@@ -294,7 +301,8 @@ static int target_open(target_t *t, long pid, int quiet)
 	}
 	if (p->maps_ok && !p->shim) {
 		if (!quiet)
-			fprintf(stderr, "mallock: ctl: process %ld (%s) does not "
+			fprintf(stderr,
+			        "mallock: ctl: process %ld (%s) does not "
 			        "run under libmallock.so (start it with "
 			        "LD_PRELOAD, or use `mallock attach`)\n",
 			        pid, p->comm);
@@ -303,9 +311,12 @@ static int target_open(target_t *t, long pid, int quiet)
 	uid_t me = geteuid();
 	unsigned euid = p->uid[1];
 	if (me != 0 && me != euid) {
-		fprintf(stderr, "mallock: ctl: process %ld (%s) runs as uid %u, "
-		        "not as you (uid %u): run `mallock ctl` as uid %u or as "
-		        "root\n", pid, p->comm, euid, (unsigned)me, euid);
+		fprintf(
+		    stderr,
+		    "mallock: ctl: process %ld (%s) runs as uid %u, "
+		    "not as you (uid %u): run `mallock ctl` as uid %u or as "
+		    "root\n",
+		    pid, p->comm, euid, (unsigned)me, euid);
 		return -1;
 	}
 	int dfd = -1;
@@ -321,7 +332,8 @@ static int target_open(target_t *t, long pid, int quiet)
 			snprintf(why, sizeof why, "cannot open %s: %s", mf,
 			         strerror(errno));
 	} else if (me == 0 && p->maps_ok) {
-		snprintf(why, sizeof why, "it maps no control page (its "
+		snprintf(why, sizeof why,
+		         "it maps no control page (its "
 		         "stderr says why: a refused directory, or it started "
 		         "before this mallock version)");
 	} else {
@@ -331,7 +343,8 @@ static int target_open(target_t *t, long pid, int quiet)
 		target_env(pid, "MALLOCK_CTL_DIR", dirs[nd], sizeof dirs[0]);
 		if (dirs[nd][0] == '/')
 			nd++;
-		target_env(pid, "XDG_RUNTIME_DIR", dirs[nd], sizeof dirs[0] - 9);
+		target_env(pid, "XDG_RUNTIME_DIR", dirs[nd],
+		           sizeof dirs[0] - 9);
 		if (dirs[nd][0] == '/') {
 			strcat(dirs[nd], "/mallock");
 			nd++;
@@ -340,12 +353,13 @@ static int target_open(target_t *t, long pid, int quiet)
 		for (int i = 0; i < nd && t->fd < 0; i++) {
 			size_t l = strlen(why);
 			if (l)
-				l += (size_t)snprintf(why + l, sizeof why - l, "; ");
+				l += (size_t)snprintf(why + l, sizeof why - l,
+				                      "; ");
 			t->fd = page_in_dir(dirs[i], euid, pid, &dfd, why + l,
 			                    sizeof why - l);
 			if (t->fd >= 0)
-				snprintf(t->where, sizeof t->where, "%.1100s/%ld.page",
-				         dirs[i], pid);
+				snprintf(t->where, sizeof t->where,
+				         "%.1100s/%ld.page", dirs[i], pid);
 		}
 		if (t->fd < 0 && !p->maps_ok && euid != 0 && me != 0)
 			snprintf(why + strlen(why), sizeof why - strlen(why),
@@ -355,12 +369,14 @@ static int target_open(target_t *t, long pid, int quiet)
 	}
 	if (t->fd < 0) {
 		if (!quiet || p->shim)
-			fprintf(stderr, "mallock: ctl: process %ld (%s): no "
-			        "usable control page: %s\n", pid, p->comm, why);
+			fprintf(stderr,
+			        "mallock: ctl: process %ld (%s): no "
+			        "usable control page: %s\n",
+			        pid, p->comm, why);
 		return -1;
 	}
-	t->pg = mmap(NULL, CTLP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd,
-	             0);
+	t->pg =
+	    mmap(NULL, CTLP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
 	if (t->pg == MAP_FAILED) {
 		t->pg = NULL;
 		fprintf(stderr, "mallock: ctl: cannot map %s: %s\n", t->where,
@@ -380,8 +396,10 @@ static int target_open(target_t *t, long pid, int quiet)
 		bad = "was left by a process that exited", stale = 1;
 	else if (!p->maps_ok) {
 		/* Liveness without /proc/PID/maps: its lock on the page. */
-		struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
-		                   .l_start = 0, .l_len = 1};
+		struct flock lk = {.l_type = F_WRLCK,
+		                   .l_whence = SEEK_SET,
+		                   .l_start = 0,
+		                   .l_len = 1};
 		if (fcntl(t->fd, F_GETLK, &lk) != 0 || lk.l_type == F_UNLCK ||
 		    lk.l_pid != (pid_t)pid)
 			bad = "is not held open by the process (it exec'd "
@@ -391,8 +409,10 @@ static int target_open(target_t *t, long pid, int quiet)
 	if (!bad && pg->signal && !ctlp_signal_ok(pg->signal))
 		bad = "names a signal MALLOCK_SIGNAL never allows";
 	if (bad) {
-		fprintf(stderr, "mallock: ctl: process %ld (%s): refused: %s "
-		        "%s%s; no signal sent\n", pid, p->comm, t->where, bad,
+		fprintf(stderr,
+		        "mallock: ctl: process %ld (%s): refused: %s "
+		        "%s%s; no signal sent\n",
+		        pid, p->comm, t->where, bad,
 		        stale && dfd >= 0 ? " (removed)" : "");
 		if (stale && dfd >= 0) {
 			char name[32];
@@ -503,7 +523,8 @@ static long *tree_pids(long root, size_t *n)
 		for (size_t j = 0; j < all_n; j++)
 			if (all[j][1] == out[i]) {
 				if (len == cap)
-					out = realloc(out, (cap *= 2) * sizeof *out);
+					out = realloc(out,
+					              (cap *= 2) * sizeof *out);
 				out[len++] = all[j][0];
 			}
 	free(all);
@@ -522,7 +543,8 @@ static long *exe_pids(const char *name, size_t *n)
 		char *end, path[64], exe[1024];
 		long pid = strtol(e->d_name, &end, 10);
 		proc_t p;
-		if (*end || pid <= 0 || pid == getpid() || proc_stat(pid, &p) != 0)
+		if (*end || pid <= 0 || pid == getpid() ||
+		    proc_stat(pid, &p) != 0)
 			continue;
 		snprintf(path, sizeof path, "/proc/%ld/exe", pid);
 		ssize_t l = readlink(path, exe, sizeof exe - 1);
@@ -536,8 +558,8 @@ static long *exe_pids(const char *name, size_t *n)
 			match = !strcmp(b ? b + 1 : exe, name);
 		} else {
 			match = !strncmp(p.comm, name, 15) && strlen(name) >= 15
-			                ? 1
-			                : !strcmp(p.comm, name);
+			            ? 1
+			            : !strcmp(p.comm, name);
 		}
 		if (!match)
 			continue;
@@ -553,7 +575,8 @@ static long *exe_pids(const char *name, size_t *n)
 
 int cmd_ctl(int argc, char **argv)
 {
-	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+	if (argc == 2 &&
+	    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		usage(stdout);
 		return 0;
 	}
@@ -581,7 +604,8 @@ int cmd_ctl(int argc, char **argv)
 		char *end;
 		long pid = strtol(arg, &end, 10);
 		if (*end || pid <= 0) {
-			fprintf(stderr, "mallock: ctl: '%s' is not a process id\n",
+			fprintf(stderr,
+			        "mallock: ctl: '%s' is not a process id\n",
 			        arg);
 			return 1;
 		}
@@ -617,10 +641,13 @@ int cmd_ctl(int argc, char **argv)
 	}
 	if (!ok) {
 		if (group)
-			fprintf(stderr, "mallock: ctl: no process %s %s runs "
+			fprintf(stderr,
+			        "mallock: ctl: no process %s %s runs "
 			        "under libmallock.so with a usable control "
-			        "page\n", !strcmp(mode, "--exe") ? "named" :
-			        "in the tree of", arg);
+			        "page\n",
+			        !strcmp(mode, "--exe") ? "named"
+			                               : "in the tree of",
+			        arg);
 		free(pids);
 		free(ts);
 		return 1;
@@ -652,21 +679,22 @@ int cmd_ctl(int argc, char **argv)
 				status_print(t);
 			} else {
 				int sig = t->pg->signal;
-				fprintf(stderr,
-				        "mallock: ctl: process %ld (%s) has not "
-				        "answered within 5 s: it made no "
-				        "allocation or lock call (idle)%s; the "
-				        "request stays on its page and applies at "
-				        "its next call\n",
-				        t->p.pid, t->p.comm,
-				        t->signalled == 1
-				                ? "; the wake-up signal was sent, "
-				                  "but no such call followed it (or "
-				                  "the program replaced the shim's "
-				                  "handler)"
-				        : sig ? ", and its threads block the "
-				                "wake-up signal"
-				              : " (it has no wake-up signal)");
+				fprintf(
+				    stderr,
+				    "mallock: ctl: process %ld (%s) has not "
+				    "answered within 5 s: it made no "
+				    "allocation or lock call (idle)%s; the "
+				    "request stays on its page and applies at "
+				    "its next call\n",
+				    t->p.pid, t->p.comm,
+				    t->signalled == 1
+				        ? "; the wake-up signal was sent, "
+				          "but no such call followed it (or "
+				          "the program replaced the shim's "
+				          "handler)"
+				    : sig ? ", and its threads block the "
+				            "wake-up signal"
+				          : " (it has no wake-up signal)");
 				failed = 1;
 			}
 		}

@@ -35,10 +35,13 @@ static size_t close_angle(const char *s, size_t i)
 /* Removes ", std::X<...>" default template arguments. */
 static void drop_defaults(char *s)
 {
-	static const char *const dflt[] = {
-	    ", std::allocator<", ", std::char_traits<", ", std::less<",
-	    ", std::equal_to<", ", std::hash<", ", std::default_delete<",
-	    NULL};
+	static const char *const dflt[] = {", std::allocator<",
+	                                   ", std::char_traits<",
+	                                   ", std::less<",
+	                                   ", std::equal_to<",
+	                                   ", std::hash<",
+	                                   ", std::default_delete<",
+	                                   NULL};
 	for (int k = 0; dflt[k]; k++) {
 		char *p = s;
 		while ((p = strstr(p, dflt[k])) != NULL) {
@@ -60,8 +63,8 @@ static void drop_params(char *s)
 	size_t n = strlen(s);
 	/* trailing qualifiers after the closing parenthesis */
 	for (;;) {
-		static const char *const q[] = {" const", " volatile", " &&", " &",
-		                                " noexcept", NULL};
+		static const char *const q[] = {" const", " volatile", " &&",
+		                                " &",     " noexcept", NULL};
 		bool cut = false;
 		for (int k = 0; q[k]; k++) {
 			size_t m = strlen(q[k]);

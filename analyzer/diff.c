@@ -47,7 +47,8 @@ static drow_t *row(dtab_t *t, const char *key, int kind)
 	uint32_t *v = u64map_put(&t->map, h, &added);
 	if (!added) {
 		drow_t *r = &t->v[*v];
-		if (r->kind == kind && strncmp(r->key, key, sizeof r->key - 1) == 0)
+		if (r->kind == kind &&
+		    strncmp(r->key, key, sizeof r->key - 1) == 0)
 			return r;
 		/* A hash collision: fall back to a scan. */
 		for (size_t i = 0; i < t->n; i++)
@@ -164,20 +165,22 @@ static void text_out(FILE *o, model_t *m, const dtab_t *locks,
 	        human_ns(d, sizeof d, (double)m[1].tot.alloc_ns),
 	        pct(k, sizeof k, (double)m[0].tot.alloc_ns,
 	            (double)m[1].tot.alloc_ns));
-	fprintf(o, "\nLock classes (before > after):\n  %-24s %-23s %-23s %-23s\n",
+	fprintf(o,
+	        "\nLock classes (before > after):\n  %-24s %-23s %-23s %-23s\n",
 	        "lock", "wait", "hold", "allocator in holds");
 	for (size_t i = 0; i < locks->n; i++) {
 		const drow_t *r = &locks->v[i];
-		fprintf(o, "  %-24.24s %8s>%-8s %-5s %8s>%-8s %-5s %8s>%-8s %-5s\n",
-		        r->key, human_ns(a, sizeof a, st(SX(r, 0), 0)),
-		        human_ns(b, sizeof b, st(SX(r, 1), 0)),
-		        pct(h, sizeof h, st(SX(r, 0), 0), st(SX(r, 1), 0)),
-		        human_ns(c, sizeof c, st(SX(r, 0), 1)),
-		        human_ns(d, sizeof d, st(SX(r, 1), 1)),
-		        pct(k, sizeof k, st(SX(r, 0), 1), st(SX(r, 1), 1)),
-		        human_ns(e, sizeof e, st(SX(r, 0), 2)),
-		        human_ns(g, sizeof g, st(SX(r, 1), 2)),
-		        pct(l, sizeof l, st(SX(r, 0), 2), st(SX(r, 1), 2)));
+		fprintf(
+		    o, "  %-24.24s %8s>%-8s %-5s %8s>%-8s %-5s %8s>%-8s %-5s\n",
+		    r->key, human_ns(a, sizeof a, st(SX(r, 0), 0)),
+		    human_ns(b, sizeof b, st(SX(r, 1), 0)),
+		    pct(h, sizeof h, st(SX(r, 0), 0), st(SX(r, 1), 0)),
+		    human_ns(c, sizeof c, st(SX(r, 0), 1)),
+		    human_ns(d, sizeof d, st(SX(r, 1), 1)),
+		    pct(k, sizeof k, st(SX(r, 0), 1), st(SX(r, 1), 1)),
+		    human_ns(e, sizeof e, st(SX(r, 0), 2)),
+		    human_ns(g, sizeof g, st(SX(r, 1), 2)),
+		    pct(l, sizeof l, st(SX(r, 0), 2), st(SX(r, 1), 2)));
 	}
 	fprintf(o, "\nFindings (score before -> after):\n");
 	for (size_t i = 0; i < finds->n; i++) {
@@ -186,7 +189,8 @@ static void text_out(FILE *o, model_t *m, const dtab_t *locks,
 		double s1 = r->f[1] ? r->f[1]->score : 0;
 		fprintf(o, "  %-17s %9s > %-9s %-5s %s\n",
 		        finding_kind_name(r->kind), human_ns(a, sizeof a, s0),
-		        human_ns(b, sizeof b, s1), pct(h, sizeof h, s0, s1), r->key);
+		        human_ns(b, sizeof b, s1), pct(h, sizeof h, s0, s1),
+		        r->key);
 	}
 	if (!finds->n)
 		fprintf(o, "  none in either trace\n");
@@ -241,7 +245,8 @@ static void json_out(FILE *o, model_t *m, const dtab_t *locks,
 		jw_obj(&w);
 		jw_knum(&w, "wait_ns", st(SX(r, 1), 0) - st(SX(r, 0), 0));
 		jw_knum(&w, "hold_ns", st(SX(r, 1), 1) - st(SX(r, 0), 1));
-		jw_knum(&w, "allocator_ns_in_holds", st(SX(r, 1), 2) - st(SX(r, 0), 2));
+		jw_knum(&w, "allocator_ns_in_holds",
+		        st(SX(r, 1), 2) - st(SX(r, 0), 2));
 		jw_end(&w, '}');
 		jw_end(&w, '}');
 	}
@@ -255,7 +260,10 @@ static void json_out(FILE *o, model_t *m, const dtab_t *locks,
 		jw_obj(&w);
 		jw_kstr(&w, "kind", finding_kind_name(r->kind));
 		jw_kstr(&w, "key", r->key);
-		jw_kstr(&w, "status", !r->f[0] ? "new" : !r->f[1] ? "gone" : "both");
+		jw_kstr(&w, "status",
+		        !r->f[0]   ? "new"
+		        : !r->f[1] ? "gone"
+		                   : "both");
 		jw_key(&w, "before_score");
 		if (r->f[0])
 			jw_num(&w, s0);
@@ -284,7 +292,8 @@ int cmd_diff(int argc, char **argv)
 	load_opts_t lo = {.symbols = true};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'f' && (!strcmp(optarg, "text") || !strcmp(optarg, "json")))
+		if (c == 'f' &&
+		    (!strcmp(optarg, "text") || !strcmp(optarg, "json")))
 			json = !strcmp(optarg, "json");
 		else if (c == 'n')
 			lo.symbols = false;
@@ -315,18 +324,22 @@ int cmd_diff(int argc, char **argv)
 		char key[300];
 		for (int i = 0; i < 2; i++) {
 			for (size_t k = 0; k < m[i].ncls; k++) {
-				if (!m[i].cls[k].s.acq && !m[i].cls[k].s.wait_ns)
+				if (!m[i].cls[k].s.acq &&
+				    !m[i].cls[k].s.wait_ns)
 					continue;
-				drow_t *r = row(&locks, class_key(&m[i], (uint32_t)k,
-				                                  key, sizeof key), -1);
+				drow_t *r = row(&locks,
+				                class_key(&m[i], (uint32_t)k,
+				                          key, sizeof key),
+				                -1);
 				lockstat_add(&r->s[i], &m[i].cls[k].s);
 				r->has[i] = true;
 			}
 			findings_sort(&f[i]);
 			for (size_t k = 0; k < f[i].n; k++) {
-				drow_t *r = row(&finds, finding_key(&f[i].v[k], key,
-				                                    sizeof key),
-				                f[i].v[k].kind);
+				drow_t *r = row(
+				    &finds,
+				    finding_key(&f[i].v[k], key, sizeof key),
+				    f[i].v[k].kind);
 				if (!r->f[i])
 					r->f[i] = &f[i].v[k];
 			}

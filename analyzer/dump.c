@@ -36,11 +36,13 @@ static void put_meta(FILE *o, const fmt_record_t *r)
 		meta_process_t p;
 		if (meta_process(r, &p) < 0)
 			break;
-		fprintf(o, " pid=%" PRIu64 " ppid=%" PRIu64 " realtime_ns=%" PRIu64
-		           " tsc=%" PRIu64 " mono_ns=%" PRIu64 " tsc_hz=%" PRIu64
-		           " depth=%" PRIu64 " unwinder=%" PRIu64 " flags=%" PRIu64,
-		        p.pid, p.ppid, p.realtime_ns, p.tsc, p.mono_ns, p.tsc_hz,
-		        p.depth, p.unwinder, p.flags);
+		fprintf(o,
+		        " pid=%" PRIu64 " ppid=%" PRIu64 " realtime_ns=%" PRIu64
+		        " tsc=%" PRIu64 " mono_ns=%" PRIu64 " tsc_hz=%" PRIu64
+		        " depth=%" PRIu64 " unwinder=%" PRIu64
+		        " flags=%" PRIu64,
+		        p.pid, p.ppid, p.realtime_ns, p.tsc, p.mono_ns,
+		        p.tsc_hz, p.depth, p.unwinder, p.flags);
 		put_str(o, "exe", p.exe);
 		put_str(o, "cmdline", p.cmdline);
 		put_str(o, "hostname", p.hostname);
@@ -72,8 +74,11 @@ static void put_meta(FILE *o, const fmt_record_t *r)
 		meta_lock_new_t p;
 		if (meta_lock_new(r, &p) < 0)
 			break;
-		fprintf(o, " id=%" PRIu64 " addr=0x%" PRIx64 " kind=%s flags=%" PRIu64,
-		        p.id, p.addr, fmt_lock_kind_name((unsigned)p.kind), p.flags);
+		fprintf(o,
+		        " id=%" PRIu64 " addr=0x%" PRIx64
+		        " kind=%s flags=%" PRIu64,
+		        p.id, p.addr, fmt_lock_kind_name((unsigned)p.kind),
+		        p.flags);
 		return;
 	}
 	case FMT_LOCK_NAME: {
@@ -96,8 +101,9 @@ static void put_meta(FILE *o, const fmt_record_t *r)
 		meta_end_t p;
 		if (meta_end(r, &p) < 0)
 			break;
-		fprintf(o, " events=%" PRIu64 " dropped=%" PRIu64 " flags=%" PRIu64,
-		        p.events, p.dropped, p.flags);
+		fprintf(
+		    o, " events=%" PRIu64 " dropped=%" PRIu64 " flags=%" PRIu64,
+		    p.events, p.dropped, p.flags);
 		return;
 	}
 	case FMT_NOTE: {
@@ -135,7 +141,8 @@ static void put_record(FILE *o, uint32_t tid, const fmt_record_t *r)
 			if (hex)
 				fprintf(o, " %s=0x%" PRIx64, k, r->f[i]);
 			else if (r->type == FMT_ALLOC && i == FMT_ALLOC_FN)
-				fprintf(o, " %s=%s", k, fmt_alloc_fn_name((unsigned)r->f[i]));
+				fprintf(o, " %s=%s", k,
+				        fmt_alloc_fn_name((unsigned)r->f[i]));
 			else
 				fprintf(o, " %s=%" PRIu64, k, r->f[i]);
 		}
@@ -148,11 +155,12 @@ static void walk_cb(void *ctx, uint32_t chunk_no, const fmt_chunk_header_t *h,
 {
 	FILE *o = ctx;
 	if (!rec) {
-		fprintf(o, "# chunk %u at byte %" PRIu64 ": tid=%u seq=%u len=%u "
-		           "flags=%u tsc_base=%" PRIu64 " tsc_flush=%" PRIu64
-		           " mono_flush_ns=%" PRIu64 "\n",
-		        chunk_no + 1, off, h->tid, h->seq, h->payload_len, h->flags,
-		        h->tsc_base, h->tsc_flush, h->mono_flush_ns);
+		fprintf(o,
+		        "# chunk %u at byte %" PRIu64 ": tid=%u seq=%u len=%u "
+		        "flags=%u tsc_base=%" PRIu64 " tsc_flush=%" PRIu64
+		        " mono_flush_ns=%" PRIu64 "\n",
+		        chunk_no + 1, off, h->tid, h->seq, h->payload_len,
+		        h->flags, h->tsc_base, h->tsc_flush, h->mono_flush_ns);
 		return;
 	}
 	put_record(o, h->tid, rec);

@@ -16,9 +16,9 @@
 #include <string.h>
 
 /* Evidence of a site finding: its member stacks valued by what(site). */
-static void group_stacks(finding_t *f, model_t *m, const sites_t *S,
-                         uint32_t g, const char *unit,
-                         double (*what)(const site_t *, int), int h)
+static void group_stacks(finding_t *f, model_t *m, const sites_t *S, uint32_t g,
+                         const char *unit, double (*what)(const site_t *, int),
+                         int h)
 {
 	f->stack_unit = unit;
 	for (uint32_t k = S->start[g]; k < S->start[g + 1]; k++) {
@@ -71,8 +71,7 @@ static int nthreads(const uint32_t *thr)
  * slow_alloc's advice (issue 13: tcmalloc's central free list was told to
  * a glibc program).
  */
-static void slow_path_of(const model_t *m, const char **path,
-                         const char **fix)
+static void slow_path_of(const model_t *m, const char **path, const char **fix)
 {
 	const char *alloc = model_allocator(m);
 	if (strcmp(alloc, "tcmalloc") == 0) {
@@ -89,9 +88,10 @@ static void slow_path_of(const model_t *m, const char **path,
 	} else {
 		*path = "glibc malloc's arena bins and arena lock, or mmap "
 		        "for large blocks";
-		*fix = "tune glibc's caches (GLIBC_TUNABLES="
-		       "glibc.malloc.tcache_count, glibc.malloc.mmap_threshold, "
-		       "glibc.malloc.arena_max)";
+		*fix =
+		    "tune glibc's caches (GLIBC_TUNABLES="
+		    "glibc.malloc.tcache_count, glibc.malloc.mmap_threshold, "
+		    "glibc.malloc.arena_max)";
 	}
 }
 
@@ -114,24 +114,27 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			                           xexcess > 0 ? xexcess : 0);
 			f->stack = si;
 			finding_set_lines(f, S->g[g].line, S->g[g].nline);
-			group_stacks(f, m, S, g, "cross_thread_frees", v_xfree, 0);
+			group_stacks(f, m, S, g, "cross_thread_frees", v_xfree,
+			             0);
 			finding_put(f, "cross_thread_frees",
 			            (double)s->xfree_n);
 			finding_put(f, "frees", (double)s->frees);
-			finding_put(f, "share",
-			            ratio((double)s->xfree_n, (double)s->frees));
+			finding_put(
+			    f, "share",
+			    ratio((double)s->xfree_n, (double)s->frees));
 			finding_put(f, "bytes", (double)s->xfree_bytes);
 			finding_put(f, "allocator_ns", (double)s->xfree_ns);
 			finding_put(f, "allocating_threads", nthreads(s->athr));
 			finding_put(f, "freeing_threads", nthreads(s->fthr));
 			finding_put(f, "stacks", f->stacks_total);
-			snprintf(f->advice, sizeof f->advice,
-			         "Blocks allocated at %s are freed by another "
-			         "thread, which defeats per-thread caches: free "
-			         "them where they were allocated, move the "
-			         "objects by value, or recycle them through a "
-			         "per-thread pool.",
-			         finding_site_name(f, sn, sizeof sn));
+			snprintf(
+			    f->advice, sizeof f->advice,
+			    "Blocks allocated at %s are freed by another "
+			    "thread, which defeats per-thread caches: free "
+			    "them where they were allocated, move the "
+			    "objects by value, or recycle them through a "
+			    "per-thread pool.",
+			    finding_site_name(f, sn, sizeof sn));
 		}
 		/* alloc_churn */
 		uint64_t nsize;
@@ -152,26 +155,28 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			finding_put(f, "size", (double)size);
 			finding_put(f, "size_share",
 			            ratio((double)nsize, (double)allocs));
-			finding_put(f, "mean_lifetime_ns",
-			            ratio((double)s->life_ns, (double)s->frees));
+			finding_put(
+			    f, "mean_lifetime_ns",
+			    ratio((double)s->life_ns, (double)s->frees));
 			finding_put(f, "allocator_ns", (double)s->short_ns);
 			finding_put(f, "stacks", f->stacks_total);
 			/* Node-sized blocks suggest a linked container;
 			 * larger ones a buffer made per call. */
 			bool node = size <= TH_CHURN_NODE_MAX_BYTES;
-			snprintf(f->advice, sizeof f->advice,
-			         "%llu-byte blocks from %s live less than %.1f ms "
-			         "at %.0f/s %s",
-			         (unsigned long long)size,
-			         finding_site_name(f, sn, sizeof sn),
-			         TH_CHURN_LIFETIME_NS / 1e6,
-			         (double)s->short_n / dur_s,
-			         node ? "(a node-based container?): use open "
-			                "addressing or a pre-allocated pool, or "
-			                "reuse the objects."
-			              : "(a buffer made for each call?): keep one "
-			                "per thread or per object and reuse it, "
-			                "or size it once up front.");
+			snprintf(
+			    f->advice, sizeof f->advice,
+			    "%llu-byte blocks from %s live less than %.1f ms "
+			    "at %.0f/s %s",
+			    (unsigned long long)size,
+			    finding_site_name(f, sn, sizeof sn),
+			    TH_CHURN_LIFETIME_NS / 1e6,
+			    (double)s->short_n / dur_s,
+			    node ? "(a node-based container?): use open "
+			           "addressing or a pre-allocated pool, or "
+			           "reuse the objects."
+			         : "(a buffer made for each call?): keep one "
+			           "per thread or per object and reuse it, "
+			           "or size it once up front.");
 		}
 		/* slow_alloc, by whether a lock was held */
 		for (int h = 0; h < 2; h++) {
@@ -180,7 +185,8 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			    (double)slow * 1e6 <
 			        (double)calls * TH_SLOW_MIN_SHARE_PPM)
 				continue;
-			double excess = (double)s->slow_ns[h] - (double)slow * median;
+			double excess =
+			    (double)s->slow_ns[h] - (double)slow * median;
 			if (excess <= 0)
 				continue;
 			finding_t *f =
@@ -202,19 +208,21 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			finding_put(f, "threshold_ns", TH_SLOW_ALLOC_NS);
 			finding_put(f, "stacks", f->stacks_total);
 			if (h)
-				snprintf(f->advice, sizeof f->advice,
-				         "Allocator calls for %s often take the "
-				         "slow path while a lock is held: "
-				         "allocate before locking, or "
-				         "pre-allocate.",
-				         finding_site_name(f, sn, sizeof sn));
+				snprintf(
+				    f->advice, sizeof f->advice,
+				    "Allocator calls for %s often take the "
+				    "slow path while a lock is held: "
+				    "allocate before locking, or "
+				    "pre-allocate.",
+				    finding_site_name(f, sn, sizeof sn));
 			else
-				snprintf(f->advice, sizeof f->advice,
-				         "Allocator calls for %s often take the "
-				         "slow path (%s): reuse objects, reserve "
-				         "capacity, or %s.",
-				         finding_site_name(f, sn, sizeof sn),
-				         slow_path, slow_fix);
+				snprintf(
+				    f->advice, sizeof f->advice,
+				    "Allocator calls for %s often take the "
+				    "slow path (%s): reuse objects, reserve "
+				    "capacity, or %s.",
+				    finding_site_name(f, sn, sizeof sn),
+				    slow_path, slow_fix);
 		}
 	}
 }

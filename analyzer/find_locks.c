@@ -53,9 +53,8 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		uint64_t key = g != NONE32 ? (uint64_t)c << 32 | g
 		                           : (uint64_t)c << 32 | p->stack;
 		int added;
-		uint32_t *x = u64map_put(&map, key ^ (g == NONE32 ? 1ull << 63
-		                                                  : 0),
-		                         &added);
+		uint32_t *x = u64map_put(
+		    &map, key ^ (g == NONE32 ? 1ull << 63 : 0), &added);
 		if (added) {
 			VEC_RESERVE(v, cap, n);
 			memset(&v[n], 0, sizeof v[n]);
@@ -72,8 +71,8 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		a->allocs += p->n2;
 		a->slow += p->n3;
 		/* Per (class, stack): several lock instances of one class. */
-		uint32_t *y = u64map_put(&smap, (uint64_t)c << 32 | p->stack,
-		                         &added);
+		uint32_t *y =
+		    u64map_put(&smap, (uint64_t)c << 32 | p->stack, &added);
 		if (added) {
 			VEC_RESERVE(st, capst, nst);
 			st[nst].stack = p->stack;
@@ -183,12 +182,15 @@ void find_nested_locks(model_t *m, findings_t *out)
 	}
 	for (size_t i = 0; i < n; i++) {
 		const cnest_t *p = &v[i];
-		const lockclass_t *o = &m->cls[p->outer], *in = &m->cls[p->inner];
+		const lockclass_t *o = &m->cls[p->outer],
+		                  *in = &m->cls[p->inner];
 		if (p->n < TH_NEST_MIN || (!o->s.contended && !in->s.contended))
 			continue;
-		double share = fmin(1.0, ratio((double)p->hold, (double)o->s.hold_ns));
-		double score = (double)p->wait +
-		               (double)(o->s.wait_ns - o->s.idle_wait_ns) * share;
+		double share =
+		    fmin(1.0, ratio((double)p->hold, (double)o->s.hold_ns));
+		double score =
+		    (double)p->wait +
+		    (double)(o->s.wait_ns - o->s.idle_wait_ns) * share;
 		if (score <= 0)
 			continue;
 		finding_t *f = finding_add(out, m, FK_NESTED_LOCK, score);

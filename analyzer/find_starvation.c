@@ -38,18 +38,29 @@
  * standard libraries' namespaces are all generic.
  */
 static const char *const trampolines[] = {
-	"start_thread", "clone", "clone3", "__clone", "thread_native_entry",
-	"java_start", "execute_native_thread_routine", "g_thread_proxy",
-	"_pthread_start", "thread_start", "ThreadStart", "PR_NativeRunThread",
-	"_PR_NativeRunThread", "__tsan_thread_start_func", "asan_thread_start",
-	NULL,
+    "start_thread",
+    "clone",
+    "clone3",
+    "__clone",
+    "thread_native_entry",
+    "java_start",
+    "execute_native_thread_routine",
+    "g_thread_proxy",
+    "_pthread_start",
+    "thread_start",
+    "ThreadStart",
+    "PR_NativeRunThread",
+    "_PR_NativeRunThread",
+    "__tsan_thread_start_func",
+    "asan_thread_start",
+    NULL,
 };
 
 static bool generic_frame(const char *fn)
 {
-	static const char *const ns[] = {"std::", "core::", "alloc::",
-	                                 "__gnu_cxx::", "boost::detail::",
-	                                 NULL};
+	static const char *const ns[] = {
+	    "std::",       "core::",          "alloc::",
+	    "__gnu_cxx::", "boost::detail::", NULL};
 	for (int i = 0; ns[i]; i++)
 		if (strncmp(fn, ns[i], strlen(ns[i])) == 0)
 			return true;
@@ -112,8 +123,8 @@ static const char *thread_entry(model_t *m, const thread_t *t)
 /* The thread's name without its trailing number ("adm-client-3" ->
  * "adm-client") into buf, or NULL: no name, or the process's own name
  * (threads that were never named inherit it). */
-static const char *name_stem(const char *name, const char *procname,
-                             char *buf, size_t len)
+static const char *name_stem(const char *name, const char *procname, char *buf,
+                             size_t len)
 {
 	if (!name || !*name || (procname && strcmp(name, procname) == 0))
 		return NULL;
@@ -182,7 +193,8 @@ static const char **peer_roles(model_t *m)
 	for (size_t i = 0, j; i < ns; i = j) {
 		const char *e = NULL;
 		bool mixed = false;
-		for (j = i; j < ns && strcmp(st[j].stem, st[i].stem) == 0; j++) {
+		for (j = i; j < ns && strcmp(st[j].stem, st[i].stem) == 0;
+		     j++) {
 			const char *r = role[st[j].thread];
 			if (!r)
 				continue;
@@ -193,7 +205,8 @@ static const char **peer_roles(model_t *m)
 		if (mixed)
 			continue;
 		if (!e) {
-			snprintf(buf, sizeof buf, "threads named %s", st[i].stem);
+			snprintf(buf, sizeof buf, "threads named %s",
+			         st[i].stem);
 			e = arena_strdup(&m->arena, buf);
 		}
 		for (size_t k = i; k < j; k++)
@@ -218,8 +231,8 @@ static const char **peer_roles(model_t *m)
 		bool generic = false;
 		for (j = i + 1; j < nr && strcmp(st[j].stem, st[i].stem) == 0;
 		     j++)
-			generic |= strcmp(stem[st[j].thread],
-			                  stem[st[i].thread]) != 0;
+			generic |=
+			    strcmp(stem[st[j].thread], stem[st[i].thread]) != 0;
 		for (size_t k = i; generic && k < j; k++) {
 			uint32_t t = st[k].thread;
 			snprintf(buf, sizeof buf, "%s (threads named %s)",
@@ -239,8 +252,8 @@ static const char **peer_roles(model_t *m)
 typedef struct peer {
 	const lockthr_t *lt;
 	const char *role; /* arena; NULL: no peers */
-	double first_ns; /* the thread's first event, from the trace's */
-	double span_ns;  /* the thread's first to last event */
+	double first_ns;  /* the thread's first event, from the trace's */
+	double span_ns;   /* the thread's first to last event */
 	double service, rate;
 } peer_t;
 
@@ -309,7 +322,8 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 		smin = fmin(smin, p[i].service);
 		smax = fmax(smax, p[i].service);
 		if (p[i].lt->acq) {
-			double w = (double)p[i].lt->wait_ns / (double)p[i].lt->acq;
+			double w =
+			    (double)p[i].lt->wait_ns / (double)p[i].lt->acq;
 			wsum += w;
 			wsq += w * w;
 			wk++;
@@ -377,15 +391,16 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 	finding_put(f, "covered_ns", covered);
 	char a[128];
 	if (by_wakes)
-		snprintf(f->advice, sizeof f->advice,
-		         "The %zu threads running %s get very unequal shares "
-		         "of %s (condition wakes from %.0f to %.0f, %d with "
-		         "none), and the ones behind came back for it without "
-		         "being served: some are passed over again and again; "
-		         "admit work in order (FIFO or earliest-deadline-first), "
-		         "or give each thread its own queue.",
-		         n, p[0].role, lock_label(m, l, a, sizeof a), smin, smax,
-		         zeros);
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "The %zu threads running %s get very unequal shares "
+		    "of %s (condition wakes from %.0f to %.0f, %d with "
+		    "none), and the ones behind came back for it without "
+		    "being served: some are passed over again and again; "
+		    "admit work in order (FIFO or earliest-deadline-first), "
+		    "or give each thread its own queue.",
+		    n, p[0].role, lock_label(m, l, a, sizeof a), smin, smax,
+		    zeros);
 	else
 		snprintf(f->advice, sizeof f->advice,
 		         "The %zu threads running %s get very unequal shares "
@@ -394,8 +409,8 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 		         "took it: the lock lets a releasing thread take it "
 		         "again before a waiter runs; hand it over in order "
 		         "(a ticket or queued lock), or shorten the holds.",
-		         n, p[0].role, lock_label(m, l, a, sizeof a), smin, smax,
-		         zeros);
+		         n, p[0].role, lock_label(m, l, a, sizeof a), smin,
+		         smax, zeros);
 }
 
 /* Peers are sorted as 4-byte lockthr indexes and made into peer_t one
@@ -427,9 +442,9 @@ void find_starvation(model_t *m, findings_t *out)
 	size_t cap = 0;
 	for (size_t i = 0, j; i < nix; i = j) {
 		const lockthr_t *lt = &m->lt[ix[i]];
-		for (j = i + 1; j < nix && m->lt[ix[j]].lock == lt->lock &&
-		                strcmp(role[m->lt[ix[j]].thread],
-		                       role[lt->thread]) == 0;
+		for (j = i + 1;
+		     j < nix && m->lt[ix[j]].lock == lt->lock &&
+		     strcmp(role[m->lt[ix[j]].thread], role[lt->thread]) == 0;
 		     j++)
 			;
 		VEC_RESERVE(p, cap, j - i);
@@ -439,14 +454,16 @@ void find_starvation(model_t *m, findings_t *out)
 			memset(&p[k], 0, sizeof p[k]);
 			p[k].lt = e;
 			p[k].role = role[e->thread];
-			p[k].first_ns = t->first_tsc > m->first_tsc
-			                    ? (double)(t->first_tsc - m->first_tsc) *
-			                          m->ns_per_tick
-			                    : 0;
-			p[k].span_ns = t->last_tsc > t->first_tsc
-			                   ? (double)(t->last_tsc - t->first_tsc) *
-			                         m->ns_per_tick
-			                   : 0;
+			p[k].first_ns =
+			    t->first_tsc > m->first_tsc
+			        ? (double)(t->first_tsc - m->first_tsc) *
+			              m->ns_per_tick
+			        : 0;
+			p[k].span_ns =
+			    t->last_tsc > t->first_tsc
+			        ? (double)(t->last_tsc - t->first_tsc) *
+			              m->ns_per_tick
+			        : 0;
 		}
 		starve_group(m, p, j - i, out);
 	}

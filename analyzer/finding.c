@@ -95,7 +95,8 @@ void finding_add_stack(finding_t *f, uint32_t si, double v)
 const char *finding_site_name(const finding_t *f, char *buf, size_t len)
 {
 	frame_t fr;
-	if (!sym_stack_site(f->m, f->stack, &fr) || (!fr.function && !fr.module)) {
+	if (!sym_stack_site(f->m, f->stack, &fr) ||
+	    (!fr.function && !fr.module)) {
 		snprintf(buf, len, "this site");
 		return buf;
 	}
@@ -144,28 +145,30 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 	const model_t *m = f->m;
 	switch (f->kind) {
 	case FK_ALLOC_UNDER_LOCK:
-		snprintf(buf, len,
-		         "waiters lost %s on this lock (%.0f contended "
-		         "acquisitions); its holders spent %.1f%% of their hold "
-		         "time in the allocator; %.0f calls for blocks from this "
-		         "site take %.1f%% (%.0f slow, %s waiting on the "
-		         "allocator's own lock).",
-		         human_ns(a, sizeof a, ev(f, "lock_wait_ns")),
-		         ev(f, "contended"),
-		         100 * ev(f, "allocator_share_of_hold"), ev(f, "calls"),
-		         100 * ev(f, "site_share_of_hold"), ev(f, "slow_calls"),
-		         human_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
+		snprintf(
+		    buf, len,
+		    "waiters lost %s on this lock (%.0f contended "
+		    "acquisitions); its holders spent %.1f%% of their hold "
+		    "time in the allocator; %.0f calls for blocks from this "
+		    "site take %.1f%% (%.0f slow, %s waiting on the "
+		    "allocator's own lock).",
+		    human_ns(a, sizeof a, ev(f, "lock_wait_ns")),
+		    ev(f, "contended"), 100 * ev(f, "allocator_share_of_hold"),
+		    ev(f, "calls"), 100 * ev(f, "site_share_of_hold"),
+		    ev(f, "slow_calls"),
+		    human_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
 		break;
 	case FK_CROSS_THREAD_FREE:
-		snprintf(buf, len,
-		         "%s of %s frees (%.0f%%) happen on another thread than "
-		         "the allocating one (%.0f allocating, %.0f freeing "
-		         "threads), %s spent in the allocator on them.",
-		         human_count(d, sizeof d, ev(f, "cross_thread_frees")),
-		         human_count(e, sizeof e, ev(f, "frees")),
-		         100 * ev(f, "share"), ev(f, "allocating_threads"),
-		         ev(f, "freeing_threads"),
-		         human_ns(a, sizeof a, ev(f, "allocator_ns")));
+		snprintf(
+		    buf, len,
+		    "%s of %s frees (%.0f%%) happen on another thread than "
+		    "the allocating one (%.0f allocating, %.0f freeing "
+		    "threads), %s spent in the allocator on them.",
+		    human_count(d, sizeof d, ev(f, "cross_thread_frees")),
+		    human_count(e, sizeof e, ev(f, "frees")),
+		    100 * ev(f, "share"), ev(f, "allocating_threads"),
+		    ev(f, "freeing_threads"),
+		    human_ns(a, sizeof a, ev(f, "allocator_ns")));
 		break;
 	case FK_ALLOC_CHURN:
 		snprintf(buf, len,
@@ -181,16 +184,17 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		char o[128], i[128];
 		lock_label(m, &m->lock[m->cls[f->cls].rep], o, sizeof o);
 		lock_label(m, &m->lock[m->cls[f->cls2].rep], i, sizeof i);
-		snprintf(buf, len,
-		         "%.0f acquisitions of %s while holding %s; %s waited on "
-		         "the inner lock meanwhile; the outer lock was waited on "
-		         "for %s (%.1f%% of its hold time is spent holding the "
-		         "inner one).",
-		         ev(f, "nested_acquisitions"), i, o,
-		         human_ns(a, sizeof a,
-		                ev(f, "inner_wait_ns_while_outer_held")),
-		         human_ns(b, sizeof b, ev(f, "outer_wait_ns")),
-		         100 * ev(f, "outer_hold_share_in_inner"));
+		snprintf(
+		    buf, len,
+		    "%.0f acquisitions of %s while holding %s; %s waited on "
+		    "the inner lock meanwhile; the outer lock was waited on "
+		    "for %s (%.1f%% of its hold time is spent holding the "
+		    "inner one).",
+		    ev(f, "nested_acquisitions"), i, o,
+		    human_ns(a, sizeof a,
+		             ev(f, "inner_wait_ns_while_outer_held")),
+		    human_ns(b, sizeof b, ev(f, "outer_wait_ns")),
+		    100 * ev(f, "outer_hold_share_in_inner"));
 		break;
 	}
 	case FK_STARVATION:
@@ -209,19 +213,20 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         human_ns(a, sizeof a, ev(f, "lost_ns")));
 		break;
 	case FK_SLOW_ALLOC:
-		snprintf(buf, len,
-		         "%s of %s allocator calls (%.1f%%) %s took over %s "
-		         "(mean %s, median call %s), %s of it waiting on the "
-		         "allocator's own lock.",
-		         human_count(d, sizeof d, ev(f, "slow_calls")),
-		         human_count(e, sizeof e, ev(f, "calls")),
-		         100 * ev(f, "slow_share"),
-		         ev(f, "lock_held") ? "made with a lock held"
-		                            : "made with no lock held",
-		         human_ns(a, sizeof a, ev(f, "threshold_ns")),
-		         human_ns(b, sizeof b, ev(f, "mean_slow_ns")),
-		         human_ns(c, sizeof c, ev(f, "median_call_ns")),
-		         human_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
+		snprintf(
+		    buf, len,
+		    "%s of %s allocator calls (%.1f%%) %s took over %s "
+		    "(mean %s, median call %s), %s of it waiting on the "
+		    "allocator's own lock.",
+		    human_count(d, sizeof d, ev(f, "slow_calls")),
+		    human_count(e, sizeof e, ev(f, "calls")),
+		    100 * ev(f, "slow_share"),
+		    ev(f, "lock_held") ? "made with a lock held"
+		                       : "made with no lock held",
+		    human_ns(a, sizeof a, ev(f, "threshold_ns")),
+		    human_ns(b, sizeof b, ev(f, "mean_slow_ns")),
+		    human_ns(c, sizeof c, ev(f, "median_call_ns")),
+		    human_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
 		break;
 	default:
 		buf[0] = 0;

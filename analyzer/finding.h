@@ -53,8 +53,8 @@ typedef struct evidence {
 
 typedef struct finding {
 	int kind, severity;
-	double score; /* ns of time the finding explains */
-	model_t *m;   /* the process */
+	double score;       /* ns of time the finding explains */
+	model_t *m;         /* the process */
 	uint32_t cls, cls2; /* lock class (nested_lock: outer, inner) */
 	uint32_t lock;      /* the instance named, NONE32: the class's rep */
 	uint32_t stack;     /* the code: stack index, NONE32 if none; for

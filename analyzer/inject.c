@@ -44,12 +44,12 @@
 
 typedef struct inj {
 	pid_t pid, tid;
-	int mem;                       /* /proc/PID/mem */
-	struct user_regs_struct regs;  /* as the thread was stopped */
-	unsigned char *xstate;         /* its XSAVE area, or NULL */
+	int mem;                      /* /proc/PID/mem */
+	struct user_regs_struct regs; /* as the thread was stopped */
+	unsigned char *xstate;        /* its XSAVE area, or NULL */
 	size_t xlen;
-	struct user_fpregs_struct fp;  /* when the kernel has no XSAVE regset */
-	uint64_t scratch;              /* next free byte below the red zone */
+	struct user_fpregs_struct fp; /* when the kernel has no XSAVE regset */
+	uint64_t scratch;             /* next free byte below the red zone */
 	time_t deadline;
 	char *err;
 	size_t en;
@@ -91,7 +91,8 @@ static int save_state(inj_t *ij)
 	if (!ij->xstate)
 		return -1;
 	struct iovec iov = {ij->xstate, XSTATE_MAX};
-	if (ptrace(PTRACE_GETREGSET, ij->tid, (void *)NT_X86_XSTATE, &iov) == 0) {
+	if (ptrace(PTRACE_GETREGSET, ij->tid, (void *)NT_X86_XSTATE, &iov) ==
+	    0) {
 		ij->xlen = iov.iov_len;
 		return 0;
 	}
@@ -105,7 +106,8 @@ static int restore_state(inj_t *ij)
 	int rc = 0;
 	if (ij->xstate) {
 		struct iovec iov = {ij->xstate, ij->xlen};
-		rc |= ptrace(PTRACE_SETREGSET, ij->tid, (void *)NT_X86_XSTATE, &iov);
+		rc |= ptrace(PTRACE_SETREGSET, ij->tid, (void *)NT_X86_XSTATE,
+		             &iov);
 	} else {
 		rc |= ptrace(PTRACE_SETFPREGS, ij->tid, 0, &ij->fp);
 	}
@@ -120,7 +122,8 @@ static int seize(inj_t *ij, pid_t tid)
 	if (ptrace(PTRACE_SEIZE, tid, 0, 0) != 0)
 		return errno;
 	int st;
-	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 || wait_tid(ij, &st) != 0) {
+	if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) != 0 ||
+	    wait_tid(ij, &st) != 0) {
 		int e = errno;
 		ptrace(PTRACE_DETACH, tid, 0, 0);
 		return e;
@@ -190,8 +193,10 @@ static int inj_call(inj_t *ij, uint64_t fn, uint64_t a0, uint64_t a1,
 	uint64_t sp = (ij->scratch - 256) & ~(uint64_t)15;
 	sp -= 8; /* at entry, rsp + 8 is 16-aligned */
 	if (pwrite(ij->mem, &zero, 8, (off_t)sp) != 8)
-		return fail(ij, INJ_FAILED, "cannot write to the stack of "
-		            "thread %d: %s", (int)ij->tid, strerror(errno));
+		return fail(ij, INJ_FAILED,
+		            "cannot write to the stack of "
+		            "thread %d: %s",
+		            (int)ij->tid, strerror(errno));
 	r.rsp = sp;
 	r.rip = fn;
 	r.rdi = a0;
@@ -209,17 +214,20 @@ static int inj_call(inj_t *ij, uint64_t fn, uint64_t a0, uint64_t a1,
 				ptrace(PTRACE_INTERRUPT, ij->tid, 0, 0);
 				ij->deadline = time(NULL) + 5;
 				wait_tid(ij, &st);
-				return fail(ij, INJ_FAILED, "the call did not "
-				            "return in time (the thread may wait "
-				            "on a lock the process holds); it was "
-				            "abandoned");
+				return fail(
+				    ij, INJ_FAILED,
+				    "the call did not "
+				    "return in time (the thread may wait "
+				    "on a lock the process holds); it was "
+				    "abandoned");
 			}
 			return fail(ij, INJ_FAILED, "waitpid: %s",
 			            strerror(errno));
 		}
 		if (WIFEXITED(st) || WIFSIGNALED(st)) {
 			ij->tid = 0;
-			return fail(ij, INJ_FAILED, "the process ended during "
+			return fail(ij, INJ_FAILED,
+			            "the process ended during "
 			            "the call");
 		}
 		int sig = WSTOPSIG(st);
@@ -235,7 +243,8 @@ static int inj_call(inj_t *ij, uint64_t fn, uint64_t a0, uint64_t a1,
 				*ret = r.rax;
 				return 0;
 			}
-			return fail(ij, INJ_FAILED, "the call crashed inside "
+			return fail(ij, INJ_FAILED,
+			            "the call crashed inside "
 			            "the process (SIGSEGV at %#llx)",
 			            (unsigned long long)r.rip);
 		}
@@ -272,14 +281,15 @@ static int find_libc(pid_t pid, char *path, size_t n, uint64_t *base)
 		unsigned long long lo, off;
 		int pos = 0;
 		if (sscanf(line, "%llx-%*x %*s %llx %*s %*s %n", &lo, &off,
-		           &pos) < 2 || !pos)
+		           &pos) < 2 ||
+		    !pos)
 			continue;
 		char *p = line + pos;
 		p[strcspn(p, "\n")] = 0;
 		const char *b = strrchr(p, '/');
 		b = b ? b + 1 : p;
-		if (off == 0 && (!strncmp(b, "libc.so", 7) ||
-		                 !strncmp(b, "libc-2.", 7))) {
+		if (off == 0 &&
+		    (!strncmp(b, "libc.so", 7) || !strncmp(b, "libc-2.", 7))) {
 			snprintf(path, n, "%s", p);
 			*base = lo;
 			found = 0;
@@ -304,8 +314,8 @@ static uint64_t elf_func(const char *fpath, uint64_t base, const char *name)
 	if (e && elf_getphdrnum(e, &nph) == 0) {
 		for (size_t i = 0; i < nph; i++) {
 			GElf_Phdr ph;
-			if (gelf_getphdr(e, (int)i, &ph) && ph.p_type == PT_LOAD &&
-			    ph.p_vaddr < first_vaddr)
+			if (gelf_getphdr(e, (int)i, &ph) &&
+			    ph.p_type == PT_LOAD && ph.p_vaddr < first_vaddr)
 				first_vaddr = ph.p_vaddr & ~(uint64_t)4095;
 		}
 	}
@@ -327,7 +337,8 @@ static uint64_t elf_func(const char *fpath, uint64_t base, const char *name)
 		size_t cnt = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
 		for (size_t i = 0; d && i < cnt; i++) {
 			GElf_Sym s;
-			if (!gelf_getsym(d, (int)i, &s) || s.st_shndx == SHN_UNDEF ||
+			if (!gelf_getsym(d, (int)i, &s) ||
+			    s.st_shndx == SHN_UNDEF ||
 			    GELF_ST_TYPE(s.st_info) != STT_FUNC)
 				continue;
 			const char *nm = elf_strptr(e, sh.sh_link, s.st_name);
@@ -359,24 +370,31 @@ int inj_dlcall(pid_t pid, const char *lib, const char *sym, const char *sarg,
 	char libc[PATH_MAX], rooted[PATH_MAX + 32];
 	uint64_t base;
 	if (find_libc(pid, libc, sizeof libc, &base) != 0)
-		return fail(&ij, INJ_FAILED, "pid %d maps no dynamic libc "
-		            "(a static program cannot load the shim)", (int)pid);
+		return fail(&ij, INJ_FAILED,
+		            "pid %d maps no dynamic libc "
+		            "(a static program cannot load the shim)",
+		            (int)pid);
 	snprintf(rooted, sizeof rooted, "/proc/%d/root%s", (int)pid, libc);
 	uint64_t f_dlopen = elf_func(rooted, base, "dlopen");
 	uint64_t f_dlsym = elf_func(rooted, base, "dlsym");
 	uint64_t f_dlerror = elf_func(rooted, base, "dlerror");
 	if (!f_dlopen || !f_dlsym || !f_dlerror)
-		return fail(&ij, INJ_FAILED, "%s has no dlopen/dlsym/dlerror "
-		            "(glibc 2.34 or later is needed)", libc);
+		return fail(&ij, INJ_FAILED,
+		            "%s has no dlopen/dlsym/dlerror "
+		            "(glibc 2.34 or later is needed)",
+		            libc);
 
 	int e = pick_thread(&ij);
 	if (e == EPERM)
-		return fail(&ij, INJ_REFUSED, "the kernel refused to trace pid "
+		return fail(&ij, INJ_REFUSED,
+		            "the kernel refused to trace pid "
 		            "%d (ptrace: %s; a seccomp or container policy, or "
-		            "another tracer)", (int)pid, strerror(e));
-	if (e)
-		return fail(&ij, INJ_FAILED, "cannot stop a thread of pid %d: %s",
+		            "another tracer)",
 		            (int)pid, strerror(e));
+	if (e)
+		return fail(&ij, INJ_FAILED,
+		            "cannot stop a thread of pid %d: %s", (int)pid,
+		            strerror(e));
 	int rc = INJ_FAILED;
 	char mp[64];
 	snprintf(mp, sizeof mp, "/proc/%d/mem", (int)pid);
@@ -402,15 +420,19 @@ int inj_dlcall(pid_t pid, const char *lib, const char *sym, const char *sarg,
 		char msg[512] = "";
 		if (inj_call(&ij, f_dlerror, 0, 0, &s) == 0 && s)
 			read_str(&ij, s, msg, sizeof msg);
-		rc = fail(&ij, INJ_FAILED, "dlopen(%s) failed inside the "
-		          "process: %s", lib, msg[0] ? msg : "(no reason given)");
+		rc = fail(&ij, INJ_FAILED,
+		          "dlopen(%s) failed inside the "
+		          "process: %s",
+		          lib, msg[0] ? msg : "(no reason given)");
 		goto out;
 	}
 	if ((rc = inj_call(&ij, f_dlsym, h, a_sym, &f)))
 		goto out;
 	if (!f) {
-		rc = fail(&ij, INJ_FAILED, "%s has no %s (a libmallock.so of "
-		          "another version?)", lib, sym);
+		rc = fail(&ij, INJ_FAILED,
+		          "%s has no %s (a libmallock.so of "
+		          "another version?)",
+		          lib, sym);
 		goto out;
 	}
 	if ((rc = inj_call(&ij, f, a_arg, (uint64_t)iarg, &s)))
@@ -420,8 +442,9 @@ int inj_dlcall(pid_t pid, const char *lib, const char *sym, const char *sarg,
 out:
 	if (ij.tid) {
 		if (restore_state(&ij) != 0 && !rc)
-			rc = fail(&ij, INJ_FAILED, "cannot restore thread %d: %s",
-			          (int)ij.tid, strerror(errno));
+			rc = fail(&ij, INJ_FAILED,
+			          "cannot restore thread %d: %s", (int)ij.tid,
+			          strerror(errno));
 		ptrace(PTRACE_DETACH, ij.tid, 0, 0);
 	}
 	if (ij.mem >= 0)

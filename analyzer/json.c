@@ -90,10 +90,10 @@ static void raw_str(jw_t *w, const char *s)
 			fputc((int)c, w->f);
 		} else {
 			/* Copy a valid UTF-8 sequence, escape a stray byte. */
-			int len = c >= 0xf0 && c < 0xf5 ? 4
-			          : c >= 0xe0          ? 3
+			int len = c >= 0xf0 && c < 0xf5   ? 4
+			          : c >= 0xe0             ? 3
 			          : c >= 0xc2 && c < 0xe0 ? 2
-			                                 : 0;
+			                                  : 0;
 			int ok = len > 0;
 			for (int i = 1; ok && i < len; i++)
 				ok = (p[i] & 0xc0) == 0x80;

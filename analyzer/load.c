@@ -47,16 +47,17 @@ static void window_notes(model_t *m)
 			m->attached = true;
 	int n;
 	if (m->sample_bytes) {
-		n = snprintf(t, sizeof t,
-		             "allocations were sampled, one per %llu bytes on "
-		             "average (MALLOCK_SAMPLE_BYTES): allocation and "
-		             "free counts and bytes are estimates scaled from "
-		             "%llu sampled allocations; allocator calls inside "
-		             "critical sections (%llu unsampled) and lock events "
-		             "are complete",
-		             (unsigned long long)m->sample_bytes,
-		             (unsigned long long)m->tot.sampled_allocs,
-		             (unsigned long long)m->tot.untracked_calls);
+		n = snprintf(
+		    t, sizeof t,
+		    "allocations were sampled, one per %llu bytes on "
+		    "average (MALLOCK_SAMPLE_BYTES): allocation and "
+		    "free counts and bytes are estimates scaled from "
+		    "%llu sampled allocations; allocator calls inside "
+		    "critical sections (%llu unsampled) and lock events "
+		    "are complete",
+		    (unsigned long long)m->sample_bytes,
+		    (unsigned long long)m->tot.sampled_allocs,
+		    (unsigned long long)m->tot.untracked_calls);
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
 	if ((m->proc_flags & FMT_PROCF_START_PAUSED) || m->tot.pauses ||
@@ -79,8 +80,7 @@ static void window_notes(model_t *m)
 
 /* "05:20:03 UTC (+1.2 s)": the wall clock of tsc, from the PROCESS
  * record's clock pair, and its offset from the trace's first event. */
-static const char *when(const model_t *m, uint64_t tsc, char *buf,
-                        size_t len)
+static const char *when(const model_t *m, uint64_t tsc, char *buf, size_t len)
 {
 	const meta_process_t *p = &m->info.process;
 	double off = tsc > m->first_tsc
@@ -131,12 +131,13 @@ const char *blind_text(const model_t *m, char *buf, size_t len)
 	if (!m->events) {
 		/* The shim ran (PROCESS) but no hook was ever called. */
 		if (m->exe && !m->info.truncated)
-			snprintf(buf, len,
-			         "mallock saw no allocation and no lock of this "
-			         "program: none of the calls it hooks was made "
-			         "(a Go runtime, JIT code or raw system calls "
-			         "work out of its sight); no events is not no "
-			         "contention");
+			snprintf(
+			    buf, len,
+			    "mallock saw no allocation and no lock of this "
+			    "program: none of the calls it hooks was made "
+			    "(a Go runtime, JIT code or raw system calls "
+			    "work out of its sight); no events is not no "
+			    "contention");
 		return buf;
 	}
 	for (size_t i = 0; i < m->nlock; i++) {

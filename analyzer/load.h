@@ -12,9 +12,9 @@
 #include <stdbool.h>
 
 typedef struct load_opts {
-	bool symbols;              /* symbolize (else addresses) */
+	bool symbols;               /* symbolize (else addresses) */
 	const char **thread_filter; /* NULL-terminated, or NULL */
-	bool quiet;                /* no truncation warning on stderr */
+	bool quiet;                 /* no truncation warning on stderr */
 	/* --debug-dir: NULL-terminated, or NULL */
 	const char *const *debug_dirs;
 } load_opts_t;

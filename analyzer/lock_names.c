@@ -59,7 +59,8 @@ void lock_names(model_t *m)
 				frame_label(&fr, site, sizeof site);
 			else
 				snprintf(site, sizeof site, "an unknown site");
-			snprintf(buf, sizeof buf, "%s at +0x%x in a block from %s",
+			snprintf(buf, sizeof buf,
+			         "%s at +0x%x in a block from %s",
 			         lock_kind_word(l->kind), l->blk_off, site);
 		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL &&
 		           l->init_stack != NONE32 &&
@@ -73,12 +74,14 @@ void lock_names(model_t *m)
 		            (l->first_site != NONE32 &&
 		             sym_stack_site(m, l->first_site, &fr)))) {
 			frame_label(&fr, site, sizeof site);
-			snprintf(buf, sizeof buf, "%s %s %s", lock_kind_word(l->kind),
+			snprintf(buf, sizeof buf, "%s %s %s",
+			         lock_kind_word(l->kind),
 			         l->init_stack != NONE32 &&
 			                 sym_stack_site(m, l->init_stack, &fr)
 			             ? "initialised in"
-			         : l->kind == FMT_KIND_FUTEX ? "first waited on in"
-			                                     : "first taken in",
+			         : l->kind == FMT_KIND_FUTEX
+			             ? "first waited on in"
+			             : "first taken in",
 			         site);
 		} else {
 			continue;

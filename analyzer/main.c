@@ -28,7 +28,8 @@ static void usage(FILE *o)
 	SUBCOMMANDS(SUB_USAGE_)
 #undef SUB_USAGE_
 	fputs("\n`mallock COMMAND --help` for a command's options; "
-	      "`mallock --version`.\n", o);
+	      "`mallock --version`.\n",
+	      o);
 }
 
 int main(int argc, char **argv)
@@ -65,7 +66,8 @@ int main(int argc, char **argv)
 		       FMT_VERSION_MAJOR, FMT_VERSION_MINOR);
 		return 0;
 	}
-	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") ||
+	    !strcmp(cmd, "help")) {
 		usage(stdout);
 		return 0;
 	}

@@ -21,8 +21,8 @@ static uint64_t u(cur_t *c)
 static meta_str_t str(cur_t *c)
 {
 	meta_str_t s = {"", 0};
-	if (!c->bad && (fmt_get_str(&c->p, c->end, &s.s, &s.n) < 0 ||
-	                s.n > FMT_STR_MAX)) {
+	if (!c->bad &&
+	    (fmt_get_str(&c->p, c->end, &s.s, &s.n) < 0 || s.n > FMT_STR_MAX)) {
 		c->bad = 1;
 		s.s = "";
 		s.n = 0;

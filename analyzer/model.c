@@ -42,10 +42,10 @@ void lockstat_add(lockstat_t *d, const lockstat_t *s)
 uint32_t lock_group(model_t *m, lock_t *l)
 {
 	if (!l->hist) {
-		uint64_t key = l->init_stack != NONE32   ? l->init_stack
-		               : l->first_site != NONE32 ? l->first_site
-		                                         : (1ull << 63) |
-		                                               (uint64_t)(l - m->lock);
+		uint64_t key = l->init_stack != NONE32 ? l->init_stack
+		               : l->first_site != NONE32
+		                   ? l->first_site
+		                   : (1ull << 63) | (uint64_t)(l - m->lock);
 		int added;
 		uint32_t *v = u64map_put(&m->lhist_map, key, &added);
 		if (added) {
@@ -212,8 +212,8 @@ size_t model_lock_pairs(const model_t *m, int k, uint32_t li,
 
 const char *model_allocator(const model_t *m)
 {
-	static const char *const known[] = {"tcmalloc", "jemalloc",
-	                                    "mimalloc", NULL};
+	static const char *const known[] = {"tcmalloc", "jemalloc", "mimalloc",
+	                                    NULL};
 	for (size_t i = 0; i < m->nmod; i++) {
 		const char *p = m->mod[i].path;
 		const char *b = p ? strrchr(p, '/') : NULL;
@@ -238,8 +238,7 @@ const char *lock_kind_word(uint32_t kind)
 	                                 : fmt_lock_kind_name(kind);
 }
 
-const char *lock_label(const model_t *m, const lock_t *l, char *buf,
-                       size_t len)
+const char *lock_label(const model_t *m, const lock_t *l, char *buf, size_t len)
 {
 	(void)m;
 	if (l->name)

@@ -101,7 +101,7 @@ typedef struct lock {
 	/* A futex word some thread both waited on and woke: a lock word,
 	 * whose waits are lost time (aggregate_futex_words). */
 	bool futex_lockish;
-	char *name; /* arena; the user's (mallock_lock_name) */
+	char *name;        /* arena; the user's (mallock_lock_name) */
 	const char *label; /* arena; lock_names.c's, when no name */
 	uint32_t init_stack, first_site; /* stack indexes, NONE32 if none */
 	uint32_t blk_stack, blk_off;     /* the block holding it (in_block) */
@@ -190,7 +190,7 @@ typedef struct nest {
 typedef struct lockthr {
 	uint32_t lock, thread;
 	uint64_t acq, wakes, contended, wait_ns, try_fail, timeouts;
-	uint64_t sleep_ns; /* condition waits with this lock, until woken */
+	uint64_t sleep_ns;    /* condition waits with this lock, until woken */
 	uint64_t futex_wakes; /* FUTEX_WAKEs of this word by this thread */
 } lockthr_t;
 
@@ -330,8 +330,8 @@ typedef struct model {
 	uint64_t free_n;       /* frees counted by the last block_free() */
 	char *exe, *cmdline, *hostname, *version;
 	bool have_end, end_clean;
-	bool paused;       /* the last MARK paused recording (window closed) */
-	bool attached;     /* recorded by `mallock attach` (its NOTE) */
+	bool paused;        /* the last MARK paused recording (window closed) */
+	bool attached;      /* recorded by `mallock attach` (its NOTE) */
 	uint64_t pause_tsc; /* the last pause */
 	uint64_t end_events, end_dropped;
 	uint64_t first_tsc, last_tsc, events;

@@ -44,8 +44,8 @@ int dpkg_owner(const char *path, char *pkg, size_t len, uint64_t deadline)
 	for (;;) {
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
-		uint64_t now = (uint64_t)ts.tv_sec * 1000000000u +
-		               (uint64_t)ts.tv_nsec;
+		uint64_t now =
+		    (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 		if (now >= deadline || n >= sizeof buf - 1)
 			break;
 		struct pollfd pf = {.fd = p[0], .events = POLLIN};
@@ -76,4 +76,3 @@ int dpkg_owner(const char *path, char *pkg, size_t len, uint64_t deadline)
 	}
 	return -1;
 }
-

@@ -217,7 +217,8 @@ static void scan_process(reader_t *r, const fmt_chunk_header_t *h,
 			continue;
 		if (meta_process(&rec, &r->info.process) == 0) {
 			r->info.have_process = true;
-			clock_pair(c, r->info.process.tsc, r->info.process.mono_ns);
+			clock_pair(c, r->info.process.tsc,
+			           r->info.process.mono_ns);
 			if (r->info.process.tsc &&
 			    r->info.process.tsc < r->info.tsc_min)
 				r->info.tsc_min = r->info.process.tsc;
@@ -243,8 +244,8 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 		fmt_chunk_header_t h;
 		uint32_t m = (uint32_t)r->nchunk;
 		if (size - off < FMT_CHUNK_HEADER_SIZE) {
-			snprintf(why, sizeof why,
-			         "chunk %u: incomplete header", m + 1);
+			snprintf(why, sizeof why, "chunk %u: incomplete header",
+			         m + 1);
 			stop_at(r, off, why);
 			r->info.chunks_total = m + 1;
 			break;
@@ -300,7 +301,8 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 		}
 		const uint8_t *recs;
 		uint32_t nrecs;
-		if (fmt_chunk_inflate(&h, buf, &zbuf, &zcap, &recs, &nrecs) < 0) {
+		if (fmt_chunk_inflate(&h, buf, &zbuf, &zcap, &recs, &nrecs) <
+		    0) {
 			snprintf(why, sizeof why,
 			         "chunk %u: corrupt compressed payload", m + 1);
 			stop_at(r, off, why);
@@ -421,8 +423,7 @@ static int load_chunk(reader_t *r, rd_stream_t *s, uint32_t c)
 		*dcap = ch->len;
 		*dst = xmalloc(*dcap ? *dcap : 1);
 	}
-	if (read_at(r->fd, *dst, ch->len, ch->off + FMT_CHUNK_HEADER_SIZE) <
-	    0)
+	if (read_at(r->fd, *dst, ch->len, ch->off + FMT_CHUNK_HEADER_SIZE) < 0)
 		return -1;
 	const uint8_t *recs;
 	uint32_t nrecs;
@@ -445,8 +446,10 @@ static int advance(reader_t *r, rd_stream_t *s)
 			uint64_t back = s->rec.type == FMT_FREE
 			                    ? s->rec.f[FMT_FREE_TICKS]
 			                    : 0;
-			uint64_t key = s->rec.tsc - (back < s->rec.tsc ? back : 0);
-			if (key > s->key) /* a forged free may start too early */
+			uint64_t key =
+			    s->rec.tsc - (back < s->rec.tsc ? back : 0);
+			if (key >
+			    s->key) /* a forged free may start too early */
 				s->key = key;
 			return 1;
 		}
@@ -455,19 +458,22 @@ static int advance(reader_t *r, rd_stream_t *s)
 			const rd_chunk_t *ch = &r->chunk[s->cur];
 			uint64_t at = ch->off + FMT_CHUNK_HEADER_SIZE + eo;
 			if (ch->flags & FMT_CHUNKF_ZSTD) {
-				/* eo counts decompressed bytes: no file offset. */
+				/* eo counts decompressed bytes: no file offset.
+				 */
 				at = ch->off;
-				snprintf(why, sizeof why,
-				         "chunk %u (thread %u): malformed record "
-				         "(type 0x%02x) at byte %zu of its "
-				         "decompressed records",
-				         s->cur + 1, ch->tid, s->dec.start[eo], eo);
+				snprintf(
+				    why, sizeof why,
+				    "chunk %u (thread %u): malformed record "
+				    "(type 0x%02x) at byte %zu of its "
+				    "decompressed records",
+				    s->cur + 1, ch->tid, s->dec.start[eo], eo);
 			} else
-				snprintf(why, sizeof why,
-				         "chunk %u (thread %u): malformed record "
-				         "(type 0x%02x) at byte %llu",
-				         s->cur + 1, ch->tid, s->dec.start[eo],
-				         (unsigned long long)at);
+				snprintf(
+				    why, sizeof why,
+				    "chunk %u (thread %u): malformed record "
+				    "(type 0x%02x) at byte %llu",
+				    s->cur + 1, ch->tid, s->dec.start[eo],
+				    (unsigned long long)at);
 			stop_at(r, at, why);
 			r->failed = true;
 			return -1;
@@ -577,7 +583,8 @@ int reader_walk(reader_t *r, reader_walk_fn fn, void *ctx, uint64_t *err_off)
 		fn(ctx, i, &h, c->off, NULL);
 		const uint8_t *recs;
 		uint32_t nrecs;
-		if (fmt_chunk_inflate(&h, buf, &zbuf, &zcap, &recs, &nrecs) < 0) {
+		if (fmt_chunk_inflate(&h, buf, &zbuf, &zcap, &recs, &nrecs) <
+		    0) {
 			*err_off = c->off;
 			ret = -1;
 			break;

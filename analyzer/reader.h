@@ -41,9 +41,9 @@ typedef struct reader_info {
 	uint32_t chunks_total; /* chunks the file seems to hold, 0 if unknown */
 	uint32_t chunks_compressed; /* of chunks, zstd-compressed ones (1.2) */
 	bool truncated;
-	uint64_t truncated_at; /* byte offset where reading stopped */
-	char why[160];         /* what was wrong there */
-	double ns_per_tick;    /* calibrated clock */
+	uint64_t truncated_at;    /* byte offset where reading stopped */
+	char why[160];            /* what was wrong there */
+	double ns_per_tick;       /* calibrated clock */
 	const char *clock_source; /* "monotonic pairs", "tsc_hz", "none" */
 	bool have_process;
 	meta_process_t process; /* strings NOT valid after reader_open */
@@ -66,9 +66,9 @@ uint32_t reader_streams(const reader_t *r);
 /*
  * Pass 2: the next event in TSC order (a FREE at its start, tsc - ticks:
  * reader.c says why; its tsc is still its end, so the tsc of successive
- * events may step back by a free's duration). Returns 1 with *ev set (valid until
- * the next call), 0 at the end, -1 when a malformed record stopped the read
- * (reader_info() then says truncated, where and why).
+ * events may step back by a free's duration). Returns 1 with *ev set (valid
+ * until the next call), 0 at the end, -1 when a malformed record stopped the
+ * read (reader_info() then says truncated, where and why).
  */
 int reader_next(reader_t *r, reader_ev_t *ev);
 

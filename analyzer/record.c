@@ -41,20 +41,26 @@
 
 static void record_usage(FILE *f)
 {
-	fprintf(f,
-	        "usage: mallock record [options] -- CMD [ARGS...]\n"
-	        "  -o FILE            write the trace to FILE (%%p: pid, %%e: program name)\n"
-	        "  --depth N          stack depth (MALLOCK_STACK_DEPTH, default 16)\n"
-	        "  --unwind KIND      libunwind | fp | none (MALLOCK_UNWIND)\n"
-	        "  --no-follow-exec   do not trace programs the command execs\n"
-	        "  --exe NAME         trace only processes of the program NAME (MALLOCK_EXE:\n"
-	        "                     wrappers such as sh, env, setpriv leave no trace)\n"
-	        "  --shim PATH        use this libmallock.so\n"
-	        "  --no-compress      leave the trace uncompressed (as MALLOCK_COMPRESS=0)\n"
-	        "  --compress-level N zstd level of the compression after the run\n"
-	        "                     (%d..%d, default %d)\n"
-	        "Without -o, MALLOCK_OUTPUT or %s is used.\n",
-	        TC_LEVEL_MIN, TC_LEVEL_MAX, TC_LEVEL_DEFAULT, DEFAULT_OUTPUT);
+	fprintf(
+	    f,
+	    "usage: mallock record [options] -- CMD [ARGS...]\n"
+	    "  -o FILE            write the trace to FILE (%%p: pid, %%e: "
+	    "program name)\n"
+	    "  --depth N          stack depth (MALLOCK_STACK_DEPTH, default "
+	    "16)\n"
+	    "  --unwind KIND      libunwind | fp | none (MALLOCK_UNWIND)\n"
+	    "  --no-follow-exec   do not trace programs the command execs\n"
+	    "  --exe NAME         trace only processes of the program NAME "
+	    "(MALLOCK_EXE:\n"
+	    "                     wrappers such as sh, env, setpriv leave no "
+	    "trace)\n"
+	    "  --shim PATH        use this libmallock.so\n"
+	    "  --no-compress      leave the trace uncompressed (as "
+	    "MALLOCK_COMPRESS=0)\n"
+	    "  --compress-level N zstd level of the compression after the run\n"
+	    "                     (%d..%d, default %d)\n"
+	    "Without -o, MALLOCK_OUTPUT or %s is used.\n",
+	    TC_LEVEL_MIN, TC_LEVEL_MAX, TC_LEVEL_DEFAULT, DEFAULT_OUTPUT);
 }
 
 /* Finds libmallock.so beside this executable: <dir>/../lib/libmallock.so.
@@ -277,8 +283,8 @@ static void pack_children(rec_pack_t *p, const char *path,
 		char full[PATH_MAX];
 		struct stat st;
 		if ((size_t)snprintf(full, sizeof full, "%s%s%s",
-		                     slash ? dir : "", slash ? "/" : "", n) >=
-		        sizeof full ||
+		                     slash ? dir : "", slash ? "/" : "",
+		                     n) >= sizeof full ||
 		    lstat(full, &st) < 0 || !S_ISREG(st.st_mode) ||
 		    st.st_mtim.tv_sec < since->tv_sec ||
 		    (st.st_mtim.tv_sec == since->tv_sec &&
@@ -328,14 +334,18 @@ int cmd_record(int argc, char **argv)
 			long v = strtol(argv[++i], &end, 10);
 			if (*end || end == argv[i] || v < TC_LEVEL_MIN ||
 			    v > TC_LEVEL_MAX) {
-				fprintf(stderr, "mallock record: --compress-level "
-				                "%s: not a level from %d to %d\n",
+				fprintf(stderr,
+				        "mallock record: --compress-level "
+				        "%s: not a level from %d to %d\n",
 				        argv[i], TC_LEVEL_MIN, TC_LEVEL_MAX);
 				return 2;
 			}
 			level = (int)v;
 		} else if (a[0] == '-') {
-			fprintf(stderr, "mallock record: unknown or incomplete option '%s'\n", a);
+			fprintf(stderr,
+			        "mallock record: unknown or incomplete option "
+			        "'%s'\n",
+			        a);
 			record_usage(stderr);
 			return 2;
 		} else {
@@ -351,12 +361,15 @@ int cmd_record(int argc, char **argv)
 	char shim[PATH_MAX];
 	if (shim_arg) {
 		if (!realpath(shim_arg, shim)) {
-			fprintf(stderr, "mallock record: %s: %s\n", shim_arg, strerror(errno));
+			fprintf(stderr, "mallock record: %s: %s\n", shim_arg,
+			        strerror(errno));
 			return 2;
 		}
 	} else if (find_shim(shim, sizeof shim) < 0) {
-		fprintf(stderr, "mallock record: libmallock.so not found beside this "
-		                "program (expected ../lib/libmallock.so); use --shim PATH\n");
+		fprintf(stderr,
+		        "mallock record: libmallock.so not found beside this "
+		        "program (expected ../lib/libmallock.so); use --shim "
+		        "PATH\n");
 		return 2;
 	}
 	if (!output)
@@ -382,9 +395,10 @@ int cmd_record(int argc, char **argv)
 	int is_static = resolve_cmd(argv[i], cmdpath, sizeof cmdpath) == 0 &&
 	                static_elf(cmdpath);
 	if (is_static)
-		fprintf(stderr, "mallock record: %s is statically linked: the "
-		                "shim cannot be preloaded into it, so mallock "
-		                "will see nothing of it\n",
+		fprintf(stderr,
+		        "mallock record: %s is statically linked: the "
+		        "shim cannot be preloaded into it, so mallock "
+		        "will see nothing of it\n",
 		        argv[i]);
 	pid_t pid = fork();
 	if (pid < 0) {
@@ -394,15 +408,19 @@ int cmd_record(int argc, char **argv)
 	if (pid == 0) {
 		char path[PATH_MAX];
 		close(fds[0]);
-		if (expand_output(output, getpid(), exe, path, sizeof path) < 0) {
-			fprintf(stderr, "mallock record: output path too long\n");
+		if (expand_output(output, getpid(), exe, path, sizeof path) <
+		    0) {
+			fprintf(stderr,
+			        "mallock record: output path too long\n");
 			_exit(127);
 		}
 		/* -o names the file to write, as a compiler's -o does: an old
 		 * regular file there is replaced. Anything else (a symlink, a
-		 * device) is left alone, and the shim then writes PATH.<pid>. */
+		 * device) is left alone, and the shim then writes PATH.<pid>.
+		 */
 		struct stat old;
-		if (output_given && lstat(path, &old) == 0 && S_ISREG(old.st_mode))
+		if (output_given && lstat(path, &old) == 0 &&
+		    S_ISREG(old.st_mode))
 			unlink(path);
 		if (write(fds[1], path, strlen(path)) < 0)
 			_exit(127);
@@ -415,7 +433,8 @@ int cmd_record(int argc, char **argv)
 	close(fds[1]);
 	char path[PATH_MAX];
 	ssize_t got = 0, r;
-	while ((r = read(fds[0], path + got, sizeof path - 1 - (size_t)got)) > 0)
+	while ((r = read(fds[0], path + got, sizeof path - 1 - (size_t)got)) >
+	       0)
 		got += r;
 	path[got > 0 ? got : 0] = '\0';
 	close(fds[0]);
@@ -455,8 +474,8 @@ int cmd_record(int argc, char **argv)
 	}
 	int have = path[0] && stat(path, &st) == 0;
 	if (have)
-		fprintf(stderr, "mallock: trace written to %s (%lld bytes)\n", path,
-		        (long long)st.st_size);
+		fprintf(stderr, "mallock: trace written to %s (%lld bytes)\n",
+		        path, (long long)st.st_size);
 	else if (path[0])
 		fprintf(stderr, "mallock: no trace at %s (%s)\n", path,
 		        is_static ? "the program is statically linked"
@@ -469,8 +488,9 @@ int cmd_record(int argc, char **argv)
 		pack_children(&p, path, &started);
 		char a[32], b[32], c[40];
 		if (p.done)
-			fprintf(stderr, "mallock: %s compressed %s -> %s%s in "
-			                "%.2f s\n",
+			fprintf(stderr,
+			        "mallock: %s compressed %s -> %s%s in "
+			        "%.2f s\n",
 			        p.done > 1 ? "traces" : "trace",
 			        tc_size(a, sizeof a, p.in),
 			        tc_size(b, sizeof b, p.out),

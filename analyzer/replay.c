@@ -84,9 +84,13 @@ static void pop(rstate_t *s, uint32_t ti, uint32_t li, uint64_t tsc,
 	size_t i = t->n;
 	while (i > 0 && t->h[i - 1].lock != li)
 		i--;
-	replay_ev_t ev = {.kind = REPLAY_HOLD, .thread = ti, .lock = li,
-	                  .stack = NONE32, .holder_stack = holder_stack,
-	                  .holder_thread = ti, .contended = contended};
+	replay_ev_t ev = {.kind = REPLAY_HOLD,
+	                  .thread = ti,
+	                  .lock = li,
+	                  .stack = NONE32,
+	                  .holder_stack = holder_stack,
+	                  .holder_thread = ti,
+	                  .contended = contended};
 	ev.t1 = at_ns(m, tsc);
 	if (i == 0) {
 		if (!contended)
@@ -113,11 +117,16 @@ static void alloc(rstate_t *s, uint32_t ti, uint64_t tsc, uint64_t stack_id,
 	VEC_RESERVE(t->locks, t->capl, t->n);
 	for (size_t i = 0; i < t->n; i++)
 		t->locks[i] = t->h[i].lock;
-	replay_ev_t ev = {.kind = REPLAY_ALLOC, .thread = ti, .lock = NONE32,
+	replay_ev_t ev = {.kind = REPLAY_ALLOC,
+	                  .thread = ti,
+	                  .lock = NONE32,
 	                  .stack = stack_of(s->m, stack_id),
-	                  .holder_stack = NONE32, .holder_thread = NONE32,
-	                  .size = size, .is_alloc = is_alloc,
-	                  .held = t->locks, .nheld = (uint32_t)t->n};
+	                  .holder_stack = NONE32,
+	                  .holder_thread = NONE32,
+	                  .size = size,
+	                  .is_alloc = is_alloc,
+	                  .held = t->locks,
+	                  .nheld = (uint32_t)t->n};
 	ev.ns = dur_ns(s->m, ticks);
 	ev.t1 = at_ns(s->m, tsc);
 	ev.t0 = ev.t1 > ev.ns ? ev.t1 - ev.ns : 0;
@@ -132,8 +141,8 @@ static void on_event(rstate_t *s, uint32_t ti, const fmt_record_t *r)
 	uint32_t li;
 	switch (r->type) {
 	case FMT_ALLOC:
-		alloc(s, ti, r->tsc, r->f[FMT_ALLOC_STACK], r->f[FMT_ALLOC_SIZE],
-		      r->f[FMT_ALLOC_TICKS], true);
+		alloc(s, ti, r->tsc, r->f[FMT_ALLOC_STACK],
+		      r->f[FMT_ALLOC_SIZE], r->f[FMT_ALLOC_TICKS], true);
 		break;
 	case FMT_FREE:
 		alloc(s, ti, r->tsc, 0, 0, r->f[FMT_FREE_TICKS], false);
@@ -145,7 +154,8 @@ static void on_event(rstate_t *s, uint32_t ti, const fmt_record_t *r)
 	case FMT_ACQ:
 	case FMT_ACQ_SHARED:
 		if ((li = lock_of(m, r->f[FMT_ACQ_LOCK])) != NONE32)
-			push(s, ti, li, stack_of(m, r->f[FMT_ACQ_SITE]), r->tsc);
+			push(s, ti, li, stack_of(m, r->f[FMT_ACQ_SITE]),
+			     r->tsc);
 		break;
 	case FMT_ACQ_WAIT:
 	case FMT_ACQ_SHARED_WAIT: {
@@ -153,8 +163,10 @@ static void on_event(rstate_t *s, uint32_t ti, const fmt_record_t *r)
 			break;
 		uint32_t stack = stack_of(m, r->f[FMT_ACQ_WAIT_STACK]);
 		push(s, ti, li, stack, r->tsc);
-		replay_ev_t ev = {.kind = REPLAY_WAIT, .thread = ti,
-		                  .lock = li, .stack = stack,
+		replay_ev_t ev = {.kind = REPLAY_WAIT,
+		                  .thread = ti,
+		                  .lock = li,
+		                  .stack = stack,
 		                  .holder_stack = s->last_stack[li],
 		                  .holder_thread = s->last_thr[li],
 		                  .waiters = r->f[FMT_ACQ_WAIT_WAITERS]};

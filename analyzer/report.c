@@ -23,31 +23,39 @@
 
 static void usage(FILE *o)
 {
-	fputs("usage: mallock report [options] TRACE...\n"
-	      "  --format=text|json|folded|pprof|perfetto|html\n"
-	      "                             output (default text; pprof, perfetto\n"
-	      "                             and html need -o FILE or a pipe)\n"
-	      "  --top=N                    findings shown in text (default 10)\n"
-	      "  --metric=wait|hold|caused|alloc-under-lock|cross-thread\n"
-	      "                             what folded stacks and pprof count\n"
-	      "                             (default wait)\n"
-	      "  --lock=ID|NAME             only this lock (id, name or site function)\n"
-	      "  --progress, --no-progress  progress on stderr (default: on a\n"
-	      "                             terminal, in the foreground)\n"
-	      "  --from=T --to=T            perfetto: only this window (s, ms, us,\n"
-	      "                             ns since the trace's first event)\n"
-	      "  --thread=TID|NAME[,...]    only these threads' events\n"
-	      "  --min-severity=info|low|medium|high\n"
-	      "  --per-process              one report per trace instead of one for all\n"
-	      "  --all                      JSON: list every lock and lock class (default:\n"
-	      "                             the top 50, the named and the ones findings name)\n"
-	      "  --no-symbols               leave frames as addresses\n"
-	      "  --debug-dir=DIR            look there first for separate debug\n"
-	      "                             files (DIR/.build-id/xx/rest.debug,\n"
-	      "                             DIR/NAME.debug); may be repeated\n"
-	      "  -o, --output=FILE          write there instead of stdout\n"
-	      "  --thresholds               print the findings' thresholds and exit\n",
-	      o);
+	fputs(
+	    "usage: mallock report [options] TRACE...\n"
+	    "  --format=text|json|folded|pprof|perfetto|html\n"
+	    "                             output (default text; pprof, "
+	    "perfetto\n"
+	    "                             and html need -o FILE or a pipe)\n"
+	    "  --top=N                    findings shown in text (default 10)\n"
+	    "  --metric=wait|hold|caused|alloc-under-lock|cross-thread\n"
+	    "                             what folded stacks and pprof count\n"
+	    "                             (default wait)\n"
+	    "  --lock=ID|NAME             only this lock (id, name or site "
+	    "function)\n"
+	    "  --progress, --no-progress  progress on stderr (default: on a\n"
+	    "                             terminal, in the foreground)\n"
+	    "  --from=T --to=T            perfetto: only this window (s, ms, "
+	    "us,\n"
+	    "                             ns since the trace's first event)\n"
+	    "  --thread=TID|NAME[,...]    only these threads' events\n"
+	    "  --min-severity=info|low|medium|high\n"
+	    "  --per-process              one report per trace instead of one "
+	    "for all\n"
+	    "  --all                      JSON: list every lock and lock class "
+	    "(default:\n"
+	    "                             the top 50, the named and the ones "
+	    "findings name)\n"
+	    "  --no-symbols               leave frames as addresses\n"
+	    "  --debug-dir=DIR            look there first for separate debug\n"
+	    "                             files (DIR/.build-id/xx/rest.debug,\n"
+	    "                             DIR/NAME.debug); may be repeated\n"
+	    "  -o, --output=FILE          write there instead of stdout\n"
+	    "  --thresholds               print the findings' thresholds and "
+	    "exit\n",
+	    o);
 }
 
 static void print_thresholds(void)
@@ -78,8 +86,8 @@ static int parse_time(const char *s, uint64_t *ns)
 	static const struct {
 		const char *unit;
 		double scale;
-	} units[] = {{"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3},
-	             {"ns", 1}};
+	} units[] = {
+	    {"", 1e9}, {"s", 1e9}, {"ms", 1e6}, {"us", 1e3}, {"ns", 1}};
 	char *end;
 	double v = strtod(s, &end);
 	if (end == s || !(v >= 0))
@@ -132,9 +140,24 @@ static int emit(report_t *r, int format, FILE *out)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { O_FORMAT = 256, O_TOP, O_METRIC, O_LOCK, O_THREAD, O_SEV,
-	       O_PER, O_NOSYM, O_TH, O_HELP, O_FROM, O_TO, O_PROGRESS,
-	       O_NOPROGRESS, O_ALL, O_DEBUGDIR };
+	enum {
+		O_FORMAT = 256,
+		O_TOP,
+		O_METRIC,
+		O_LOCK,
+		O_THREAD,
+		O_SEV,
+		O_PER,
+		O_NOSYM,
+		O_TH,
+		O_HELP,
+		O_FROM,
+		O_TO,
+		O_PROGRESS,
+		O_NOPROGRESS,
+		O_ALL,
+		O_DEBUGDIR
+	};
 	static const struct option opts[] = {
 	    {"format", required_argument, 0, O_FORMAT},
 	    {"top", required_argument, 0, O_TOP},
@@ -178,8 +201,10 @@ int cmd_report(int argc, char **argv)
 			         : !strcmp(optarg, "html")     ? F_HTML
 			                                       : -1;
 			if (format < 0) {
-				fprintf(stderr, "mallock report: unknown format "
-				                "'%s'\n", optarg);
+				fprintf(stderr,
+				        "mallock report: unknown format "
+				        "'%s'\n",
+				        optarg);
 				return 1;
 			}
 			break;
@@ -189,8 +214,10 @@ int cmd_report(int argc, char **argv)
 		case O_METRIC:
 			r.metric = parse_metric(optarg);
 			if (r.metric < 0) {
-				fprintf(stderr, "mallock report: unknown metric "
-				                "'%s'\n", optarg);
+				fprintf(stderr,
+				        "mallock report: unknown metric "
+				        "'%s'\n",
+				        optarg);
 				return 1;
 			}
 			break;
@@ -203,8 +230,10 @@ int cmd_report(int argc, char **argv)
 		case O_SEV:
 			r.min_sev = severity_parse(optarg);
 			if (r.min_sev < 0) {
-				fprintf(stderr, "mallock report: unknown severity "
-				                "'%s'\n", optarg);
+				fprintf(stderr,
+				        "mallock report: unknown severity "
+				        "'%s'\n",
+				        optarg);
 				return 1;
 			}
 			break;
@@ -221,8 +250,10 @@ int cmd_report(int argc, char **argv)
 			struct stat st;
 			if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode) ||
 			    ndebug == 32) {
-				fprintf(stderr, "mallock report: --debug-dir %s: "
-				        "%s\n", optarg,
+				fprintf(stderr,
+				        "mallock report: --debug-dir %s: "
+				        "%s\n",
+				        optarg,
 				        ndebug == 32 ? "more than 32 given"
 				                     : "not a directory");
 				return 1;
@@ -244,11 +275,13 @@ int cmd_report(int argc, char **argv)
 			break;
 		case O_FROM: /* issue 14: the timeline's window */
 		case O_TO:
-			if (parse_time(optarg, c == O_FROM ? &r.from_ns
-			                                   : &r.to_ns)) {
-				fprintf(stderr, "mallock report: bad time '%s' "
+			if (parse_time(optarg,
+			               c == O_FROM ? &r.from_ns : &r.to_ns)) {
+				fprintf(stderr,
+				        "mallock report: bad time '%s' "
 				        "(seconds, or a number with s, ms, us "
-				        "or ns)\n", optarg);
+				        "or ns)\n",
+				        optarg);
 				return 1;
 			}
 			break;
@@ -311,7 +344,8 @@ int cmd_report(int argc, char **argv)
 			memset(&one.f, 0, sizeof one.f);
 			for (size_t j = 0; j < all.n; j++)
 				if (all.v[j].m == &r.m[i]) {
-					VEC_RESERVE(one.f.v, one.f.cap, one.f.n);
+					VEC_RESERVE(one.f.v, one.f.cap,
+					            one.f.n);
 					one.f.v[one.f.n++] = all.v[j];
 				}
 			rc |= emit(&one, format, out);

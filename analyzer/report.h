@@ -44,8 +44,7 @@ typedef struct report {
 /* Whether lock class c of m passes --lock (id, name or site substring). */
 bool report_class_matches(const report_t *r, model_t *m, uint32_t c);
 /* The id a lock has in the report's output (unique across traces). */
-uint64_t report_lock_id(const report_t *r, const model_t *m,
-                        const lock_t *l);
+uint64_t report_lock_id(const report_t *r, const model_t *m, const lock_t *l);
 
 /* A contention point (waiter stack, LS_WAITER) or contending point (holder
  * stack at a contended release, LS_HOLDER) of a lock class, summed over its
@@ -66,8 +65,8 @@ void report_text(const report_t *r, FILE *out);
 void report_json(const report_t *r, FILE *out);
 void report_folded(const report_t *r, FILE *out);
 /* issue 14: binary outputs; each returns 0, or 1 on an error it printed. */
-int report_pprof(const report_t *r, FILE *out);      /* report_pprof.c */
-int report_perfetto(const report_t *r, FILE *out);   /* report_perfetto.c */
-int report_html(const report_t *r, FILE *out);       /* report_html.c */
+int report_pprof(const report_t *r, FILE *out);    /* report_pprof.c */
+int report_perfetto(const report_t *r, FILE *out); /* report_perfetto.c */
+int report_html(const report_t *r, FILE *out);     /* report_html.c */
 
 #endif

@@ -81,12 +81,13 @@ static void folded_alloc_time(const report_t *r, FILE *out)
 			if (r->nm > 1)
 				fprintf(out, "pid %" PRIu64 ";", m->pid);
 			for (int k = n; k-- > 0;) {
-				const char *name = fr[k].function
-				                       ? fr[k].function
-				                       : frame_label(&fr[k], buf,
-				                                     sizeof buf);
+				const char *name =
+				    fr[k].function
+				        ? fr[k].function
+				        : frame_label(&fr[k], buf, sizeof buf);
 				for (const char *c = name; *c; c++)
-					fputc(*c == ';' || *c == '\n' ? ':' : *c,
+					fputc(*c == ';' || *c == '\n' ? ':'
+					                              : *c,
 					      out);
 				fputc(';', out);
 			}
@@ -151,7 +152,8 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 			t->w1 = t->w0 + TL_WINDOW_NS;
 			uint32_t n = t->nring < TL_RING ? t->nring : TL_RING;
 			for (uint32_t i = 0; i < n; i++)
-				tl_add(t, &t->ring[(t->nring - n + i) % TL_RING]);
+				tl_add(t,
+				       &t->ring[(t->nring - n + i) % TL_RING]);
 		}
 	}
 	tl_add(t, &s);
@@ -196,8 +198,9 @@ static void timeline(const report_t *r, FILE *out)
 	fprintf(out, "{\"lock\":");
 	lock_label(m, &m->lock[li], name, sizeof name);
 	json_str(out, name, strlen(name));
-	fprintf(out, ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64
-	        ",\"threads\":[", t.w0, t.w1);
+	fprintf(out,
+	        ",\"from_ns\":%" PRIu64 ",\"to_ns\":%" PRIu64 ",\"threads\":[",
+	        t.w0, t.w1);
 	for (size_t i = 0; i < t.ns; i++)
 		if (!row[t.s[i].thread]) {
 			row[t.s[i].thread] = ++nrow;
@@ -233,8 +236,10 @@ int report_html(const report_t *r, FILE *out)
 	};
 	const size_t nmetrics = sizeof metrics / sizeof *metrics;
 	size_t len;
-	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-	      "<title>mallock report</title>\n<style>\n", out);
+	fputs(
+	    "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+	    "<title>mallock report</title>\n<style>\n",
+	    out);
 	fwrite(html_flame_css, 1, html_flame_css_len, out);
 	fwrite(html_page_css, 1, html_page_css_len, out);
 	fputs("</style></head>\n<body><div id=\"app\"></div>\n"
@@ -265,8 +270,9 @@ int report_html(const report_t *r, FILE *out)
 	for (size_t i = 0; i < nmetrics; i++) {
 		report_t one = *r;
 		one.metric = metrics[i].metric;
-		s = capture(&one, metrics[i].metric < 0 ? folded_alloc_time
-		                                        : report_folded,
+		s = capture(&one,
+		            metrics[i].metric < 0 ? folded_alloc_time
+		                                  : report_folded,
 		            &len);
 		fprintf(out, "%s\"%s\":", i ? ",\n" : "", metrics[i].key);
 		json_str(out, s, len);

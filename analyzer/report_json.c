@@ -116,8 +116,8 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 	char rec[256];
 	jw_kstr(w, "recording", recording_text(m, rec, sizeof rec));
 	char blind[400];
-	jw_kstr(w, "blind_spot", *blind_text(m, blind, sizeof blind) ? blind
-	                                                             : NULL);
+	jw_kstr(w, "blind_spot",
+	        *blind_text(m, blind, sizeof blind) ? blind : NULL);
 	jw_kstr(w, "clock_source", m->info.clock_source);
 	jw_knum(w, "ns_per_tick", m->ns_per_tick);
 	jw_key(w, "notes");
@@ -312,8 +312,8 @@ static uint8_t *listed(const report_t *r, model_t *m, bool cls,
 		if (c == NONE32 || !match[c])
 			continue;
 		const lockstat_t *s = cls ? &m->cls[i].s : &m->lock[i].s;
-		bool named = cls ? m->cls[i].name != NULL
-		                 : m->lock[i].name != NULL;
+		bool named =
+		    cls ? m->cls[i].name != NULL : m->lock[i].name != NULL;
 		if (r->all || named)
 			on[i] = 1;
 		v[k].wait = s->wait_ns;
@@ -381,7 +381,8 @@ static void locks_json(jw_t *w, const report_t *r)
 			jw_kstr(w, "name", l->name);
 			char lab[700];
 			jw_kstr(w, "label", lock_label(m, l, lab, sizeof lab));
-			jw_kbool(w, "queue_like", l->queue_cond || l->queue_named);
+			jw_kbool(w, "queue_like",
+			         l->queue_cond || l->queue_named);
 			site_json(w, m, "init_site", l->init_stack);
 			stats_json(w, &l->s);
 			jw_ku64(w, "pid", m->pid);
@@ -393,12 +394,14 @@ static void locks_json(jw_t *w, const report_t *r)
 			            (uint32_t)i, "waits", "wait_ns");
 			/* A futex word has no holds: its wakers instead. */
 			if (l->kind != FMT_KIND_FUTEX)
-				points_json(w, m, "contending_points", LS_HOLDER,
-				            (uint32_t)i, "holds", "hold_ns");
+				points_json(w, m, "contending_points",
+				            LS_HOLDER, (uint32_t)i, "holds",
+				            "hold_ns");
 			else
 				empty_json(w, "contending_points");
 			if (l->kind == FMT_KIND_FUTEX) {
-				jw_kbool(w, "futex_lock_word", l->futex_lockish);
+				jw_kbool(w, "futex_lock_word",
+				         l->futex_lockish);
 				wakers_json(w, m, (uint32_t)i, NONE32);
 			}
 			jw_end(w, '}');
@@ -421,17 +424,20 @@ static void locks_json(jw_t *w, const report_t *r)
 			jw_obj(w);
 			jw_ku64(w, "class", i);
 			jw_ku64(w, "pid", m->pid);
-			jw_ku64(w, "lock", report_lock_id(r, m, &m->lock[c->rep]));
+			jw_ku64(w, "lock",
+			        report_lock_id(r, m, &m->lock[c->rep]));
 			jw_kstr(w, "kind", json_kind(c->kind));
 			jw_kstr(w, "name", c->name);
 			char lab[700];
-			jw_kstr(w, "label", lock_label(m, &m->lock[c->rep], lab,
-			                               sizeof lab));
+			jw_kstr(
+			    w, "label",
+			    lock_label(m, &m->lock[c->rep], lab, sizeof lab));
 			jw_kbool(w, "queue_like", c->queue);
 			jw_ku64(w, "instances", c->ninst);
-			jw_kstr(w, "site_kind", c->site == NONE32 ? NULL
-			                        : c->by_init       ? "init"
-			                                           : "first_acquisition");
+			jw_kstr(w, "site_kind",
+			        c->site == NONE32 ? NULL
+			        : c->by_init      ? "init"
+			                          : "first_acquisition");
 			site_json(w, m, "site", c->site);
 			frame_t own;
 			jw_key(w, "owner");
@@ -443,7 +449,8 @@ static void locks_json(jw_t *w, const report_t *r)
 			hist_json(w, "wait_hist_log2_ns", &c->wait_hist);
 			hist_json(w, "hold_hist_log2_ns", &c->hold_hist);
 			class_points_json(w, m, (uint32_t)i, LS_WAITER,
-			                  "contention_points", "waits", "wait_ns");
+			                  "contention_points", "waits",
+			                  "wait_ns");
 			if (c->kind != FMT_KIND_FUTEX)
 				class_points_json(w, m, (uint32_t)i, LS_HOLDER,
 				                  "contending_points", "holds",
@@ -512,8 +519,8 @@ static int by_site_ns(const void *a, const void *b)
 	return x->stack < y->stack ? -1 : x->stack > y->stack;
 }
 
-static void tids_json(jw_t *w, model_t *m, const char *key,
-                      const uint32_t *thr, const uint64_t *n)
+static void tids_json(jw_t *w, model_t *m, const char *key, const uint32_t *thr,
+                      const uint64_t *n)
 {
 	jw_key(w, key);
 	jw_arr(w);
@@ -593,7 +600,8 @@ static void findings_json(jw_t *w, const report_t *r)
 			jw_null(w);
 		if (f->cls2 != NONE32)
 			jw_ku64(w, "inner_lock",
-			        report_lock_id(r, m, &m->lock[m->cls[f->cls2].rep]));
+			        report_lock_id(r, m,
+			                       &m->lock[m->cls[f->cls2].rep]));
 		if (li != NONE32)
 			jw_kstr(w, "lock_name",
 			        lock_label(m, &m->lock[li], a, sizeof a));

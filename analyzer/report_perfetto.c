@@ -35,17 +35,35 @@
 /* Perfetto's trace proto field numbers (protos/perfetto/trace/...). */
 enum {
 	TRACE_PACKET = 1,
-	TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11,
-	TP_SEQ_FLAGS = 13, TP_TRACK_DESCRIPTOR = 60,
-	TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_THREAD = 4,
-	TD_PARENT_UUID = 5, TD_COUNTER = 8,
-	PD_PID = 1, PD_PROCESS_NAME = 6,
-	THD_PID = 1, THD_TID = 2, THD_THREAD_NAME = 5,
-	TE_DEBUG_ANNOTATIONS = 4, TE_TYPE = 9, TE_TRACK_UUID = 11,
-	TE_NAME = 23, TE_COUNTER_VALUE = 30, TE_FLOW_IDS = 47,
+	TP_TIMESTAMP = 8,
+	TP_SEQ_ID = 10,
+	TP_TRACK_EVENT = 11,
+	TP_SEQ_FLAGS = 13,
+	TP_TRACK_DESCRIPTOR = 60,
+	TD_UUID = 1,
+	TD_NAME = 2,
+	TD_PROCESS = 3,
+	TD_THREAD = 4,
+	TD_PARENT_UUID = 5,
+	TD_COUNTER = 8,
+	PD_PID = 1,
+	PD_PROCESS_NAME = 6,
+	THD_PID = 1,
+	THD_TID = 2,
+	THD_THREAD_NAME = 5,
+	TE_DEBUG_ANNOTATIONS = 4,
+	TE_TYPE = 9,
+	TE_TRACK_UUID = 11,
+	TE_NAME = 23,
+	TE_COUNTER_VALUE = 30,
+	TE_FLOW_IDS = 47,
 	TE_TERMINATING_FLOW_IDS = 48,
-	DA_UINT_VALUE = 3, DA_STRING_VALUE = 6, DA_NAME = 10,
-	TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2, TYPE_COUNTER = 4,
+	DA_UINT_VALUE = 3,
+	DA_STRING_VALUE = 6,
+	DA_NAME = 10,
+	TYPE_SLICE_BEGIN = 1,
+	TYPE_SLICE_END = 2,
+	TYPE_COUNTER = 4,
 	SEQ_INCREMENTAL_STATE_CLEARED = 1,
 };
 
@@ -215,7 +233,8 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 static int by_track_start(const void *a, const void *b, void *ctx)
 {
 	const slice_t *v = ctx;
-	const slice_t *x = &v[*(const uint32_t *)a], *y = &v[*(const uint32_t *)b];
+	const slice_t *x = &v[*(const uint32_t *)a],
+	              *y = &v[*(const uint32_t *)b];
 	if (x->track != y->track)
 		return x->track < y->track ? -1 : 1;
 	if (x->t0 != y->t0)
@@ -258,8 +277,7 @@ static void pair_flows(pf_t *p)
 	u64map_free(&out);
 }
 
-static void annotation(pb_t *b, const char *name, uint64_t v,
-                       const char *str)
+static void annotation(pb_t *b, const char *name, uint64_t v, const char *str)
 {
 	size_t mk = pb_open(b, TE_DEBUG_ANNOTATIONS);
 	pb_str(b, DA_NAME, name);
@@ -286,11 +304,12 @@ static void write_descriptors(pf_t *p, pb_t *b, FILE *out, uint64_t proc)
 			pb_u64(b, THD_PID, m->pid);
 			pb_u64(b, THD_TID, th->tid);
 			pb_str(b, THD_THREAD_NAME,
-			       th->name ? th->name : thread_label(th, buf,
-			                                          sizeof buf));
+			       th->name ? th->name
+			                : thread_label(th, buf, sizeof buf));
 			pb_close(b, tt);
 		} else {
-			pb_u64(b, TD_PARENT_UUID, t->what == 3 ? proc : t->parent);
+			pb_u64(b, TD_PARENT_UUID,
+			       t->what == 3 ? proc : t->parent);
 			if (t->what == 1) {
 				pb_str(b, TD_NAME, "waits");
 			} else {
@@ -337,8 +356,8 @@ static void write_event(pf_t *p, pb_t *b, const tev_t *e, char **site)
 			else if (s->kind == SL_HOLD)
 				snprintf(name, sizeof name, "%s", lk);
 			else if (s->kind == SL_ALLOC)
-				snprintf(name, sizeof name, "alloc %" PRIu64 " B",
-				         s->a);
+				snprintf(name, sizeof name,
+				         "alloc %" PRIu64 " B", s->a);
 			else
 				snprintf(name, sizeof name, "free");
 			pb_str(b, TE_NAME, name);
@@ -363,12 +382,14 @@ static void write_event(pf_t *p, pb_t *b, const tev_t *e, char **site)
 					        : "");
 				}
 				if (*site[s->stack])
-					annotation(b, "site", 0, site[s->stack]);
+					annotation(b, "site", 0,
+					           site[s->stack]);
 			}
 			if (s->flow_out)
 				pb_fixed64(b, TE_FLOW_IDS, s->flow_out);
 			if (s->flow_in)
-				pb_fixed64(b, TE_TERMINATING_FLOW_IDS, s->flow_in);
+				pb_fixed64(b, TE_TERMINATING_FLOW_IDS,
+				           s->flow_in);
 		}
 	}
 	pb_close(b, te);
@@ -387,9 +408,11 @@ static int one_trace(pf_t *p, pb_t *b, FILE *out)
 	if (rc)
 		return rc;
 	if (p->full)
-		fprintf(stderr, "mallock: %s: perfetto: kept the first %u slices "
+		fprintf(stderr,
+		        "mallock: %s: perfetto: kept the first %u slices "
 		        "(up to %.3f s); use --from/--to or --lock for the "
-		        "rest\n", m->path, PF_MAX_SLICES, (double)p->full_at / 1e9);
+		        "rest\n",
+		        m->path, PF_MAX_SLICES, (double)p->full_at / 1e9);
 	pair_flows(p);
 
 	/* Each track's slices in nesting order, then all events by time. */
@@ -427,8 +450,9 @@ static int one_trace(pf_t *p, pb_t *b, FILE *out)
 	for (size_t i = 0; i < p->ncnt; i++) {
 		uint32_t li = p->cnt[i].idx;
 		cur[li] += p->cnt[i].value;
-		ev[nev++] = (tev_t){p->cnt[i].ts, seq++, track(p, 3, NONE32, li),
-		                    cur[li], TYPE_COUNTER};
+		ev[nev++] =
+		    (tev_t){p->cnt[i].ts, seq++, track(p, 3, NONE32, li),
+		            cur[li], TYPE_COUNTER};
 	}
 	free(cur);
 	if (nev)
@@ -469,9 +493,13 @@ int report_perfetto(const report_t *r, FILE *out)
 	int rc = 0;
 	uint64_t uuid = 0, flow = 0;
 	for (uint32_t t = 0; t < r->nm && !rc; t++) {
-		pf_t p = {.r = r, .m = &r->m[t], .t = t, .from = r->from_ns,
+		pf_t p = {.r = r,
+		          .m = &r->m[t],
+		          .t = t,
+		          .from = r->from_ns,
 		          .to = r->to_ns ? r->to_ns : UINT64_MAX,
-		          .next_uuid = uuid, .next_flow = flow};
+		          .next_uuid = uuid,
+		          .next_flow = flow};
 		rc = one_trace(&p, &b, out);
 		uuid = p.next_uuid;
 		flow = p.next_flow;

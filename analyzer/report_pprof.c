@@ -38,20 +38,45 @@
 
 /* profile.proto field numbers */
 enum {
-	PROF_SAMPLE_TYPE = 1, PROF_SAMPLE = 2, PROF_MAPPING = 3,
-	PROF_LOCATION = 4, PROF_FUNCTION = 5, PROF_STRING_TABLE = 6,
-	PROF_TIME_NANOS = 9, PROF_DURATION_NANOS = 10, PROF_PERIOD_TYPE = 11,
-	PROF_PERIOD = 12, PROF_COMMENT = 13, PROF_DEFAULT_SAMPLE_TYPE = 14,
-	VT_TYPE = 1, VT_UNIT = 2,
-	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
-	LABEL_KEY = 1, LABEL_STR = 2,
-	MAP_ID = 1, MAP_START = 2, MAP_LIMIT = 3, MAP_OFFSET = 4,
-	MAP_FILENAME = 5, MAP_BUILD_ID = 6, MAP_HAS_FUNCTIONS = 7,
-	MAP_HAS_FILENAMES = 8, MAP_HAS_LINE_NUMBERS = 9,
+	PROF_SAMPLE_TYPE = 1,
+	PROF_SAMPLE = 2,
+	PROF_MAPPING = 3,
+	PROF_LOCATION = 4,
+	PROF_FUNCTION = 5,
+	PROF_STRING_TABLE = 6,
+	PROF_TIME_NANOS = 9,
+	PROF_DURATION_NANOS = 10,
+	PROF_PERIOD_TYPE = 11,
+	PROF_PERIOD = 12,
+	PROF_COMMENT = 13,
+	PROF_DEFAULT_SAMPLE_TYPE = 14,
+	VT_TYPE = 1,
+	VT_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1,
+	SAMPLE_VALUE = 2,
+	SAMPLE_LABEL = 3,
+	LABEL_KEY = 1,
+	LABEL_STR = 2,
+	MAP_ID = 1,
+	MAP_START = 2,
+	MAP_LIMIT = 3,
+	MAP_OFFSET = 4,
+	MAP_FILENAME = 5,
+	MAP_BUILD_ID = 6,
+	MAP_HAS_FUNCTIONS = 7,
+	MAP_HAS_FILENAMES = 8,
+	MAP_HAS_LINE_NUMBERS = 9,
 	MAP_HAS_INLINE_FRAMES = 10,
-	LOC_ID = 1, LOC_MAPPING_ID = 2, LOC_ADDRESS = 3, LOC_LINE = 4,
-	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
-	FN_ID = 1, FN_NAME = 2, FN_SYSTEM_NAME = 3, FN_FILENAME = 4,
+	LOC_ID = 1,
+	LOC_MAPPING_ID = 2,
+	LOC_ADDRESS = 3,
+	LOC_LINE = 4,
+	LINE_FUNCTION_ID = 1,
+	LINE_LINE = 2,
+	FN_ID = 1,
+	FN_NAME = 2,
+	FN_SYSTEM_NAME = 3,
+	FN_FILENAME = 4,
 };
 
 /* A function: (name, file) string ids. A location: (trace, address,
@@ -120,8 +145,9 @@ static uint64_t str_id(pp_t *p, const char *s)
 	int added;
 	if (!s)
 		s = "";
-	uint32_t *v = probe(&p->strmap, fnv(s, strlen(s), 0xcbf29ce484222325ull),
-	                    &added, str_eq, p, s);
+	uint32_t *v =
+	    probe(&p->strmap, fnv(s, strlen(s), 0xcbf29ce484222325ull), &added,
+	          str_eq, p, s);
 	if (added) {
 		VEC_RESERVE(p->str, p->capstr, p->nstr);
 		p->str[p->nstr] = xstrdup(s);
@@ -129,7 +155,6 @@ static uint64_t str_id(pp_t *p, const char *s)
 	}
 	return *v;
 }
-
 
 static bool fn_eq(pp_t *p, uint32_t i, const void *k)
 {
@@ -139,12 +164,12 @@ static bool fn_eq(pp_t *p, uint32_t i, const void *k)
 static uint64_t function_id(pp_t *p, const frame_t *f)
 {
 	char buf[512];
-	const char *name = f->function ? f->function
-	                               : frame_label(f, buf, sizeof buf);
+	const char *name =
+	    f->function ? f->function : frame_label(f, buf, sizeof buf);
 	fnkey_t k = {str_id(p, name), str_id(p, f->file)};
 	int added;
-	uint32_t *v = probe(&p->fnmap, fnv(&k, sizeof k, 7), &added, fn_eq, p,
-	                    &k);
+	uint32_t *v =
+	    probe(&p->fnmap, fnv(&k, sizeof k, 7), &added, fn_eq, p, &k);
 	if (added) {
 		VEC_RESERVE(p->fn, p->capfn, p->nfn_);
 		p->fn[p->nfn_] = k;
@@ -158,7 +183,6 @@ static uint64_t function_id(pp_t *p, const frame_t *f)
 	}
 	return *v + 1u;
 }
-
 
 static bool loc_eq(pp_t *p, uint32_t i, const void *k)
 {
@@ -185,8 +209,8 @@ static uint64_t location_id(pp_t *p, model_t *m, const frame_t *f, int n)
 		fids[i] = function_id(p, &f[i]);
 	lockey_t k = {p->cur, f[n - 1].address, (uint64_t)n, fids[0]};
 	int added;
-	uint32_t *v = probe(&p->locmap, fnv(&k, sizeof k, 11), &added, loc_eq,
-	                    p, &k);
+	uint32_t *v =
+	    probe(&p->locmap, fnv(&k, sizeof k, 11), &added, loc_eq, p, &k);
 	if (!added)
 		return *v + 1u;
 	VEC_RESERVE(p->loc, p->caploc, p->nloc_);
@@ -212,8 +236,8 @@ static uint64_t location_id(pp_t *p, model_t *m, const frame_t *f, int n)
 }
 
 /* Location ids of stack si, leaf first; a pseudo frame when it has none. */
-static int stack_locations(pp_t *p, model_t *m, uint32_t si,
-                           const char *none, uint64_t *out)
+static int stack_locations(pp_t *p, model_t *m, uint32_t si, const char *none,
+                           uint64_t *out)
 {
 	frame_t fr[PP_FRAMES];
 	int n = stack_view(m, si, fr, PP_FRAMES), k = 0;
@@ -244,8 +268,8 @@ static psample_t *sample(pp_t *p, uint32_t stack, uint32_t lock,
 {
 	psample_t k = {p->cur, stack, lock, thread, {0}};
 	int added;
-	uint32_t *v = probe(&p->smap, fnv(&k, 16, 13), &added, sample_eq, p,
-	                    &k);
+	uint32_t *v =
+	    probe(&p->smap, fnv(&k, 16, 13), &added, sample_eq, p, &k);
 	if (added) {
 		VEC_RESERVE(p->s, p->caps, p->ns);
 		p->s[p->ns] = k;
@@ -282,8 +306,8 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 		    !report_class_matches(p->r, m, m->lock[e->lock].cls))
 			break;
 		if (e->kind == REPLAY_HOLD && e->contended) {
-			psample_t *s = sample(p, e->holder_stack, e->lock,
-			                      e->thread);
+			psample_t *s =
+			    sample(p, e->holder_stack, e->lock, e->thread);
 			s->v[0]++;
 			s->v[2] += e->ns;
 		} else if (e->kind == REPLAY_WAIT &&
@@ -299,8 +323,8 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 			if (!report_class_matches(p->r, m,
 			                          m->lock[e->held[i]].cls))
 				continue;
-			psample_t *s = sample(p, e->stack, e->held[i],
-			                      e->thread);
+			psample_t *s =
+			    sample(p, e->stack, e->held[i], e->thread);
 			s->v[0] += e->is_alloc;
 			s->v[1] += e->size;
 			s->v[2]++;
@@ -367,8 +391,8 @@ static void write_mappings(pp_t *p, model_t *m, uint32_t t)
 		pb_u64(&p->b, MAP_ID, p->mapping_base[t] + i + 1);
 		pb_u64(&p->b, MAP_START, mo->lo);
 		pb_u64(&p->b, MAP_LIMIT, mo->hi);
-		pb_u64(&p->b, MAP_OFFSET, mo->lo > mo->bias ? mo->lo - mo->bias
-		                                             : 0);
+		pb_u64(&p->b, MAP_OFFSET,
+		       mo->lo > mo->bias ? mo->lo - mo->bias : 0);
 		pb_u64(&p->b, MAP_FILENAME, str_id(p, mo->path));
 		pb_u64(&p->b, MAP_BUILD_ID, str_id(p, mo->build_id_hex));
 		bool sym = mo->status == 1;
@@ -431,7 +455,8 @@ int report_pprof(const report_t *r, FILE *out)
 	                             {"cross_thread_bytes", "bytes"}},
 	};
 	static const char *const dflt[] = {
-	    [METRIC_WAIT] = "delay", [METRIC_HOLD] = "hold",
+	    [METRIC_WAIT] = "delay",
+	    [METRIC_HOLD] = "hold",
 	    [METRIC_CAUSED] = "delay",
 	    [METRIC_ALLOC_UNDER_LOCK] = "allocator_time",
 	    [METRIC_CROSS_THREAD] = "cross_thread_frees"};
@@ -457,14 +482,14 @@ int report_pprof(const report_t *r, FILE *out)
 			dur = model_duration_ns(m);
 		if (r->metric == METRIC_CROSS_THREAD) {
 			for (size_t i = 0; i <= m->nstk; i++) {
-				const site_t *s = i < m->nstk ? m->stk[i].site
-				                              : &m->nostack_site;
+				const site_t *s = i < m->nstk
+				                      ? m->stk[i].site
+				                      : &m->nostack_site;
 				if (!s || !s->xfree_n)
 					continue;
-				psample_t *x = sample(&p, i < m->nstk
-				                              ? (uint32_t)i
-				                              : NONE32,
-				                      NONE32, NONE32);
+				psample_t *x = sample(
+				    &p, i < m->nstk ? (uint32_t)i : NONE32,
+				    NONE32, NONE32);
 				x->v[0] += s->xfree_n;
 				x->v[1] += s->xfree_bytes;
 			}

@@ -65,7 +65,7 @@ static void print_stack(FILE *out, model_t *m, uint32_t stack,
 }
 
 #define WIDTH 100
-#define POINTS_SHOWN 3   /* waiter and holder stacks per lock */
+#define POINTS_SHOWN 3    /* waiter and holder stacks per lock */
 #define CONTENDED_LOCKS 5 /* locks whose points follow the lock table */
 
 /* Writes prefix and text wrapped at WIDTH columns; continuation lines get
@@ -136,8 +136,9 @@ static void print_points(FILE *out, model_t *m, uint32_t c, int indent)
 	char a[32], b[32], prefix[96];
 	int n = class_points(m, c, LS_WAITER, p, POINTS_SHOWN, &total);
 	for (int i = 0; i < n; i++) {
-		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent, "",
-		         i ? "" : "waiters", human_ns(a, sizeof a, (double)p[i].ns),
+		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent,
+		         "", i ? "" : "waiters",
+		         human_ns(a, sizeof a, (double)p[i].ns),
 		         human_count(b, sizeof b, (double)p[i].n));
 		print_chain(out, m, prefix, p[i].stack);
 	}
@@ -149,8 +150,11 @@ static void print_points(FILE *out, model_t *m, uint32_t c, int indent)
 	bool futex = m->cls[c].kind == FMT_KIND_FUTEX;
 	n = class_points(m, c, LS_HOLDER, p, POINTS_SHOWN, &total);
 	for (int i = 0; i < n; i++) {
-		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent, "",
-		         i ? "" : futex ? "wakers" : "holders",
+		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent,
+		         "",
+		         i       ? ""
+		         : futex ? "wakers"
+		                 : "holders",
 		         futex ? "" : human_ns(a, sizeof a, (double)p[i].ns2),
 		         human_count(b, sizeof b, (double)p[i].n));
 		print_chain(out, m, prefix, p[i].stack);
@@ -258,8 +262,8 @@ static void print_site_stacks(FILE *out, const finding_t *f)
 		print_chain(out, f->m, prefix, f->stacks[i]);
 		if (*part_note(f, i, part, sizeof part)) {
 			char line[700];
-			snprintf(line, sizeof line, "%*s%s", (int)strlen(prefix) + 2,
-			         "", part);
+			snprintf(line, sizeof line, "%*s%s",
+			         (int)strlen(prefix) + 2, "", part);
 			if (strlen(line) > WIDTH)
 				strcpy(line + WIDTH - 3, "...");
 			fprintf(out, "%s\n", line);
@@ -288,20 +292,22 @@ static void print_header(FILE *out, const report_t *r, model_t *m)
 	         m->path, m->pid, cmd,
 	         human_ns(a, sizeof a, (double)model_duration_ns(m)), nthr,
 	         human_count(b, sizeof b, (double)m->events),
-	         m->version && *m->version ? m->version : "?",
-	         MALLOCK_VERSION, *rec ? " (" : "", rec, *rec ? ")" : "");
+	         m->version && *m->version ? m->version : "?", MALLOCK_VERSION,
+	         *rec ? " (" : "", rec, *rec ? ")" : "");
 	wrap_print(out, 2, "", head);
 	if (m->info.truncated)
 		wrap_print(out, 4, "  ! ", truncation_text(m, tr, sizeof tr));
 	if (*blind_text(m, tr, sizeof tr))
 		wrap_print(out, 4, "  ! ", tr);
 	if (m->tot.dropped)
-		fprintf(out, "  ! %" PRIu64 " events were dropped by the "
-		             "recorder: counts are lower bounds\n",
+		fprintf(out,
+		        "  ! %" PRIu64 " events were dropped by the "
+		        "recorder: counts are lower bounds\n",
 		        m->tot.dropped);
 	if (m->tot.bad_meta)
-		fprintf(out, "  ! %" PRIu64 " malformed metadata records "
-		             "skipped\n",
+		fprintf(out,
+		        "  ! %" PRIu64 " malformed metadata records "
+		        "skipped\n",
 		        m->tot.bad_meta);
 	for (size_t i = 0; i < m->nnote; i++) {
 		char t[700];
@@ -322,22 +328,25 @@ static void print_totals(FILE *out, const report_t *r)
 		MODEL_TOTALS(TOT_ADD_)
 #undef TOT_ADD_
 	}
-	fprintf(out, "  %s allocations (%s bytes), %s frees (%s cross-thread), "
-	             "%s in the allocator\n",
+	fprintf(out,
+	        "  %s allocations (%s bytes), %s frees (%s cross-thread), "
+	        "%s in the allocator\n",
 	        human_count(a, sizeof a, (double)(t.allocs + t.reallocs)),
 	        human_count(b, sizeof b, (double)t.bytes),
 	        human_count(c, sizeof c, (double)t.frees),
 	        human_count(d, sizeof d, (double)t.xfrees),
 	        human_ns(e, sizeof e, (double)t.alloc_ns));
-	fprintf(out, "  %s lock acquisitions, %s contended (%.1f%%), %s "
-	             "waited\n",
+	fprintf(out,
+	        "  %s lock acquisitions, %s contended (%.1f%%), %s "
+	        "waited\n",
 	        human_count(a, sizeof a, (double)t.acq),
 	        human_count(b, sizeof b, (double)t.contended),
 	        t.acq ? 100.0 * (double)t.contended / (double)t.acq : 0.0,
 	        human_ns(g, sizeof g, (double)t.wait_ns));
 	if (t.futex_waits || t.futex_wakes)
-		fprintf(out, "  %s futex waits through syscall() (%s waited, %s "
-		             "of it on lock words), %s wakes\n",
+		fprintf(out,
+		        "  %s futex waits through syscall() (%s waited, %s "
+		        "of it on lock words), %s wakes\n",
 		        human_count(a, sizeof a, (double)t.futex_waits),
 		        human_ns(b, sizeof b, (double)t.futex_wait_ns),
 		        human_ns(c, sizeof c, (double)t.futex_lost_ns),
@@ -361,7 +370,8 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 			lock_label(m, &m->lock[f->lock], lab, sizeof lab);
 			fprintf(out, "   lock   %s\n", lab);
 		} else {
-			fprintf(out, "   lock   %s\n", class_label(m, c, lab, sizeof lab));
+			fprintf(out, "   lock   %s\n",
+			        class_label(m, c, lab, sizeof lab));
 		}
 		if (f->cls2 != NONE32)
 			fprintf(out, "   inner  %s\n",
@@ -381,7 +391,8 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	}
 	if (f->stacks_total > 1) {
 		frame_t fr;
-		if (sym_stack_site(m, f->stack, &fr)) /* with the site's lines */
+		if (sym_stack_site(m, f->stack,
+		                   &fr)) /* with the site's lines */
 			fprintf(out, "   %-6s %s\n", "code",
 			        finding_site_name(f, buf, sizeof buf));
 		print_site_stacks(out, f);
@@ -419,10 +430,11 @@ static void print_cascade(FILE *out, const report_t *r)
 	if (idx <= top)
 		fprintf(out, "\nThe cascade (finding #%zu):\n", idx);
 	else /* never refer to a finding the reader was not shown */
-		fprintf(out,
-		        "\nThe cascade (the first alloc_under_lock finding, #%zu "
-		        "of %zu, not listed above: --top %zu lists it):\n",
-		        idx, r->f.n, idx);
+		fprintf(
+		    out,
+		    "\nThe cascade (the first alloc_under_lock finding, #%zu "
+		    "of %zu, not listed above: --top %zu lists it):\n",
+		    idx, r->f.n, idx);
 	char idle[96] = "";
 	if (ev(f, "idle_wait_ns") > 0)
 		snprintf(idle, sizeof idle,
@@ -453,7 +465,8 @@ static void print_cascade(FILE *out, const report_t *r)
 	         "moving the allocation out of the critical section, or "
 	         "pre-allocating, would give back up to about %s (%s x "
 	         "%.1f%%).",
-	         human_ns(c, sizeof c, W * A), human_ns(a, sizeof a, W), 100 * A);
+	         human_ns(c, sizeof c, W * A), human_ns(a, sizeof a, W),
+	         100 * A);
 	wrap_print(out, 5, "  4. ", txt);
 }
 
@@ -497,8 +510,7 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		    report_class_matches(r, m, (uint32_t)i))
 			v[n++] = &m->cls[i];
 	qsort(v, n, sizeof *v, by_wait);
-	fprintf(out, "\nLocks (classes by wait%s):\n",
-	        r->nm > 1 ? "" : "");
+	fprintf(out, "\nLocks (classes by wait%s):\n", r->nm > 1 ? "" : "");
 	fprintf(out, "  %-34s %7s %6s %9s %9s %9s %9s %6s\n", "lock (site)",
 	        "acq", "cont%", "wait", "max wait", "hold", "max hold",
 	        "alloc%");
@@ -508,16 +520,18 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		frame_t fr;
 		lock_label(m, &m->lock[c->rep], name, sizeof name);
 		if (sym_stack_site(m, c->site, &fr) && fr.function)
-			snprintf(site, sizeof site, " %s", frame_label(&fr, a, sizeof a));
+			snprintf(site, sizeof site, " %s",
+			         frame_label(&fr, a, sizeof a));
 		else
 			site[0] = 0;
 		char col[512];
 		snprintf(col, sizeof col, "%s%s%s%s", c->queue ? "*" : "", name,
 		         c->ninst > 1 ? " x" : "", "");
 		if (c->ninst > 1)
-			snprintf(col + strlen(col), sizeof col - strlen(col), "%u",
-			         c->ninst);
-		snprintf(col + strlen(col), sizeof col - strlen(col), "%s", site);
+			snprintf(col + strlen(col), sizeof col - strlen(col),
+			         "%u", c->ninst);
+		snprintf(col + strlen(col), sizeof col - strlen(col), "%s",
+		         site);
 		if (strlen(col) > 34)
 			strcpy(col + 31, "...");
 		double hold = (double)c->s.hold_ns;
@@ -527,15 +541,15 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 			fprintf(out, "  %-34s %7s %6s %9s %9s %9s %9s %6s\n",
 			        col, "-", "-",
 			        human_ns(b, sizeof b, (double)c->s.wait_ns),
-			        human_ns(d, sizeof d, (double)c->s.wait_max), "-",
-			        "-", "-");
+			        human_ns(d, sizeof d, (double)c->s.wait_max),
+			        "-", "-", "-");
 			continue;
 		}
 		fprintf(out, "  %-34s %7s %5.1f%% %9s %9s %9s %9s %5.1f%%\n",
 		        col, human_count(a, sizeof a, (double)c->s.acq),
-		        c->s.acq ? 100.0 * (double)c->s.contended /
-		                       (double)c->s.acq
-		                 : 0.0,
+		        c->s.acq
+		            ? 100.0 * (double)c->s.contended / (double)c->s.acq
+		            : 0.0,
 		        human_ns(b, sizeof b, (double)c->s.wait_ns),
 		        human_ns(d, sizeof d, (double)c->s.wait_max),
 		        human_ns(e, sizeof e, hold),
@@ -546,14 +560,16 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		fprintf(out, "  ... %zu more (--format=json lists them all)\n",
 		        n - LOCK_ROWS);
 	if (n)
-		fprintf(out, "  (* queue-like; alloc%% = share of hold time spent "
-		             "in the allocator)\n");
+		fprintf(out,
+		        "  (* queue-like; alloc%% = share of hold time spent "
+		        "in the allocator)\n");
 	for (size_t i = 0; i < n; i++)
 		if (v[i]->kind == FMT_KIND_FUTEX) {
-			fprintf(out, "  (futex: a word the program waits on with "
-			             "syscall(SYS_futex); only waits that\n"
-			             "   reached the kernel are seen, so no "
-			             "acquisitions or hold times)\n");
+			fprintf(out,
+			        "  (futex: a word the program waits on with "
+			        "syscall(SYS_futex); only waits that\n"
+			        "   reached the kernel are seen, so no "
+			        "acquisitions or hold times)\n");
 			break;
 		}
 	/* The contention shown: futex signal words (waiting for work) after
@@ -564,12 +580,15 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		if (!v[i]->s.wait_ns || v[i]->kind == FMT_KIND_ALLOC_INTERNAL)
 			continue;
 		if (!shown++)
-			fprintf(out, "\nContention in the top locks: waiter stacks "
-			             "(contention points) by wait, holder\nstacks "
-			             "(contending points) by the wait they caused:\n");
+			fprintf(
+			    out,
+			    "\nContention in the top locks: waiter stacks "
+			    "(contention points) by wait, holder\nstacks "
+			    "(contending points) by the wait they caused:\n");
 		char lab[256];
-		fprintf(out, "  %s\n",
-		        class_label(m, (uint32_t)(v[i] - m->cls), lab, sizeof lab));
+		fprintf(
+		    out, "  %s\n",
+		    class_label(m, (uint32_t)(v[i] - m->cls), lab, sizeof lab));
 		print_points(out, m, (uint32_t)(v[i] - m->cls), 4);
 	}
 	free(v);

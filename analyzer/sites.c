@@ -37,8 +37,9 @@ static void site_merge(site_t *d, const site_t *s)
 	SITE_SUM_(short_ns) SITE_SUM_(xfree_n) SITE_SUM_(xfree_ns)
 	SITE_SUM_(xfree_bytes)
 #undef SITE_SUM_
-	/* clang-format on */
-	for (int h = 0; h < 2; h++) {
+	    /* clang-format on */
+	    for (int h = 0; h < 2; h++)
+	{
 		d->calls[h] += s->calls[h];
 		d->slow_n[h] += s->slow_n[h];
 		d->slow_ns[h] += s->slow_ns[h];

@@ -245,11 +245,12 @@ static int find_by_build_id(Dwfl_Module *mod, const char *file_name,
 				         roots[i / 2], i % 2 ? dir : "", base);
 			else if (pass == 2 && env[i] && env[i][0] == '/')
 				snprintf(cand, sizeof cand,
-				         i == 0   ? "%s/%s/debuginfo"
-				         : i == 1 ? "%s/debuginfod_client/%s/"
-				                    "debuginfo"
-				                  : "%s/.cache/debuginfod_client/"
-				                    "%s/debuginfo",
+				         i == 0 ? "%s/%s/debuginfo"
+				         : i == 1
+				             ? "%s/debuginfod_client/%s/"
+				               "debuginfo"
+				             : "%s/.cache/debuginfod_client/"
+				               "%s/debuginfo",
 				         env[i], hex);
 			if (!cand[0])
 				continue;
@@ -298,8 +299,7 @@ static int find_debuginfo_checked(Dwfl_Module *mod, void **userdata,
 	}
 	return dwfl_standard_find_debuginfo(mod, userdata, modname, base,
 	                                    file_name, debuglink_file,
-	                                    debuglink_crc,
-	                                    debuginfo_file_name);
+	                                    debuglink_crc, debuginfo_file_name);
 }
 
 /* Modules handed to libdw at most, and load addresses of one file (one
@@ -362,8 +362,9 @@ void sym_open(model_t *m, bool enable, const char *const *dirs)
 		int fd = open_regular(md->path, &st);
 		if (fd < 0) {
 			md->status = -1;
-			note(m, "analyzer: module %s: %s; its frames are left as "
-			        "addresses",
+			note(m,
+			     "analyzer: module %s: %s; its frames are left as "
+			     "addresses",
 			     md->path,
 			     errno == EINVAL ? "not a regular file"
 			                     : strerror(errno));
@@ -372,9 +373,8 @@ void sym_open(model_t *m, bool enable, const char *const *dirs)
 		int added;
 		uint64_t key = (uint64_t)st.st_ino * 0x9e3779b97f4a7c15ull ^
 		               (uint64_t)st.st_dev;
-		uint32_t *n = u64map_put(&per_file,
-		                         key == U64MAP_EMPTY ? key - 1 : key,
-		                         &added);
+		uint32_t *n = u64map_put(
+		    &per_file, key == U64MAP_EMPTY ? key - 1 : key, &added);
 		if (++*n > SYM_FILE_BIASES) {
 			close(fd);
 			md->status = -1;
@@ -383,13 +383,15 @@ void sym_open(model_t *m, bool enable, const char *const *dirs)
 		}
 		reported++;
 		/* On success libdw owns fd; on failure it is ours. */
-		Dwfl_Module *dm = dwfl_report_elf(s->dwfl, path_base(md->path),
-		                                  md->path, fd, md->bias, false);
+		Dwfl_Module *dm =
+		    dwfl_report_elf(s->dwfl, path_base(md->path), md->path, fd,
+		                    md->bias, false);
 		if (!dm) {
 			close(fd);
 			md->status = -1;
-			note(m, "analyzer: module %s: %s; its frames are left as "
-			        "addresses",
+			note(m,
+			     "analyzer: module %s: %s; its frames are left as "
+			     "addresses",
 			     md->path, dwfl_errmsg(-1));
 			continue;
 		}
@@ -400,9 +402,10 @@ void sym_open(model_t *m, bool enable, const char *const *dirs)
 		    ((uint32_t)len != md->build_id_len ||
 		     memcmp(bits, md->build_id, (size_t)len) != 0)) {
 			md->status = -2;
-			note(m, "analyzer: module %s: build-id differs from the "
-			        "recorded one (%s): rebuilt since the recording? "
-			        "its frames are left as addresses",
+			note(m,
+			     "analyzer: module %s: build-id differs from the "
+			     "recorded one (%s): rebuilt since the recording? "
+			     "its frames are left as addresses",
 			     md->path, md->build_id_hex);
 			continue;
 		}
@@ -604,11 +607,11 @@ static int resolve(model_t *m, uint64_t addr, frame_t *fr, int max)
 	Dwarf_Die *scopes = NULL;
 	int nsc = cu ? dwarf_getscopes(cu, pc - bias, &scopes) : 0;
 	if (nsc > 0) {
-		/* dwarf_getscopes continues an inlined instance's chain from its
-		 * abstract definition, which loses the functions it was inlined
-		 * into; dwarf_getscopes_die on the innermost scope follows the
-		 * concrete nesting (inlined_subroutine ... subprogram ... CU),
-		 * as eu-addr2line -i does. */
+		/* dwarf_getscopes continues an inlined instance's chain from
+		 * its abstract definition, which loses the functions it was
+		 * inlined into; dwarf_getscopes_die on the innermost scope
+		 * follows the concrete nesting (inlined_subroutine ...
+		 * subprogram ... CU), as eu-addr2line -i does. */
 		Dwarf_Die inner = scopes[0];
 		Dwarf_Die *chain = NULL;
 		int nch = dwarf_getscopes_die(&inner, &chain);
@@ -673,9 +676,10 @@ static int resolve(model_t *m, uint64_t addr, frame_t *fr, int max)
 			continue;
 		fr[i].fold = fold_function(fr[i].function);
 		/* Code inlined from the C++ standard library's headers (a
-		 * container's node allocation) is folded at the leaf end like the
-		 * allocator itself, so the site is the user's call of the
-		 * container: tree_insert, not std::__new_allocator's allocate. */
+		 * container's node allocation) is folded at the leaf end like
+		 * the allocator itself, so the site is the user's call of the
+		 * container: tree_insert, not std::__new_allocator's allocate.
+		 */
 		if (fr[i].file && strstr(fr[i].file, "/include/c++/"))
 			fr[i].fold = SYM_RUNTIME;
 	}
@@ -796,8 +800,8 @@ const char *sym_data(model_t *m, uint64_t addr, uint64_t *off)
 		return NULL;
 	GElf_Off o = 0;
 	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(dm, addr, &o, &sym, NULL, NULL,
-	                                        NULL);
+	const char *name =
+	    dwfl_module_addrinfo(dm, addr, &o, &sym, NULL, NULL, NULL);
 	if (!name || (GELF_ST_TYPE(sym.st_info) != STT_OBJECT &&
 	              GELF_ST_TYPE(sym.st_info) != STT_TLS))
 		return NULL;
@@ -868,31 +872,35 @@ size_t sym_missing_notes(model_t *m)
 		 * /lib/x86_64-linux-gnu/libfoo.so.1 rather than /usr/lib/... */
 		char pkg[200], *canon = realpath(md->path, NULL);
 		errno = 0;
-		if (dpkg && (dpkg_owner(md->path, pkg, sizeof pkg, deadline) == 0 ||
-		             (errno != ENOENT && canon &&
-		              strcmp(canon, md->path) != 0 &&
-		              dpkg_owner(canon, pkg, sizeof pkg, deadline) == 0)))
+		if (dpkg &&
+		    (dpkg_owner(md->path, pkg, sizeof pkg, deadline) == 0 ||
+		     (errno != ENOENT && canon &&
+		      strcmp(canon, md->path) != 0 &&
+		      dpkg_owner(canon, pkg, sizeof pkg, deadline) == 0)))
 			e->package = xstrdup(pkg);
 		else if (errno == ENOENT)
 			dpkg = false;
 		free(canon);
 		char hint[900];
 		if (e->package)
-			snprintf(hint, sizeof hint,
-			         "install %s-dbgsym (`dpkg -S` says %s owns it; "
-			         "from Debian's debug archive), or pass "
-			         "--debug-dir DIR holding its debug file",
-			         e->package, e->package);
+			snprintf(
+			    hint, sizeof hint,
+			    "install %s-dbgsym (`dpkg -S` says %s owns it; "
+			    "from Debian's debug archive), or pass "
+			    "--debug-dir DIR holding its debug file",
+			    e->package, e->package);
 		else if (md->build_id_hex && md->build_id_hex[0])
 			snprintf(hint, sizeof hint,
 			         "build it with -g, or pass --debug-dir DIR "
-			         "holding its debug file (DIR/.build-id/%.2s/%s.debug, "
+			         "holding its debug file "
+			         "(DIR/.build-id/%.2s/%s.debug, "
 			         "or its .gnu_debuglink name)",
 			         md->build_id_hex, md->build_id_hex + 2);
 		else
-			snprintf(hint, sizeof hint,
-			         "build it with -g, or pass --debug-dir DIR "
-			         "holding its debug file (its .gnu_debuglink name)");
+			snprintf(
+			    hint, sizeof hint,
+			    "build it with -g, or pass --debug-dir DIR "
+			    "holding its debug file (its .gnu_debuglink name)");
 		snprintf(buf, sizeof buf, "symbols: %" PRIu64 " in %s: %s",
 		         e->frames, md->path, hint);
 		model_note(m, FMT_NOTE_WARN, buf, strlen(buf));

@@ -36,15 +36,15 @@ typedef struct shortname {
 } shortname_t;
 
 typedef struct frame {
-	const char *function; /* demangled, in full; NULL when unknown */
+	const char *function;  /* demangled, in full; NULL when unknown */
 	const shortname_t *sn; /* its short form, NULL: the same */
-	const char *file;     /* NULL when unknown */
-	uint32_t line;        /* 0 when unknown */
-	const char *module;   /* path; NULL when outside every module */
-	uint64_t address;     /* the recorded return address */
-	uint64_t offset;      /* address - the module's bias */
-	bool inlined;         /* inlined into the next frame */
-	uint8_t fold;         /* SYM_* */
+	const char *file;      /* NULL when unknown */
+	uint32_t line;         /* 0 when unknown */
+	const char *module;    /* path; NULL when outside every module */
+	uint64_t address;      /* the recorded return address */
+	uint64_t offset;       /* address - the module's bias */
+	bool inlined;          /* inlined into the next frame */
+	uint8_t fold;          /* SYM_* */
 } frame_t;
 
 typedef struct symtab symtab_t;
@@ -98,15 +98,16 @@ const char *sym_data(model_t *m, uint64_t addr, uint64_t *off);
  * JSON shows frame_t.function. */
 const char *frame_name(const frame_t *f);
 
-/* "function (file:line)" (the function as frame_name) or "module+0xoff" or "0xaddr", into buf. */
+/* "function (file:line)" (the function as frame_name) or "module+0xoff" or
+ * "0xaddr", into buf. */
 const char *frame_label(const frame_t *f, char *buf, size_t len);
 
 /* A module whose frames stayed unnamed (issue 13, item 4). */
 typedef struct sym_missing {
 	const char *module, *build_id; /* the model's */
-	uint64_t frames;   /* distinct return addresses left unnamed */
-	char *package;     /* the Debian package owning it, or NULL */
-	char *hint;        /* how to get them, one sentence */
+	uint64_t frames; /* distinct return addresses left unnamed */
+	char *package;   /* the Debian package owning it, or NULL */
+	char *hint;      /* how to get them, one sentence */
 } sym_missing_t;
 /*
  * After the analysis: counts the return addresses resolved so far that

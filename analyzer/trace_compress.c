@@ -510,7 +510,8 @@ int tc_compress(const char *path, const char *out, int level, tc_result_t *r,
 		snprintf(err, errlen, "cannot set up zstd level %d", level);
 		goto done;
 	}
-	fmt_file_header(fh); /* this version: 1.2 or later reads compressed chunks */
+	fmt_file_header(
+	    fh); /* this version: 1.2 or later reads compressed chunks */
 	if (write_all(t.out, fh, sizeof fh) < 0) {
 		snprintf(err, errlen, "cannot write %s: %s", tmp_path,
 		         strerror(errno));

@@ -36,12 +36,14 @@ static void u64map_seed(void)
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		uint64_t x = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^
-		             (uint64_t)getpid() << 20 ^ (uint64_t)(uintptr_t)&ts;
+		             (uint64_t)getpid() << 20 ^
+		             (uint64_t)(uintptr_t)&ts;
 		for (size_t i = 0; i < 8 * 256; i++) {
 			uint64_t z = (x += 0x9e3779b97f4a7c15ull);
 			z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 			z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-			u64map_tab[i / 256][i % 256] = (uint32_t)(z ^ (z >> 31));
+			u64map_tab[i / 256][i % 256] =
+			    (uint32_t)(z ^ (z >> 31));
 		}
 	}
 	seeded = 1;

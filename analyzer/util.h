@@ -25,7 +25,8 @@ void *vec_grow(void *arr, size_t es, size_t *cap, size_t need);
 #define VEC_RESERVE(arr, cap, need)                                            \
 	do {                                                                   \
 		if ((size_t)(need) >= (cap))                                   \
-			(arr) = vec_grow((arr), sizeof *(arr), &(cap), (need));\
+			(arr) =                                                \
+			    vec_grow((arr), sizeof *(arr), &(cap), (need));    \
 	} while (0)
 
 /* An append-only arena of strings; freed at once. */

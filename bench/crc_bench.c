@@ -56,7 +56,8 @@ static uint64_t xxh3(const unsigned char *p, size_t n)
 	return XXH3_64bits(p, n);
 }
 
-static void bench(const char *name, uint64_t (*fn)(const unsigned char *, size_t))
+static void bench(const char *name,
+                  uint64_t (*fn)(const unsigned char *, size_t))
 {
 	double best = 1e30;
 	for (int r = 0; r < 7; r++) {

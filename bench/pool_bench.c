@@ -22,9 +22,9 @@
 #include <string.h>
 #include <time.h>
 
-#define TASK_BLOCKS 4   /* allocated by the submitter, freed by a worker */
-#define SCRATCH 4       /* allocated and freed by the worker */
-#define QUEUE_MAX 256   /* submitter waits above this many pending tasks */
+#define TASK_BLOCKS 4 /* allocated by the submitter, freed by a worker */
+#define SCRATCH 4     /* allocated and freed by the worker */
+#define QUEUE_MAX 256 /* submitter waits above this many pending tasks */
 
 struct task {
 	struct task *next;
@@ -35,8 +35,8 @@ struct task {
 };
 
 static pthread_mutex_t qmu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t qcv = PTHREAD_COND_INITIALIZER;   /* work or stop */
-static pthread_cond_t dcv = PTHREAD_COND_INITIALIZER;   /* room or done */
+static pthread_cond_t qcv = PTHREAD_COND_INITIALIZER; /* work or stop */
+static pthread_cond_t dcv = PTHREAD_COND_INITIALIZER; /* room or done */
 static struct task *qhead, *qtail, *done;
 static int pending, stopping;
 
@@ -113,7 +113,8 @@ int main(int argc, char **argv)
 	double secs = argc > 1 ? atof(argv[1]) : 1.0;
 	int nw = argc > 2 ? atoi(argv[2]) : 2;
 	if (secs <= 0 || nw < 1 || nw > 64) {
-		fprintf(stderr, "pool_bench: usage: pool_bench [SECONDS>0 [WORKERS 1..64]]\n");
+		fprintf(stderr, "pool_bench: usage: pool_bench [SECONDS>0 "
+		                "[WORKERS 1..64]]\n");
 		return 2;
 	}
 	pthread_t th[64];
@@ -132,7 +133,9 @@ int main(int argc, char **argv)
 			t->next = NULL;
 			t->seed = rnd(&s);
 			for (int i = 0; i < TASK_BLOCKS; i++) {
-				t->len[i] = 8 + rnd(&s) % (i == TASK_BLOCKS - 1 ? 1000 : 120);
+				t->len[i] =
+				    8 + rnd(&s) %
+				            (i == TASK_BLOCKS - 1 ? 1000 : 120);
 				t->blk[i] = malloc(t->len[i]);
 				if (!t->blk[i])
 					abort();
@@ -180,7 +183,8 @@ int main(int argc, char **argv)
 		done = n;
 	}
 	printf("Tasks/sec: %.0f\n", (double)tasks / el);
-	printf("Blocks/sec: %.0f\n", (double)tasks * (TASK_BLOCKS + SCRATCH + 2) / el);
+	printf("Blocks/sec: %.0f\n",
+	       (double)tasks * (TASK_BLOCKS + SCRATCH + 2) / el);
 	printf("Checksum: %llu\n", (unsigned long long)(sink & 0xffff));
 	return 0;
 }

@@ -173,7 +173,8 @@ __attribute__((noinline)) static int deep(int d)
 	static const size_t sizes[] = {16, 64, 512, 4096};
 	for (unsigned i = 0; !lock_only && i < sizeof sizes / sizeof sizes[0];
 	     i++)
-		printf("malloc_free_%zu %.1f\n", sizes[i], run_malloc(sizes[i]));
+		printf("malloc_free_%zu %.1f\n", sizes[i],
+		       run_malloc(sizes[i]));
 	printf("lock_unlock %.1f\n", run_lock());
 	return 0;
 }
@@ -191,7 +192,8 @@ int main(int argc, char **argv)
 			nthreads = 1;
 		return run_threads();
 	}
-	/* main + deep*(BENCH_DEPTH-2) + run_* = BENCH_DEPTH frames above libc. */
+	/* main + deep*(BENCH_DEPTH-2) + run_* = BENCH_DEPTH frames above libc.
+	 */
 	deep(BENCH_DEPTH - 2); /* its value is the depth reached */
 	return 0;
 }

@@ -44,7 +44,8 @@ int main(int argc, char **argv)
 	fclose(f);
 	size_t nchunks = len / CHUNK;
 	if (!nchunks) {
-		fprintf(stderr, "zstd_chunk_bench: %s: shorter than 64 KiB\n", argv[1]);
+		fprintf(stderr, "zstd_chunk_bench: %s: shorter than 64 KiB\n",
+		        argv[1]);
 		return 1;
 	}
 	int levels[16] = {-3, -1, 1, 2, 3}, nl = 5;
@@ -63,14 +64,17 @@ int main(int argc, char **argv)
 	for (int round = 0; round < 5; round++) {
 		for (int l = 0; l < nl; l++) {
 			ZSTD_CCtx_reset(cc, ZSTD_reset_session_and_parameters);
-			ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel, levels[l]);
+			ZSTD_CCtx_setParameter(cc, ZSTD_c_compressionLevel,
+			                       levels[l]);
 			ZSTD_CCtx_setParameter(cc, ZSTD_c_checksumFlag, 1);
 			size_t tot = 0;
 			double t0 = now_ns();
 			for (size_t c = 0; c < nchunks; c++) {
-				size_t n = ZSTD_compress2(cc, out, ocap, in + c * CHUNK, CHUNK);
+				size_t n = ZSTD_compress2(
+				    cc, out, ocap, in + c * CHUNK, CHUNK);
 				if (ZSTD_isError(n)) {
-					fprintf(stderr, "zstd: %s\n", ZSTD_getErrorName(n));
+					fprintf(stderr, "zstd: %s\n",
+					        ZSTD_getErrorName(n));
 					return 1;
 				}
 				tot += n;
@@ -84,8 +88,8 @@ int main(int argc, char **argv)
 	printf("%6s %8s %12s %8s\n", "level", "ratio", "us/64KiB", "MB/s");
 	for (int l = 0; l < nl; l++)
 		printf("%6d %8.3f %12.1f %8.0f\n", levels[l],
-		       (double)(nchunks * CHUNK) / (double)bytes[l], best[l] / 1e3,
-		       CHUNK / best[l] * 1e3);
+		       (double)(nchunks * CHUNK) / (double)bytes[l],
+		       best[l] / 1e3, CHUNK / best[l] * 1e3);
 	ZSTD_freeCCtx(cc);
 	free(out);
 	free(in);

@@ -58,8 +58,7 @@ static int next_comp(const char **p, char *comp, size_t cap)
 	return 0;
 }
 
-int ctlp_dir_open(const char *path, uint32_t uid, int create,
-                  const char **why)
+int ctlp_dir_open(const char *path, uint32_t uid, int create, const char **why)
 {
 	if (path[0] != '/') {
 		*why = "is not an absolute path";
@@ -88,19 +87,20 @@ int ctlp_dir_open(const char *path, uint32_t uid, int create,
 			*why = "has a '.' or '..' component";
 			goto fail;
 		}
-		int nfd = openat(fd, comp,
-		                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int nfd = openat(
+		    fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (nfd < 0 && errno == ENOENT && last && create) {
 			if (mkdirat(fd, comp, 0700) != 0 && errno != EEXIST) {
 				*why = "cannot be created";
 				goto fail;
 			}
-			nfd = openat(fd, comp, O_RDONLY | O_DIRECTORY |
-			                           O_NOFOLLOW | O_CLOEXEC);
+			nfd = openat(fd, comp,
+			             O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                 O_CLOEXEC);
 		}
 		if (nfd < 0) {
 			*why = errno == ELOOP || errno == ENOTDIR
-			               ? "has a symlink or a non-directory in it"
+			           ? "has a symlink or a non-directory in it"
 			       : errno == ENOENT ? "does not exist"
 			                         : "cannot be opened";
 			goto fail;
@@ -118,7 +118,8 @@ int ctlp_dir_open(const char *path, uint32_t uid, int create,
 				goto fail;
 			}
 			if (st.st_mode & 077) {
-				*why = "is open to other users (mode is not 0700)";
+				*why =
+				    "is open to other users (mode is not 0700)";
 				goto fail;
 			}
 		} else if ((st.st_uid != 0 && st.st_uid != uid) ||

@@ -88,8 +88,7 @@ int ctlp_signal_ok(int sig);
  * writable by others, be sticky (like /tmp). No allocation; only open,
  * openat, mkdirat, fstat, close.
  */
-int ctlp_dir_open(const char *path, uint32_t uid, int create,
-                  const char **why);
+int ctlp_dir_open(const char *path, uint32_t uid, int create, const char **why);
 
 /* The default directory for uid: "/tmp/mallock-<uid>" into out. */
 void ctlp_default_dir(char *out, size_t cap, uint32_t uid);

@@ -50,7 +50,8 @@ int fmt_file_header_check(const uint8_t *in, size_t n, unsigned *major,
 		return -1;
 	*major = (unsigned)in[8] | (unsigned)in[9] << 8;
 	*minor = (unsigned)in[10] | (unsigned)in[11] << 8;
-	if (*major != FMT_VERSION_MAJOR || get32(in + 12) != FMT_FILE_HEADER_SIZE)
+	if (*major != FMT_VERSION_MAJOR ||
+	    get32(in + 12) != FMT_FILE_HEADER_SIZE)
 		return -2;
 	return 0;
 }
@@ -93,7 +94,8 @@ int fmt_chunk_parse(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
 	h->tsc_base = get64(in + 24);
 	h->tsc_flush = get64(in + 32);
 	h->mono_flush_ns = get64(in + 40);
-	if (h->magic != FMT_CHUNK_MAGIC || h->payload_len > FMT_CHUNK_MAX_PAYLOAD)
+	if (h->magic != FMT_CHUNK_MAGIC ||
+	    h->payload_len > FMT_CHUNK_MAX_PAYLOAD)
 		return -1;
 	return 0;
 }
@@ -104,7 +106,8 @@ int fmt_chunk_verify(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
 	return chunk_crc(in, payload, h->payload_len) == h->crc32 ? 0 : -1;
 }
 
-/* The layout of each core type, indexed by type byte (NULL: not a core type). */
+/* The layout of each core type, indexed by type byte (NULL: not a core type).
+ */
 /* clang-format off */
 static const char *const core_layout[0x80] = {
 #define FMT_LAYOUT_(name, code, layout) [code] = layout,

@@ -49,9 +49,9 @@
  * cannot make it allocate more than this multiple of the file; a writer
  * stores a chunk that compresses better than this uncompressed. */
 #define FMT_ZSTD_MAX_RATIO 16u
-#define FMT_VARINT_MAX 10                 /* bytes in a 64-bit LEB128 */
-#define FMT_STR_MAX 4096                  /* longest string field */
-#define FMT_STACK_MAX 256                 /* most frames in one STACK record */
+#define FMT_VARINT_MAX 10 /* bytes in a 64-bit LEB128 */
+#define FMT_STR_MAX 4096  /* longest string field */
+#define FMT_STACK_MAX 256 /* most frames in one STACK record */
 
 /*
  * Core events: X(name, code, layout). After the type byte and dt, the fields

@@ -241,8 +241,8 @@ HOOK_EXPORT void *reallocarray(void *old, size_t n, size_t m)
 	void *p = call_reallocarray(old, n, m);
 	t->in_alloc = 0;
 	uint64_t t1 = prim_tsc();
-	realloc_record(t, old, p, total, t0, t1, FMT_FN_REALLOCARRAY,
-	               HOOK_RA(), HOOK_FP(), smp, was_tracked);
+	realloc_record(t, old, p, total, t0, t1, FMT_FN_REALLOCARRAY, HOOK_RA(),
+	               HOOK_FP(), smp, was_tracked);
 	hook_leave(t);
 	return p;
 }
@@ -267,8 +267,8 @@ HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	}
 	uint64_t t0 = prim_tsc();
 	t->in_alloc = 1;
-	int r = real.posix_memalign ? real.posix_memalign(out, align, n)
-	                            : ENOMEM;
+	int r =
+	    real.posix_memalign ? real.posix_memalign(out, align, n) : ENOMEM;
 	t->in_alloc = 0;
 	uint64_t t1 = prim_tsc();
 	if (r == 0)
@@ -318,4 +318,4 @@ ALIGNED_HOOK(pvalloc, FMT_FN_PVALLOC, (size_t n), (n),
  * would give the first definition in the global scope): tcmalloc_hooks.c
  * compares it with dlsym(RTLD_DEFAULT, "malloc"). */
 void *shim_own_malloc(size_t n)
-	__attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));
+    __attribute__((alias("malloc"), visibility("hidden"), copy(malloc)));

@@ -8,7 +8,6 @@
 #include "hook.h"
 #include "thread.h"
 
-
 #include <string.h>
 
 /* Like hook_enter(), ignoring the pause bit. */
@@ -27,7 +26,8 @@ HOOK_EXPORT void mallock_lock_name_impl(const void *lock, const char *name,
 		return;
 	lock_ent_t *e = lockmap_get(t, lock, FMT_KIND_MUTEX);
 	if (e) {
-		uint8_t body[2 * FMT_VARINT_MAX + 64 + FMT_VARINT_MAX], *p = body;
+		uint8_t body[2 * FMT_VARINT_MAX + 64 + FMT_VARINT_MAX],
+		    *p = body;
 		p = fmt_put_u(p, atomic_load(&e->id));
 		p = fmt_put_u(p, queue_like ? FMT_NAMEF_QUEUE : 0);
 		p = fmt_put_str(p, name, strnlen(name, 63));

@@ -153,7 +153,8 @@ void attach_config(void)
 	if (!g_attached)
 		return;
 	if (attach_output[0])
-		snprintf(g_cfg.output, sizeof g_cfg.output, "%s", attach_output);
+		snprintf(g_cfg.output, sizeof g_cfg.output, "%s",
+		         attach_output);
 	if (attach_duration > 0)
 		g_cfg.duration = attach_duration;
 }
@@ -203,20 +204,20 @@ typedef struct run {
 	int ntg;
 	uintptr_t self_fn, self_base, ldso, vdso;
 	int phase;
-	unsigned idx;                 /* the module's place in the walk */
-	unsigned char hit[1024];      /* modules with a slot redirected */
+	unsigned idx;            /* the module's place in the walk */
+	unsigned char hit[1024]; /* modules with a slot redirected */
 	unsigned patched, modules, skipped, failed;
-	unsigned mod_skipped;         /* skipped in the module being walked */
+	unsigned mod_skipped; /* skipped in the module being walked */
 	uint16_t mod_patched[1024], mod_skips[1024]; /* per module, a pass */
-	unsigned known;               /* modules walked by the previous pass */
-	int late;                     /* a pass after the attach (flush) */
-	int not_ready;                /* a module still being loaded: retry */
-	int mod_not_ready;            /* the module walked is one */
-	const char *unready;          /* the last one's name */
-	int fresh;                    /* the module walked is new since the
-	                                 previous pass */
-	unsigned retries;             /* passes that found one not ready */
-	unsigned noted;               /* modules named in NOTEs */
+	unsigned known;      /* modules walked by the previous pass */
+	int late;            /* a pass after the attach (flush) */
+	int not_ready;       /* a module still being loaded: retry */
+	int mod_not_ready;   /* the module walked is one */
+	const char *unready; /* the last one's name */
+	int fresh;           /* the module walked is new since the
+	                        previous pass */
+	unsigned retries;    /* passes that found one not ready */
+	unsigned noted;      /* modules named in NOTEs */
 	/* The first skipped slot, described after the walk. */
 	const char *skip_name;
 	uintptr_t skip_value;
@@ -310,8 +311,8 @@ static uintptr_t dyn_ptr(uintptr_t v, uintptr_t base)
 	return v < base ? v + base : v;
 }
 
-static void scan_relocs(run_t *r, const ElfW(Rela) *rel, size_t n,
-                        const ElfW(Sym) *symtab, const char *strtab,
+static void scan_relocs(run_t *r, const ElfW(Rela) * rel, size_t n,
+                        const ElfW(Sym) * symtab, const char *strtab,
                         uintptr_t base, uintptr_t lo, uintptr_t hi,
                         const char *modname, slot_t *out, size_t *nout)
 {
@@ -342,9 +343,9 @@ static void scan_relocs(run_t *r, const ElfW(Rela) *rel, size_t n,
 		/* Not bound yet: the slot points into the module's own PLT
 		 * (libc.so.6 itself has such slots for realloc and calloc
 		 * until first used), not at its own definition. */
-		int lazy = type == ATTACH_R_JUMP_SLOT && v >= lo && v < hi &&
-		           !(sym->st_shndx != SHN_UNDEF &&
-		             v == base + sym->st_value);
+		int lazy =
+		    type == ATTACH_R_JUMP_SLOT && v >= lo && v < hi &&
+		    !(sym->st_shndx != SHN_UNDEF && v == base + sym->st_value);
 		int ok = v == tg->expect || (tg->lazy_ok && lazy);
 		if (v == tg->hook)
 			continue;
@@ -375,17 +376,16 @@ static void scan_relocs(run_t *r, const ElfW(Rela) *rel, size_t n,
 /* A module's dynamic section, as ld.so relocated it. */
 typedef struct module {
 	uintptr_t base, lo, hi, relro_lo, relro_hi;
-	const ElfW(Sym) *symtab;
+	const ElfW(Sym) * symtab;
 	const char *strtab;
-	const ElfW(Rela) *jmprel, *rela;
+	const ElfW(Rela) * jmprel, *rela;
 	size_t njmp, nrela;
 	const char *name;
 } module_t;
 
 /* 0 when the module is not looked at (the shim, ld.so, the vDSO, no
  * dynamic section or symbol table). */
-static int module_parse(const run_t *r, struct dl_phdr_info *info,
-                        module_t *m)
+static int module_parse(const run_t *r, struct dl_phdr_info *info, module_t *m)
 {
 	memset(m, 0, sizeof *m);
 	uintptr_t base = info->dlpi_addr;
@@ -468,7 +468,7 @@ static int family_find(const family_t *f, const char *name)
 	return -1;
 }
 
-static void survey_relocs(run_t *r, const module_t *m, const ElfW(Rela) *rel,
+static void survey_relocs(run_t *r, const module_t *m, const ElfW(Rela) * rel,
                           size_t n)
 {
 #ifdef ATTACH_R_JUMP_SLOT
@@ -485,7 +485,8 @@ static void survey_relocs(run_t *r, const module_t *m, const ElfW(Rela) *rel,
 			int j = family_find(f, name);
 			if (j < 0)
 				continue;
-			uintptr_t *at = (uintptr_t *)(m->base + rel[i].r_offset);
+			uintptr_t *at =
+			    (uintptr_t *)(m->base + rel[i].r_offset);
 			uintptr_t v = __atomic_load_n(at, __ATOMIC_RELAXED);
 			int lazy = type == ATTACH_R_JUMP_SLOT && v >= m->lo &&
 			           v < m->hi &&
@@ -625,7 +626,8 @@ static int relro_sealed(uintptr_t addr)
 	for (char *p = buf; p && *p;) {
 		char *e;
 		uintptr_t lo = (uintptr_t)strtoull(p, &e, 16);
-		uintptr_t hi = *e == '-' ? (uintptr_t)strtoull(e + 1, &e, 16) : 0;
+		uintptr_t hi =
+		    *e == '-' ? (uintptr_t)strtoull(e + 1, &e, 16) : 0;
 		if (addr >= lo && addr < hi && *e == ' ')
 			return e[1] == 'r' && e[2] == '-';
 		p = strchr(p, '\n');
@@ -878,12 +880,12 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	}
 	if (r->skip_name && n > 0 && (size_t)n < sizeof attach_msg) {
 		const char *where = prim_object_of((void *)r->skip_value);
-		n += snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
-		              "%c%s%s in %s is bound to %s, not to the function "
-		              "the shim forwards to: left alone",
-		              sep, sep == ';' ? " " : "", r->skip_name,
-		              r->skip_module,
-		              *where ? where : "another definition");
+		n += snprintf(
+		    attach_msg + n, sizeof attach_msg - (size_t)n,
+		    "%c%s%s in %s is bound to %s, not to the function "
+		    "the shim forwards to: left alone",
+		    sep, sep == ';' ? " " : "", r->skip_name, r->skip_module,
+		    *where ? where : "another definition");
 	}
 	if (r->failed && n > 0 && (size_t)n < sizeof attach_msg)
 		snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
@@ -896,10 +898,11 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	          r->patched, r->modules, r->skipped);
 	for (int k = 0; k < 2; k++)
 		if (r->fam[k].adopted)
-			shim_info("attached: the %s hooks forward to %s, as the "
-			          "program's calls were bound",
-			          r->fam[k].label,
-			          prim_object_of((void *)r->fam[k].global[0]));
+			shim_info(
+			    "attached: the %s hooks forward to %s, as the "
+			    "program's calls were bound",
+			    r->fam[k].label,
+			    prim_object_of((void *)r->fam[k].global[0]));
 	/* Into the trace at once: a report read while the process runs
 	 * says "attached at" (the analyzer knows the attach by these). */
 	writer_notes();
@@ -942,8 +945,9 @@ void attach_after_flush(void)
 		 * as not covered). */
 		if (!r->not_ready || ++r->retries > ATTACH_MAX_RETRIES) {
 			if (r->not_ready)
-				shim_info("attach: a module loaded after the attach "
-				          "never looked relocated: not covered");
+				shim_info(
+				    "attach: a module loaded after the attach "
+				    "never looked relocated: not covered");
 			r->known = r->idx;
 			r->retries = 0;
 			atomic_store(&patched_adds, adds);
@@ -960,9 +964,9 @@ static int slot_restore(const saved_slot_t *e)
 {
 	if (__atomic_load_n(e->at, __ATOMIC_RELAXED) != e->to)
 		return 0;
-	if (e->relro_hi && mprotect((void *)e->relro_lo,
-	                            e->relro_hi - e->relro_lo,
-	                            PROT_READ | PROT_WRITE) != 0)
+	if (e->relro_hi &&
+	    mprotect((void *)e->relro_lo, e->relro_hi - e->relro_lo,
+	             PROT_READ | PROT_WRITE) != 0)
 		return 0;
 	__atomic_store_n(e->at, e->from, __ATOMIC_RELEASE);
 	if (e->relro_hi)

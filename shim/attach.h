@@ -41,7 +41,6 @@ int attach_loaded_late(void);
  * to mallock_attach_impl() replace MALLOCK_OUTPUT and MALLOCK_DURATION. */
 void attach_config(void);
 
-
 /*
  * Exported, called by gdb inside the target (the name is mallock_*, so the
  * exported-symbol test accepts it). Starts the shim with the trace at

@@ -36,8 +36,8 @@ static zslot_t slots[SLOTS];
  * Called with the slot owned. 0, or -1. */
 static int slot_ready(zslot_t *z, size_t len)
 {
-	size_t need = FMT_CHUNK_HEADER_SIZE + FMT_ZSTD_PREFIX +
-	              ZSTD_compressBound(len);
+	size_t need =
+	    FMT_CHUNK_HEADER_SIZE + FMT_ZSTD_PREFIX + ZSTD_compressBound(len);
 	if (!z->cctx) {
 		/* Sized for the largest chunk this process writes: the
 		 * per-thread buffer (MALLOCK_BUFFER_KB). */
@@ -53,11 +53,10 @@ static int slot_ready(zslot_t *z, size_t len)
 		/* The frame carries zstd's checksum of the records: a frame
 		 * that decompresses into wrong records (a forged file whose
 		 * CRC matches) is refused by the reader, not misread. */
-		if (z->cctx &&
-		    (ZSTD_isError(ZSTD_CCtx_setParameter(
-		             z->cctx, ZSTD_c_compressionLevel, LEVEL)) ||
-		     ZSTD_isError(ZSTD_CCtx_setParameter(
-		             z->cctx, ZSTD_c_checksumFlag, 1))))
+		if (z->cctx && (ZSTD_isError(ZSTD_CCtx_setParameter(
+		                    z->cctx, ZSTD_c_compressionLevel, LEVEL)) ||
+		                ZSTD_isError(ZSTD_CCtx_setParameter(
+		                    z->cctx, ZSTD_c_checksumFlag, 1))))
 			z->cctx = NULL;
 		if (!z->cctx) {
 			prim_unmap(z->ws, z->wslen);
@@ -84,8 +83,8 @@ uint8_t *compress_chunk(const uint8_t *payload, size_t len, size_t *stored,
 	for (int i = 0; i < SLOTS; i++) {
 		zslot_t *z = &slots[i];
 		int expect = 0;
-		if (z->broken || atomic_load_explicit(&z->busy,
-		                                      memory_order_relaxed) ||
+		if (z->broken ||
+		    atomic_load_explicit(&z->busy, memory_order_relaxed) ||
 		    !atomic_compare_exchange_strong(&z->busy, &expect, 1))
 			continue;
 		if (slot_ready(z, len) != 0) {
@@ -94,7 +93,8 @@ uint8_t *compress_chunk(const uint8_t *payload, size_t len, size_t *stored,
 			return NULL;
 		}
 		uint8_t *dst = z->out + FMT_CHUNK_HEADER_SIZE;
-		size_t cap = z->outcap - FMT_CHUNK_HEADER_SIZE - FMT_ZSTD_PREFIX;
+		size_t cap =
+		    z->outcap - FMT_CHUNK_HEADER_SIZE - FMT_ZSTD_PREFIX;
 		size_t n = ZSTD_compress2(z->cctx, dst + FMT_ZSTD_PREFIX, cap,
 		                          payload, len);
 		size_t total = n + FMT_ZSTD_PREFIX;

@@ -53,8 +53,9 @@ static void cond_after(tls_t *t, uint32_t cid, uint32_t mid, int r)
 	uint64_t tsc = prim_tsc();
 	if (!cid)
 		return;
-	unsigned flags = r == 0 ? 0 : r == ETIMEDOUT ? FMT_WAKEF_TIMEDOUT
-	                                             : FMT_WAKEF_ERROR;
+	unsigned flags = r == 0           ? 0
+	                 : r == ETIMEDOUT ? FMT_WAKEF_TIMEDOUT
+	                                  : FMT_WAKEF_ERROR;
 	uint8_t *p = ev_head(t, FMT_COND_WAKE, tsc);
 	p = fmt_put_u(p, cid);
 	p = fmt_put_u(p, mid);

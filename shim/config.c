@@ -33,7 +33,11 @@ static int parse_long(const char *s, long lo, long hi, long *out);
 static int signal_allowed(int sig)
 {
 	switch (sig) {
-	case SIGUSR1: case SIGUSR2: case SIGHUP: case SIGURG: case SIGWINCH:
+	case SIGUSR1:
+	case SIGUSR2:
+	case SIGHUP:
+	case SIGURG:
+	case SIGWINCH:
 	case SIGPWR:
 		return 1;
 	default:
@@ -44,9 +48,12 @@ static int signal_allowed(int sig)
 /* MALLOCK_SIGNAL: USR2, SIGUSR2, RTMIN+3, a number, or none/0. */
 static void load_signal(void)
 {
-	static const struct { const char *name; int sig; } names[] = {
-		{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
-		{"URG", SIGURG}, {"WINCH", SIGWINCH}, {"PWR", SIGPWR},
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = {
+	    {"USR1", SIGUSR1}, {"USR2", SIGUSR2},   {"HUP", SIGHUP},
+	    {"URG", SIGURG},   {"WINCH", SIGWINCH}, {"PWR", SIGPWR},
 	};
 	const char *s = prim_getenv("MALLOCK_SIGNAL");
 	if (!s)
@@ -132,9 +139,10 @@ void config_load(void)
 		if (!strcmp(st, "paused"))
 			g_cfg.start_paused = 1;
 		else if (strcmp(st, "recording"))
-			shim_warn("MALLOCK_START=%.64s: not recording or paused; "
-			          "using recording",
-			          st);
+			shim_warn(
+			    "MALLOCK_START=%.64s: not recording or paused; "
+			    "using recording",
+			    st);
 	}
 	load_signal();
 	if (g_cfg.max_bytes && g_cfg.max_bytes < (1L << 20)) {
@@ -165,7 +173,8 @@ void config_load(void)
 
 	const char *o = prim_getenv("MALLOCK_OUTPUT");
 	if (o) {
-		/* Leave room for the expansion of %p/%e and a ".<pid>" suffix. */
+		/* Leave room for the expansion of %p/%e and a ".<pid>" suffix.
+		 */
 		if (!*o)
 			shim_warn("MALLOCK_OUTPUT is empty; using %s",
 			          g_cfg.output);

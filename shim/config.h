@@ -33,20 +33,23 @@
 /* clang-format on */
 
 /* Unwinders, with their PROCESS-record codes from trace_format.h. */
-enum config_unwind { CONFIG_UNWIND_LIBUNWIND = 0, CONFIG_UNWIND_FP = 1,
-	             CONFIG_UNWIND_NONE = 2 };
+enum config_unwind {
+	CONFIG_UNWIND_LIBUNWIND = 0,
+	CONFIG_UNWIND_FP = 1,
+	CONFIG_UNWIND_NONE = 2
+};
 
 typedef struct config {
 #define CONFIG_FIELD_(env, field, def, lo, hi) long field;
 	CONFIG_NUMBERS(CONFIG_FIELD_)
 #undef CONFIG_FIELD_
-	int unwind;                     /* enum config_unwind */
-	char output[CONFIG_PATH_MAX];   /* MALLOCK_OUTPUT, unexpanded */
-	int start_paused;               /* MALLOCK_START=paused */
-	int signal;                     /* MALLOCK_SIGNAL; 0: none */
-	char ctl_dir[CONFIG_PATH_MAX];  /* MALLOCK_CTL_DIR, or "" */
-	char exe[256];                  /* MALLOCK_EXE: record only this
-	                                   program (executable name), or "" */
+	int unwind;                    /* enum config_unwind */
+	char output[CONFIG_PATH_MAX];  /* MALLOCK_OUTPUT, unexpanded */
+	int start_paused;              /* MALLOCK_START=paused */
+	int signal;                    /* MALLOCK_SIGNAL; 0: none */
+	char ctl_dir[CONFIG_PATH_MAX]; /* MALLOCK_CTL_DIR, or "" */
+	char exe[256];                 /* MALLOCK_EXE: record only this
+	                                  program (executable name), or "" */
 } config_t;
 
 extern config_t g_cfg;

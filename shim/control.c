@@ -53,19 +53,19 @@ uint64_t g_ctl_seen;
 _Atomic uint32_t g_epoch = 1;
 _Atomic uint32_t g_flush_gen;
 
-static _Atomic unsigned ctl_toggles; /* plain signals not yet served */
-static _Atomic int ctl_request;      /* a sigqueue'd request is pending */
-static _Atomic int ctl_deadline_hit; /* MALLOCK_DURATION elapsed */
-static _Atomic int ctl_dirty;        /* the page's trace path changed */
+static _Atomic unsigned ctl_toggles;      /* plain signals not yet served */
+static _Atomic int ctl_request;           /* a sigqueue'd request is pending */
+static _Atomic int ctl_deadline_hit;      /* MALLOCK_DURATION elapsed */
+static _Atomic int ctl_dirty;             /* the page's trace path changed */
 static uint64_t ctl_end_tsc = UINT64_MAX; /* MALLOCK_DURATION's deadline */
 static uint64_t ctl_poll_ticks;
-static _Atomic int ctl_cap_pending;  /* the cap NOTE is not written yet */
+static _Atomic int ctl_cap_pending; /* the cap NOTE is not written yet */
 static _Atomic int ctl_cap_warned;
 static atomic_flag ctl_serving = ATOMIC_FLAG_INIT;
 static _Atomic int ctl_signal_seen; /* a sigqueue'd wake-up arrived */
-static int ctl_signal;            /* installed signal, 0: none */
+static int ctl_signal;              /* installed signal, 0: none */
 static const char *ctl_last_why = "start";
-static uint32_t ctl_start_uid;    /* euid at start */
+static uint32_t ctl_start_uid; /* euid at start */
 /* The directory (fd, its owner, device and inode) and the page's fd. */
 static int ctl_dir_fd = -1, ctl_page_fd = -1;
 static uint32_t ctl_dir_uid;
@@ -87,10 +87,11 @@ static int dir_open(uint32_t uid, int quiet)
 		fd = ctlp_dir_open(path, uid, 1, &why);
 		if (fd < 0 && uid == ctl_start_uid) {
 			if (!quiet)
-				shim_warn("control directory %s (MALLOCK_CTL_DIR) "
-				          "%s: `mallock ctl` is off for this "
-				          "process (the signal still works)",
-				          path, why);
+				shim_warn(
+				    "control directory %s (MALLOCK_CTL_DIR) "
+				    "%s: `mallock ctl` is off for this "
+				    "process (the signal still works)",
+				    path, why);
 			return -1;
 		}
 	}
@@ -107,9 +108,10 @@ static int dir_open(uint32_t uid, int quiet)
 	}
 	if (fd < 0) {
 		if (!quiet)
-			shim_warn("control directory %s %s: `mallock ctl` is off "
-			          "for this process (the signal still works)",
-			          path, why);
+			shim_warn(
+			    "control directory %s %s: `mallock ctl` is off "
+			    "for this process (the signal still works)",
+			    path, why);
 		return -1;
 	}
 	return prim_fd_high(fd);
@@ -199,18 +201,19 @@ static int page_create(int quiet)
 	ctlp_name(name, sizeof name, pid);
 	snprintf(tmp, sizeof tmp, "%s.tmp", name);
 	unlinkat(ctl_dir_fd, tmp, 0);
-	int fd = openat(ctl_dir_fd, tmp,
-	                O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd =
+	    openat(ctl_dir_fd, tmp,
+	           O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0 || ftruncate(fd, CTLP_SIZE) != 0)
 		goto fail;
 	fd = prim_fd_high(fd);
-	ctl_page_t *pg = mmap(NULL, CTLP_SIZE, PROT_READ | PROT_WRITE,
-	                      MAP_SHARED, fd, 0);
+	ctl_page_t *pg =
+	    mmap(NULL, CTLP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (pg == MAP_FAILED)
 		goto fail;
 	/* The lock says "this pid has the page open" (ctl_page.h). */
-	struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET,
-	                   .l_start = 0, .l_len = 1};
+	struct flock lk = {
+	    .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 1};
 	fcntl(fd, F_SETLK, &lk);
 	pg->magic = CTLP_MAGIC;
 	pg->layout = CTLP_LAYOUT;
@@ -243,9 +246,10 @@ static int page_create(int quiet)
 	return 0;
 fail:
 	if (!quiet)
-		shim_warn("cannot create the control page %s: %s; `mallock "
-		          "ctl` is off for this process (the signal still works)",
-		          name, prim_strerror(errno));
+		shim_warn(
+		    "cannot create the control page %s: %s; `mallock "
+		    "ctl` is off for this process (the signal still works)",
+		    name, prim_strerror(errno));
 	if (fd >= 0) {
 		prim_close(fd);
 		unlinkat(ctl_dir_fd, tmp, 0);
@@ -277,11 +281,12 @@ void ctl_cred_drop(uint32_t uid)
 			tfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 			                       O_CLOEXEC);
 		if (tfd >= 0 && mkdirat(tfd, base, 0700) == 0) {
-			int nfd = openat(tfd, base, O_RDONLY | O_DIRECTORY |
-			                                O_NOFOLLOW | O_CLOEXEC);
+			int nfd = openat(tfd, base,
+			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+			                     O_CLOEXEC);
 			struct stat st;
-			if (nfd >= 0 && fstat(nfd, &st) == 0 && st.st_uid == 0 &&
-			    fchown(nfd, uid, (gid_t)-1) == 0)
+			if (nfd >= 0 && fstat(nfd, &st) == 0 &&
+			    st.st_uid == 0 && fchown(nfd, uid, (gid_t)-1) == 0)
 				fd = nfd;
 			else if (nfd >= 0)
 				prim_close(nfd);
@@ -294,9 +299,10 @@ void ctl_cred_drop(uint32_t uid)
 		}
 	}
 	if (fd < 0) {
-		shim_warn("the process becomes uid %u but its control directory "
-		          "%s %s: only root can use `mallock ctl` on it",
-		          (unsigned)uid, path, why);
+		shim_warn(
+		    "the process becomes uid %u but its control directory "
+		    "%s %s: only root can use `mallock ctl` on it",
+		    (unsigned)uid, path, why);
 		return;
 	}
 	char name[32];
@@ -321,11 +327,11 @@ static void ctl_handler(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
 	(void)uc;
-	if (si && si->si_code == SI_QUEUE && si->si_value.sival_int == CTL_SIGVAL) {
+	if (si && si->si_code == SI_QUEUE &&
+	    si->si_value.sival_int == CTL_SIGVAL) {
 		atomic_store(&ctl_request, 1);
 		atomic_store(&ctl_signal_seen, 1);
-	}
-	else
+	} else
 		atomic_fetch_add(&ctl_toggles, 1);
 	atomic_fetch_or(&g_off, SHIM_OFF_CTL);
 }
@@ -341,10 +347,11 @@ static void signal_setup(void)
 	int has = (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
 	                                      : old.sa_handler != SIG_DFL;
 	if (has) {
-		shim_warn("signal %d (MALLOCK_SIGNAL) is already handled or "
-		          "ignored by this program: signal control and `mallock "
-		          "ctl` are off (choose a free signal with MALLOCK_SIGNAL)",
-		          sig);
+		shim_warn(
+		    "signal %d (MALLOCK_SIGNAL) is already handled or "
+		    "ignored by this program: signal control and `mallock "
+		    "ctl` are off (choose a free signal with MALLOCK_SIGNAL)",
+		    sig);
 		return;
 	}
 	memset(&sa, 0, sizeof sa);
@@ -465,8 +472,8 @@ void ctl_serve(tls_t *t)
 	if (atomic_flag_test_and_set(&ctl_serving))
 		return;
 	uint8_t gate = gate_hold(t);
-	if (gate == GATE_UNINIT && !(atomic_load(&g_off) &
-	                             (SHIM_OFF_STOPPED | SHIM_OFF_INIT)))
+	if (gate == GATE_UNINIT &&
+	    !(atomic_load(&g_off) & (SHIM_OFF_STOPPED | SHIM_OFF_INIT)))
 		gate = thread_setup(t) == 0 ? GATE_READY : GATE_DEAD;
 	/* A thread without a buffer switches without a MARK. */
 	static tls_t none;
@@ -477,8 +484,8 @@ void ctl_serve(tls_t *t)
 		unsigned off = atomic_load(&g_off);
 		if (off & SHIM_OFF_STOPPED) {
 			/* Inert for good: answer, so the poll stops poking. */
-			uint64_t r = __atomic_load_n(&pg->request,
-			                             __ATOMIC_ACQUIRE);
+			uint64_t r =
+			    __atomic_load_n(&pg->request, __ATOMIC_ACQUIRE);
 			g_ctl_seen = r;
 			page_update(CTLP_STOPPED);
 			__atomic_store_n(&pg->served, r, __ATOMIC_RELEASE);
@@ -496,7 +503,8 @@ void ctl_serve(tls_t *t)
 		if (req != g_ctl_seen) {
 			g_ctl_seen = req;
 			answer = 1;
-			if (!(atomic_load(&ctl_toggles) & 1) && !ctl_signal_seen)
+			if (!(atomic_load(&ctl_toggles) & 1) &&
+			    !ctl_signal_seen)
 				pg->polls++;
 			unsigned cmd = (unsigned)(req & 3);
 			if (cmd == CTLP_CMD_START || cmd == CTLP_CMD_STOP) {
@@ -516,7 +524,8 @@ void ctl_serve(tls_t *t)
 		}
 		if (off & SHIM_OFF_CAPPED) {
 			if (want && why)
-				ctl_last_why = "refused: MALLOCK_MAX_BYTES reached";
+				ctl_last_why =
+				    "refused: MALLOCK_MAX_BYTES reached";
 			want = 0;
 		}
 		if (why)

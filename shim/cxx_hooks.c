@@ -155,8 +155,8 @@ static void gate_cleanup(tls_t **tp)
 			                has_nt);                               \
 		uint64_t t0 = prim_tsc();                                      \
 		t->in_alloc = 1;                                               \
-		void *p = call_new(CXX_##idx, n, al_arg, has_al, nt_arg,       \
-		                   has_nt);                                    \
+		void *p =                                                      \
+		    call_new(CXX_##idx, n, al_arg, has_al, nt_arg, has_nt);    \
 		t->in_alloc = 0;                                               \
 		uint64_t t1 = prim_tsc();                                      \
 		if (likely(p != NULL))                                         \

@@ -67,8 +67,7 @@ static int no_real(void)
 	return -1;
 }
 
-HOOK_EXPORT int execve(const char *path, char *const argv[],
-                       char *const envp[])
+HOOK_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	if (!real_usable() || !real.execve)
 		return no_real();
@@ -122,8 +121,7 @@ HOOK_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
 
 /* The number of arguments of an execl call: arg and those in ap after it,
  * up to the NULL (which is not counted). */
-__attribute__((noinline)) static size_t execl_argc(const char *arg,
-                                                   va_list ap)
+__attribute__((noinline)) static size_t execl_argc(const char *arg, va_list ap)
 {
 	size_t argc = 0;
 	if (arg)
@@ -138,9 +136,8 @@ enum execl_form { EXECL_V, EXECL_VP, EXECL_VE };
  * ap (just past arg) on this frame and calls execv, execvp or execve
  * (execle's envp follows the list's NULL). Returns what that call returns
  * (only on failure). ap is used up, as by va_arg. */
-__attribute__((noinline)) static int execl_run(enum execl_form form,
-                                               const char *path,
-                                               const char *arg, va_list ap)
+__attribute__((noinline)) static int
+execl_run(enum execl_form form, const char *path, const char *arg, va_list ap)
 {
 	va_list count;
 	va_copy(count, ap);

@@ -60,7 +60,8 @@ __attribute__((noinline)) static long futex_wait_timed(tls_t *t, long nr,
 	int saved = errno;
 	lock_ent_t *e = lockmap_get(t, (void *)a1, FMT_KIND_ALLOC_INTERNAL);
 	if (e)
-		rec_uu(t, FMT_ALLOC_LOCK_WAIT, t1, atomic_load(&e->id), t1 - t0);
+		rec_uu(t, FMT_ALLOC_LOCK_WAIT, t1, atomic_load(&e->id),
+		       t1 - t0);
 	else
 		t->drops++;
 	errno = saved;
@@ -86,10 +87,9 @@ static void rec_futex(tls_t *t, unsigned type, uint64_t tsc, void *word,
 /* A futex wait outside the allocator: the timed real call, then, when it
  * slept, the stack and the record. ra, fp: the hook's. */
 __attribute__((noinline)) static long futex_wait_user(tls_t *t, long a1,
-                                                      long a2, long a3,
-                                                      long a4, long a5,
-                                                      long a6, uintptr_t ra,
-                                                      void *fp)
+                                                      long a2, long a3, long a4,
+                                                      long a5, long a6,
+                                                      uintptr_t ra, void *fp)
 {
 	/* Not recording, or inside the shim: no clock either. */
 	if (atomic_load_explicit(&g_off, memory_order_relaxed) ||

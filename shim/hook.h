@@ -67,8 +67,9 @@
 #define HOOK_FP() __builtin_frame_address(0)
 
 /* ALLOC(ptr, size, stack, ticks, fn) at t1; ticks = t1 - t0. */
-__attribute__((always_inline)) static inline void rec_alloc(tls_t *t, void *ptr, size_t size, uint64_t t0,
-                             uint64_t t1, unsigned fn, uintptr_t ra, void *fp)
+__attribute__((always_inline)) static inline void
+rec_alloc(tls_t *t, void *ptr, size_t size, uint64_t t0, uint64_t t1,
+          unsigned fn, uintptr_t ra, void *fp)
 {
 	uint32_t stack = stack_here(t, ra, fp);
 	uint8_t *p = ev_head(t, FMT_ALLOC, t1);
@@ -91,15 +92,14 @@ static inline void rec_free(tls_t *t, void *ptr, uint64_t t0, uint64_t t1)
 
 /* REALLOC(old, new, size, stack, ticks) at t1. */
 __attribute__((always_inline)) static inline void
-rec_realloc(tls_t *t, void *old, void *new, size_t size,
-                               uint64_t t0, uint64_t t1, uintptr_t ra,
-                               void *fp)
+rec_realloc(tls_t *t, void *old, void *new, size_t size, uint64_t t0,
+            uint64_t t1, uintptr_t ra, void *fp)
 {
 	uint32_t stack = stack_here(t, ra, fp);
 	uint8_t *p = ev_head(t, FMT_REALLOC, t1);
 	p = fmt_put_ptr(p, &t->enc, (uintptr_t)old);
-	p = fmt_put_s(p, (int64_t)((uintptr_t)new - (uintptr_t)old));
-	t->enc.last_ptr = (uintptr_t)new;
+	p = fmt_put_s(p, (int64_t)((uintptr_t) new - (uintptr_t)old));
+	t->enc.last_ptr = (uintptr_t) new;
 	p = fmt_put_u(p, size);
 	p = fmt_put_u(p, stack);
 	p = fmt_put_u(p, t1 - t0);
@@ -138,8 +138,8 @@ static inline void rec_realloc_call(tls_t *t, void *old, size_t size,
 /* ALLOC as the sampling decision smp says (SAMPLE_TRACK when not
  * sampling). */
 __attribute__((always_inline)) static inline void
-rec_alloc_s(tls_t *t, int smp, void *ptr, size_t size, uint64_t t0,
-            uint64_t t1, unsigned fn, uintptr_t ra, void *fp)
+rec_alloc_s(tls_t *t, int smp, void *ptr, size_t size, uint64_t t0, uint64_t t1,
+            unsigned fn, uintptr_t ra, void *fp)
 {
 	if (likely(smp == SAMPLE_TRACK)) {
 		rec_alloc(t, ptr, size, t0, t1, fn, ra, fp);

@@ -45,7 +45,7 @@
 #include <string.h>
 
 __thread tls_t shim_tls __attribute__((tls_model("initial-exec"))) = {
-	.gate = GATE_UNINIT,
+    .gate = GATE_UNINIT,
 };
 _Atomic unsigned g_off = SHIM_OFF_INIT;
 uint64_t g_flush_ticks = UINT64_MAX;
@@ -84,8 +84,8 @@ int hook_enter_slow(tls_t *t)
 		ctl_serve(t);
 		off = atomic_load_explicit(&g_off, memory_order_relaxed);
 	}
-	if (unlikely(t->flush_gen != atomic_load_explicit(
-	                                 &g_flush_gen, memory_order_relaxed)))
+	if (unlikely(t->flush_gen !=
+	             atomic_load_explicit(&g_flush_gen, memory_order_relaxed)))
 		pause_flush(t);
 	if (off)
 		return 0;
@@ -159,8 +159,9 @@ static int shim_start(void)
 		/* set-uid/set-gid: inert, and silent unless asked to be
 		 * verbose (the environment is not parsed further here). */
 		const char *v = prim_getenv("MALLOCK_VERBOSE");
-		static const char msg[] = "mallock: set-user-ID or set-group-ID "
-		                          "program; not recording\n";
+		static const char msg[] =
+		    "mallock: set-user-ID or set-group-ID "
+		    "program; not recording\n";
 		if (v && (!strcmp(v, "1") || !strcmp(v, "2")))
 			prim_stderr(msg, sizeof msg - 1);
 		return -1;
@@ -233,8 +234,8 @@ static int fork_active, fork_safe;
 
 static void fork_prepare(void)
 {
-	fork_active = writer_active() &&
-	              !(atomic_load(&g_off) & (SHIM_OFF_STOPPED | SHIM_OFF_INIT));
+	fork_active = writer_active() && !(atomic_load(&g_off) &
+	                                   (SHIM_OFF_STOPPED | SHIM_OFF_INIT));
 	if (!fork_active)
 		return;
 	fork_safe = prim_thread_count() == 1;

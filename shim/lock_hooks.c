@@ -48,10 +48,17 @@
 /* ---- shared paths ---- */
 
 enum lock_op {
-	OP_MUTEX, OP_MUTEX_TIMED, OP_MUTEX_CLOCK, OP_RD, OP_RD_TIMED, OP_WR,
-	OP_WR_TIMED, OP_SPIN,
+	OP_MUTEX,
+	OP_MUTEX_TIMED,
+	OP_MUTEX_CLOCK,
+	OP_RD,
+	OP_RD_TIMED,
+	OP_WR,
+	OP_WR_TIMED,
+	OP_SPIN,
 	/* issue 17: the clock rwlocks (glibc 2.30+) */
-	OP_RD_CLOCK, OP_WR_CLOCK
+	OP_RD_CLOCK,
+	OP_WR_CLOCK
 };
 
 static int op_call(enum lock_op op, void *l, clockid_t clk,
@@ -288,8 +295,8 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 		t->pend_stack = stack;
 		t->pend_ticks = t1 - t0;
 		t->pend_waiters = (uint32_t)waiters;
-		t->pend_type = op_shared(op) ? FMT_ACQ_SHARED_WAIT
-		                             : FMT_ACQ_WAIT;
+		t->pend_type =
+		    op_shared(op) ? FMT_ACQ_SHARED_WAIT : FMT_ACQ_WAIT;
 	} else if (r == ETIMEDOUT) {
 		rec_uu(t, FMT_TRY_FAIL, t1, atomic_load(&e->id),
 		       stack_site(t, ra));
@@ -365,12 +372,13 @@ static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 	{                                                                      \
 		tls_t *t = &shim_tls;                                          \
 		if (unlikely(!hook_enter(t)))                                  \
-			return PASS_OR_BOOT(op_call(op, (void *)l, 0, NULL));          \
+			return PASS_OR_BOOT(op_call(op, (void *)l, 0, NULL));  \
 		int r = real.trylock(l);                                       \
 		if (likely(r == 0) || unlikely(r == EOWNERDEAD))               \
-			rec_acq(t, acq_type, (void *)l, op_kind(op), HOOK_RA());       \
+			rec_acq(t, acq_type, (void *)l, op_kind(op),           \
+			        HOOK_RA());                                    \
 		else if (r == EBUSY)                                           \
-			r = lock_wait(t, op, (void *)l, 0, NULL, HOOK_RA(),            \
+			r = lock_wait(t, op, (void *)l, 0, NULL, HOOK_RA(),    \
 			              HOOK_FP());                              \
 		if (r == 0 || r == EOWNERDEAD)                                 \
 			tls_held_inc(t);                                       \
@@ -392,15 +400,17 @@ ACQ_HOOK(pthread_spin_lock, pthread_spinlock_t, pthread_spin_trylock, OP_SPIN,
 	{                                                                      \
 		tls_t *t = &shim_tls;                                          \
 		if (unlikely(!hook_enter(t)))                                  \
-			return PASS_OR_BOOT(op_call(op, (void *)l, clk_arg, abs));     \
+			return PASS_OR_BOOT(                                   \
+			    op_call(op, (void *)l, clk_arg, abs));             \
 		int r = op_invalid(op, clk_arg, abs);                          \
 		if (likely(r == 0))                                            \
 			r = real.trylock(l);                                   \
 		if (likely(r == 0) || unlikely(r == EOWNERDEAD))               \
-			rec_acq(t, acq_type, (void *)l, op_kind(op), HOOK_RA());       \
+			rec_acq(t, acq_type, (void *)l, op_kind(op),           \
+			        HOOK_RA());                                    \
 		else if (r == EBUSY)                                           \
-			r = lock_wait(t, op, (void *)l, clk_arg, abs, HOOK_RA(),       \
-			              HOOK_FP());                              \
+			r = lock_wait(t, op, (void *)l, clk_arg, abs,          \
+			              HOOK_RA(), HOOK_FP());                   \
 		if (r == 0 || r == EOWNERDEAD)                                 \
 			tls_held_inc(t);                                       \
 		hook_leave(t);                                                 \
@@ -436,10 +446,10 @@ TIMED_HOOK(pthread_rwlock_clockwrlock, pthread_rwlock_t,
 			return PASS_OR_BOOT(real.sym(l));                      \
 		int r = real.sym(l);                                           \
 		if (likely(r == 0) || unlikely(r == EOWNERDEAD)) {             \
-			rec_acq(t, acq_type, (void *)l, kind, HOOK_RA());              \
+			rec_acq(t, acq_type, (void *)l, kind, HOOK_RA());      \
 			tls_held_inc(t);                                       \
 		} else if (r == EBUSY)                                         \
-			rec_tryfail(t, (void *)l, kind, HOOK_RA());                    \
+			rec_tryfail(t, (void *)l, kind, HOOK_RA());            \
 		hook_leave(t);                                                 \
 		return r;                                                      \
 	}
@@ -502,7 +512,8 @@ void lock_rec_destroy(tls_t *t, void *l)
 			return PASS_OR_BOOT(real.sym(l, a));                   \
 		int r = real.sym(l, a);                                        \
 		if (r == 0)                                                    \
-			lock_rec_init(t, (void *)l, kind, HOOK_RA(), HOOK_FP());       \
+			lock_rec_init(t, (void *)l, kind, HOOK_RA(),           \
+			              HOOK_FP());                              \
 		hook_leave(t);                                                 \
 		return r;                                                      \
 	}
@@ -515,7 +526,7 @@ void lock_rec_destroy(tls_t *t, void *l)
 			return PASS_OR_BOOT(real.sym(l));                      \
 		int r = real.sym(l);                                           \
 		if (r == 0)                                                    \
-			lock_rec_destroy(t, (void *)l);                                \
+			lock_rec_destroy(t, (void *)l);                        \
 		hook_leave(t);                                                 \
 		return r;                                                      \
 	}

@@ -63,11 +63,13 @@ static lock_ent_t *slot_of(uintptr_t addr)
 	unsigned i = lockmap_hash(addr);
 	for (unsigned probe = 0; probe < LOCKMAP_PROBES; probe++) {
 		lock_ent_t *e = &lockmap_slots[i];
-		uintptr_t a = atomic_load_explicit(&e->addr, memory_order_acquire);
+		uintptr_t a =
+		    atomic_load_explicit(&e->addr, memory_order_acquire);
 		if (a == addr)
 			return e;
 		if (a == 0) {
-			if (atomic_compare_exchange_strong(&e->addr, &a, addr) ||
+			if (atomic_compare_exchange_strong(&e->addr, &a,
+			                                   addr) ||
 			    a == addr)
 				return e;
 		}
@@ -114,9 +116,11 @@ lock_ent_t *lockmap_find(const void *addr)
 	unsigned i = lockmap_hash((uintptr_t)addr);
 	for (unsigned probe = 0; probe < LOCKMAP_PROBES; probe++) {
 		lock_ent_t *e = &lockmap_slots[i];
-		uintptr_t a = atomic_load_explicit(&e->addr, memory_order_acquire);
+		uintptr_t a =
+		    atomic_load_explicit(&e->addr, memory_order_acquire);
 		if (a == (uintptr_t)addr)
-			return atomic_load_explicit(&e->id, memory_order_relaxed)
+			return atomic_load_explicit(&e->id,
+			                            memory_order_relaxed)
 			           ? e
 			           : NULL;
 		if (a == 0)

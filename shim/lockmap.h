@@ -73,8 +73,7 @@ lock_ent_t *lockmap_get_slow(tls_t *t, const void *addr, unsigned kind,
  * FMT_LOCKF_STATIC, written to t's buffer) when first seen. NULL when the
  * table is full. Lock-free; may flush t.
  */
-static inline lock_ent_t *lockmap_get(tls_t *t, const void *addr,
-                                      unsigned kind)
+static inline lock_ent_t *lockmap_get(tls_t *t, const void *addr, unsigned kind)
 {
 	lock_ent_t *e = &lockmap_slots[lockmap_hash((uintptr_t)addr)];
 	if (likely(atomic_load_explicit(&e->addr, memory_order_relaxed) ==

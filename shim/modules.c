@@ -26,8 +26,8 @@
 static unsigned long long last_adds = ~0ull; /* under the loader's lock */
 static int loader_unsafe; /* fork child: dl_iterate_phdr may never return */
 #define SNAP_CAP (1u << 20)
-static uint8_t *snap;    /* MODULE bodies: u32 length, then the body */
-static size_t snap_len;  /* complete records (under the loader's lock) */
+static uint8_t *snap;   /* MODULE bodies: u32 length, then the body */
+static size_t snap_len; /* complete records (under the loader's lock) */
 
 typedef struct pass {
 	int force, first, began;
@@ -41,7 +41,8 @@ static size_t build_id(const struct dl_phdr_info *info, const uint8_t **id)
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type != PT_NOTE)
 			continue;
-		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		const uint8_t *p =
+		    (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
 		const uint8_t *end = p + ph->p_memsz;
 		while (p + sizeof(ElfW(Nhdr)) <= end) {
 			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
@@ -50,8 +51,8 @@ static size_t build_id(const struct dl_phdr_info *info, const uint8_t **id)
 			const uint8_t *next = desc + ((nh->n_descsz + 3) & ~3u);
 			if (next > end)
 				break;
-			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-			    !memcmp(name, "GNU", 4)) {
+			if (nh->n_type == NT_GNU_BUILD_ID &&
+			    nh->n_namesz == 4 && !memcmp(name, "GNU", 4)) {
 				*id = desc;
 				return nh->n_descsz;
 			}
@@ -80,11 +81,11 @@ static int emit_one(struct dl_phdr_info *info, size_t size, void *arg)
 	if (ps->first) {
 		ps->first = 0;
 		unsigned long long adds =
-		        size >= offsetof(struct dl_phdr_info, dlpi_subs)
-		                ? info->dlpi_adds
-		                : 0;
+		    size >= offsetof(struct dl_phdr_info, dlpi_subs)
+		        ? info->dlpi_adds
+		        : 0;
 		if (!ps->force && adds == last_adds)
-			return 1; /* nothing loaded since the last pass */
+			return 1;    /* nothing loaded since the last pass */
 		writer_proc_begin(); /* may open a child's file (nests) */
 		ps->began = 1;
 		last_adds = adds;

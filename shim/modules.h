@@ -5,10 +5,10 @@
  * Written at init, after a fork, and when dl_iterate_phdr's load counter
  * moved (a dlopen since the last dump) at dlclose (before the object goes
  * away), at a thread's exit and at the final flush: never from a flush
- * inside a hook (hook.h). dlopen itself is not hooked: glibc resolves a dlopen'ed
- * name against the RUNPATH of the *calling* object, so a wrapper would break
- * programs that rely on their own RUNPATH. Records may repeat; the reader
- * dedupes.
+ * inside a hook (hook.h). dlopen itself is not hooked: glibc resolves a
+ * dlopen'ed name against the RUNPATH of the *calling* object, so a wrapper
+ * would break programs that rely on their own RUNPATH. Records may repeat; the
+ * reader dedupes.
  */
 #ifndef MALLOCK_SHIM_MODULES_H
 #define MALLOCK_SHIM_MODULES_H

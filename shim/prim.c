@@ -109,8 +109,7 @@ int prim_defines(const void *addr, const char *name)
 	Dl_info info;
 	const ElfW(Sym) *sym = NULL;
 	(void)name; /* an alias (tc_malloc) may be the name dladdr gives */
-	return addr &&
-	       dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) &&
+	return addr && dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) &&
 	       info.dli_saddr == addr && sym && sym->st_shndx != SHN_UNDEF;
 }
 
@@ -237,8 +236,8 @@ int prim_create_excl(int dirfd, const char *path)
 
 int prim_reopen_append(int dirfd, const char *path)
 {
-	int fd = openat(dirfd, path,
-	                O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	int fd =
+	    openat(dirfd, path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
 	return fd < 0 ? -errno : prim_fd_high(fd);
 }
 
@@ -281,7 +280,7 @@ static ssize_t write_guarded(int fd, const void *buf, size_t n)
 	while (r < 0 && errno == EINTR);
 	if (r < 0)
 		r = -errno;
-	int take = r == -EFBIG && !xfsz_was ? SIGXFSZ
+	int take = r == -EFBIG && !xfsz_was   ? SIGXFSZ
 	           : r == -EPIPE && !pipe_was ? SIGPIPE
 	                                      : 0;
 	if (take) {
@@ -408,9 +407,10 @@ int prim_stack_bounds_of(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 				tail = 0;
 				continue;
 			}
-			tail = tail < sizeof tag - 1 && ch == tag[tail] ? tail + 1
-			       : ch == tag[0]                          ? 1
-			                                               : 0;
+			tail = tail < sizeof tag - 1 && ch == tag[tail]
+			           ? tail + 1
+			       : ch == tag[0] ? 1
+			                      : 0;
 			if (field < 2 && v >= 0) {
 				if (field == 0)
 					a = a << 4 | (uintptr_t)v;
@@ -441,7 +441,7 @@ unsigned prim_thread_count(void)
 #if defined(DLFO_STRUCT_HAS_EH_DBASE)
 /* Weak: a libc older than 2.35 has none. */
 extern int _dl_find_object(void *, struct dl_find_object *)
-        __attribute__((weak));
+    __attribute__((weak));
 
 int prim_object_info(uintptr_t pc, struct dl_phdr_info *info)
 {
@@ -453,14 +453,13 @@ int prim_object_info(uintptr_t pc, struct dl_phdr_info *info)
 	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
 	    eh->e_phentsize != sizeof(ElfW(Phdr)) || eh->e_phoff > 65536 ||
 	    (uintptr_t)eh + eh->e_phoff + eh->e_phnum * sizeof(ElfW(Phdr)) >
-	            (uintptr_t)fo.dlfo_map_end)
+	        (uintptr_t)fo.dlfo_map_end)
 		return -1;
 	memset(info, 0, sizeof *info);
 	info->dlpi_addr = fo.dlfo_link_map->l_addr;
 	info->dlpi_name = fo.dlfo_link_map->l_name;
 	info->dlpi_phdr =
-	        (const ElfW(Phdr) *)(const void *)((const char *)eh +
-	                                           eh->e_phoff);
+	    (const ElfW(Phdr) *)(const void *)((const char *)eh + eh->e_phoff);
 	info->dlpi_phnum = eh->e_phnum;
 	return 0;
 }

@@ -96,8 +96,8 @@ int process_open_output(int child)
 	uint32_t pid = prim_getpid();
 	if (!base_ready)
 		base_setup();
-	if (config_output_path(path, sizeof path, pid, exe_base(exe, sizeof exe),
-	                       child) != 0) {
+	if (config_output_path(path, sizeof path, pid,
+	                       exe_base(exe, sizeof exe), child) != 0) {
 		shim_warn("MALLOCK_OUTPUT expands to a path longer than %d "
 		          "bytes; recording off",
 		          CONFIG_PATH_MAX);
@@ -110,7 +110,8 @@ int process_open_output(int child)
 			if (i == 0)
 				snprintf(alt, sizeof alt, "%s.%u", path, pid);
 			else
-				snprintf(alt, sizeof alt, "%s.%u.%d", path, pid, i);
+				snprintf(alt, sizeof alt, "%s.%u.%d", path, pid,
+				         i);
 			err = open_expanded(alt);
 		}
 		if (!err) {
@@ -123,8 +124,8 @@ int process_open_output(int child)
 		}
 	}
 	if (err) {
-		shim_warn("cannot create trace file %s: %s; recording off", path,
-		          prim_strerror(err));
+		shim_warn("cannot create trace file %s: %s; recording off",
+		          path, prim_strerror(err));
 		return -1;
 	}
 	shim_info("tracing to %s", g_trace_path);
@@ -144,7 +145,8 @@ void process_write_header(void)
 	uint8_t *p = body;
 
 	prim_exe_path(exe, sizeof exe);
-	ssize_t cl = prim_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
+	ssize_t cl =
+	    prim_read_file("/proc/self/cmdline", cmdline, sizeof cmdline);
 	if (cl < 0)
 		cl = 0;
 	while (cl > 0 && cmdline[cl - 1] == 0)

@@ -41,9 +41,11 @@ void sample_reset(tls_t *t)
 {
 	if (!t->rng)
 		t->rng = (prim_tsc() ^ ((uint64_t)t->tid << 32) ^
-		          0x9E3779B97F4A7C15ull) | 1;
+		          0x9E3779B97F4A7C15ull) |
+		         1;
 	/* u uniform in (0, 1]: -ln(u) is exponential of mean 1. */
-	double u = (double)((rng_next(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
+	double u =
+	    (double)((rng_next(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
 	double next = -log(u) * (double)g_cfg.sample_bytes;
 	if (next > 4e18)
 		next = 4e18;
@@ -113,7 +115,7 @@ int sample_realloc(tls_t *t, const void *old, size_t n, int *was_tracked)
 	*was_tracked = old && sample_untrack(old);
 	if (old && n == 0)
 		return *was_tracked || tls_holds_lock(t) ? SAMPLE_TRACK
-		                                       : SAMPLE_SKIP;
+		                                         : SAMPLE_SKIP;
 	int d = sample_alloc(t, n);
 	return *was_tracked ? SAMPLE_TRACK : d;
 }

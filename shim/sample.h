@@ -62,7 +62,8 @@ uint64_t sample_evicted(void);
 
 static inline unsigned sset_hash(uintptr_t p)
 {
-	return (unsigned)(((p >> 4) * 0x9E3779B97F4A7C15ull) >> (64 - SSET_BITS));
+	return (unsigned)(((p >> 4) * 0x9E3779B97F4A7C15ull) >>
+	                  (64 - SSET_BITS));
 }
 
 /* 1 when ptr was tracked (it no longer is). Call before the real free. */

@@ -120,7 +120,8 @@ int stack_init(void)
 				if (ph->p_type != PT_LOAD)
 					continue;
 				lo = v < lo ? v : lo;
-				hi = v + ph->p_memsz > hi ? v + ph->p_memsz : hi;
+				hi =
+				    v + ph->p_memsz > hi ? v + ph->p_memsz : hi;
 			}
 			if (hi > lo) {
 				unw_lo = lo;
@@ -235,7 +236,8 @@ uint32_t stack_intern(tls_t *t, const uintptr_t *frames, unsigned n)
 	uint64_t h = stack_hash(frames, n);
 	unsigned i = (unsigned)(h >> (64 - STACK_BITS));
 	for (unsigned probe = 0; probe < STACK_PROBES; probe++) {
-		uint64_t v = atomic_load_explicit(&slots[i], memory_order_relaxed);
+		uint64_t v =
+		    atomic_load_explicit(&slots[i], memory_order_relaxed);
 		if (likely(v == h))
 			return i + 1;
 		if (v == 0) {

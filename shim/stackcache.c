@@ -81,9 +81,9 @@ void stack_cache_note(tls_t *t)
  * and returns the interned id, or 0 when the stack cannot be cached (e
  * untouched).
  */
-__attribute__((noinline)) static uint32_t
-sc_learn(tls_t *t, scache_t *c, sc_entry_t *e, uintptr_t ra, uintptr_t cfa,
-         uintptr_t rbp)
+__attribute__((noinline)) static uint32_t sc_learn(tls_t *t, scache_t *c,
+                                                   sc_entry_t *e, uintptr_t ra,
+                                                   uintptr_t cfa, uintptr_t rbp)
 {
 	uint32_t epoch = atomic_load(&g_stack_epoch);
 	unw_context_t uc;
@@ -221,9 +221,9 @@ uint32_t stack_here_timed(tls_t *t, uintptr_t ra, void *fp)
 	if (c->walk_ticks == 0)
 		c->walk_ticks = dt;
 	else if (dt < 4 * c->walk_ticks)
-		c->walk_ticks = (uint64_t)((int64_t)c->walk_ticks +
-		                           ((int64_t)dt -
-		                            (int64_t)c->walk_ticks) / 8);
+		c->walk_ticks =
+		    (uint64_t)((int64_t)c->walk_ticks +
+		               ((int64_t)dt - (int64_t)c->walk_ticks) / 8);
 	else
 		c->walk_ticks += c->walk_ticks / 8;
 	return id;

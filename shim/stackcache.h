@@ -1,15 +1,15 @@
 /*
  * stackcache.h - the validated stack cache (libunwind only;
  * MALLOCK_STACK_CACHE=0 turns it off): stack_here()'s (stack.h) shortcut
- * past the unwind. unw_backtrace costs ~90 ns for 16 frames; a server calls malloc
- * from the same few paths at the same depths over and over. Per thread, a
- * small table maps a call's key, (return address, the caller's stack
- * pointer = the hook's CFA), to the interned stack id and to the list of
- * stack words the unwind depended on: the return-address slot of every
- * frame, and the slots rbp was restored from for the frames whose CFA is
- * rbp + 16. A frame's unwind rule depends only on its pc, so when the key
- * and every listed word are unchanged, libunwind would walk the same
- * frames: the cached id is the id it would give.
+ * past the unwind. unw_backtrace costs ~90 ns for 16 frames; a server calls
+ * malloc from the same few paths at the same depths over and over. Per thread,
+ * a small table maps a call's key, (return address, the caller's stack pointer
+ * = the hook's CFA), to the interned stack id and to the list of stack words
+ * the unwind depended on: the return-address slot of every frame, and the slots
+ * rbp was restored from for the frames whose CFA is rbp + 16. A frame's unwind
+ * rule depends only on its pc, so when the key and every listed word are
+ * unchanged, libunwind would walk the same frames: the cached id is the id it
+ * would give.
  *
  * Exactness assumes that every frame's CFA is rsp + offset or rbp + 16 (the
  * rules gcc and clang emit outside prologues and epilogues). A frame whose
@@ -65,21 +65,21 @@ typedef struct sc_entry {
 } sc_entry_t;
 
 typedef struct scache {
-	uintptr_t lo, hi;     /* the thread's stack */
-	size_t entry_size;    /* bytes per entry, a multiple of 8 */
-	unsigned cap;         /* checks per entry */
-	int64_t credit;       /* learning budget, TSC ticks */
-	uint64_t walk_ticks;  /* running mean of an unwind's cost */
+	uintptr_t lo, hi;               /* the thread's stack */
+	size_t entry_size;              /* bytes per entry, a multiple of 8 */
+	unsigned cap;                   /* checks per entry */
+	int64_t credit;                 /* learning budget, TSC ticks */
+	uint64_t walk_ticks;            /* running mean of an unwind's cost */
 	uint64_t hits, learned, walked; /* for the exit note */
 	uint64_t held_learned; /* learning walks made while holding a lock */
 	uint64_t seen[SC_SETS * 2]; /* key hashes missed once */
-	unsigned char entries[]; /* SC_SETS * 2 entries */
+	unsigned char entries[];    /* SC_SETS * 2 entries */
 } scache_t;
 
-#define SC_CREDIT0 3000000       /* a new thread's learning budget (ticks) */
-#define SC_CREDIT_MAX 30000000   /* the most it saves up */
-#define SC_LEARN_WEIGHT 16       /* a learning walk is charged 16x its time */
-#define SC_HELD_LEARNS 64        /* learning walks under a lock, at first */
+#define SC_CREDIT0 3000000     /* a new thread's learning budget (ticks) */
+#define SC_CREDIT_MAX 30000000 /* the most it saves up */
+#define SC_LEARN_WEIGHT 16     /* a learning walk is charged 16x its time */
+#define SC_HELD_LEARNS 64      /* learning walks under a lock, at first */
 
 extern _Atomic uint32_t g_stack_epoch;
 
@@ -101,8 +101,9 @@ static inline const uint32_t *sc_off(const sc_entry_t *e)
 
 static inline const uintptr_t *sc_val(const scache_t *c, const sc_entry_t *e)
 {
-	return (const uintptr_t *)(const void *)((const unsigned char *)(e + 1) +
-	                                         ((c->cap * 4 + 7) & ~7u));
+	return (
+	    const uintptr_t *)(const void *)((const unsigned char *)(e + 1) +
+	                                     ((c->cap * 4 + 7) & ~7u));
 }
 
 /* 1 when e holds the key and its words are unchanged. */
@@ -110,8 +111,8 @@ static inline int sc_valid(const scache_t *c, const sc_entry_t *e, uintptr_t ra,
                            uintptr_t cfa, uintptr_t rbp)
 {
 	if (e->ra != ra || e->cfa != cfa || ((e->rbp ^ rbp) & e->rbp_mask) ||
-	    e->epoch != atomic_load_explicit(&g_stack_epoch,
-	                                     memory_order_relaxed))
+	    e->epoch !=
+	        atomic_load_explicit(&g_stack_epoch, memory_order_relaxed))
 		return 0;
 	const uint32_t *off = sc_off(e);
 	const uintptr_t *val = sc_val(c, e);
@@ -124,8 +125,7 @@ static inline int sc_valid(const scache_t *c, const sc_entry_t *e, uintptr_t ra,
 
 /* The cached id for the hook's caller, or 0 (then *h is the key's hash).
  * fp is the hook's frame. */
-static inline uint32_t sc_lookup(tls_t *t, uintptr_t ra, void *fp,
-                                 uint64_t *h)
+static inline uint32_t sc_lookup(tls_t *t, uintptr_t ra, void *fp, uint64_t *h)
 {
 	scache_t *c = t->sc;
 	uintptr_t cfa = (uintptr_t)fp + 16;

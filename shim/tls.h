@@ -80,7 +80,7 @@ typedef struct tls {
 	/* ACQ_WAIT / ACQ_SHARED_WAIT: its fields, already resolved */
 	uint64_t pend_ticks;
 	uint32_t pend_id, pend_stack, pend_waiters;
-	struct scache *sc;  /* validated stack cache (stackcache.h), or NULL */
+	struct scache *sc; /* validated stack cache (stackcache.h), or NULL */
 	/* Inside a blocking wait (cond_hooks.c, lock_hooks.c lock_wait): the
 	 * waiting hook's frame address, else 0; and the hook calls passed
 	 * through meanwhile with the gate BUSY (thread.c gate_revalidate). */
@@ -133,9 +133,8 @@ extern _Atomic uint32_t g_epoch;
 /* Nonzero while the thread holds a lock (as far as the hooks counted). */
 static inline int tls_holds_lock(const tls_t *t)
 {
-	return t->nheld &&
-	       t->held_epoch == atomic_load_explicit(&g_epoch,
-	                                             memory_order_relaxed);
+	return t->nheld && t->held_epoch == atomic_load_explicit(
+	                                        &g_epoch, memory_order_relaxed);
 }
 
 /* A lock was acquired / released by this thread (recording). */

@@ -46,10 +46,10 @@ uint64_t writer_bytes(void)
 }
 
 static _Atomic int g_fd = -1;
-static prim_fid_t g_fid;         /* the identity of the trace file */
+static prim_fid_t g_fid; /* the identity of the trace file */
 static char g_reopen_path[CONFIG_PATH_MAX + 64]; /* absolute, or "" */
 static _Atomic uint32_t fd_fixer; /* tid recovering the fd, or 0 */
-static uint32_t g_file_pid;      /* process that owns g_fd */
+static uint32_t g_file_pid;       /* process that owns g_fd */
 /* What the END records written so far said (END counts add up: a failed
  * exec writes one, the exit a second with the rest). */
 static uint64_t end_sent_written, end_sent_dropped;
@@ -286,15 +286,16 @@ static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
 	prim_clock_pair(&h.tsc_flush, &h.mono_flush_ns);
 	fmt_chunk_seal(out, &h, out + FMT_CHUNK_HEADER_SIZE);
 	int fd = trace_fd();
-	int err = fd < 0 ? EBADF
-	                 : prim_write_once(fd, out,
-	                                   FMT_CHUNK_HEADER_SIZE + len);
+	int err = fd < 0
+	              ? EBADF
+	              : prim_write_once(fd, out, FMT_CHUNK_HEADER_SIZE + len);
 	if (err) {
 		atomic_fetch_add(&g_events_dropped, lost);
 		if (fd < 0)
 			return -1; /* trace_fd() said why */
 		int expect = 0;
-		if (atomic_compare_exchange_strong(&g_write_failed, &expect, 1)) {
+		if (atomic_compare_exchange_strong(&g_write_failed, &expect,
+		                                   1)) {
 			atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
 			/* A short write is the disk filling up (or the file
 			 * size limit) in the middle of a chunk. */
@@ -411,7 +412,8 @@ static void emit_drop(tls_t *t)
 	t->pos = p;
 	t->chunk_events++;
 	atomic_store_explicit(&t->wb->committed,
-	                      (size_t)(p - t->wb->chunk) - FMT_CHUNK_HEADER_SIZE,
+	                      (size_t)(p - t->wb->chunk) -
+	                          FMT_CHUNK_HEADER_SIZE,
 	                      memory_order_release);
 }
 
@@ -450,7 +452,8 @@ static void exec_settle(tls_t *t, wbuf_t *wb)
 	t->drops -= wb->exec_drops < t->drops ? wb->exec_drops : t->drops;
 	wb->exec_drops = 0;
 	if (wb->exec_len) {
-		size_t len = (size_t)(t->pos - wb->chunk) - FMT_CHUNK_HEADER_SIZE;
+		size_t len =
+		    (size_t)(t->pos - wb->chunk) - FMT_CHUNK_HEADER_SIZE;
 		uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
 		uint64_t all = count_payload(payload, len).lost;
 		uint64_t done = count_payload(payload, wb->exec_len).lost;
@@ -549,9 +552,9 @@ static void proc_write(void);
  */
 static uint64_t write_pending_drops(wbuf_t *wb)
 {
-	uint64_t n = wb->owner ? __atomic_load_n(&wb->owner->drops,
-	                                         __ATOMIC_RELAXED)
-	                       : 0;
+	uint64_t n = wb->owner
+	                 ? __atomic_load_n(&wb->owner->drops, __ATOMIC_RELAXED)
+	                 : 0;
 	n -= wb->exec_drops < n ? wb->exec_drops : n;
 	if (!n || wb->closed)
 		return 0;
@@ -563,7 +566,8 @@ static uint64_t write_pending_drops(wbuf_t *wb)
 	enc.last_tsc = tsc;
 	uint8_t *p = fmt_put_head(payload, &enc, FMT_DROP, tsc);
 	p = fmt_put_u(p, n);
-	write_chunk(chunk, wb->tid, wb->seq, tsc, (size_t)(p - payload), 1, n, 1);
+	write_chunk(chunk, wb->tid, wb->seq, tsc, (size_t)(p - payload), 1, n,
+	            1);
 	wb->seq++;
 	return n;
 }
@@ -584,7 +588,8 @@ static void flush_other(wbuf_t *wb, int close)
 			/* An earlier exec pass wrote the start of it. */
 			pcount_t all = count_payload(payload, len);
 			pcount_t done = count_payload(payload, wb->exec_len);
-			atomic_fetch_add(&g_events_dropped, all.lost - done.lost);
+			atomic_fetch_add(&g_events_dropped,
+			                 all.lost - done.lost);
 		} else {
 			pcount_t n = count_payload(payload, len);
 			write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base,
@@ -615,7 +620,8 @@ static void write_note_end(const char *why, unsigned flags, int on_stack)
 		if (!rec) {
 			size_t n = strlen(why);
 			p = fmt_put_u(p, FMT_NOTE_WARN);
-			p = fmt_put_str(p, why, n < NOTE_LEN ? n : NOTE_LEN - 1);
+			p = fmt_put_str(p, why,
+			                n < NOTE_LEN ? n : NOTE_LEN - 1);
 		} else {
 			uint64_t w = atomic_load(&g_events_written);
 			uint64_t d = atomic_load(&g_events_dropped);
@@ -639,8 +645,8 @@ static void write_note_end(const char *why, unsigned flags, int on_stack)
 		stack_len += (size_t)(q - start);
 	}
 	if (on_stack)
-		write_chunk(stack_chunk, 0, proc_seq++, prim_tsc(), stack_len, 0,
-		            0, 1);
+		write_chunk(stack_chunk, 0, proc_seq++, prim_tsc(), stack_len,
+		            0, 0, 1);
 }
 
 /*
@@ -683,7 +689,7 @@ static void flush_all_end(int close, const char *why, unsigned flags)
 	if (skipped[0])
 		shim_info("%s", skipped);
 	if (w_held & (W_PROC | W_REG)) {
-		write_note_end(why           ? why
+		write_note_end(why          ? why
 		               : skipped[0] ? skipped
 		                            : "exit from a signal handler that "
 		                              "interrupted the writer",
@@ -843,8 +849,7 @@ void writer_thread_name_self(uint32_t tid)
 	writer_proc_end();
 }
 
-static void note_record(unsigned level, const char *text, size_t len,
-                        void *arg)
+static void note_record(unsigned level, const char *text, size_t len, void *arg)
 {
 	(void)arg;
 	uint8_t body[NOTE_LEN + 2 * FMT_VARINT_MAX], *p = body;

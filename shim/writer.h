@@ -42,9 +42,9 @@ typedef struct wbuf {
 	pthread_mutex_t flush_lock;
 	_Atomic size_t committed; /* payload bytes of complete records */
 	uint32_t tid;
-	uint32_t seq;       /* next chunk's sequence number */
-	uint64_t tsc_base;  /* of the chunk being filled */
-	int closed;         /* final flush done: write nothing more */
+	uint32_t seq;      /* next chunk's sequence number */
+	uint64_t tsc_base; /* of the chunk being filled */
+	int closed;        /* final flush done: write nothing more */
 	/* The DROP records of the chunk being filled and the counts they
 	 * carry (owner's; for END when the chunk cannot be written). */
 	uint64_t drop_recs, drop_vals;
@@ -53,11 +53,11 @@ typedef struct wbuf {
 	 * the owner settles both at its next flush. Under flush_lock. */
 	size_t exec_len;
 	uint64_t exec_drops;
-	uintptr_t thread;   /* pthread_self() of the owner */
-	tls_t *owner;       /* its shim_tls (alive while in the active list) */
+	uintptr_t thread; /* pthread_self() of the owner */
+	tls_t *owner;     /* its shim_tls (alive while in the active list) */
 	size_t map_size;
-	size_t cap;         /* payload capacity */
-	uint8_t *chunk;     /* 48 header bytes, then the payload */
+	size_t cap;     /* payload capacity */
+	uint8_t *chunk; /* 48 header bytes, then the payload */
 } wbuf_t;
 
 /* Creates the trace file at path (relative to the directory fd dirfd, or
@@ -154,7 +154,8 @@ static inline void wbuf_publish(tls_t *t, uint8_t *p)
 {
 	t->pos = p;
 	atomic_store_explicit(&t->wb->committed,
-	                      (size_t)(p - t->wb->chunk) - FMT_CHUNK_HEADER_SIZE,
+	                      (size_t)(p - t->wb->chunk) -
+	                          FMT_CHUNK_HEADER_SIZE,
 	                      memory_order_release);
 }
 
@@ -169,8 +170,6 @@ void writer_fork_parent(void);
  * the caller's buffer (emptied, tid updated). The caller then opens the
  * child's file with writer_open(). */
 void writer_fork_child(tls_t *t);
-
-
 
 /* The tid of the registered thread whose pthread_self() is th, or 0. Takes
  * the registry lock. */

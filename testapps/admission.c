@@ -49,7 +49,7 @@
 #include <string.h>
 
 enum { POLICY_LIFO, POLICY_EDF };
-static const char *const policy_names[] = { "lifo", "edf", NULL };
+static const char *const policy_names[] = {"lifo", "edf", NULL};
 
 struct options {
 	int policy;
@@ -63,7 +63,7 @@ struct options {
 };
 
 enum req_state {
-	REQ_NONE,     /* no request outstanding */
+	REQ_NONE, /* no request outstanding */
 	REQ_QUEUED,
 	REQ_RUNNING,
 	REQ_DONE,     /* answered */
@@ -73,8 +73,8 @@ enum req_state {
 struct client {
 	pthread_cond_t answered; /* waits on admission.queue */
 	int index;
-	enum req_state state;    /* guarded by the queue lock */
-	uint64_t deadline;       /* of the outstanding request */
+	enum req_state state; /* guarded by the queue lock */
+	uint64_t deadline;    /* of the outstanding request */
 	/* written by the client, read atomically */
 	uint64_t ok, rejected, timeouts;
 	uint64_t rng;
@@ -84,7 +84,7 @@ struct client {
 struct admission_queue {
 	pthread_mutex_t lock; /* "admission.queue": guards all client states */
 	pthread_cond_t work;
-	int *pending;         /* client indices, in arrival order */
+	int *pending; /* client indices, in arrival order */
 	int n, cap;
 	int waiting_workers;
 	int stop;
@@ -101,7 +101,8 @@ static int pick_next(const struct admission_queue *q)
 
 	if (opt.policy == POLICY_EDF)
 		for (i = q->n - 1; i >= 0; i--)
-			if (clients[q->pending[i]].deadline <= clients[q->pending[best]].deadline)
+			if (clients[q->pending[i]].deadline <=
+			    clients[q->pending[best]].deadline)
 				best = i;
 	return best;
 }
@@ -109,7 +110,7 @@ static int pick_next(const struct admission_queue *q)
 static void pending_remove(struct admission_queue *q, int i)
 {
 	memmove(&q->pending[i], &q->pending[i + 1],
-		(size_t)(q->n - i - 1) * sizeof(*q->pending));
+	        (size_t)(q->n - i - 1) * sizeof(*q->pending));
 	q->n--;
 }
 
@@ -118,7 +119,8 @@ static void pending_remove(struct admission_queue *q, int i)
  * edf a full queue may evict the latest deadline instead (its client is
  * told). Takes q->lock.
  */
-APP_NOINLINE static int admission_submit(struct admission_queue *q, struct client *c)
+APP_NOINLINE static int admission_submit(struct admission_queue *q,
+                                         struct client *c)
 {
 	int wake, i, worst;
 
@@ -167,7 +169,8 @@ static enum req_state await_answer(struct admission_queue *q, struct client *c)
 
 	ts = app_timespec_after(c->deadline > now ? c->deadline - now : 0);
 	pthread_mutex_lock(&q->lock);
-	while ((c->state == REQ_QUEUED || c->state == REQ_RUNNING) && !q->stop) {
+	while ((c->state == REQ_QUEUED || c->state == REQ_RUNNING) &&
+	       !q->stop) {
 		int rc = pthread_cond_timedwait(&c->answered, &q->lock, &ts);
 
 		if (rc == ETIMEDOUT && c->state == REQ_QUEUED) {
@@ -223,8 +226,10 @@ static void *client_main(void *arg)
 			continue;
 		}
 		if (st == REQ_REJECTED) {
-			/* Kudu's test: (0.5 + 0.5 * rand) * min(2^attempt, 1000) units */
-			uint64_t units = attempt < 10 ? (uint64_t)1 << attempt : 1000;
+			/* Kudu's test: (0.5 + 0.5 * rand) * min(2^attempt,
+			 * 1000) units */
+			uint64_t units =
+			    attempt < 10 ? (uint64_t)1 << attempt : 1000;
 			uint64_t ns = units * (uint64_t)opt.backoff_us * 1000u;
 
 			bump(&c->rejected);
@@ -278,27 +283,35 @@ static void *worker_main(void *arg)
 int main(int argc, char **argv)
 {
 	struct app_opt opts[] = {
-		app_opt_choice("policy", &opt.policy, policy_names,
-			       "lifo: reject arrivals on a full queue, serve the newest "
-			       "(bug); edf: earliest deadline first admission (fix)"),
-		app_opt_int("clients", &opt.clients, 1, 1024, "client threads"),
-		app_opt_int("queue-size", &opt.queue_size, 1, 1 << 16, "queue slots"),
-		app_opt_int("workers", &opt.workers, 1, 256, "worker threads"),
-		app_opt_int("service-us", &opt.service_us, 0, 10000000,
-			    "microseconds a worker spends per request (sleeping)"),
-		app_opt_int("backoff-us", &opt.backoff_us, 0, 10000000,
-			    "back-off unit: after the k-th rejection a client sleeps "
-			    "0.5x to 1x of min(2^k, 1000) units"),
-		app_opt_int("timeout-ms", &opt.timeout_ms, 1, 3600000,
-			    "a request's deadline after its first attempt"),
-		app_opt_double("duration", &opt.duration, 0.01, 86400, "seconds to run"),
+	    app_opt_choice(
+	        "policy", &opt.policy, policy_names,
+	        "lifo: reject arrivals on a full queue, serve the newest "
+	        "(bug); edf: earliest deadline first admission (fix)"),
+	    app_opt_int("clients", &opt.clients, 1, 1024, "client threads"),
+	    app_opt_int("queue-size", &opt.queue_size, 1, 1 << 16,
+	                "queue slots"),
+	    app_opt_int("workers", &opt.workers, 1, 256, "worker threads"),
+	    app_opt_int("service-us", &opt.service_us, 0, 10000000,
+	                "microseconds a worker spends per request (sleeping)"),
+	    app_opt_int(
+	        "backoff-us", &opt.backoff_us, 0, 10000000,
+	        "back-off unit: after the k-th rejection a client sleeps "
+	        "0.5x to 1x of min(2^k, 1000) units"),
+	    app_opt_int("timeout-ms", &opt.timeout_ms, 1, 3600000,
+	                "a request's deadline after its first attempt"),
+	    app_opt_double("duration", &opt.duration, 0.01, 86400,
+	                   "seconds to run"),
 	};
 	struct app_info info = {
-		"admission",
-		"More clients than queue slots and workers (Kudu review 2696). --policy=lifo\n"
-		"rejects the same unlucky clients again and again (the bug); --policy=edf\n"
-		"admits by earliest deadline, so retries win and shares even out (the fix).",
-		opts, sizeof(opts) / sizeof(opts[0]),
+	    "admission",
+	    "More clients than queue slots and workers (Kudu review 2696). "
+	    "--policy=lifo\n"
+	    "rejects the same unlucky clients again and again (the bug); "
+	    "--policy=edf\n"
+	    "admits by earliest deadline, so retries win and shares even out "
+	    "(the fix).",
+	    opts,
+	    sizeof(opts) / sizeof(opts[0]),
 	};
 	pthread_t *client_t, *worker_t;
 	uint64_t t0, min = UINT64_MAX, max = 0;
@@ -327,14 +340,16 @@ int main(int argc, char **argv)
 		app_die("out of memory");
 
 	for (i = 0; i < opt.workers; i++)
-		worker_t[i] = app_thread_start(worker_main, &queue, "adm-worker", i);
+		worker_t[i] =
+		    app_thread_start(worker_main, &queue, "adm-worker", i);
 	for (i = 0; i < opt.clients; i++) {
 		clients[i].index = i;
 		clients[i].rng = app_rand_seed((uint64_t)i);
 		app_cond_init_monotonic(&clients[i].answered);
 	}
 	for (i = 0; i < opt.clients; i++)
-		client_t[i] = app_thread_start(client_main, &clients[i], "adm-client", i);
+		client_t[i] =
+		    app_thread_start(client_main, &clients[i], "adm-client", i);
 
 	t0 = app_now_ns();
 	app_sleep_until_ns(t0 + (uint64_t)(opt.duration * 1e9));
@@ -355,7 +370,8 @@ int main(int argc, char **argv)
 		struct client *c = &clients[i];
 
 		printf("Client %d: %llu ok, %llu rejected, %llu timed out\n", i,
-		       (unsigned long long)c->ok, (unsigned long long)c->rejected,
+		       (unsigned long long)c->ok,
+		       (unsigned long long)c->rejected,
 		       (unsigned long long)c->timeouts);
 		if (c->ok < min)
 			min = c->ok;

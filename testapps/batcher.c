@@ -40,7 +40,7 @@
 #include <uthash.h>
 
 enum { SET_CHAINED, SET_OPEN };
-static const char *const set_names[] = { "chained", "open", NULL };
+static const char *const set_names[] = {"chained", "open", NULL};
 
 struct options {
 	int set;
@@ -80,8 +80,9 @@ static struct options opt;
 
 static size_t open_hash(const struct batcher *b, const struct op *op)
 {
-	return (size_t)(((uint64_t)(uintptr_t)op * UINT64_C(0x9E3779B97F4A7C15)) >>
-			(64 - b->bits));
+	return (
+	    size_t)(((uint64_t)(uintptr_t)op * UINT64_C(0x9E3779B97F4A7C15)) >>
+	            (64 - b->bits));
 }
 
 static void open_insert(struct batcher *b, struct op *op)
@@ -113,7 +114,8 @@ static void open_erase(struct batcher *b, struct op *op)
 		if (!b->slots[j])
 			break;
 		home = open_hash(b, b->slots[j]);
-		/* slots[j] may move to i unless its home lies in (i, j] cyclically */
+		/* slots[j] may move to i unless its home lies in (i, j]
+		 * cyclically */
 		if (i <= j ? (home > i && home <= j) : (home > i || home <= j))
 			continue;
 		b->slots[i] = b->slots[j];
@@ -142,8 +144,10 @@ APP_NOINLINE static void batcher_add_inflight(struct batcher *b, struct op *op)
 	pthread_mutex_unlock(&b->lock);
 }
 
-/* Forgets op (its response arrived). Takes b->lock; chained mode frees under it. */
-APP_NOINLINE static void batcher_remove_inflight(struct batcher *b, struct op *op)
+/* Forgets op (its response arrived). Takes b->lock; chained mode frees under
+ * it. */
+APP_NOINLINE static void batcher_remove_inflight(struct batcher *b,
+                                                 struct op *op)
 {
 	pthread_mutex_lock(&b->lock);
 	if (b->set == SET_CHAINED) {
@@ -168,7 +172,8 @@ static void batcher_init(struct batcher *b, int set, size_t max_inflight)
 	b->set = set;
 	if (set == SET_OPEN) {
 		/* At most 1/4 full: probes stay short. */
-		for (b->bits = 4; ((size_t)1 << b->bits) < 4 * max_inflight; b->bits++)
+		for (b->bits = 4; ((size_t)1 << b->bits) < 4 * max_inflight;
+		     b->bits++)
 			;
 		b->cap = (size_t)1 << b->bits;
 		b->slots = calloc(b->cap, sizeof(*b->slots));
@@ -241,22 +246,27 @@ static uint64_t total_rows(const struct client *clients)
 int main(int argc, char **argv)
 {
 	struct app_opt opts[] = {
-		app_opt_choice("set", &opt.set, set_names,
-			       "chained: uthash, a malloc'd node per insert under the "
-			       "lock (bug); open: pre-allocated open addressing (fix)"),
-		app_opt_int("threads", &opt.threads, 1, 256, "client threads"),
-		app_opt_int("window", &opt.window, 1, 1 << 20,
-			    "operations each thread keeps in flight"),
-		app_opt_int("row-bytes", &opt.row_bytes, 0, 1 << 20,
-			    "bytes each row encodes outside the lock before it is sent"),
-		app_opt_double("duration", &opt.duration, 0.01, 86400, "seconds to run"),
+	    app_opt_choice(
+	        "set", &opt.set, set_names,
+	        "chained: uthash, a malloc'd node per insert under the "
+	        "lock (bug); open: pre-allocated open addressing (fix)"),
+	    app_opt_int("threads", &opt.threads, 1, 256, "client threads"),
+	    app_opt_int("window", &opt.window, 1, 1 << 20,
+	                "operations each thread keeps in flight"),
+	    app_opt_int(
+	        "row-bytes", &opt.row_bytes, 0, 1 << 20,
+	        "bytes each row encodes outside the lock before it is sent"),
+	    app_opt_double("duration", &opt.duration, 0.01, 86400,
+	                   "seconds to run"),
 	};
 	struct app_info info = {
-		"batcher",
-		"A batcher's set of in-flight operations under one mutex (Kudu Batcher).\n"
-		"--set=chained allocates a node per insert (the bug, as\n"
-		"std::unordered_set); --set=open uses open addressing (the fix).",
-		opts, sizeof(opts) / sizeof(opts[0]),
+	    "batcher",
+	    "A batcher's set of in-flight operations under one mutex (Kudu "
+	    "Batcher).\n"
+	    "--set=chained allocates a node per insert (the bug, as\n"
+	    "std::unordered_set); --set=open uses open addressing (the fix).",
+	    opts,
+	    sizeof(opts) / sizeof(opts[0]),
 	};
 	struct client *clients;
 	pthread_t *threads;
@@ -272,7 +282,8 @@ int main(int argc, char **argv)
 	opt.duration = 2;
 	app_parse_args(&info, argc, argv);
 
-	batcher_init(&batcher, opt.set, (size_t)opt.threads * (size_t)opt.window);
+	batcher_init(&batcher, opt.set,
+	             (size_t)opt.threads * (size_t)opt.window);
 	clients = calloc((size_t)opt.threads, sizeof(*clients));
 	threads = calloc((size_t)opt.threads, sizeof(*threads));
 	if (!clients || !threads)
@@ -282,15 +293,17 @@ int main(int argc, char **argv)
 
 		clients[i].index = (uint32_t)i;
 		clients[i].ops = calloc((size_t)opt.window, sizeof(struct op));
-		clients[i].rows_buf = calloc((size_t)opt.window, (size_t)opt.row_bytes + 1);
+		clients[i].rows_buf =
+		    calloc((size_t)opt.window, (size_t)opt.row_bytes + 1);
 		if (!clients[i].ops || !clients[i].rows_buf)
 			app_die("out of memory");
 		for (k = 0; k < (size_t)opt.window; k++)
 			clients[i].ops[k].row = clients[i].rows_buf +
-						k * ((size_t)opt.row_bytes + 1);
+			                        k * ((size_t)opt.row_bytes + 1);
 	}
 	for (i = 0; i < opt.threads; i++)
-		threads[i] = app_thread_start(client_main, &clients[i], "batch-client", i);
+		threads[i] = app_thread_start(client_main, &clients[i],
+		                              "batch-client", i);
 
 	cpu0 = app_cpu_now();
 	t0 = app_now_ns();
@@ -306,10 +319,11 @@ int main(int argc, char **argv)
 		free(clients[i].ops);
 		free(clients[i].rows_buf);
 	}
-	/* Every thread drained its window: a set that is not empty is a bug here. */
+	/* Every thread drained its window: a set that is not empty is a bug
+	 * here. */
 	if (HASH_COUNT(batcher.chained) != 0 || batcher.used != 0)
 		app_die("internal error: %u + %zu operations left in the set",
-			(unsigned)HASH_COUNT(batcher.chained), batcher.used);
+		        (unsigned)HASH_COUNT(batcher.chained), batcher.used);
 	HASH_CLEAR(hh, batcher.chained); /* frees uthash's table */
 
 	ms = (double)(t1 - t0) / 1e6;

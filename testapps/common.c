@@ -35,7 +35,7 @@ void app_die(const char *fmt, ...)
 /* ---- options ---------------------------------------------------------- */
 
 struct app_opt app_opt_int(const char *name, int *value, int min, int max,
-			   const char *help)
+                           const char *help)
 {
 	struct app_opt o;
 
@@ -50,7 +50,7 @@ struct app_opt app_opt_int(const char *name, int *value, int min, int max,
 }
 
 struct app_opt app_opt_double(const char *name, double *value, double min,
-			      double max, const char *help)
+                              double max, const char *help)
 {
 	struct app_opt o;
 
@@ -65,7 +65,7 @@ struct app_opt app_opt_double(const char *name, double *value, double min,
 }
 
 struct app_opt app_opt_choice(const char *name, int *value,
-			      const char *const *choices, const char *help)
+                              const char *const *choices, const char *help)
 {
 	struct app_opt o;
 
@@ -79,7 +79,7 @@ struct app_opt app_opt_choice(const char *name, int *value,
 }
 
 static void usage_error(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2), noreturn));
+    __attribute__((format(printf, 1, 2), noreturn));
 static void usage_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -111,7 +111,8 @@ static void print_help(const struct app_info *app)
 {
 	size_t i, j;
 
-	printf("usage: %s [OPTIONS]\n\n%s\n\noptions:\n", app->name, app->summary);
+	printf("usage: %s [OPTIONS]\n\n%s\n\noptions:\n", app->name,
+	       app->summary);
 	for (i = 0; i < app->nopts; i++) {
 		const struct app_opt *o = &app->opts[i];
 
@@ -147,8 +148,9 @@ static void set_value(const struct app_opt *o, const char *arg)
 		errno = 0;
 		v = strtol(arg, &end, 10);
 		if (errno || end == arg || *end || v < o->min || v > o->max)
-			usage_error("invalid value '%s' for --%s: expected an integer in %.0f..%.0f",
-				    arg, o->name, o->min, o->max);
+			usage_error("invalid value '%s' for --%s: expected an "
+			            "integer in %.0f..%.0f",
+			            arg, o->name, o->min, o->max);
 		*(int *)o->value = (int)v;
 		break;
 	}
@@ -159,8 +161,9 @@ static void set_value(const struct app_opt *o, const char *arg)
 		v = strtod(arg, &end);
 		if (errno || end == arg || *end || !isfinite(v) || v < o->min ||
 		    v > o->max)
-			usage_error("invalid value '%s' for --%s: expected a number in %g..%g",
-				    arg, o->name, o->min, o->max);
+			usage_error("invalid value '%s' for --%s: expected a "
+			            "number in %g..%g",
+			            arg, o->name, o->min, o->max);
 		*(double *)o->value = v;
 		break;
 	}
@@ -171,8 +174,9 @@ static void set_value(const struct app_opt *o, const char *arg)
 				return;
 			}
 		}
-		usage_error("invalid value '%s' for --%s: expected one of the names --help lists",
-			    arg, o->name);
+		usage_error("invalid value '%s' for --%s: expected one of the "
+		            "names --help lists",
+		            arg, o->name);
 	}
 }
 
@@ -208,7 +212,8 @@ void app_parse_args(const struct app_info *app, int argc, char **argv)
 			val = eq + 1;
 		} else {
 			if (i + 1 >= argc)
-				usage_error("option '--%s' needs a value", o->name);
+				usage_error("option '--%s' needs a value",
+				            o->name);
 			val = argv[++i];
 		}
 		set_value(o, val);
@@ -238,7 +243,8 @@ void app_sleep_until_ns(uint64_t abs_ns)
 {
 	struct timespec ts = ns_to_timespec(abs_ns);
 
-	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
 		;
 }
 
@@ -271,8 +277,10 @@ struct app_cpu app_cpu_now(void)
 	struct app_cpu c;
 
 	getrusage(RUSAGE_SELF, &ru);
-	c.user_us = (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec;
-	c.sys_us = (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
+	c.user_us =
+	    (double)ru.ru_utime.tv_sec * 1e6 + (double)ru.ru_utime.tv_usec;
+	c.sys_us =
+	    (double)ru.ru_stime.tv_sec * 1e6 + (double)ru.ru_stime.tv_usec;
 	c.ctx_switches = (double)ru.ru_nvcsw + (double)ru.ru_nivcsw;
 	return c;
 }
@@ -290,7 +298,7 @@ struct app_cpu app_cpu_diff(struct app_cpu end, struct app_cpu start)
 /* ---- threads ---------------------------------------------------------- */
 
 pthread_t app_thread_start(void *(*fn)(void *), void *arg, const char *role,
-			   int index)
+                           int index)
 {
 	pthread_t t;
 	char buf[64];

@@ -5,7 +5,8 @@
  * The apps reproduce published bug reports (Apache Kudu, Apache Ozone;
  * docs/testapps.md cites each); each one is a main file plus this helper.
  * Nothing here takes a lock or allocates on a hot path, so a trace of an
- * app shows the app's own pattern and not the harness's. Usable from C11 and C++17.
+ * app shows the app's own pattern and not the harness's. Usable from C11 and
+ * C++17.
  *
  * Conventions every app follows (docs/testapps.md):
  *   - `--name=value` or `--name value`; `--help` prints the options, exit 0;
@@ -34,7 +35,7 @@ enum app_opt_kind {
 };
 
 struct app_opt {
-	const char *name;           /* long name without the leading "--" */
+	const char *name; /* long name without the leading "--" */
 	enum app_opt_kind kind;
 	void *value;                /* holds the default on entry */
 	double min, max;            /* accepted range (INT and DOUBLE) */
@@ -51,11 +52,11 @@ struct app_info {
 
 /* Builders, usable in an automatic array initializer from C and C++. */
 struct app_opt app_opt_int(const char *name, int *value, int min, int max,
-			   const char *help);
+                           const char *help);
 struct app_opt app_opt_double(const char *name, double *value, double min,
-			      double max, const char *help);
+                              double max, const char *help);
 struct app_opt app_opt_choice(const char *name, int *value,
-			      const char *const *choices, const char *help);
+                              const char *const *choices, const char *help);
 
 /*
  * Parses argv against app->opts. Returns only when every argument was valid.
@@ -64,15 +65,18 @@ struct app_opt app_opt_choice(const char *name, int *value,
  */
 void app_parse_args(const struct app_info *app, int argc, char **argv);
 
-/* Prints "NAME: message" on stderr and exits with status 1 (a runtime failure). */
-void app_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Prints "NAME: message" on stderr and exits with status 1 (a runtime failure).
+ */
+void app_die(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2), noreturn));
 
 /* ---- clocks and CPU --------------------------------------------------- */
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t app_now_ns(void);
 
-/* Sleeps ns (relative) or until abs_ns on CLOCK_MONOTONIC; restarts on EINTR. */
+/* Sleeps ns (relative) or until abs_ns on CLOCK_MONOTONIC; restarts on EINTR.
+ */
 void app_sleep_ns(uint64_t ns);
 void app_sleep_until_ns(uint64_t abs_ns);
 
@@ -101,7 +105,7 @@ struct app_cpu app_cpu_diff(struct app_cpu end, struct app_cpu start);
  * failure.
  */
 pthread_t app_thread_start(void *(*fn)(void *), void *arg, const char *role,
-			   int index);
+                           int index);
 void app_thread_join(pthread_t thread);
 
 /*

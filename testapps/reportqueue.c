@@ -45,7 +45,7 @@
 #include <string.h>
 
 enum { LOCKING_NESTED, LOCKING_SINGLE };
-static const char *const locking_names[] = { "nested", "single", NULL };
+static const char *const locking_names[] = {"nested", "single", NULL};
 
 #define DATANODES_PER_PRODUCER 100
 #define POLL_TIMEOUT_NS 1000000u
@@ -125,7 +125,7 @@ APP_NOINLINE static void inner_add(struct inner_queue *q, uint32_t datanode)
 
 /* Returns 1 with *datanode set, or 0 after timeout_ns without one. */
 APP_NOINLINE static int inner_poll(struct inner_queue *q, uint64_t timeout_ns,
-				   uint32_t *datanode)
+                                   uint32_t *datanode)
 {
 	struct timespec deadline = app_timespec_after(timeout_ns);
 	int got = 0;
@@ -149,7 +149,8 @@ APP_NOINLINE static int inner_poll(struct inner_queue *q, uint64_t timeout_ns,
 }
 
 /* Takes the monitor, then the inner queue's lock inside it. */
-APP_NOINLINE static int nested_offer(struct nested_queue *q, const struct report *r)
+APP_NOINLINE static int nested_offer(struct nested_queue *q,
+                                     const struct report *r)
 {
 	pthread_mutex_lock(&q->monitor);
 	if (ring_count(&q->reports) >= q->reports.cap) {
@@ -163,7 +164,7 @@ APP_NOINLINE static int nested_offer(struct nested_queue *q, const struct report
 }
 
 APP_NOINLINE static int nested_poll(struct nested_queue *q, uint64_t timeout_ns,
-				    struct report *out)
+                                    struct report *out)
 {
 	uint32_t datanode;
 	int got = inner_poll(&q->inner, timeout_ns, &datanode);
@@ -185,7 +186,8 @@ struct single_queue {
 	struct ring reports;
 };
 
-APP_NOINLINE static int single_offer(struct single_queue *q, const struct report *r)
+APP_NOINLINE static int single_offer(struct single_queue *q,
+                                     const struct report *r)
 {
 	int wake;
 
@@ -203,7 +205,7 @@ APP_NOINLINE static int single_offer(struct single_queue *q, const struct report
 }
 
 APP_NOINLINE static int single_poll(struct single_queue *q, uint64_t timeout_ns,
-				    struct report *out)
+                                    struct report *out)
 {
 	struct timespec deadline = app_timespec_after(timeout_ns);
 	int got = 0;
@@ -280,14 +282,14 @@ static int measuring; /* the worker records only inside the window */
 static int queue_offer(const struct report *r)
 {
 	return opt.locking == LOCKING_NESTED ? nested_offer(&nested, r)
-					     : single_offer(&single, r);
+	                                     : single_offer(&single, r);
 }
 
 static int queue_poll(struct report *out)
 {
 	return opt.locking == LOCKING_NESTED
-	       ? nested_poll(&nested, POLL_TIMEOUT_NS, out)
-	       : single_poll(&single, POLL_TIMEOUT_NS, out);
+	           ? nested_poll(&nested, POLL_TIMEOUT_NS, out)
+	           : single_poll(&single, POLL_TIMEOUT_NS, out);
 }
 
 struct producer {
@@ -320,7 +322,8 @@ static void *producer_main(void *arg)
 
 	if (opt.rate <= 0) {
 		while (!app_stopping())
-			if (!offer_retrying(p, base + k++ % DATANODES_PER_PRODUCER))
+			if (!offer_retrying(
+			        p, base + k++ % DATANODES_PER_PRODUCER))
 				break;
 		return NULL;
 	}
@@ -332,7 +335,8 @@ static void *producer_main(void *arg)
 		while (!app_stopping()) {
 			owed += per_ms;
 			while (owed >= 1) {
-				if (!offer_retrying(p, base + k++ % DATANODES_PER_PRODUCER))
+				if (!offer_retrying(
+				        p, base + k++ % DATANODES_PER_PRODUCER))
 					return NULL;
 				owed -= 1;
 			}
@@ -360,7 +364,8 @@ static void *worker_main(void *arg)
 			continue;
 		if (__atomic_load_n(&measuring, __ATOMIC_RELAXED)) {
 			w->hist[hist_index(app_now_ns() - r.offered_ns)]++;
-			__atomic_store_n(&w->polled, w->polled + 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&w->polled, w->polled + 1,
+			                 __ATOMIC_RELAXED);
 		}
 	}
 	return NULL;
@@ -369,24 +374,31 @@ static void *worker_main(void *arg)
 int main(int argc, char **argv)
 {
 	struct app_opt opts[] = {
-		app_opt_choice("locking", &opt.locking, locking_names,
-			       "nested: a monitor around an inner queue with its own "
-			       "lock (bug); single: one lock and one condition (fix)"),
-		app_opt_int("producers", &opt.producers, 1, 256,
-			    "threads offering reports (100 datanodes each)"),
-		app_opt_int("capacity", &opt.capacity, 1, 1 << 24,
-			    "reports the queue holds (Ozone's default)"),
-		app_opt_double("rate", &opt.rate, 0, 1e9,
-			       "reports/s in total, in a burst every ms; 0 = as fast "
-			       "as possible, retrying when full"),
-		app_opt_double("duration", &opt.duration, 0.01, 86400, "seconds to run"),
+	    app_opt_choice(
+	        "locking", &opt.locking, locking_names,
+	        "nested: a monitor around an inner queue with its own "
+	        "lock (bug); single: one lock and one condition (fix)"),
+	    app_opt_int("producers", &opt.producers, 1, 256,
+	                "threads offering reports (100 datanodes each)"),
+	    app_opt_int("capacity", &opt.capacity, 1, 1 << 24,
+	                "reports the queue holds (Ozone's default)"),
+	    app_opt_double(
+	        "rate", &opt.rate, 0, 1e9,
+	        "reports/s in total, in a burst every ms; 0 = as fast "
+	        "as possible, retrying when full"),
+	    app_opt_double("duration", &opt.duration, 0.01, 86400,
+	                   "seconds to run"),
 	};
 	struct app_info info = {
-		"reportqueue",
-		"SCM's container report queue (Ozone HDDS-13020): producers offer reports,\n"
-		"one worker polls with a 1 ms timeout. --locking=nested takes an inner\n"
-		"queue's lock inside a monitor (the bug); single uses one lock (the fix).",
-		opts, sizeof(opts) / sizeof(opts[0]),
+	    "reportqueue",
+	    "SCM's container report queue (Ozone HDDS-13020): producers offer "
+	    "reports,\n"
+	    "one worker polls with a 1 ms timeout. --locking=nested takes an "
+	    "inner\n"
+	    "queue's lock inside a monitor (the bug); single uses one lock "
+	    "(the fix).",
+	    opts,
+	    sizeof(opts) / sizeof(opts[0]),
 	};
 	struct producer *prods;
 	pthread_t *prod_t, worker_t;
@@ -408,13 +420,16 @@ int main(int argc, char **argv)
 		app_cond_init_monotonic(&nested.inner.nonempty);
 		mallock_lock_name(&nested.monitor, "reportqueue.monitor");
 		mallock_lock_name(&nested.inner.lock, "reportqueue.inner");
-		ring_init(&nested.reports, sizeof(struct report), (size_t)opt.capacity);
-		ring_init(&nested.inner.uuids, sizeof(uint32_t), (size_t)opt.capacity);
+		ring_init(&nested.reports, sizeof(struct report),
+		          (size_t)opt.capacity);
+		ring_init(&nested.inner.uuids, sizeof(uint32_t),
+		          (size_t)opt.capacity);
 	} else {
 		pthread_mutex_init(&single.lock, NULL);
 		app_cond_init_monotonic(&single.nonempty);
 		mallock_lock_name(&single.lock, "reportqueue.lock");
-		ring_init(&single.reports, sizeof(struct report), (size_t)opt.capacity);
+		ring_init(&single.reports, sizeof(struct report),
+		          (size_t)opt.capacity);
 	}
 	prods = calloc((size_t)opt.producers, sizeof(*prods));
 	prod_t = calloc((size_t)opt.producers, sizeof(*prod_t));
@@ -423,7 +438,8 @@ int main(int argc, char **argv)
 	worker_t = app_thread_start(worker_main, &worker, "rq-worker", 0);
 	for (i = 0; i < opt.producers; i++) {
 		prods[i].index = (uint32_t)i;
-		prod_t[i] = app_thread_start(producer_main, &prods[i], "rq-prod", i);
+		prod_t[i] =
+		    app_thread_start(producer_main, &prods[i], "rq-prod", i);
 	}
 
 	cpu0 = app_cpu_now();
@@ -449,12 +465,14 @@ int main(int argc, char **argv)
 	count = n ? (double)n : 1;
 	printf("Reports: %llu\n", (unsigned long long)n);
 	printf("Reports/ms: %.6g\n", (double)n / ms);
-	printf("Latency p50: %.6gus\n", hist_percentile(worker.hist, recorded, 0.50) / 1e3);
-	printf("Latency p99: %.6gus\n", hist_percentile(worker.hist, recorded, 0.99) / 1e3);
-	printf("CPU per report: %.6gns\n", (cpu.user_us + cpu.sys_us) * 1e3 / count);
+	printf("Latency p50: %.6gus\n",
+	       hist_percentile(worker.hist, recorded, 0.50) / 1e3);
+	printf("Latency p99: %.6gus\n",
+	       hist_percentile(worker.hist, recorded, 0.99) / 1e3);
+	printf("CPU per report: %.6gns\n",
+	       (cpu.user_us + cpu.sys_us) * 1e3 / count);
 	printf("Offers (whole run): %llu, failed on a full queue: %llu\n",
-	       (unsigned long long)offered,
-	       (unsigned long long)rejected);
+	       (unsigned long long)offered, (unsigned long long)rejected);
 
 	if (opt.locking == LOCKING_NESTED) {
 		free(nested.reports.slots);

@@ -60,7 +60,7 @@
 #define CHURN_BATCH 32
 
 enum { CONTAINER_TREE, CONTAINER_HEAP };
-static const char *const container_names[] = { "tree", "heap", NULL };
+static const char *const container_names[] = {"tree", "heap", NULL};
 
 struct options {
 	int container;
@@ -74,7 +74,8 @@ struct options {
 	double duration;
 };
 
-/* A request: one REQUEST_SIZE block, malloc'd by a producer, freed by a consumer. */
+/* A request: one REQUEST_SIZE block, malloc'd by a producer, freed by a
+ * consumer. */
 struct request {
 	uint64_t deadline;
 	uint64_t seq;
@@ -150,8 +151,7 @@ static struct tree_node *tree_link(struct tree_node *root, struct tree_node *n)
 }
 
 /* Called with q->lock held. Allocates q->allocs_per_put blocks: the bug. */
-APP_NOINLINE static void tree_insert(struct svcqueue *q,
-						  struct request *req)
+APP_NOINLINE static void tree_insert(struct svcqueue *q, struct request *req)
 {
 	struct tree_node *n = malloc(q->node_size);
 	int k;
@@ -264,8 +264,7 @@ static void heap_sift_down(struct heap_slot *h, size_t n, size_t i)
 }
 
 /* Called with q->lock held, q->size < q->max_size. */
-APP_NOINLINE static void heap_insert(struct svcqueue *q,
-						  struct request *req)
+APP_NOINLINE static void heap_insert(struct svcqueue *q, struct request *req)
 {
 	q->heap[q->size].deadline = req->deadline;
 	q->heap[q->size].req = req;
@@ -295,7 +294,8 @@ static size_t heap_max_index(const struct svcqueue *q)
 	return best;
 }
 
-/* Replaces the latest deadline by req (Kudu's edge case: evict on a full queue). */
+/* Replaces the latest deadline by req (Kudu's edge case: evict on a full
+ * queue). */
 static struct request *heap_replace_max(struct svcqueue *q, struct request *req)
 {
 	size_t i = heap_max_index(q);
@@ -348,8 +348,8 @@ svcqueue_put(struct svcqueue *q, struct request *req, struct request **rejected)
 	}
 	if (q->size >= q->max_size) {
 		uint64_t worst = q->container == CONTAINER_TREE
-				 ? tree_max_deadline(q)
-				 : q->heap[heap_max_index(q)].deadline;
+		                     ? tree_max_deadline(q)
+		                     : q->heap[heap_max_index(q)].deadline;
 
 		st = PUT_REJECTED;
 		if (req->deadline >= worst) {
@@ -394,7 +394,7 @@ APP_NOINLINE static struct request *svcqueue_get(struct svcqueue *q)
 	}
 	if (q->size > 0) {
 		req = q->container == CONTAINER_TREE ? tree_remove_min(q)
-						     : heap_remove_min(q);
+		                                     : heap_remove_min(q);
 		q->size--;
 	}
 	pthread_mutex_unlock(&q->lock);
@@ -420,11 +420,10 @@ struct worker {
 	uint64_t rejected;         /* producers: requests rejected */
 	uint64_t rng;
 	int index;
-	char pad[64];              /* no false sharing between workers */
+	char pad[64]; /* no false sharing between workers */
 };
 
-APP_NOINLINE static struct request *request_new(uint64_t *rng,
-							     uint64_t seq)
+APP_NOINLINE static struct request *request_new(uint64_t *rng, uint64_t seq)
 {
 	struct request *req = malloc(sizeof(*req));
 
@@ -448,7 +447,8 @@ static void *producer_main(void *arg)
 		enum put_status st;
 		unsigned spins = 0;
 
-		while (atomic_load_explicit(&inflight, memory_order_relaxed) >= cap) {
+		while (atomic_load_explicit(&inflight, memory_order_relaxed) >=
+		       cap) {
 			if (app_stopping())
 				return NULL;
 			if (++spins < 1000)
@@ -461,13 +461,15 @@ static void *producer_main(void *arg)
 		st = svcqueue_put(&queue, req, &rejected);
 		if (st == PUT_SHUTDOWN) {
 			free(req);
-			atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(&inflight, 1,
+			                          memory_order_relaxed);
 			break;
 		}
 		if (rejected) {
 			w->rejected++;
 			free(rejected);
-			atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed);
+			atomic_fetch_sub_explicit(&inflight, 1,
+			                          memory_order_relaxed);
 		}
 	}
 	return NULL;
@@ -483,9 +485,10 @@ static void *consumer_main(void *arg)
 		sink += req->body[0]; /* "handle" the call */
 		free(req);
 		atomic_fetch_sub_explicit(&inflight, 1, memory_order_relaxed);
-		atomic_store_explicit(&w->done,
-				      atomic_load_explicit(&w->done, memory_order_relaxed) + 1,
-				      memory_order_relaxed);
+		atomic_store_explicit(
+		    &w->done,
+		    atomic_load_explicit(&w->done, memory_order_relaxed) + 1,
+		    memory_order_relaxed);
 	}
 	return (void *)(uintptr_t)(sink & 1);
 }
@@ -515,7 +518,8 @@ static void *churn_alloc_main(void *arg)
 			*(volatile char *)batch[i] = (char)i;
 		}
 		pthread_mutex_lock(&c->lock);
-		while (!c->stop && CHURN_RING - (c->head - c->tail) < CHURN_BATCH)
+		while (!c->stop &&
+		       CHURN_RING - (c->head - c->tail) < CHURN_BATCH)
 			pthread_cond_wait(&c->nonfull, &c->lock);
 		if (c->stop) {
 			pthread_mutex_unlock(&c->lock);
@@ -558,33 +562,44 @@ static void *churn_free_main(void *arg)
 int main(int argc, char **argv)
 {
 	struct app_opt opts[] = {
-		app_opt_choice("container", &opt.container, container_names,
-			       "tree: a node malloc'd per put under the lock (bug); "
-			       "heap: a pre-allocated min-heap (fix)"),
-		app_opt_int("producers", &opt.producers, 1, 256, "producer threads"),
-		app_opt_int("consumers", &opt.consumers, 1, 256, "consumer threads"),
-		app_opt_int("max-queue-size", &opt.max_queue_size, 1, 1 << 20,
-			    "queue capacity (the seed used 200)"),
-		app_opt_int("max-inflight", &opt.max_inflight, 0, 1 << 24,
-			    "requests in flight before producers spin; 0 means "
-			    "max-queue-size - producers (Kudu's test); larger values "
-			    "make a full queue evict"),
-		app_opt_int("allocs-per-put", &opt.allocs_per_put, 1, 64,
-			    "allocations per put in tree mode (the node plus K-1 blocks)"),
-		app_opt_int("node-size", &opt.node_size, 1, 1 << 20,
-			    "bytes per tree allocation and per churn block (at least "
-			    "the node's 48 bytes)"),
-		app_opt_int("churn-threads", &opt.churn_threads, 0, 64,
-			    "pairs of threads that malloc node-size blocks on one "
-			    "thread and free them on the other"),
-		app_opt_double("duration", &opt.duration, 0.01, 86400, "seconds to run"),
+	    app_opt_choice(
+	        "container", &opt.container, container_names,
+	        "tree: a node malloc'd per put under the lock (bug); "
+	        "heap: a pre-allocated min-heap (fix)"),
+	    app_opt_int("producers", &opt.producers, 1, 256,
+	                "producer threads"),
+	    app_opt_int("consumers", &opt.consumers, 1, 256,
+	                "consumer threads"),
+	    app_opt_int("max-queue-size", &opt.max_queue_size, 1, 1 << 20,
+	                "queue capacity (the seed used 200)"),
+	    app_opt_int(
+	        "max-inflight", &opt.max_inflight, 0, 1 << 24,
+	        "requests in flight before producers spin; 0 means "
+	        "max-queue-size - producers (Kudu's test); larger values "
+	        "make a full queue evict"),
+	    app_opt_int(
+	        "allocs-per-put", &opt.allocs_per_put, 1, 64,
+	        "allocations per put in tree mode (the node plus K-1 blocks)"),
+	    app_opt_int(
+	        "node-size", &opt.node_size, 1, 1 << 20,
+	        "bytes per tree allocation and per churn block (at least "
+	        "the node's 48 bytes)"),
+	    app_opt_int("churn-threads", &opt.churn_threads, 0, 64,
+	                "pairs of threads that malloc node-size blocks on one "
+	                "thread and free them on the other"),
+	    app_opt_double("duration", &opt.duration, 0.01, 86400,
+	                   "seconds to run"),
 	};
 	struct app_info info = {
-		"svcqueue",
-		"A bounded deadline-ordered service queue (Kudu change 24230): producers\n"
-		"put requests, consumers take the earliest deadline. --container=tree\n"
-		"allocates a node under the queue lock per put (the bug), heap does not.",
-		opts, sizeof(opts) / sizeof(opts[0]),
+	    "svcqueue",
+	    "A bounded deadline-ordered service queue (Kudu change 24230): "
+	    "producers\n"
+	    "put requests, consumers take the earliest deadline. "
+	    "--container=tree\n"
+	    "allocates a node under the queue lock per put (the bug), heap "
+	    "does not.",
+	    opts,
+	    sizeof(opts) / sizeof(opts[0]),
 	};
 	struct worker *prod, *cons;
 	pthread_t *prod_t, *cons_t, *churn_t = NULL;
@@ -605,7 +620,8 @@ int main(int argc, char **argv)
 	app_parse_args(&info, argc, argv);
 	if (opt.max_inflight == 0)
 		opt.max_inflight = opt.max_queue_size > opt.producers
-				   ? opt.max_queue_size - opt.producers : 1;
+		                       ? opt.max_queue_size - opt.producers
+		                       : 1;
 
 	svcqueue_init(&queue, &opt);
 	prod = calloc((size_t)opt.producers, sizeof(*prod));
@@ -616,19 +632,22 @@ int main(int argc, char **argv)
 		app_die("out of memory");
 	if (opt.churn_threads) {
 		churn = calloc((size_t)opt.churn_threads, sizeof(*churn));
-		churn_t = calloc((size_t)opt.churn_threads * 2, sizeof(*churn_t));
+		churn_t =
+		    calloc((size_t)opt.churn_threads * 2, sizeof(*churn_t));
 		if (!churn || !churn_t)
 			app_die("out of memory");
 	}
 
 	for (i = 0; i < opt.consumers; i++) {
 		cons[i].index = i;
-		cons_t[i] = app_thread_start(consumer_main, &cons[i], "svcq-cons", i);
+		cons_t[i] =
+		    app_thread_start(consumer_main, &cons[i], "svcq-cons", i);
 	}
 	for (i = 0; i < opt.producers; i++) {
 		prod[i].index = i;
 		prod[i].rng = app_rand_seed((uint64_t)i);
-		prod_t[i] = app_thread_start(producer_main, &prod[i], "svcq-prod", i);
+		prod_t[i] =
+		    app_thread_start(producer_main, &prod[i], "svcq-prod", i);
 	}
 	for (i = 0; i < opt.churn_threads; i++) {
 		struct churn *c = &churn[i];
@@ -638,9 +657,12 @@ int main(int argc, char **argv)
 		pthread_cond_init(&c->nonfull, NULL);
 		mallock_lock_label(&c->lock, "svcqueue.churn");
 		c->block_size = (size_t)opt.node_size < sizeof(struct tree_node)
-				? sizeof(struct tree_node) : (size_t)opt.node_size;
-		churn_t[2 * i] = app_thread_start(churn_alloc_main, c, "churn-alloc", i);
-		churn_t[2 * i + 1] = app_thread_start(churn_free_main, c, "churn-free", i);
+		                    ? sizeof(struct tree_node)
+		                    : (size_t)opt.node_size;
+		churn_t[2 * i] =
+		    app_thread_start(churn_alloc_main, c, "churn-alloc", i);
+		churn_t[2 * i + 1] =
+		    app_thread_start(churn_free_main, c, "churn-free", i);
 	}
 
 	/* The measured window, sampled every 20 ms as Kudu's test does. */
@@ -696,8 +718,10 @@ int main(int argc, char **argv)
 	printf("Reqs/sec: %.0f\n", reqs / secs);
 	printf("User CPU per req: %.6gus\n", cpu.user_us / reqs);
 	printf("Sys CPU per req: %.6gus\n", cpu.sys_us / reqs);
-	printf("Avg rpc queue length: %.6g\n", samples ? qlen_sum / (double)samples : 0.0);
-	printf("Avg idle workers: %.6g\n", samples ? idle_sum / (double)samples : 0.0);
+	printf("Avg rpc queue length: %.6g\n",
+	       samples ? qlen_sum / (double)samples : 0.0);
+	printf("Avg idle workers: %.6g\n",
+	       samples ? idle_sum / (double)samples : 0.0);
 
 	free(queue.heap);
 	free(prod);

@@ -45,14 +45,15 @@
 
 #include <sched.h>
 
-namespace {
+namespace
+{
 
 constexpr size_t kRequestSize = 512;
 constexpr size_t kChurnRing = 1024;
 constexpr size_t kChurnBatch = 32;
 
 enum { CONTAINER_TREE, CONTAINER_HEAP };
-const char *const container_names[] = { "tree", "heap", nullptr };
+const char *const container_names[] = {"tree", "heap", nullptr};
 
 struct Options {
 	int container = CONTAINER_TREE;
@@ -86,7 +87,8 @@ struct DeadlineLess {
 	}
 };
 
-/* std::push_heap builds a max-heap on its comparator: invert it for a min-heap. */
+/* std::push_heap builds a max-heap on its comparator: invert it for a min-heap.
+ */
 struct DeadlineGreater {
 	bool operator()(const Entry &a, const Entry &b) const
 	{
@@ -111,7 +113,7 @@ enum PutStatus { PUT_OK, PUT_REJECTED, PUT_SHUTDOWN };
 
 SvcQueue queue;
 Options opt;
-std::atomic<int> inflight{ 0 };
+std::atomic<int> inflight{0};
 
 void extra_free(void *blk)
 {
@@ -127,7 +129,7 @@ void extra_free(void *blk)
 /* Called with q->lock held: the multiset allocates a node (the bug). */
 APP_NOINLINE void tree_insert(SvcQueue *q, Request *req)
 {
-	Entry e{ req->deadline, req, nullptr };
+	Entry e{req->deadline, req, nullptr};
 
 	for (int k = 1; k < q->allocs_per_put; k++) {
 		char *blk = new char[q->node_size];
@@ -161,7 +163,7 @@ APP_NOINLINE Request *tree_remove_max(SvcQueue *q)
 /* Called with q->lock held, heap below capacity: never reallocates. */
 APP_NOINLINE void heap_insert(SvcQueue *q, Request *req)
 {
-	q->heap.push_back(Entry{ req->deadline, req, nullptr });
+	q->heap.push_back(Entry{req->deadline, req, nullptr});
 	std::push_heap(q->heap.begin(), q->heap.end(), DeadlineGreater());
 }
 
@@ -173,7 +175,8 @@ APP_NOINLINE Request *heap_remove_min(SvcQueue *q)
 	return req;
 }
 
-namespace {
+namespace
+{
 
 /* The latest deadline of a min-heap is among its leaves. */
 size_t heap_max_index(const SvcQueue *q)
@@ -192,9 +195,10 @@ Request *heap_replace_max(SvcQueue *q, Request *req)
 	size_t i = heap_max_index(q);
 	Request *evicted = q->heap[i].req;
 
-	q->heap[i] = Entry{ req->deadline, req, nullptr };
-	std::push_heap(q->heap.begin(), q->heap.begin() + static_cast<long>(i) + 1,
-		       DeadlineGreater());
+	q->heap[i] = Entry{req->deadline, req, nullptr};
+	std::push_heap(q->heap.begin(),
+	               q->heap.begin() + static_cast<long>(i) + 1,
+	               DeadlineGreater());
 	return evicted;
 }
 
@@ -209,7 +213,8 @@ size_t queue_size(const SvcQueue *q)
  * Puts req. Returns PUT_OK, PUT_REJECTED with *rejected the request to free
  * (req or an evicted one), or PUT_SHUTDOWN. Takes q->lock.
  */
-APP_NOINLINE PutStatus svcqueue_put(SvcQueue *q, Request *req, Request **rejected)
+APP_NOINLINE PutStatus svcqueue_put(SvcQueue *q, Request *req,
+                                    Request **rejected)
 {
 	PutStatus st = PUT_OK;
 
@@ -221,8 +226,8 @@ APP_NOINLINE PutStatus svcqueue_put(SvcQueue *q, Request *req, Request **rejecte
 	}
 	if (queue_size(q) >= q->max_size) {
 		uint64_t worst = q->container == CONTAINER_TREE
-				 ? std::prev(q->tree.end())->deadline
-				 : q->heap[heap_max_index(q)].deadline;
+		                     ? std::prev(q->tree.end())->deadline
+		                     : q->heap[heap_max_index(q)].deadline;
 
 		st = PUT_REJECTED;
 		if (req->deadline >= worst) {
@@ -248,7 +253,8 @@ APP_NOINLINE PutStatus svcqueue_put(SvcQueue *q, Request *req, Request **rejecte
 	return st;
 }
 
-/* Takes the earliest deadline, waiting while empty; nullptr once shut down and drained. */
+/* Takes the earliest deadline, waiting while empty; nullptr once shut down and
+ * drained. */
 APP_NOINLINE Request *svcqueue_get(SvcQueue *q)
 {
 	Request *req = nullptr;
@@ -261,7 +267,7 @@ APP_NOINLINE Request *svcqueue_get(SvcQueue *q)
 	}
 	if (queue_size(q) > 0)
 		req = q->container == CONTAINER_TREE ? tree_remove_min(q)
-						     : heap_remove_min(q);
+		                                     : heap_remove_min(q);
 	pthread_mutex_unlock(&q->lock);
 	return req;
 }
@@ -276,10 +282,11 @@ APP_NOINLINE Request *request_new(uint64_t *rng, uint64_t seq)
 	return req;
 }
 
-namespace {
+namespace
+{
 
 struct Worker {
-	std::atomic<uint64_t> done{ 0 };
+	std::atomic<uint64_t> done{0};
 	uint64_t rejected = 0;
 	uint64_t rng = 0;
 	char pad[64];
@@ -293,7 +300,8 @@ void *producer_main(void *arg)
 	while (!app_stopping()) {
 		unsigned spins = 0;
 
-		while (inflight.load(std::memory_order_relaxed) >= opt.max_inflight) {
+		while (inflight.load(std::memory_order_relaxed) >=
+		       opt.max_inflight) {
 			if (app_stopping())
 				return nullptr;
 			if (++spins < 1000)
@@ -329,7 +337,7 @@ void *consumer_main(void *arg)
 		delete req;
 		inflight.fetch_sub(1, std::memory_order_relaxed);
 		w->done.store(w->done.load(std::memory_order_relaxed) + 1,
-			      std::memory_order_relaxed);
+		              std::memory_order_relaxed);
 	}
 	return reinterpret_cast<void *>(static_cast<uintptr_t>(sink & 1));
 }
@@ -353,10 +361,12 @@ void *churn_alloc_main(void *arg)
 			batch[i] = std::malloc(c->block_size);
 			if (!batch[i])
 				app_die("out of memory");
-			*static_cast<volatile char *>(batch[i]) = static_cast<char>(i);
+			*static_cast<volatile char *>(batch[i]) =
+			    static_cast<char>(i);
 		}
 		pthread_mutex_lock(&c->lock);
-		while (!c->stop && kChurnRing - (c->head - c->tail) < kChurnBatch)
+		while (!c->stop &&
+		       kChurnRing - (c->head - c->tail) < kChurnBatch)
 			pthread_cond_wait(&c->nonfull, &c->lock);
 		if (c->stop) {
 			pthread_mutex_unlock(&c->lock);
@@ -400,35 +410,44 @@ void *churn_free_main(void *arg)
 int main(int argc, char **argv)
 {
 	app_opt opts[] = {
-		app_opt_choice("container", &opt.container, container_names,
-			       "tree: std::multiset, a node per put under the lock (bug); "
-			       "heap: a reserved std::vector min-heap (fix)"),
-		app_opt_int("producers", &opt.producers, 1, 256, "producer threads"),
-		app_opt_int("consumers", &opt.consumers, 1, 256, "consumer threads"),
-		app_opt_int("max-queue-size", &opt.max_queue_size, 1, 1 << 20,
-			    "queue capacity (the seed used 200)"),
-		app_opt_int("max-inflight", &opt.max_inflight, 0, 1 << 24,
-			    "requests in flight before producers spin; 0 means "
-			    "max-queue-size - producers (Kudu's test)"),
-		app_opt_int("allocs-per-put", &opt.allocs_per_put, 1, 64,
-			    "allocations per put in tree mode (the node plus K-1 blocks)"),
-		app_opt_int("node-size", &opt.node_size, 8, 1 << 20,
-			    "bytes per extra block and per churn block"),
-		app_opt_int("churn-threads", &opt.churn_threads, 0, 64,
-			    "pairs of threads that malloc node-size blocks on one "
-			    "thread and free them on the other"),
-		app_opt_double("duration", &opt.duration, 0.01, 86400, "seconds to run"),
+	    app_opt_choice(
+	        "container", &opt.container, container_names,
+	        "tree: std::multiset, a node per put under the lock (bug); "
+	        "heap: a reserved std::vector min-heap (fix)"),
+	    app_opt_int("producers", &opt.producers, 1, 256,
+	                "producer threads"),
+	    app_opt_int("consumers", &opt.consumers, 1, 256,
+	                "consumer threads"),
+	    app_opt_int("max-queue-size", &opt.max_queue_size, 1, 1 << 20,
+	                "queue capacity (the seed used 200)"),
+	    app_opt_int("max-inflight", &opt.max_inflight, 0, 1 << 24,
+	                "requests in flight before producers spin; 0 means "
+	                "max-queue-size - producers (Kudu's test)"),
+	    app_opt_int(
+	        "allocs-per-put", &opt.allocs_per_put, 1, 64,
+	        "allocations per put in tree mode (the node plus K-1 blocks)"),
+	    app_opt_int("node-size", &opt.node_size, 8, 1 << 20,
+	                "bytes per extra block and per churn block"),
+	    app_opt_int("churn-threads", &opt.churn_threads, 0, 64,
+	                "pairs of threads that malloc node-size blocks on one "
+	                "thread and free them on the other"),
+	    app_opt_double("duration", &opt.duration, 0.01, 86400,
+	                   "seconds to run"),
 	};
 	app_info info = {
-		"svcqueue_cxx",
-		"svcqueue with std::multiset (--container=tree, the bug: a node per put\n"
-		"allocated under the queue lock) or a reserved std::vector heap (heap).",
-		opts, sizeof(opts) / sizeof(opts[0]),
+	    "svcqueue_cxx",
+	    "svcqueue with std::multiset (--container=tree, the bug: a node "
+	    "per put\n"
+	    "allocated under the queue lock) or a reserved std::vector heap "
+	    "(heap).",
+	    opts,
+	    sizeof(opts) / sizeof(opts[0]),
 	};
 	app_parse_args(&info, argc, argv);
 	if (opt.max_inflight == 0)
 		opt.max_inflight = opt.max_queue_size > opt.producers
-				   ? opt.max_queue_size - opt.producers : 1;
+		                       ? opt.max_queue_size - opt.producers
+		                       : 1;
 
 	pthread_mutex_init(&queue.lock, nullptr);
 	pthread_cond_init(&queue.nonempty, nullptr);
@@ -446,10 +465,12 @@ int main(int argc, char **argv)
 	std::vector<Churn> churn(static_cast<size_t>(opt.churn_threads));
 
 	for (int i = 0; i < opt.consumers; i++)
-		cons_t.push_back(app_thread_start(consumer_main, &cons[i], "svcq-cons", i));
+		cons_t.push_back(
+		    app_thread_start(consumer_main, &cons[i], "svcq-cons", i));
 	for (int i = 0; i < opt.producers; i++) {
 		prod[i].rng = app_rand_seed(static_cast<uint64_t>(i));
-		prod_t.push_back(app_thread_start(producer_main, &prod[i], "svcq-prod", i));
+		prod_t.push_back(
+		    app_thread_start(producer_main, &prod[i], "svcq-prod", i));
 	}
 	for (int i = 0; i < opt.churn_threads; i++) {
 		Churn *c = &churn[i];
@@ -459,8 +480,10 @@ int main(int argc, char **argv)
 		pthread_cond_init(&c->nonfull, nullptr);
 		mallock_lock_label(&c->lock, "svcqueue.churn");
 		c->block_size = static_cast<size_t>(opt.node_size);
-		churn_t.push_back(app_thread_start(churn_alloc_main, c, "churn-alloc", i));
-		churn_t.push_back(app_thread_start(churn_free_main, c, "churn-free", i));
+		churn_t.push_back(
+		    app_thread_start(churn_alloc_main, c, "churn-alloc", i));
+		churn_t.push_back(
+		    app_thread_start(churn_free_main, c, "churn-free", i));
 	}
 
 	app_cpu cpu0 = app_cpu_now();
@@ -517,8 +540,8 @@ int main(int argc, char **argv)
 	std::printf("User CPU per req: %.6gus\n", cpu.user_us / reqs);
 	std::printf("Sys CPU per req: %.6gus\n", cpu.sys_us / reqs);
 	std::printf("Avg rpc queue length: %.6g\n",
-		    samples ? qlen_sum / static_cast<double>(samples) : 0.0);
+	            samples ? qlen_sum / static_cast<double>(samples) : 0.0);
 	std::printf("Avg idle workers: %.6g\n",
-		    samples ? idle_sum / static_cast<double>(samples) : 0.0);
+	            samples ? idle_sum / static_cast<double>(samples) : 0.0);
 	return 0;
 }

@@ -43,7 +43,7 @@
 #include <string.h>
 
 enum { TASKS_HEAP, TASKS_INLINE };
-static const char *const tasks_names[] = { "heap", "inline", NULL };
+static const char *const tasks_names[] = {"heap", "inline", NULL};
 
 struct options {
 	int tasks;
@@ -66,10 +66,10 @@ struct task {
 struct reactor {
 	pthread_mutex_t lock; /* "xthread.reactor.N" */
 	pthread_cond_t nonempty, nonfull;
-	int idle;               /* reactor waiting on nonempty */
-	int waiting_producers;  /* producers waiting on nonfull */
+	int idle;              /* reactor waiting on nonempty */
+	int waiting_producers; /* producers waiting on nonfull */
 	int stop;
-	size_t depth;           /* at most depth tasks queued or running */
+	size_t depth; /* at most depth tasks queued or running */
 	/* heap mode: an intrusive list; `count` tasks not yet finished. */
 	struct task *head, *tail;
 	size_t count;
@@ -88,7 +88,8 @@ static struct reactor *reactors;
 
 /* ---- the task -------------------------------------------------------- */
 
-static void task_fill(struct task *t, uint32_t producer, uint64_t seq, size_t size)
+static void task_fill(struct task *t, uint32_t producer, uint64_t seq,
+                      size_t size)
 {
 	t->next = NULL;
 	t->seq = seq;
@@ -128,7 +129,8 @@ APP_NOINLINE static uint64_t task_run(const struct task *t)
 /* ---- producers: schedule a task on a reactor --------------------------- */
 
 /* Heap mode: links a task made outside the lock. Never allocates. */
-APP_NOINLINE static void reactor_schedule_task(struct reactor *r, struct task *t)
+APP_NOINLINE static void reactor_schedule_task(struct reactor *r,
+                                               struct task *t)
 {
 	int wake;
 
@@ -156,8 +158,8 @@ APP_NOINLINE static void reactor_schedule_task(struct reactor *r, struct task *t
 }
 
 /* Inline mode: copies the task by value into a ring slot under the lock. */
-APP_NOINLINE static void reactor_schedule_inline(struct reactor *r, uint32_t producer,
-						 uint64_t seq)
+APP_NOINLINE static void
+reactor_schedule_inline(struct reactor *r, uint32_t producer, uint64_t seq)
 {
 	int wake;
 
@@ -171,8 +173,9 @@ APP_NOINLINE static void reactor_schedule_inline(struct reactor *r, uint32_t pro
 		pthread_mutex_unlock(&r->lock);
 		return;
 	}
-	task_fill((struct task *)(r->ring + (r->r_head % r->depth) * r->slot_size),
-		  producer, seq, r->slot_size);
+	task_fill(
+	    (struct task *)(r->ring + (r->r_head % r->depth) * r->slot_size),
+	    producer, seq, r->slot_size);
 	r->r_head++;
 	wake = r->idle;
 	pthread_mutex_unlock(&r->lock);
@@ -221,8 +224,9 @@ static void reactor_finish(struct reactor *r, size_t n)
 /* Waits for work; returns 0 once stopped. */
 static int reactor_wait(struct reactor *r)
 {
-	while (!r->stop && (opt.tasks == TASKS_HEAP ? r->head == NULL
-						     : r->r_reserved == r->r_head)) {
+	while (!r->stop &&
+	       (opt.tasks == TASKS_HEAP ? r->head == NULL
+	                                : r->r_reserved == r->r_head)) {
 		r->idle = 1;
 		pthread_cond_wait(&r->nonempty, &r->lock);
 		r->idle = 0;
@@ -263,8 +267,10 @@ static void *reactor_main(void *arg)
 			n = (size_t)(r->r_reserved - first);
 			pthread_mutex_unlock(&r->lock);
 			for (i = first; i < first + n; i++)
-				sum += task_run((const struct task *)(r->ring +
-					(i % r->depth) * r->slot_size));
+				sum += task_run(
+				    (const struct task *)(r->ring +
+				                          (i % r->depth) *
+				                              r->slot_size));
 		}
 		done += n;
 		__atomic_store_n(&r->done, done, __ATOMIC_RELAXED);
@@ -287,27 +293,34 @@ static uint64_t total_done(void)
 int main(int argc, char **argv)
 {
 	struct app_opt opts[] = {
-		app_opt_choice("tasks", &opt.tasks, tasks_names,
-			       "heap: a task malloc'd per request on the producer and "
-			       "freed on the reactor (bug); inline: moved by value "
-			       "through a ring (fix)"),
-		app_opt_int("producers", &opt.producers, 1, 256,
-			    "threads that create tasks"),
-		app_opt_int("reactors", &opt.reactors, 1, 64,
-			    "threads that run and destroy tasks"),
-		app_opt_int("queue-depth", &opt.queue_depth, 1, 1 << 20,
-			    "tasks a reactor holds before producers wait"),
-		app_opt_int("task-size", &opt.task_size, 32, 1 << 16,
-			    "bytes per task (Kudu's ReactorTask with its closure is "
-			    "about 64)"),
-		app_opt_double("duration", &opt.duration, 0.01, 86400, "seconds to run"),
+	    app_opt_choice(
+	        "tasks", &opt.tasks, tasks_names,
+	        "heap: a task malloc'd per request on the producer and "
+	        "freed on the reactor (bug); inline: moved by value "
+	        "through a ring (fix)"),
+	    app_opt_int("producers", &opt.producers, 1, 256,
+	                "threads that create tasks"),
+	    app_opt_int("reactors", &opt.reactors, 1, 64,
+	                "threads that run and destroy tasks"),
+	    app_opt_int("queue-depth", &opt.queue_depth, 1, 1 << 20,
+	                "tasks a reactor holds before producers wait"),
+	    app_opt_int(
+	        "task-size", &opt.task_size, 32, 1 << 16,
+	        "bytes per task (Kudu's ReactorTask with its closure is "
+	        "about 64)"),
+	    app_opt_double("duration", &opt.duration, 0.01, 86400,
+	                   "seconds to run"),
 	};
 	struct app_info info = {
-		"xthread",
-		"Reactor tasks made on producer threads and run on reactor threads\n"
-		"(KUDU-1865). --tasks=heap mallocs each task on one thread and frees it\n"
-		"on another (the bug); --tasks=inline moves them by value (the fix).",
-		opts, sizeof(opts) / sizeof(opts[0]),
+	    "xthread",
+	    "Reactor tasks made on producer threads and run on reactor "
+	    "threads\n"
+	    "(KUDU-1865). --tasks=heap mallocs each task on one thread and "
+	    "frees it\n"
+	    "on another (the bug); --tasks=inline moves them by value (the "
+	    "fix).",
+	    opts,
+	    sizeof(opts) / sizeof(opts[0]),
 	};
 	struct producer *prods;
 	pthread_t *prod_t, *reac_t;
@@ -347,11 +360,13 @@ int main(int argc, char **argv)
 			if (!r->ring)
 				app_die("out of memory");
 		}
-		reac_t[i] = app_thread_start(reactor_main, r, "xthr-reactor", i);
+		reac_t[i] =
+		    app_thread_start(reactor_main, r, "xthr-reactor", i);
 	}
 	for (i = 0; i < opt.producers; i++) {
 		prods[i].index = (uint32_t)i;
-		prod_t[i] = app_thread_start(producer_main, &prods[i], "xthr-prod", i);
+		prod_t[i] =
+		    app_thread_start(producer_main, &prods[i], "xthr-prod", i);
 	}
 
 	cpu0 = app_cpu_now();
@@ -362,7 +377,8 @@ int main(int argc, char **argv)
 	t1 = app_now_ns();
 	cpu = app_cpu_diff(app_cpu_now(), cpu0);
 
-	/* Stop the producers (wake those waiting for room), then the reactors. */
+	/* Stop the producers (wake those waiting for room), then the reactors.
+	 */
 	app_request_stop();
 	for (i = 0; i < opt.reactors; i++) {
 		struct reactor *r = &reactors[i];

@@ -27,14 +27,17 @@ static int check_failures_, check_total_;
 		check_total_++;                                                \
 		if (a_ != b_) {                                                \
 			check_failures_++;                                     \
-			fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%llu != %llu)\n", \
-			        __FILE__, __LINE__, #a, #b, a_, b_);           \
+			fprintf(                                               \
+			    stderr,                                            \
+			    "%s:%d: CHECK failed: %s == %s (%llu != %llu)\n",  \
+			    __FILE__, __LINE__, #a, #b, a_, b_);               \
 		}                                                              \
 	} while (0)
 
 static inline int check_done(const char *name)
 {
-	printf("%s: %d checks, %d failed\n", name, check_total_, check_failures_);
+	printf("%s: %d checks, %d failed\n", name, check_total_,
+	       check_failures_);
 	return check_failures_ ? 1 : 0;
 }
 

@@ -59,8 +59,8 @@ static void spin(uint64_t ns)
 
 /* One section; adds its hold time and its allocator calls' time (as this
  * program sees them) to *hold and *alloc. */
-static void __attribute__((noinline)) critical_section(uint64_t *hold,
-                                                      uint64_t *alloc)
+static void __attribute__((noinline))
+critical_section(uint64_t *hold, uint64_t *alloc)
 {
 	void *p[MAX_ALLOCS];
 	pthread_mutex_lock(&lock);
@@ -134,8 +134,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--gap"))
 			gap_ns = arg_long(argc, argv, &i, 0, 100000000);
 		else {
-			fprintf(stderr, "usage: calib [--threads T] [--rounds R] "
-			                "[--busy NS] [--allocs N] [--gap NS]\n");
+			fprintf(stderr,
+			        "usage: calib [--threads T] [--rounds R] "
+			        "[--busy NS] [--allocs N] [--gap NS]\n");
 			return 1;
 		}
 	}
@@ -168,10 +169,10 @@ int main(int argc, char **argv)
 	}
 	double disturbed = all ? (double)excess / (double)all : 0;
 	free(sect_ns);
-	double alloc = (double)allocs * (SLOWALLOC_MALLOC_NS + SLOWALLOC_FREE_NS);
-	double known = alloc + (double)busy_ns > 0
-	                   ? alloc / (alloc + (double)busy_ns)
-	                   : 0;
+	double alloc =
+	    (double)allocs * (SLOWALLOC_MALLOC_NS + SLOWALLOC_FREE_NS);
+	double known =
+	    alloc + (double)busy_ns > 0 ? alloc / (alloc + (double)busy_ns) : 0;
 	long sections = rounds * threads;
 	printf("{\"threads\": %d, \"rounds\": %ld, \"busy_ns\": %ld, "
 	       "\"allocs\": %ld, \"malloc_ns\": %d, \"free_ns\": %d, "
@@ -184,8 +185,9 @@ int main(int argc, char **argv)
 	       SLOWALLOC_FREE_NS, sections, known, alloc * (double)sections,
 	       (alloc + (double)busy_ns) * (double)sections,
 	       obs_hold_ns ? (double)obs_alloc_ns / (double)obs_hold_ns : 0.0,
-	       (unsigned long long)obs_alloc_ns, (unsigned long long)obs_hold_ns,
-	       disturbed, (unsigned long long)wall);
+	       (unsigned long long)obs_alloc_ns,
+	       (unsigned long long)obs_hold_ns, disturbed,
+	       (unsigned long long)wall);
 	pthread_mutex_destroy(&lock);
 	return 0;
 }

@@ -43,7 +43,8 @@ int main()
 		t.emplace_back([i, &reg] {
 			for (int j = 0; j < 5000; j++) {
 				put("key" + std::to_string(j % 50), j);
-				put("k" + std::to_string(j % 50), std::string(40, 'a'));
+				put("k" + std::to_string(j % 50),
+				    std::string(40, 'a'));
 				reg.add(std::string(48, char('a' + i)));
 				if (j % 100 == 0) {
 					std::lock_guard<std::mutex> g(mu);

@@ -247,7 +247,8 @@ static void spell(char *buf, size_t len, const char *path, uint64_t i)
 	memcpy(buf, path, n);
 	if (n)
 		for (int b = 0; b < 14; b++)
-			n += (size_t)sprintf(buf + n, (i >> b) & 1 ? "./" : "/");
+			n +=
+			    (size_t)sprintf(buf + n, (i >> b) & 1 ? "./" : "/");
 	snprintf(buf + n, len - n, "%s", base);
 }
 

@@ -158,8 +158,8 @@ FRAME_FN(fx_poster)
 /* --static-tcmalloc: gperftools' hook caller, the leaf of the stacks of
  * allocations recorded through MallocHook (a C++ name: its mangled label
  * is MallocHook::InvokeNewHookSlow(void const*, unsigned long)). */
-__attribute__((noinline, used)) void mh_invoke(void) __asm__(
-    "_ZN10MallocHook17InvokeNewHookSlowEPKvm");
+__attribute__((noinline, used)) void
+mh_invoke(void) __asm__("_ZN10MallocHook17InvokeNewHookSlowEPKvm");
 __attribute__((noinline, used)) void mh_invoke(void)
 {
 	sink += __LINE__;
@@ -432,15 +432,18 @@ static int phdr_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 			if (info->dlpi_addr + ph->p_vaddr < lo)
 				lo = info->dlpi_addr + ph->p_vaddr;
 			if (info->dlpi_addr + ph->p_vaddr + ph->p_memsz > hi)
-				hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+				hi =
+				    info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
 		} else if (ph->p_type == PT_NOTE) {
-			const uint8_t *n = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+			const uint8_t *n =
+			    (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
 			const uint8_t *e = n + ph->p_memsz;
 			while (n + 12 <= e) {
 				const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)n;
 				size_t nsz = (nh->n_namesz + 3) & ~3u;
 				size_t dsz = (nh->n_descsz + 3) & ~3u;
-				if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+				if (nh->n_type == NT_GNU_BUILD_ID &&
+				    nh->n_namesz == 4 &&
 				    memcmp(n + 12, "GNU", 4) == 0) {
 					bid = n + 12 + nsz;
 					bidn = nh->n_descsz;
@@ -491,26 +494,65 @@ static void finish_file(void)
 
 /* ---- scenarios ---- */
 
-enum { S_INIT = 10, S_PUT_SITE, S_PUT_ALLOC, S_PUT_REL, S_TAKE, S_STATS_SITE,
-       S_STATS_WAIT, S_OUTER, S_INNER, S_STARVE, S_CHURN, S_WORK_ALLOC,
-       S_WORK_SITE, S_PUT_ALLOC2, S_CLIENT_SITE, S_CLIENT_WAIT, S_SERVER,
-       S_PROD_FULL, S_CONS_FULL, S_POOL, S_GC, S_JVM, S_REG, S_TREE1,
-       S_TREE2, S_WRAP1, S_WRAP2, S_FX_WAIT, S_FX_WAKE, S_FX_EVWAIT,
-       S_FX_POST };
-enum { L_QUEUE = 1, L_STATS = 2, C_QUEUE = 3, L_OUTER = 4, L_INNER = 5,
-       L_STARVE = 6, L_JOBS = 7, C_JOBS = 8, C_JOBS2 = 9, L_HEAP = 10,
-       L_CODE = 11, L_FX_WORD = 12, L_FX_EVENT = 13, L_MALLOC = 50 };
+enum {
+	S_INIT = 10,
+	S_PUT_SITE,
+	S_PUT_ALLOC,
+	S_PUT_REL,
+	S_TAKE,
+	S_STATS_SITE,
+	S_STATS_WAIT,
+	S_OUTER,
+	S_INNER,
+	S_STARVE,
+	S_CHURN,
+	S_WORK_ALLOC,
+	S_WORK_SITE,
+	S_PUT_ALLOC2,
+	S_CLIENT_SITE,
+	S_CLIENT_WAIT,
+	S_SERVER,
+	S_PROD_FULL,
+	S_CONS_FULL,
+	S_POOL,
+	S_GC,
+	S_JVM,
+	S_REG,
+	S_TREE1,
+	S_TREE2,
+	S_WRAP1,
+	S_WRAP2,
+	S_FX_WAIT,
+	S_FX_WAKE,
+	S_FX_EVWAIT,
+	S_FX_POST
+};
+enum {
+	L_QUEUE = 1,
+	L_STATS = 2,
+	C_QUEUE = 3,
+	L_OUTER = 4,
+	L_INNER = 5,
+	L_STARVE = 6,
+	L_JOBS = 7,
+	C_JOBS = 8,
+	C_JOBS2 = 9,
+	L_HEAP = 10,
+	L_CODE = 11,
+	L_FX_WORD = 12,
+	L_FX_EVENT = 13,
+	L_MALLOC = 50
+};
 
 static bool with_module = true;
-static bool two_callers; /* --two-callers */
-static bool unknown_free; /* --unknown-free */
+static bool two_callers;                  /* --two-callers */
+static bool unknown_free;                 /* --unknown-free */
 static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
-static bool slow_outside;       /* --slow-outside */
-static bool static_tcmalloc;    /* --static-tcmalloc */
+static bool slow_outside;        /* --slow-outside */
+static bool static_tcmalloc;     /* --static-tcmalloc */
 static uint64_t churn_size = 16; /* --churn-size */
-static bool unnamed, global_stats, global_past, heap_queue, two_lines,
-    wrapped;
+static bool unnamed, global_stats, global_past, heap_queue, two_lines, wrapped;
 static tw_t *idle[2]; /* --idle-waiters */
 
 static void define_stacks(tw_t *t)
@@ -612,36 +654,40 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 		for (int i = 0; i < 3; i++) {
 			tw_t *t = p[i];
 			uint64_t a = t0 + 1500u * (unsigned)i;
-			uint64_t ptr = ptr_base + ((uint64_t)r * 3 + (unsigned)i) * 64;
+			uint64_t ptr =
+			    ptr_base + ((uint64_t)r * 3 + (unsigned)i) * 64;
 			if (i == 0)
 				E(t, FMT_ACQ, a, L_QUEUE, S_PUT_SITE, 0, 0, 0);
 			else
-				E(t, FMT_ACQ_WAIT, a, L_QUEUE, S_PUT_ALLOC, 2000,
-				  (uint64_t)i + 1, 0);
+				E(t, FMT_ACQ_WAIT, a, L_QUEUE, S_PUT_ALLOC,
+				  2000, (uint64_t)i + 1, 0);
 			if (!precise) {
 				bool slow = r % 10 == 0;
 				if (slow)
-					E(t, FMT_ALLOC_LOCK_WAIT, a + 90, L_MALLOC, 3000,
-					  0, 0, 0);
+					E(t, FMT_ALLOC_LOCK_WAIT, a + 90,
+					  L_MALLOC, 3000, 0, 0, 0);
 				E(t, FMT_ALLOC, a + 100, ptr, 48,
-				  two_lines     ? (r % 2 ? S_TREE2 : S_TREE1)
+				  two_lines ? (r % 2 ? S_TREE2 : S_TREE1)
 				  : two_callers && i == 2 ? S_PUT_ALLOC2
 				                          : S_PUT_ALLOC,
 				  slow ? 5000 : 200, FMT_FN_NEW);
 			}
 			if (i < 2)
-				E(t, FMT_REL_CONTENDED, a + 1000, L_QUEUE, S_PUT_REL,
-				  0, 0, 0);
+				E(t, FMT_REL_CONTENDED, a + 1000, L_QUEUE,
+				  S_PUT_REL, 0, 0, 0);
 			else
 				E(t, FMT_REL, a + 1000, L_QUEUE, 0, 0, 0, 0);
 			if (i < 2)
-				E(t, FMT_COND_SIGNAL, a + 1010, C_QUEUE, 0, 0, 0, 0);
-			E(t, FMT_ACQ_WAIT, a + 1100, L_STATS, S_STATS_WAIT, 300, 2, 0);
+				E(t, FMT_COND_SIGNAL, a + 1010, C_QUEUE, 0, 0,
+				  0, 0);
+			E(t, FMT_ACQ_WAIT, a + 1100, L_STATS, S_STATS_WAIT, 300,
+			  2, 0);
 			E(t, FMT_REL, a + 1300, L_STATS, 0, 0, 0, 0);
 			if (precise)
-				E(t, FMT_ALLOC, a + 1350, ptr, 48, S_PUT_ALLOC, 200,
-				  FMT_FN_NEW);
-			E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000, 32, S_WORK_ALLOC,
+				E(t, FMT_ALLOC, a + 1350, ptr, 48, S_PUT_ALLOC,
+				  200, FMT_FN_NEW);
+			E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000, 32,
+			  S_WORK_ALLOC,
 			  slow_outside && r % 10 == 0 ? 5000 : 150,
 			  FMT_FN_MALLOC);
 			E(t, FMT_FREE, a + 1450, ptr + 0x1000000, 150, 0, 0, 0);
@@ -649,29 +695,35 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 		uint64_t w = t0 + 5000;
 		E(c, FMT_COND_WAKE, w, C_QUEUE, L_QUEUE, 0, 0, 0);
 		for (int i = 0; i < 3; i++) {
-			uint64_t ptr = ptr_base + ((uint64_t)r * 3 + (unsigned)i) * 64;
+			uint64_t ptr =
+			    ptr_base + ((uint64_t)r * 3 + (unsigned)i) * 64;
 			if (precise) /* free outside the lock instead */
 				continue;
-			E(c, FMT_FREE, w + 100 + 100u * (unsigned)i, ptr, 100, 0, 0, 0);
+			E(c, FMT_FREE, w + 100 + 100u * (unsigned)i, ptr, 100,
+			  0, 0, 0);
 		}
 		E(c, FMT_COND_WAIT, w + 600, C_QUEUE, L_QUEUE, 0, 0, 0);
 		if (unknown_free && r == rounds - 1)
-			E(c, FMT_FREE, w + 650, 0x7f0000000040ull, 100, 0, 0, 0);
+			E(c, FMT_FREE, w + 650, 0x7f0000000040ull, 100, 0, 0,
+			  0);
 		for (int i = 0; i < 2 && idle[i]; i++) {
 			uint64_t a = t0 + 8000 + 100u * (unsigned)i;
-			E(idle[i], FMT_ACQ_WAIT, a, L_QUEUE, S_TAKE, 3000, 2, 0);
-			E(idle[i], FMT_COND_WAIT, a + 10, C_QUEUE, L_QUEUE, 0, 0, 0);
+			E(idle[i], FMT_ACQ_WAIT, a, L_QUEUE, S_TAKE, 3000, 2,
+			  0);
+			E(idle[i], FMT_COND_WAIT, a + 10, C_QUEUE, L_QUEUE, 0,
+			  0, 0);
 			E(idle[i], FMT_COND_WAKE, t0 + 9000 + 20u * (unsigned)i,
 			  C_QUEUE, L_QUEUE, 0, 0, 0);
-			E(idle[i], FMT_REL, t0 + 9010 + 20u * (unsigned)i, L_QUEUE,
-			  0, 0, 0, 0);
+			E(idle[i], FMT_REL, t0 + 9010 + 20u * (unsigned)i,
+			  L_QUEUE, 0, 0, 0, 0);
 		}
 		if (precise)
 			for (int i = 0; i < 3; i++) {
-				uint64_t ptr = ptr_base +
-				               ((uint64_t)r * 3 + (unsigned)i) * 64;
-				E(c, FMT_FREE, w + 700 + 10u * (unsigned)i, ptr, 100,
-				  0, 0, 0);
+				uint64_t ptr =
+				    ptr_base +
+				    ((uint64_t)r * 3 + (unsigned)i) * 64;
+				E(c, FMT_FREE, w + 700 + 10u * (unsigned)i, ptr,
+				  100, 0, 0, 0);
 			}
 	}
 	(void)m;
@@ -702,10 +754,12 @@ static void scenario_mixed(tw_t *w1, tw_t *w2, int rounds)
 			uint64_t a = t0 + 400 + 200u * (unsigned)k;
 			E(w1, FMT_ACQ_WAIT, a, L_STARVE, S_STARVE, 100, 2, 0);
 			E(w1, FMT_REL, a + 50, L_STARVE, 0, 0, 0, 0);
-			E(w2, FMT_TRY_FAIL, a + 10, L_STARVE, S_STARVE, 0, 0, 0);
+			E(w2, FMT_TRY_FAIL, a + 10, L_STARVE, S_STARVE, 0, 0,
+			  0);
 		}
 		if (r % 10 == 0) {
-			E(w2, FMT_ACQ_WAIT, t0 + 2300, L_STARVE, S_STARVE, 100, 2, 0);
+			E(w2, FMT_ACQ_WAIT, t0 + 2300, L_STARVE, S_STARVE, 100,
+			  2, 0);
 			E(w2, FMT_REL, t0 + 2350, L_STARVE, 0, 0, 0, 0);
 		}
 		for (int k = 0; k < 5; k++) {
@@ -753,13 +807,16 @@ static void scenario_starve(tw_t *server, tw_t **cl, int rounds)
 			uint64_t a = t0 + 1000u * (unsigned)i;
 			bool served = i < 2 || (i == 2 && r % 2 == 0);
 			if (i == 0 && r == 0)
-				E(t, FMT_ACQ_WAIT, a, L_JOBS, S_CLIENT_WAIT, 100, 1,
-				  0);
+				E(t, FMT_ACQ_WAIT, a, L_JOBS, S_CLIENT_WAIT,
+				  100, 1, 0);
 			else
-				E(t, FMT_ACQ, a, L_JOBS, S_CLIENT_SITE, 0, 0, 0);
+				E(t, FMT_ACQ, a, L_JOBS, S_CLIENT_SITE, 0, 0,
+				  0);
 			if (served) {
-				E(t, FMT_COND_WAIT, a + 100, C_JOBS, L_JOBS, 0, 0, 0);
-				E(t, FMT_COND_WAKE, a + 600, C_JOBS, L_JOBS, 0, 0, 0);
+				E(t, FMT_COND_WAIT, a + 100, C_JOBS, L_JOBS, 0,
+				  0, 0);
+				E(t, FMT_COND_WAKE, a + 600, C_JOBS, L_JOBS, 0,
+				  0, 0);
 				E(t, FMT_REL, a + 700, L_JOBS, 0, 0, 0, 0);
 			} else {
 				E(t, FMT_REL, a + 50, L_JOBS, 0, 0, 0, 0);
@@ -785,21 +842,26 @@ static void scenario_roles(tw_t **pr, tw_t **co, int rounds)
 		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
 		for (int i = 0; i < 3; i++)
 			for (int k = 0; k < 10; k++) {
-				uint64_t a = t0 + 300u * (unsigned)k + 100u * (unsigned)i;
-				E(pr[i], FMT_ACQ_WAIT, a, L_JOBS, S_PROD_FULL, 20, 1, 0);
+				uint64_t a = t0 + 300u * (unsigned)k +
+				             100u * (unsigned)i;
+				E(pr[i], FMT_ACQ_WAIT, a, L_JOBS, S_PROD_FULL,
+				  20, 1, 0);
 				if (k == 0 && r % 10 == 0) {
-					E(pr[i], FMT_COND_WAIT, a + 10, C_JOBS2, L_JOBS,
-					  0, 0, 0);
-					E(pr[i], FMT_COND_WAKE, a + 20, C_JOBS2, L_JOBS,
-					  0, 0, 0);
+					E(pr[i], FMT_COND_WAIT, a + 10, C_JOBS2,
+					  L_JOBS, 0, 0, 0);
+					E(pr[i], FMT_COND_WAKE, a + 20, C_JOBS2,
+					  L_JOBS, 0, 0, 0);
 				}
 				E(pr[i], FMT_REL, a + 30, L_JOBS, 0, 0, 0, 0);
 			}
 		for (int i = 0; i < 3; i++) {
 			uint64_t b = t0 + 5000 + 100u * (unsigned)i;
-			E(co[i], FMT_ACQ_WAIT, b, L_JOBS, S_CONS_FULL, 20, 1, 0);
-			E(co[i], FMT_COND_WAIT, b + 10, C_JOBS, L_JOBS, 0, 0, 0);
-			E(co[i], FMT_COND_WAKE, b + 50, C_JOBS, L_JOBS, 0, 0, 0);
+			E(co[i], FMT_ACQ_WAIT, b, L_JOBS, S_CONS_FULL, 20, 1,
+			  0);
+			E(co[i], FMT_COND_WAIT, b + 10, C_JOBS, L_JOBS, 0, 0,
+			  0);
+			E(co[i], FMT_COND_WAKE, b + 50, C_JOBS, L_JOBS, 0, 0,
+			  0);
 			E(co[i], FMT_REL, b + 60, L_JOBS, 0, 0, 0, 0);
 		}
 	}
@@ -824,8 +886,10 @@ static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
 				continue;
 			uint64_t a = t0 + 100u * (unsigned)i;
 			E(bg[i], FMT_ACQ_WAIT, a, L_JOBS, S_POOL, 10, 1, 0);
-			E(bg[i], FMT_COND_WAIT, a + 10, C_JOBS, L_JOBS, 0, 0, 0);
-			E(bg[i], FMT_COND_WAKE, a + 500, C_JOBS, L_JOBS, 0, 0, 0);
+			E(bg[i], FMT_COND_WAIT, a + 10, C_JOBS, L_JOBS, 0, 0,
+			  0);
+			E(bg[i], FMT_COND_WAKE, a + 500, C_JOBS, L_JOBS, 0, 0,
+			  0);
 			E(bg[i], FMT_REL, a + 600, L_JOBS, 0, 0, 0, 0);
 		}
 		for (int i = 0; i < 3; i++)
@@ -833,16 +897,19 @@ static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
 				uint64_t a = t0 + 3000 + 200u * (unsigned)k +
 				             50u * (unsigned)i;
 				if (r == 0 && k == 0)
-					E(gc[i], FMT_ACQ_WAIT, a, L_HEAP, S_GC, 50, 1, 0);
+					E(gc[i], FMT_ACQ_WAIT, a, L_HEAP, S_GC,
+					  50, 1, 0);
 				else
-					E(gc[i], FMT_ACQ, a, L_HEAP, S_GC, 0, 0, 0);
+					E(gc[i], FMT_ACQ, a, L_HEAP, S_GC, 0, 0,
+					  0);
 				E(gc[i], FMT_REL, a + 20, L_HEAP, 0, 0, 0, 0);
 			}
 		for (int i = 0; i < 3; i++)
 			for (int k = 0; k < jvmn[i]; k++) {
 				uint64_t a = t0 + 6000 + 200u * (unsigned)k +
 				             50u * (unsigned)i;
-				E(jvm[i], FMT_ACQ_WAIT, a, L_CODE, S_JVM, 200, 1, 0);
+				E(jvm[i], FMT_ACQ_WAIT, a, L_CODE, S_JVM, 200,
+				  1, 0);
 				E(jvm[i], FMT_REL, a + 20, L_CODE, 0, 0, 0, 0);
 			}
 	}
@@ -860,11 +927,15 @@ static void scenario_locks(tw_t **c, uint64_t nlocks)
 		m_lock_new(c[0], id, 0x10000000 + 64 * k, FMT_KIND_MUTEX,
 		           FMT_LOCKF_INIT);
 		E(c[0], FMT_LOCK_INIT, t, id,
-		  !wrapped ? S_INIT : k % 2 ? S_WRAP2 : S_WRAP1, 0, 0, 0);
+		  !wrapped ? S_INIT
+		  : k % 2  ? S_WRAP2
+		           : S_WRAP1,
+		  0, 0, 0);
 		for (int i = 0; i < 4; i++) {
 			uint64_t a = t + 10 + 20u * (unsigned)i;
 			if (i == 3)
-				E(c[i], FMT_ACQ_WAIT, a, id, S_PUT_ALLOC, 100, 1, 0);
+				E(c[i], FMT_ACQ_WAIT, a, id, S_PUT_ALLOC, 100,
+				  1, 0);
 			else
 				E(c[i], FMT_ACQ, a, id, S_PUT_SITE, 0, 0, 0);
 			E(c[i], FMT_REL, a + 5, id, 0, 0, 0, 0);
@@ -889,19 +960,22 @@ static void scenario_big(uint64_t events, int threads)
 	for (uint64_t k = 0; k < iters; k++)
 		for (int i = 0; i < threads; i++) {
 			uint64_t ts = T0 + 1000 + k * 400 + (uint64_t)i * 7;
-			uint64_t base = 0x7f0000000000ull + (uint64_t)i * 0x100000000ull;
+			uint64_t base =
+			    0x7f0000000000ull + (uint64_t)i * 0x100000000ull;
 			uint64_t ptr = base + (k % 64) * 48;
 			if (k >= 64)
 				E(t[i], FMT_FREE, ts, ptr, 40, 0, 0, 0);
 			if (k % 16 == 0)
-				E(t[i], FMT_ACQ_WAIT, ts + 10, (uint64_t)(i % 4) + 1,
-				  S_WORK_SITE, 120, 2, 0);
+				E(t[i], FMT_ACQ_WAIT, ts + 10,
+				  (uint64_t)(i % 4) + 1, S_WORK_SITE, 120, 2,
+				  0);
 			else
 				E(t[i], FMT_ACQ, ts + 10, (uint64_t)(i % 4) + 1,
 				  S_WORK_SITE, 0, 0, 0);
 			E(t[i], FMT_ALLOC, ts + 20, ptr, 48,
 			  S_CHURN + (uint64_t)(k % 3), 60, FMT_FN_MALLOC);
-			E(t[i], FMT_REL, ts + 200, (uint64_t)(i % 4) + 1, 0, 0, 0, 0);
+			E(t[i], FMT_REL, ts + 200, (uint64_t)(i % 4) + 1, 0, 0,
+			  0, 0);
 		}
 }
 
@@ -924,7 +998,8 @@ static void corrupt(const char *path, int crc_k, int cut_k)
 		}
 		if (k == crc_k) {
 			uint8_t b;
-			uint64_t at = off + FMT_CHUNK_HEADER_SIZE + h.payload_len / 2;
+			uint64_t at =
+			    off + FMT_CHUNK_HEADER_SIZE + h.payload_len / 2;
 			fseek(f, (long)at, SEEK_SET);
 			if (fread(&b, 1, 1, f) != 1)
 				exit(1);
@@ -1057,10 +1132,11 @@ int main(int argc, char **argv)
 		       "statically linked allocator): recording allocations "
 		       "through its MallocHook API");
 	if (attached)
-		m_note(proc, FMT_NOTE_INFO,
-		       "attached: 12 GOT slots in 3 modules redirected, 0 left "
-		       "alone; blocks allocated and locks taken before the "
-		       "attach are not known (unknown frees, unmatched releases)");
+		m_note(
+		    proc, FMT_NOTE_INFO,
+		    "attached: 12 GOT slots in 3 modules redirected, 0 left "
+		    "alone; blocks allocated and locks taken before the "
+		    "attach are not known (unknown frees, unmatched releases)");
 	if (!strcmp(sc, "big")) {
 		streaming = true;
 		if (chunk_cap == 512)
@@ -1106,7 +1182,8 @@ int main(int argc, char **argv)
 		  FMT_FN_NEW);
 	E(mainth, FMT_LOCK_INIT, T0 + 20, L_QUEUE, S_INIT, 0, 0, 0);
 	for (int i = 0; i < 3; i++) {
-		E(p[i], FMT_THREAD_START, T0 + 100 + (uint64_t)i, PID, 0, 0, 0, 0);
+		E(p[i], FMT_THREAD_START, T0 + 100 + (uint64_t)i, PID, 0, 0, 0,
+		  0);
 		m_thread_name(proc, 101 + (uint64_t)i, "producer");
 	}
 	E(c, FMT_THREAD_START, T0 + 200, PID, 0, 0, 0, 0);
@@ -1125,40 +1202,46 @@ int main(int argc, char **argv)
 		tw_t *a[6];
 		for (int i = 0; i < 6; i++) {
 			a[i] = tw_new(111 + (uint32_t)i);
-			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID, 0, 0,
-			  0, 0);
+			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID,
+			  0, 0, 0, 0);
 			if (sc[0] == 's')
-				snprintf(name, sizeof name, i < 5 ? "client-%d"
-				                                  : "server-0", i);
+				snprintf(name, sizeof name,
+				         i < 5 ? "client-%d" : "server-0", i);
 			else
-				snprintf(name, sizeof name, i < 3 ? "prod-%d"
-				                                  : "cons-%d", i % 3);
+				snprintf(name, sizeof name,
+				         i < 3 ? "prod-%d" : "cons-%d", i % 3);
 			m_thread_name(proc, 111 + (uint64_t)i, name);
 		}
 		if (sc[0] == 's')
 			scenario_starve(a[5], a, rounds);
 		else
 			scenario_roles(a, a + 3, rounds);
-		m_lock_new(a[0], L_JOBS, 0x6000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(a[0], L_JOBS, 0x6000, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
 		m_lock_new(a[0], C_JOBS, 0x6040, FMT_KIND_COND, 0);
 		m_lock_new(a[0], C_JOBS2, 0x6080, FMT_KIND_COND, 0);
 		m_lock_name(a[0], L_JOBS, 0, sc[0] == 's' ? "jobs" : "ring");
 	} else if (!strcmp(sc, "pool")) {
 		static const char *const names[10] = {
-		    "bg-0", "bg-1", "bg-2", "bg-3", "gc-0", "gc-1", "gc-2",
-		    "VM Thread", "C2 CompilerThread0", "Sweeper thread"};
+		    "bg-0",          "bg-1",      "bg-2",
+		    "bg-3",          "gc-0",      "gc-1",
+		    "gc-2",          "VM Thread", "C2 CompilerThread0",
+		    "Sweeper thread"};
 		tw_t *a[10];
 		for (int i = 0; i < 10; i++) {
 			a[i] = tw_new(121 + (uint32_t)i);
-			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID, 0, 0,
-			  0, 0);
+			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID,
+			  0, 0, 0, 0);
 			m_thread_name(proc, 121 + (uint64_t)i, names[i]);
 		}
 		scenario_pool(a, a + 4, a + 7, rounds);
-		m_lock_new(a[0], L_JOBS, 0x6000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(a[0], L_JOBS, 0x6000, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
 		m_lock_new(a[0], C_JOBS, 0x6040, FMT_KIND_COND, 0);
-		m_lock_new(a[0], L_HEAP, 0x60c0, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
-		m_lock_new(a[0], L_CODE, 0x6100, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(a[0], L_HEAP, 0x60c0, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
+		m_lock_new(a[0], L_CODE, 0x6100, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
 		m_lock_name(a[0], L_JOBS, 0, "tasks");
 		m_lock_name(a[0], L_HEAP, 0, "heap");
 		m_lock_name(a[0], L_CODE, 0, "codecache");
@@ -1167,15 +1250,16 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 4; i++) {
 			char name[32];
 			a[i] = tw_new(131 + (uint32_t)i);
-			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID, 0, 0,
-			  0, 0);
-			snprintf(name, sizeof name, i < 3 ? "fx-%d" : "fx-post", i);
+			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID,
+			  0, 0, 0, 0);
+			snprintf(name, sizeof name, i < 3 ? "fx-%d" : "fx-post",
+			         i);
 			m_thread_name(proc, 131 + (uint64_t)i, name);
 		}
 		scenario_futex(a, a[3], rounds);
 		m_lock_new(a[0], L_FX_WORD,
-		           (uint64_t)(uintptr_t)&mktrace_fx_word, FMT_KIND_FUTEX,
-		           FMT_LOCKF_STATIC);
+		           (uint64_t)(uintptr_t)&mktrace_fx_word,
+		           FMT_KIND_FUTEX, FMT_LOCKF_STATIC);
 		m_lock_new(a[0], L_FX_EVENT, 0x7040, FMT_KIND_FUTEX,
 		           FMT_LOCKF_STATIC);
 	} else if (!strcmp(sc, "cascade") || precise || !strcmp(sc, "mixed")) {
@@ -1191,9 +1275,12 @@ int main(int argc, char **argv)
 		m_thread_name(proc, 105, "worker-a");
 		m_thread_name(proc, 106, "worker-b");
 		scenario_mixed(w1, w2, rounds);
-		m_lock_new(w1, L_OUTER, 0x5000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
-		m_lock_new(w1, L_INNER, 0x5040, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
-		m_lock_new(w1, L_STARVE, 0x5080, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_new(w1, L_OUTER, 0x5000, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
+		m_lock_new(w1, L_INNER, 0x5040, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
+		m_lock_new(w1, L_STARVE, 0x5080, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
 		if (!unnamed) {
 			m_lock_name(w1, L_OUTER, 0, "outer");
 			m_lock_name(w1, L_INNER, 0, "inner");

@@ -74,9 +74,9 @@ static void write_trace(char *path, size_t len)
 	ut_write(f, c);
 
 	ut_begin(c, 1, 0, t);
-	static const uint64_t s10[] = {0x1000, 0x5000}, s11[] = {0x1000, 0x6000},
-	                      s12[] = {0x2000}, s20[] = {0x3000},
-	                      s21[] = {0x3000, 0x7000};
+	static const uint64_t s10[] = {0x1000, 0x5000},
+	                      s11[] = {0x1000, 0x6000}, s12[] = {0x2000},
+	                      s20[] = {0x3000}, s21[] = {0x3000, 0x7000};
 	ut_stack(c, 10, 2, s10);
 	ut_stack(c, 11, 2, s11);
 	ut_stack(c, 12, 1, s12);
@@ -86,8 +86,9 @@ static void write_trace(char *path, size_t len)
 		if (id != 10)
 			ut_lock_new(c, id, 0x10000 + id * 64,
 			            id == 9 ? FMT_KIND_COND
-			            : id == 7 || id == 8 ? FMT_KIND_ALLOC_INTERNAL
-			                                 : FMT_KIND_MUTEX,
+			            : id == 7 || id == 8
+			                ? FMT_KIND_ALLOC_INTERNAL
+			                : FMT_KIND_MUTEX,
 			            0);
 	ut_lock_name(c, 3, FMT_NAMEF_QUEUE, "q");
 	ut_ev(c, FMT_LOCK_INIT, ++t, 1, 10, 0, 0, 0);

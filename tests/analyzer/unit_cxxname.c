@@ -20,12 +20,15 @@ int main(void)
 {
 	is("tree_insert", "tree_insert");
 	is("Registry::Registry()", "Registry::Registry");
-	is("Cache::put(std::__cxx11::basic_string<char, std::char_traits<char>, "
+	is("Cache::put(std::__cxx11::basic_string<char, "
+	   "std::char_traits<char>, "
 	   "std::allocator<char> > const&, int) const",
 	   "Cache::put");
-	is("std::vector<std::__cxx11::basic_string<char, std::char_traits<char>, "
+	is("std::vector<std::__cxx11::basic_string<char, "
+	   "std::char_traits<char>, "
 	   "std::allocator<char> >, std::allocator<std::__cxx11::basic_string<"
-	   "char, std::char_traits<char>, std::allocator<char> > > >::push_back("
+	   "char, std::char_traits<char>, std::allocator<char> > > "
+	   ">::push_back("
 	   "std::__cxx11::basic_string<char, std::char_traits<char>, "
 	   "std::allocator<char> > const&)",
 	   "std::vector<std::string>::push_back");
@@ -34,7 +37,8 @@ int main(void)
 	   "std::map<int, long>::operator[]");
 	is("Worker::run()::{lambda(int)#1}::operator()(int) const",
 	   "Worker::run()::{lambda(int)#1}::operator()");
-	is("(anonymous namespace)::flush(Buf*)", "(anonymous namespace)::flush");
+	is("(anonymous namespace)::flush(Buf*)",
+	   "(anonymous namespace)::flush");
 	is("Pool::take(unsigned long) [clone .cold]", "Pool::take");
 	is("Funct::operator()", "Funct::operator()");
 	is("void std::vector<int, std::allocator<int> >::_M_realloc_insert<int "
@@ -45,9 +49,10 @@ int main(void)
 	is("Foo::operator int() const", "Foo::operator int");
 	/* Overloads keep their parameters, with short types. */
 	char b[512];
-	cxx_short("put(std::__cxx11::basic_string<char, std::char_traits<char>, "
-	          "std::allocator<char> > const&, int)",
-	          b, sizeof b, true);
+	cxx_short(
+	    "put(std::__cxx11::basic_string<char, std::char_traits<char>, "
+	    "std::allocator<char> > const&, int)",
+	    b, sizeof b, true);
 	CHECK(strcmp(b, "put(std::string const&, int)") == 0);
 	char small[8];
 	cxx_short("Registry::Registry()", small, sizeof small, false);

@@ -116,7 +116,9 @@ static void test_merge(void)
 	CHECK_EQ_U(next[3], k3);
 	/* Streams are numbered by first chunk in the file. */
 	for (int i = 0; i < n; i++)
-		CHECK_EQ_U(a[i].stream, a[i].tid == 2 ? 0 : a[i].tid == 1 ? 1 : 2);
+		CHECK_EQ_U(a[i].stream, a[i].tid == 2   ? 0
+		                        : a[i].tid == 1 ? 1
+		                                        : 2);
 	/* The five events at tsc 20: thread 2's two, thread 1's two,
 	 * thread 3's one. */
 	int at20 = 0;

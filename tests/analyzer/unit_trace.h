@@ -39,8 +39,8 @@ static inline void ut_begin(ut_chunk_t *c, uint32_t tid, uint32_t seq,
 
 /* Encodes the fields f of a core event of type at p, by the format's
  * layout table; returns the end. (mktrace.c uses it too.) */
-static inline uint8_t *ut_put_fields(uint8_t *p, fmt_enc_t *enc,
-                                     unsigned type, const uint64_t *f)
+static inline uint8_t *ut_put_fields(uint8_t *p, fmt_enc_t *enc, unsigned type,
+                                     const uint64_t *f)
 {
 	int i = 0;
 	for (const char *l = fmt_core_layout(type); *l; l++, i++) {

@@ -192,7 +192,8 @@ static void print_hashes(FILE *o)
 	int added;
 	u64map_put(&m, 1, &added); /* draws the tables */
 	for (uint64_t k = 0; k < 8; k++)
-		fprintf(o, "%08" PRIx32 " ", u64map_hash(k * 0x0101010101010101ull));
+		fprintf(o, "%08" PRIx32 " ",
+		        u64map_hash(k * 0x0101010101010101ull));
 	fputc('\n', o);
 	u64map_free(&m);
 }

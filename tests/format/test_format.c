@@ -11,9 +11,18 @@
 
 static void test_varints(void)
 {
-	static const uint64_t vals[] = {0, 1, 127, 128, 255, 300, 16383, 16384,
-	                                UINT32_MAX, (uint64_t)1 << 63,
-	                                UINT64_MAX - 1, UINT64_MAX};
+	static const uint64_t vals[] = {0,
+	                                1,
+	                                127,
+	                                128,
+	                                255,
+	                                300,
+	                                16383,
+	                                16384,
+	                                UINT32_MAX,
+	                                (uint64_t)1 << 63,
+	                                UINT64_MAX - 1,
+	                                UINT64_MAX};
 	for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
 		uint8_t buf[FMT_VARINT_MAX + 2];
 		uint8_t *e = fmt_put_u(buf, vals[i]);
@@ -27,8 +36,9 @@ static void test_varints(void)
 		p = buf;
 		CHECK(fmt_get_u(&p, e - 1, &v) == -1);
 	}
-	static const int64_t svals[] = {0, 1, -1, 63, -64, 64, -65, INT32_MAX,
-	                                INT32_MIN, INT64_MAX, INT64_MIN};
+	static const int64_t svals[] = {
+	    0,   1,         -1,        63,        -64,      64,
+	    -65, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN};
 	for (size_t i = 0; i < sizeof svals / sizeof *svals; i++) {
 		CHECK(fmt_unzigzag(fmt_zigzag(svals[i])) == svals[i]);
 		uint8_t buf[FMT_VARINT_MAX];
@@ -135,7 +145,8 @@ static void test_core_roundtrip(void)
 		p = fmt_put_head(p, &enc, t, tsc);
 		int k = 0;
 		for (const char *l = fmt_core_layout(t); *l; l++, k++) {
-			uint64_t v = 0x7f0000001000ull + (uint64_t)(i * 64 + (unsigned)k);
+			uint64_t v = 0x7f0000001000ull +
+			             (uint64_t)(i * 64 + (unsigned)k);
 			if (*l == 'u')
 				v = (uint64_t)k * 1000003u + i;
 			want[i][k] = v;

@@ -51,16 +51,18 @@ int main(int argc, char **argv)
 		uint8_t *body = z + FMT_CHUNK_HEADER_SIZE;
 		size_t k = ZSTD_compress2(cc, body + FMT_ZSTD_PREFIX,
 		                          zcap - FMT_CHUNK_HEADER_SIZE -
-		                                  FMT_ZSTD_PREFIX,
+		                              FMT_ZSTD_PREFIX,
 		                          payload, h.payload_len);
 		if (!ZSTD_isError(k) && k + FMT_ZSTD_PREFIX < h.payload_len &&
-		    h.payload_len <= FMT_ZSTD_MAX_RATIO * (k + FMT_ZSTD_PREFIX)) {
+		    h.payload_len <=
+		        FMT_ZSTD_MAX_RATIO * (k + FMT_ZSTD_PREFIX)) {
 			for (int i = 0; i < 4; i++)
 				body[i] = (uint8_t)(h.payload_len >> (8 * i));
 			h.payload_len = (uint32_t)(k + FMT_ZSTD_PREFIX);
 			h.flags = FMT_CHUNKF_ZSTD;
 			fmt_chunk_seal(z, &h, body);
-			fwrite(z, 1, FMT_CHUNK_HEADER_SIZE + h.payload_len, out);
+			fwrite(z, 1, FMT_CHUNK_HEADER_SIZE + h.payload_len,
+			       out);
 			packed++;
 		} else {
 			fmt_chunk_seal(hb, &h, payload);

@@ -66,7 +66,8 @@ static void fix_crcs(uint8_t *buf, size_t size)
 		if (fmt_chunk_parse(buf + off, &h) < 0 ||
 		    h.payload_len > size - off - FMT_CHUNK_HEADER_SIZE)
 			return;
-		fmt_chunk_seal(buf + off, &h, buf + off + FMT_CHUNK_HEADER_SIZE);
+		fmt_chunk_seal(buf + off, &h,
+		               buf + off + FMT_CHUNK_HEADER_SIZE);
 		off += FMT_CHUNK_HEADER_SIZE + h.payload_len;
 	}
 }
@@ -85,9 +86,8 @@ static void run(const char *what, int (*cmd)(int, char **), int argc,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const char *const metrics[] = {"wait", "hold",
-	                                      "alloc-under-lock",
-	                                      "cross-thread"};
+	static const char *const metrics[] = {
+	    "wait", "hold", "alloc-under-lock", "cross-thread"};
 	uint32_t h = 2166136261u; /* FNV-1a */
 	for (size_t i = 0; i < size; i++)
 		h = (h ^ data[i]) * 16777619u;
@@ -122,21 +122,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
 	snprintf(metric, sizeof metric, "--metric=%s", metrics[size % 4]);
 
-	char *text[] = {"report", "--format=text", "--top=50", "-o",
-	                "/dev/null", path, "--no-symbols", NULL};
+	char *text[] = {
+	    "report", "--format=text", "--top=50", "-o", "/dev/null",
+	    path,     "--no-symbols",  NULL};
 	run("report text", cmd_report, (h >> 1) % 16 == 0 ? 6 : 7, text);
-	char *json[] = {"report", "--format=json", "--no-symbols", "-o",
-	                "/dev/null", path, NULL};
+	char *json[] = {"report", "--format=json", "--no-symbols",
+	                "-o",     "/dev/null",     path,
+	                NULL};
 	run("report json", cmd_report, 6, json);
 	char *folded[] = {"report", "--format=folded", metric, "--no-symbols",
-	                  "-o", "/dev/null", path, NULL};
+	                  "-o",     "/dev/null",       path,   NULL};
 	run("report folded", cmd_report, 7, folded);
 	char *dump[] = {"dump", path, NULL};
 	run("dump", cmd_dump, 2, dump);
 	char *merged[] = {"dump", "--merged", path, NULL};
 	run("dump --merged", cmd_dump, 3, merged);
-	char *diff[] = {"diff", "--no-symbols", "--format=json", path, path,
-	                NULL};
+	char *diff[] = {"diff", "--no-symbols", "--format=json",
+	                path,   path,           NULL};
 	run("diff", cmd_diff, 5, diff);
 	close(fd);
 	return 0;

@@ -153,9 +153,9 @@ static int signum(const char *name)
 	static const struct {
 		const char *n;
 		int s;
-	} tab[] = {{"TERM", SIGTERM}, {"INT", SIGINT},     {"HUP", SIGHUP},
-	           {"QUIT", SIGQUIT}, {"PIPE", SIGPIPE},   {"XCPU", SIGXCPU},
-	           {"XFSZ", SIGXFSZ}, {"USR1", SIGUSR1},   {"USR2", SIGUSR2},
+	} tab[] = {{"TERM", SIGTERM}, {"INT", SIGINT},       {"HUP", SIGHUP},
+	           {"QUIT", SIGQUIT}, {"PIPE", SIGPIPE},     {"XCPU", SIGXCPU},
+	           {"XFSZ", SIGXFSZ}, {"USR1", SIGUSR1},     {"USR2", SIGUSR2},
 	           {"ALRM", SIGALRM}, {"VTALRM", SIGVTALRM}, {"PROF", SIGPROF}};
 	for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
 		if (!strcmp(tab[i].n, name))
@@ -320,9 +320,9 @@ static int sc_relcount(void)
 {
 	static pthread_mutex_t early = PTHREAD_MUTEX_INITIALIZER;
 	long n = 1100000; /* more than the 2^20 entries of the lock table */
-	pthread_mutex_t *m = mmap(NULL, (size_t)n * sizeof *m,
-	                          PROT_READ | PROT_WRITE,
-	                          MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pthread_mutex_t *m =
+	    mmap(NULL, (size_t)n * sizeof *m, PROT_READ | PROT_WRITE,
+	         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
 		return 90;
 	mallock_recording(0);

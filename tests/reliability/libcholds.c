@@ -193,7 +193,8 @@ static int run(const char *s)
 		if (!f)
 			return 2;
 		for (int i = 0; i < 100; i++)
-			fprintf(f, "line %d %s\n", i, "padding to fill the buffer");
+			fprintf(f, "line %d %s\n", i,
+			        "padding to fill the buffer");
 		fclose(f);
 		char *mem = NULL;
 		size_t len = 0;

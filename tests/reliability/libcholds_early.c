@@ -35,7 +35,8 @@ __attribute__((constructor(101))) static void early_ctor(void)
 	started = pthread_create(&early, NULL, early_thread, NULL) == 0;
 }
 
-__attribute__((visibility("default"))) int libcholds_early_run(void (*fn)(void));
+__attribute__((visibility("default"))) int
+libcholds_early_run(void (*fn)(void));
 int libcholds_early_run(void (*fn)(void))
 {
 	if (!started)

@@ -112,7 +112,8 @@ static int sc_daemon(const char *done)
 		return 1;
 	pthread_t t[2];
 	for (int i = 0; i < 2; i++)
-		pthread_create(&t[i], NULL, churn_thread, (void *)(intptr_t)2000);
+		pthread_create(&t[i], NULL, churn_thread,
+		               (void *)(intptr_t)2000);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	FILE *f = fopen(done, "w");
@@ -133,7 +134,8 @@ static int sc_dlopen_ctor(const char *lib)
 			printf("dlopen failed\n");
 			return 1;
 		}
-		int (*get)(void) = (int (*)(void))(uintptr_t)dlsym(h, "life_dl_value");
+		int (*get)(void) =
+		    (int (*)(void))(uintptr_t)dlsym(h, "life_dl_value");
 		printf("round %d: %d\n", round, get ? get() : -1);
 		churn(50);
 		if (dlclose(h) != 0)
@@ -310,7 +312,8 @@ static int sc_signals(int handler_mallocs)
 	pthread_t t[N];
 	for (int i = 0; i < N; i++)
 		pthread_create(&t[i], NULL,
-		               handler_mallocs ? locker : allocator_thread, NULL);
+		               handler_mallocs ? locker : allocator_thread,
+		               NULL);
 	struct timespec t0, now;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (!handler_mallocs) {

@@ -97,7 +97,8 @@ int main(int argc, char **argv)
 	end_time = now() + seconds;
 	pthread_t th[MAX_THREADS + 1];
 	for (int i = 0; i < nthreads; i++)
-		pthread_create(&th[i], NULL, worker, (void *)(uintptr_t)(i + 1));
+		pthread_create(&th[i], NULL, worker,
+		               (void *)(uintptr_t)(i + 1));
 	pthread_create(&th[nthreads], NULL, waiter, NULL);
 	printf("attachapp: ready %d\n", (int)getpid());
 	fflush(stdout);

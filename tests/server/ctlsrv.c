@@ -99,7 +99,8 @@ int main(int argc, char **argv)
 	}
 	if (i != argc - 1) {
 		fputs("usage: ctlsrv [--drop UID] [--block] [--workers N] "
-		      "SECONDS\n", stderr);
+		      "SECONDS\n",
+		      stderr);
 		return 2;
 	}
 	if (block) {

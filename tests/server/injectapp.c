@@ -4,8 +4,8 @@
  *
  * usage: injectapp busy|mixed
  * Prints "ready PID", then two threads each run a fixed floating-point
- * recurrence held in SSE registers for a fraction of a second and print its bits.
- * In "mixed" mode a third thread is blocked in read() on a pipe that main
+ * recurrence held in SSE registers for a fraction of a second and print its
+ * bits. In "mixed" mode a third thread is blocked in read() on a pipe that main
  * writes "hello" to after 1.5 s: it prints what read() returned. The
  * output of a run that was attached must equal a bare run's: a register,
  * an SSE/AVX value or an interrupted system call not restored shows as a

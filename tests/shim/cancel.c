@@ -51,8 +51,7 @@ static void tsd_dtor(void *p)
 }
 
 enum variant { V_WAIT, V_TIMED, V_CLOCK, NV };
-static const char *const vname[NV] = {"c_wait", "c_timedwait",
-                                      "c_clockwait"};
+static const char *const vname[NV] = {"c_wait", "c_timedwait", "c_clockwait"};
 
 static void *cancelled(void *a)
 {

@@ -15,8 +15,8 @@ static void count_cleanup(int *armed)
 }
 
 /* Waits on c with m held until cancelled; never returns normally. */
-__attribute__((visibility("default"))) void
-cancel_lib_wait(pthread_cond_t *c, pthread_mutex_t *m)
+__attribute__((visibility("default"))) void cancel_lib_wait(pthread_cond_t *c,
+                                                            pthread_mutex_t *m)
 {
 	__attribute__((cleanup(count_cleanup))) int armed = 1;
 	for (;;)

@@ -20,18 +20,18 @@ static void *work(void *)
 	pthread_setname_np(pthread_self(), "cxx");
 	int bad = 0;
 	for (int i = 0; i < N; i++) {
-		int *a = new int(i);                        // _Znwm
+		int *a = new int(i); // _Znwm
 		sink = a;
-		delete a;                                   // _ZdlPvm (sized)
-		char *b = new char[10 + i % 5];             // _Znam
+		delete a;                       // _ZdlPvm (sized)
+		char *b = new char[10 + i % 5]; // _Znam
 		sink = b;
-		delete[] b;                                 // _ZdaPv
-		int *c = new (std::nothrow) int(1);         // nothrow
+		delete[] b;                         // _ZdaPv
+		int *c = new (std::nothrow) int(1); // nothrow
 		sink = c;
-		operator delete(c, std::nothrow);           // nothrow delete
-		Wide *w = new Wide;                         // aligned new
+		operator delete(c, std::nothrow); // nothrow delete
+		Wide *w = new Wide;               // aligned new
 		sink = w;
-		delete w;                                   // aligned sized delete
+		delete w; // aligned sized delete
 	}
 	try {
 		// Fails in every allocator: must throw, not return NULL.

@@ -36,7 +36,8 @@ static tr_stats_t s;
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--child")) {
-		ssize_t n = readlink("/proc/self/exe", st_self, sizeof st_self - 1);
+		ssize_t n =
+		    readlink("/proc/self/exe", st_self, sizeof st_self - 1);
 		st_self[n > 0 ? n : 0] = 0;
 		return child(argc, argv);
 	}

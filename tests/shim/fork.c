@@ -85,7 +85,8 @@ static void check_pair(void)
 		} else {
 			seen_parent++;
 			CHECK_EQ_U(st_named(&s, "helper", FMT_ALLOC), 50);
-			CHECK(st_named(&s, "forker", FMT_ALLOC) >= PARENT_ALLOCS);
+			CHECK(st_named(&s, "forker", FMT_ALLOC) >=
+			      PARENT_ALLOCS);
 			CHECK(st_named(&s, "forker", FMT_ACQ) >= PARENT_ALLOCS);
 		}
 	}

@@ -62,7 +62,7 @@ static inline void st_setup(int argc, char **argv)
  * status, or -1 if it did not exit normally.
  */
 static inline int st_run_exe(const char *exe, const char *const *args,
-                      const char *const *env);
+                             const char *const *env);
 
 static inline int st_run(const char *const *args, const char *const *env)
 {
@@ -71,7 +71,7 @@ static inline int st_run(const char *const *args, const char *const *env)
 
 /* As st_run, for another program exe (args after argv[0], no --child). */
 static inline int st_run_exe(const char *exe, const char *const *args,
-                      const char *const *env)
+                             const char *const *env)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -105,7 +105,8 @@ static inline int st_files(char paths[][800], int max)
 	int n = scandir(st_dir, &list, NULL, alphasort), k = 0;
 	for (int i = 0; i < n; i++) {
 		if (list[i]->d_name[0] != '.' && k < max)
-			snprintf(paths[k++], 800, "%s/%s", st_dir, list[i]->d_name);
+			snprintf(paths[k++], 800, "%s/%s", st_dir,
+			         list[i]->d_name);
 		free(list[i]);
 	}
 	if (n >= 0)

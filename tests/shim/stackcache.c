@@ -40,17 +40,53 @@ NOINLINE static void leaf_alloc(int tag)
 
 /* Two callers with identical bodies: the helper sees the same return
  * address and stack pointer from both; only the callers' slots differ. */
-NOINLINE static void helper(void) { leaf_alloc(1); KEEP(); }
-NOINLINE static void caller_a(void) { helper(); KEEP(); }
-NOINLINE static void caller_b(void) { helper(); KEEP(); }
+NOINLINE static void helper(void)
+{
+	leaf_alloc(1);
+	KEEP();
+}
+NOINLINE static void caller_a(void)
+{
+	helper();
+	KEEP();
+}
+NOINLINE static void caller_b(void)
+{
+	helper();
+	KEEP();
+}
 
 /* The same, with the difference five frames out. */
-NOINLINE static void deep4(void) { leaf_alloc(2); KEEP(); }
-NOINLINE static void deep3(void) { deep4(); KEEP(); }
-NOINLINE static void deep2(void) { deep3(); KEEP(); }
-NOINLINE static void deep1(void) { deep2(); KEEP(); }
-NOINLINE static void outer_a(void) { deep1(); KEEP(); }
-NOINLINE static void outer_b(void) { deep1(); KEEP(); }
+NOINLINE static void deep4(void)
+{
+	leaf_alloc(2);
+	KEEP();
+}
+NOINLINE static void deep3(void)
+{
+	deep4();
+	KEEP();
+}
+NOINLINE static void deep2(void)
+{
+	deep3();
+	KEEP();
+}
+NOINLINE static void deep1(void)
+{
+	deep2();
+	KEEP();
+}
+NOINLINE static void outer_a(void)
+{
+	deep1();
+	KEEP();
+}
+NOINLINE static void outer_b(void)
+{
+	deep1();
+	KEEP();
+}
 
 NOINLINE static void recurse(int n)
 {
@@ -70,7 +106,8 @@ NOINLINE static void with_alloca(size_t n)
 	KEEP();
 }
 
-__attribute__((noinline, noclone, optimize("no-omit-frame-pointer"))) static void
+__attribute__((noinline, noclone,
+               optimize("no-omit-frame-pointer"))) static void
 fp_mid(int k)
 {
 	if (k & 1)
@@ -133,8 +170,8 @@ static int collect(const fmt_chunk_header_t *h, const fmt_record_t *r,
                    void *arg)
 {
 	run_t *x = arg;
-	if (r->type == FMT_ALLOC && h->tid == x->main_tid &&
-	    r->f[1] >= TAG && r->f[1] < TAG + 100 && x->nalloc < MAX_ALLOCS) {
+	if (r->type == FMT_ALLOC && h->tid == x->main_tid && r->f[1] >= TAG &&
+	    r->f[1] < TAG + 100 && x->nalloc < MAX_ALLOCS) {
 		x->size[x->nalloc] = r->f[1];
 		x->stack[x->nalloc++] = r->f[2];
 	} else if (r->type == FMT_STACK && x->nstack < MAX_STACKS) {
@@ -148,9 +185,10 @@ static int collect(const fmt_chunk_header_t *h, const fmt_record_t *r,
 		for (uint64_t i = 0; i < n; i++) {
 			if (fmt_get_u(&p, end, &f))
 				return 0;
-			x->frames[k][i] = i == 0 ? f
-			                         : x->frames[k][i - 1] +
-			                               (uint64_t)fmt_unzigzag(f);
+			x->frames[k][i] = i == 0
+			                      ? f
+			                      : x->frames[k][i - 1] +
+			                            (uint64_t)fmt_unzigzag(f);
 		}
 	} else if (r->type == FMT_NOTE) {
 		const uint8_t *p = r->body, *end = r->body + r->body_len;
@@ -159,7 +197,8 @@ static int collect(const fmt_chunk_header_t *h, const fmt_record_t *r,
 		size_t len;
 		char buf[256];
 		if (fmt_get_u(&p, end, &level) == 0 &&
-		    fmt_get_str(&p, end, &text, &len) == 0 && len < sizeof buf) {
+		    fmt_get_str(&p, end, &text, &len) == 0 &&
+		    len < sizeof buf) {
 			memcpy(buf, text, len);
 			buf[len] = 0;
 			long hits;
@@ -216,7 +255,8 @@ static void check_anchors(const run_t *x)
 	const uint64_t *a = frames_of(x, 7, &na), *b = frames_of(x, 8, &nb);
 	/* caller_a and caller_b: the same leaf_alloc and helper frames, and
 	 * different callers (frame 2). */
-	CHECK(a && b && na >= 3 && a[0] == b[0] && a[1] == b[1] && a[2] != b[2]);
+	CHECK(a && b && na >= 3 && a[0] == b[0] && a[1] == b[1] &&
+	      a[2] != b[2]);
 	/* outer_a (round 1) and outer_b (round 3): frames 0 to 4 (leaf_alloc,
 	 * deep4 .. deep1) equal, frame 5 differs. */
 	const uint64_t *oa = frames_of(x, 9, &n1), *ob = frames_of(x, 21, &n2);
@@ -259,8 +299,9 @@ int main(int argc, char **argv)
 		           !memcmp(off.frames[a], on.frames[b],
 		                   off.nframes[a] * sizeof(uint64_t));
 		if (!same && bad++ < 5)
-			fprintf(stderr, "allocation %u (size %lu): stacks differ"
-			                " (%u vs %u frames)\n",
+			fprintf(stderr,
+			        "allocation %u (size %lu): stacks differ"
+			        " (%u vs %u frames)\n",
 			        i, (unsigned long)off.size[i],
 			        a >= 0 ? off.nframes[a] : 0,
 			        b >= 0 ? on.nframes[b] : 0);

@@ -11,7 +11,8 @@
 
 #include <fcntl.h>
 
-#define WARNING "ahead of the shim (a statically linked allocator): " \
+#define WARNING                                                                \
+	"ahead of the shim (a statically linked allocator): "                  \
 	"recording allocations through its MallocHook API"
 
 static uint64_t hooked, warn_notes, other_warns;

@@ -34,8 +34,8 @@ int tr_walk(const char *path, tr_cb cb, void *arg, char *err, size_t errlen)
 			break;
 		fmt_chunk_header_t h;
 		if (n != sizeof ch || fmt_chunk_parse(ch, &h) != 0) {
-			snprintf(err, errlen, "%s: offset %ld: bad chunk header",
-			         path, off);
+			snprintf(err, errlen,
+			         "%s: offset %ld: bad chunk header", path, off);
 			goto out;
 		}
 		if (fread(payload, 1, h.payload_len, f) != h.payload_len) {
@@ -44,8 +44,8 @@ int tr_walk(const char *path, tr_cb cb, void *arg, char *err, size_t errlen)
 			goto out;
 		}
 		if (fmt_chunk_verify(ch, &h, payload) != 0) {
-			snprintf(err, errlen, "%s: offset %ld: CRC mismatch", path,
-			         off);
+			snprintf(err, errlen, "%s: offset %ld: CRC mismatch",
+			         path, off);
 			goto out;
 		}
 		/* Compressed chunks (1.2): the callbacks see the records. */
@@ -53,8 +53,10 @@ int tr_walk(const char *path, tr_cb cb, void *arg, char *err, size_t errlen)
 		uint32_t nrecs;
 		if (fmt_chunk_inflate(&h, payload, &raw, &rawcap, &recs,
 		                      &nrecs) != 0) {
-			snprintf(err, errlen, "%s: offset %ld: corrupt "
-			         "compressed payload", path, off);
+			snprintf(err, errlen,
+			         "%s: offset %ld: corrupt "
+			         "compressed payload",
+			         path, off);
 			goto out;
 		}
 		long at = off;
@@ -69,9 +71,10 @@ int tr_walk(const char *path, tr_cb cb, void *arg, char *err, size_t errlen)
 			if (cb(&h, &r, arg))
 				goto done;
 		if (k < 0) {
-			snprintf(err, errlen,
-			         "%s: offset %ld: bad record at payload offset %zu",
-			         path, at, eoff);
+			snprintf(
+			    err, errlen,
+			    "%s: offset %ld: bad record at payload offset %zu",
+			    path, at, eoff);
 			goto out;
 		}
 	}

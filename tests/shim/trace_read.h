@@ -27,14 +27,14 @@ typedef struct tr_stats {
 	uint64_t chunks, bytes;
 	uint32_t pid, ppid;
 	char exe[1024];
-	uint64_t alloc_bytes;  /* sum of ALLOC sizes */
+	uint64_t alloc_bytes; /* sum of ALLOC sizes */
 	int have_end;
 	uint64_t end_events, end_dropped, end_flags;
-	uint64_t drop_sum;     /* sum of DROP counts */
+	uint64_t drop_sum; /* sum of DROP counts */
 	uint64_t stack_frames_max;
 	unsigned nthreads;
 	tr_thread_t threads[TR_MAX_THREADS];
-	char error[256];       /* first error, empty if none */
+	char error[256]; /* first error, empty if none */
 } tr_stats_t;
 
 /* Called for each record; h is its chunk's header. Return nonzero to stop. */

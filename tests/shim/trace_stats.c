@@ -80,7 +80,8 @@ int main(int argc, char **argv)
 	if (argc == 4) {
 		int code = tr_type_code(argv[2]);
 		if (code < 0) {
-			fprintf(stderr, "trace_stats: unknown type %s\n", argv[2]);
+			fprintf(stderr, "trace_stats: unknown type %s\n",
+			        argv[2]);
 			return 2;
 		}
 		printf("%" PRIu64 "\n", st.by_type[code]);
@@ -101,7 +102,8 @@ int main(int argc, char **argv)
 		printf("thread %u %s", t->tid, t->name[0] ? t->name : "-");
 		for (int k = 0; k < 256; k++)
 			if (t->by_type[k] && !FMT_IS_META(k))
-				printf(" %s=%" PRIu64, fmt_type_name((unsigned)k),
+				printf(" %s=%" PRIu64,
+				       fmt_type_name((unsigned)k),
 				       t->by_type[k]);
 		printf("\n");
 	}

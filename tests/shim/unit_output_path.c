@@ -39,8 +39,8 @@ static void expect(const char *pattern, uint32_t pid, const char *exe,
 	if (want) {
 		CHECK(rc == 0);
 		if (rc == 0 && strcmp(buf, want) != 0)
-			fprintf(stderr, "'%s' -> '%s', expected '%s'\n", pattern,
-			        buf, want);
+			fprintf(stderr, "'%s' -> '%s', expected '%s'\n",
+			        pattern, buf, want);
 		CHECK(rc == 0 && strcmp(buf, want) == 0);
 	} else {
 		CHECK(rc == -1);
@@ -56,7 +56,8 @@ static void expect(const char *pattern, uint32_t pid, const char *exe,
 int main(void)
 {
 	/* The default pattern, and every directive. */
-	expect("mallock.%e.%p.trace", 42, "svc", 0, 256, "mallock.svc.42.trace");
+	expect("mallock.%e.%p.trace", 42, "svc", 0, 256,
+	       "mallock.svc.42.trace");
 	expect("/tmp/t.%p.%p", 7, "x", 0, 256, "/tmp/t.7.7");
 	expect("%e", 1, "a-b.c", 0, 256, "a-b.c");
 	expect("%p", 4294967295u, "x", 0, 256, "4294967295");
