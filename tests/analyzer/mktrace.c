@@ -31,11 +31,13 @@
  *   tpool     an idle thread pool after an attach (MariaDB's tpool, issue
  *             13 item 1): five "tp-N" workers (thread_native_entry ->
  *             pool_worker) each asleep on "tpool" most of the time, woken
- *             1, 1/2, 1/4, 1/8, 1/16 times per round, taking the lock once
- *             more per wake without waiting (a task found queued); the
+ *             1, 1/2, 1/4, 1/8, 1/16 times per round and awake 15 % of
+ *             the time, taking the lock once more per wake without
+ *             waiting (a task found queued); the
  *             recording is paused after the rounds and the workers exit
  *             three times as late (a window closed long before the end):
- *             no starvation above info.
+ *             no starvation above info on "tpool"; on "pstats", taken
+ *             after a wait at each wake, starvation within the window.
  *   locks     --locks N mutexes (default 100000) initialised at one line
  *             (queue_init: one class), each taken once by four "conn-N"
  *             threads, the last of which waits 100 ns: the report's size
@@ -927,7 +929,10 @@ static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
  * tpool: worker i (i = 0..4) starts waiting at T0 + 1000 + 100 i (ACQ,
  * COND_WAIT +10); in each round r (t0 = T0 + 100000 + r * 10000) with
  * r % 2^i == 0, at a = t0 + 100 i: COND_WAKE, REL +10, ACQ +100 (a task
- * found queued), REL +120, ACQ +200, COND_WAIT +210. Then a PAUSE mark on
+ * found queued), REL +120, ACQ_WAIT "pstats" +300 after 1000 ns, REL +320
+ * (a real starvation, by acquisitions with waits), and after its work
+ * (15 % of its time awake, as MariaDB's workers) at b = a + 1500 x 2^i:
+ * ACQ "tpool", COND_WAIT +10. Then a PAUSE mark on
  * main 1000 after the last round, and each worker's THREAD_EXIT at three
  * times the recorded span from T0.
  */
@@ -948,9 +953,12 @@ static void scenario_tpool(tw_t *mainth, tw_t **w, int rounds)
 			E(w[i], FMT_REL, a + 10, L_JOBS, 0, 0, 0, 0);
 			E(w[i], FMT_ACQ, a + 100, L_JOBS, S_POOL, 0, 0, 0);
 			E(w[i], FMT_REL, a + 120, L_JOBS, 0, 0, 0, 0);
-			E(w[i], FMT_ACQ, a + 200, L_JOBS, S_POOL, 0, 0, 0);
-			E(w[i], FMT_COND_WAIT, a + 210, C_JOBS, L_JOBS, 0, 0,
+			E(w[i], FMT_ACQ_WAIT, a + 300, L_HEAP, S_POOL, 1000, 1,
 			  0);
+			E(w[i], FMT_REL, a + 320, L_HEAP, 0, 0, 0, 0);
+			uint64_t b = a + 1500u * (1u << i);
+			E(w[i], FMT_ACQ, b, L_JOBS, S_POOL, 0, 0, 0);
+			E(w[i], FMT_COND_WAIT, b + 10, C_JOBS, L_JOBS, 0, 0, 0);
 		}
 	}
 	uint64_t end = T0 + 100000 + (uint64_t)rounds * 10000;
@@ -1304,7 +1312,10 @@ int main(int argc, char **argv)
 		m_lock_new(a[0], L_JOBS, 0x6000, FMT_KIND_MUTEX,
 		           FMT_LOCKF_STATIC);
 		m_lock_new(a[0], C_JOBS, 0x6040, FMT_KIND_COND, 0);
+		m_lock_new(a[0], L_HEAP, 0x60c0, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
 		m_lock_name(a[0], L_JOBS, 0, "tpool");
+		m_lock_name(a[0], L_HEAP, 0, "pstats");
 	} else if (!strcmp(sc, "futex")) {
 		tw_t *a[4];
 		for (int i = 0; i < 4; i++) {
