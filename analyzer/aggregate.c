@@ -794,6 +794,11 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		t->first_tsc = r->tsc;
 	}
 	t->last_tsc = r->tsc;
+	if (!m->paused) {
+		if (!t->rec_first_tsc)
+			t->rec_first_tsc = r->tsc;
+		t->rec_last_tsc = r->tsc;
+	}
 	if (t->excluded) {
 		/* Keep the live map right for the threads we do report. */
 		uint32_t slot;

@@ -16,9 +16,17 @@
  * library stays mapped).
  *
  * As root, the injection runs with the target's uid and gid when the
- * target is not root and is dumpable: the target's files (its libc's
- * symbol table) are then read with no more privilege than their owner has
- * (review #22).
+ * target is not root: the target's files (its libc's symbol table) are
+ * then read with no more privilege than their owner has (review #22). A
+ * target that is not dumpable (a daemon started by root that dropped to
+ * its user with setuid(), as mariadbd --user=mysql) can be traced only with
+ * CAP_SYS_PTRACE: that one capability is kept across the drop, every other
+ * is given up (so no file is opened with root's rights).
+ *
+ * Dumpable or not is read from the owner of /proc/PID/stat (root when the
+ * process is not dumpable), never of /proc/PID: a directory of a process
+ * always shows its effective uid, so mallock took a non-dumpable mariadbd
+ * for a dumpable one, dropped every privilege and could not read its maps.
  *
  * Before ptrace is used, the permission is checked as the kernel will
  * (same real uid and gid as the target's real, effective and saved ids, a
@@ -38,10 +46,14 @@
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -123,6 +135,19 @@ static int have_cap_sys_ptrace(void)
 	       (eff >> CAP_SYS_PTRACE_BIT) & 1;
 }
 
+/* Whether pid is dumpable: its /proc/PID/stat belongs to its effective
+ * uid euid (root's when it is not dumpable; a /proc/PID directory shows
+ * euid either way). 1, 0, or -1 when it cannot be told. */
+static int dumpable(long pid, long euid)
+{
+	char path[64];
+	struct stat sb;
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	if (stat(path, &sb) != 0)
+		return -1;
+	return (long)sb.st_uid == euid;
+}
+
 /*
  * Whether the kernel will let this process ptrace-attach
  * to pid. Returns 0, or 2 after printing one line saying why not, or 1 when
@@ -194,16 +219,14 @@ static int ptrace_permitted(long pid)
 		        cmd_name, pid, gid[1], mygid);
 		return 2;
 	}
-	struct stat sb;
-	snprintf(path, sizeof path, "/proc/%ld", pid);
-	if (stat(path, &sb) == 0 && (long)sb.st_uid != me) {
-		/* /proc/PID belongs to root when the process is not
-		 * dumpable. */
+	if (dumpable(pid, uid[1]) == 0) {
 		fprintf(stderr,
 		        "mallock %s: refused: pid %ld is not dumpable "
-		        "(it changed credentials or called "
-		        "prctl(PR_SET_DUMPABLE, 0)): only root may trace it\n",
-		        cmd_name, pid);
+		        "(it changed credentials, e.g. started as root and "
+		        "dropped to uid %ld, or called "
+		        "prctl(PR_SET_DUMPABLE, 0)): only root "
+		        "(CAP_SYS_PTRACE) may trace it\n",
+		        cmd_name, pid, uid[1]);
 		return 2;
 	}
 	if (scope == 1) {
@@ -234,46 +257,66 @@ static int has_shim(long pid)
 }
 
 /* The credentials to inject with: the target's uid/gid (*uid >= 0)
- * when we are root and the target is not root, has one uid and one gid,
- * and is dumpable (/proc/PID is then its uid's); else *uid = -1 (our own).
- * Yama's ptrace_scope 1 would forbid that uid to attach: root stays. */
-static void target_credentials(long pid, long *uid, long *gid)
+ * when we are root and the target is not root and has one uid and one
+ * gid; else *uid = -1 (our own). *keep_ptrace: the target is not dumpable,
+ * so CAP_SYS_PTRACE must be kept. Yama's ptrace_scope 1 would forbid that
+ * uid to attach a dumpable target: root stays. */
+static void target_credentials(long pid, long *uid, long *gid,
+                               bool *keep_ptrace)
 {
 	char path[64], st[8192];
 	long u[4], g[4];
-	struct stat sb;
 	*uid = *gid = -1;
+	*keep_ptrace = false;
 	snprintf(path, sizeof path, "/proc/%ld/status", pid);
 	if (geteuid() != 0 || read_text(path, st, sizeof st) != 0 ||
 	    status_ids(st, "Uid:", u) != 0 || status_ids(st, "Gid:", g) != 0)
 		return;
-	snprintf(path, sizeof path, "/proc/%ld", pid);
+	int d = dumpable(pid, u[1]);
 	if (u[0] == 0 || u[0] != u[1] || u[0] != u[2] || g[0] != g[1] ||
-	    g[0] != g[2] || stat(path, &sb) != 0 || (long)sb.st_uid != u[0])
+	    g[0] != g[2] || d < 0)
 		return;
 	char scope[32];
-	if (read_text("/proc/sys/kernel/yama/ptrace_scope", scope,
+	if (d &&
+	    read_text("/proc/sys/kernel/yama/ptrace_scope", scope,
 	              sizeof scope) == 0 &&
 	    strtol(scope, NULL, 10) != 0)
 		return;
 	*uid = u[0];
 	*gid = g[0];
+	*keep_ptrace = !d;
+}
+
+/* Only CAP_SYS_PTRACE, effective and permitted (after a setuid() that
+ * kept the permitted set): 0, or -1 with errno. */
+static int only_cap_sys_ptrace(void)
+{
+	struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+	struct __user_cap_data_struct c[2];
+	memset(c, 0, sizeof c);
+	c[0].effective = c[0].permitted = 1u << CAP_SYS_PTRACE_BIT;
+	return (int)syscall(SYS_capset, &h, c);
 }
 
 /* Drops this process to the credentials target_credentials() names, for
- * the injection. 0, or -1 after printing why (then nothing is done). */
-static int drop_to_target(long pid, long *uid)
+ * the injection; for a target that is not dumpable, with CAP_SYS_PTRACE
+ * kept (*kept). 0, or -1 after printing why (then nothing is done). */
+static int drop_to_target(long pid, long *uid, bool *kept)
 {
 	long gid;
-	target_credentials(pid, uid, &gid);
+	target_credentials(pid, uid, &gid, kept);
 	if (*uid < 0)
 		return 0;
-	if (setgroups(0, NULL) != 0 || setgid((gid_t)gid) != 0 ||
-	    setuid((uid_t)*uid) != 0 || setuid(0) == 0) {
+	if ((*kept && prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) ||
+	    setgroups(0, NULL) != 0 || setgid((gid_t)gid) != 0 ||
+	    setuid((uid_t)*uid) != 0 || (*kept && only_cap_sys_ptrace()) ||
+	    setuid(0) == 0) {
 		fprintf(stderr,
-		        "mallock %s: cannot drop to uid %ld gid %ld: "
+		        "mallock %s: cannot drop to uid %ld gid %ld%s: "
 		        "%s\n",
-		        cmd_name, *uid, gid, strerror(errno));
+		        cmd_name, *uid, gid,
+		        *kept ? " keeping CAP_SYS_PTRACE" : "",
+		        strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -369,7 +412,8 @@ int cmd_attach(int argc, char **argv)
 			unlink(out_abs);
 	}
 	long as_uid = -1;
-	if (drop_to_target(pid, &as_uid) != 0)
+	bool kept = false;
+	if (drop_to_target(pid, &as_uid, &kept) != 0)
 		return 1;
 	static char answer[4096];
 	char err[1024];
@@ -396,8 +440,11 @@ int cmd_attach(int argc, char **argv)
 		       pid, patched, modules, path);
 		if (as_uid >= 0)
 			printf("  injected as uid %ld (the process's own "
-			       "user)\n",
-			       as_uid);
+			       "user)%s\n",
+			       as_uid,
+			       kept ? " with CAP_SYS_PTRACE (it is not "
+			              "dumpable)"
+			            : "");
 		if (duration)
 			printf("  recording stops by itself after %ld s\n",
 			       duration);
@@ -488,7 +535,8 @@ int cmd_detach(int argc, char **argv)
 		return 1;
 	}
 	long as_uid = -1;
-	if (drop_to_target(pid, &as_uid) != 0)
+	bool kept = false;
+	if (drop_to_target(pid, &as_uid, &kept) != 0)
 		return 1;
 	static char answer[4096];
 	char err[1024];

@@ -13,8 +13,14 @@
  *   measure, its gap times the share of its acquisitions that got no wake
  *   (it came back and went away without service). A thread that sleeps
  *   waiting for work wanted work, not the lock: it adds nothing.
+ * - A peer behind asleep on the lock's condition for half its life or more
+ *   waited for work (an idle pool's worker: MariaDB's tpool after an
+ *   attach was "starvation [high]" 7.05 s): it adds nothing; another adds
+ *   its unserved share only of the time it was awake.
  * - The score never exceeds the wall-clock time the trace covers for the
- *   peers behind (first event of the earliest to last of the latest).
+ *   peers behind (first event of the earliest to last of the latest, while
+ *   recording: a window closed before the threads exit, as after `mallock
+ *   attach --duration`, does not lengthen it).
  * - A generic thread trampoline (start_thread, thread_native_entry, a
  *   std::thread state, ...) is not a role: the role is the first frame
  *   inward of it; threads of one entry function with different name stems
@@ -252,8 +258,8 @@ static const char **peer_roles(model_t *m)
 typedef struct peer {
 	const lockthr_t *lt;
 	const char *role; /* arena; NULL: no peers */
-	double first_ns;  /* the thread's first event, from the trace's */
-	double span_ns;   /* the thread's first to last event */
+	double first_ns;  /* the thread's first event while recording */
+	double span_ns;   /* its first to last event while recording */
 	double service, rate;
 } peer_t;
 
@@ -337,12 +343,16 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 			 * for it, or its visits that got no wake. */
 			double gap = (1 - p[i].rate / mu) * p[i].span_ns;
 			gross += gap;
-			if (by_wakes)
-				gap *= lt->acq > lt->wakes
+			if (by_wakes) {
+				/* Asleep on the condition: waiting for work,
+				 * not for the lock. */
+				double awake =
+				    1 - (double)lt->sleep_ns / p[i].span_ns;
+				gap *= lt->acq > lt->wakes && awake > 0.5
 				           ? (double)(lt->acq - lt->wakes) /
-				                 (double)lt->acq
+				                 (double)lt->acq * awake
 				           : 0;
-			else
+			} else
 				gap = fmin(gap, (double)lt->wait_ns);
 			lost += gap;
 			first = fmin(first, p[i].first_ns);
@@ -454,14 +464,16 @@ void find_starvation(model_t *m, findings_t *out)
 			memset(&p[k], 0, sizeof p[k]);
 			p[k].lt = e;
 			p[k].role = role[e->thread];
+			/* Its recorded life: a thread seen only while
+			 * paused has none. */
 			p[k].first_ns =
-			    t->first_tsc > m->first_tsc
-			        ? (double)(t->first_tsc - m->first_tsc) *
+			    t->rec_first_tsc > m->first_tsc
+			        ? (double)(t->rec_first_tsc - m->first_tsc) *
 			              m->ns_per_tick
 			        : 0;
 			p[k].span_ns =
-			    t->last_tsc > t->first_tsc
-			        ? (double)(t->last_tsc - t->first_tsc) *
+			    t->rec_last_tsc > t->rec_first_tsc
+			        ? (double)(t->rec_last_tsc - t->rec_first_tsc) *
 			              m->ns_per_tick
 			        : 0;
 		}

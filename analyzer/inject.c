@@ -12,6 +12,12 @@
  * Symbols: dlopen, dlsym and dlerror are looked up in the .dynsym of the
  * libc the target maps (through /proc/PID/root, so a container's own libc
  * is read), at the load address /proc/PID/maps shows.
+ *
+ * The target's memory is read and written with process_vm_readv/writev
+ * (the kernel's ptrace-attach check), not through /proc/PID/mem: that file
+ * is root's, mode 0600, when the process is not dumpable, and `mallock
+ * attach` then runs with the target's uid and CAP_SYS_PTRACE alone, which
+ * does not open another user's file.
  */
 #define _GNU_SOURCE
 #include "inject.h"
@@ -44,7 +50,6 @@
 
 typedef struct inj {
 	pid_t pid, tid;
-	int mem;                      /* /proc/PID/mem */
 	struct user_regs_struct regs; /* as the thread was stopped */
 	unsigned char *xstate;        /* its XSAVE area, or NULL */
 	size_t xlen;
@@ -175,11 +180,24 @@ static int pick_thread(inj_t *ij)
 	return seize(ij, ij->pid);
 }
 
+/* Writes len bytes at addr in the target. 0, or -1 with errno. */
+static int mem_write(inj_t *ij, uint64_t addr, const void *p, size_t len)
+{
+	struct iovec l = {(void *)(uintptr_t)p, len};
+	struct iovec r = {(void *)(uintptr_t)addr, len};
+	ssize_t w = process_vm_writev(ij->pid, &l, 1, &r, 1, 0);
+	if (w == (ssize_t)len)
+		return 0;
+	if (w >= 0)
+		errno = EIO;
+	return -1;
+}
+
 /* Copies len bytes to the target's scratch area; its address, or 0. */
 static uint64_t push(inj_t *ij, const void *p, size_t len)
 {
 	ij->scratch = (ij->scratch - len) & ~(uint64_t)15;
-	if (pwrite(ij->mem, p, len, (off_t)ij->scratch) != (ssize_t)len)
+	if (mem_write(ij, ij->scratch, p, len) != 0)
 		return 0;
 	return ij->scratch;
 }
@@ -192,7 +210,7 @@ static int inj_call(inj_t *ij, uint64_t fn, uint64_t a0, uint64_t a1,
 	uint64_t zero = 0;
 	uint64_t sp = (ij->scratch - 256) & ~(uint64_t)15;
 	sp -= 8; /* at entry, rsp + 8 is 16-aligned */
-	if (pwrite(ij->mem, &zero, 8, (off_t)sp) != 8)
+	if (mem_write(ij, sp, &zero, 8) != 0)
 		return fail(ij, INJ_FAILED,
 		            "cannot write to the stack of "
 		            "thread %d: %s",
@@ -256,7 +274,8 @@ static int read_str(inj_t *ij, uint64_t addr, char *out, size_t n)
 {
 	if (!n)
 		return -1;
-	ssize_t r = pread(ij->mem, out, n - 1, (off_t)addr);
+	struct iovec l = {out, n - 1}, rem = {(void *)(uintptr_t)addr, n - 1};
+	ssize_t r = process_vm_readv(ij->pid, &l, 1, &rem, 1, 0);
 	if (r <= 0) {
 		out[0] = 0;
 		return -1;
@@ -267,7 +286,8 @@ static int read_str(inj_t *ij, uint64_t addr, char *out, size_t n)
 }
 
 /* The target's libc: its path and the address its offset-0 segment is
- * mapped at. 0, or -1. */
+ * mapped at. 0; 1: no libc mapped; -1: /proc/PID/maps unreadable
+ * (errno). */
 static int find_libc(pid_t pid, char *path, size_t n, uint64_t *base)
 {
 	char mp[64];
@@ -276,7 +296,7 @@ static int find_libc(pid_t pid, char *path, size_t n, uint64_t *base)
 	if (!f)
 		return -1;
 	char line[PATH_MAX + 128];
-	int found = -1;
+	int found = 1;
 	while (fgets(line, sizeof line, f)) {
 		unsigned long long lo, off;
 		int pos = 0;
@@ -362,14 +382,23 @@ int inj_dlcall(pid_t pid, const char *lib, const char *sym, const char *sarg,
                long iarg, int timeout_s, char *answer, size_t n, char *err,
                size_t en)
 {
-	inj_t ij = {.pid = pid, .mem = -1, .err = err, .en = en};
+	inj_t ij = {.pid = pid, .err = err, .en = en};
 	ij.deadline = time(NULL) + timeout_s;
 	answer[0] = 0;
 	err[0] = 0;
 
 	char libc[PATH_MAX], rooted[PATH_MAX + 32];
 	uint64_t base;
-	if (find_libc(pid, libc, sizeof libc, &base) != 0)
+	int lrc = find_libc(pid, libc, sizeof libc, &base);
+	if (lrc < 0)
+		return fail(&ij,
+		            errno == EACCES || errno == EPERM ? INJ_REFUSED
+		                                              : INJ_FAILED,
+		            "cannot read /proc/%d/maps as uid %ld: %s (the "
+		            "kernel's ptrace read check: a process that is not "
+		            "dumpable needs CAP_SYS_PTRACE)",
+		            (int)pid, (long)geteuid(), strerror(errno));
+	if (lrc > 0)
 		return fail(&ij, INJ_FAILED,
 		            "pid %d maps no dynamic libc "
 		            "(a static program cannot load the shim)",
@@ -396,10 +425,7 @@ int inj_dlcall(pid_t pid, const char *lib, const char *sym, const char *sarg,
 		            "cannot stop a thread of pid %d: %s", (int)pid,
 		            strerror(e));
 	int rc = INJ_FAILED;
-	char mp[64];
-	snprintf(mp, sizeof mp, "/proc/%d/mem", (int)pid);
-	ij.mem = open(mp, O_RDWR | O_CLOEXEC);
-	if (ij.mem < 0 || save_state(&ij) != 0) {
+	if (save_state(&ij) != 0) {
 		rc = fail(&ij, INJ_FAILED, "cannot read thread %d: %s",
 		          (int)ij.tid, strerror(errno));
 		goto out;
@@ -447,8 +473,6 @@ out:
 			          strerror(errno));
 		ptrace(PTRACE_DETACH, ij.tid, 0, 0);
 	}
-	if (ij.mem >= 0)
-		close(ij.mem);
 	free(ij.xstate);
 	return rc;
 }

@@ -217,6 +217,10 @@ typedef struct thread {
 	bool started, exited, excluded, seen;
 	bool busy; /* on model.busy (holds or pending state) */
 	uint64_t first_tsc, last_tsc, events, dropped;
+	/* Its first and last event while recording was on (not after a
+	 * pause mark): the time the trace covers for it. A window closed
+	 * long before the thread's exit must not lengthen it. */
+	uint64_t rec_first_tsc, rec_last_tsc;
 	uint64_t allocs, frees, bytes, alloc_ns, acq, contended, wait_ns;
 	uint64_t cond_waits, cond_signals, xfrees, sleep_ns, cond_sleep_tsc;
 	uint64_t futex_waits; /* FUTEX_WAITs (futex words) */

@@ -28,6 +28,16 @@
  *             entry, thread_native_entry -> thread_main_inner: a runtime's
  *             threads, not peers) taking "codecache" 1, 10 and 3 times per
  *             round, each waiting 200 ns.
+ *   tpool     an idle thread pool after an attach (MariaDB's tpool, issue
+ *             13 item 1): five "tp-N" workers (thread_native_entry ->
+ *             pool_worker) each asleep on "tpool" most of the time, woken
+ *             1, 1/2, 1/4, 1/8, 1/16 times per round and awake 15 % of
+ *             the time, taking the lock once more per wake without
+ *             waiting (a task found queued); the
+ *             recording is paused after the rounds and the workers exit
+ *             three times as late (a window closed long before the end):
+ *             no starvation above info on "tpool"; on "pstats", taken
+ *             after a wait at each wake, starvation within the window.
  *   locks     --locks N mutexes (default 100000) initialised at one line
  *             (queue_init: one class), each taken once by four "conn-N"
  *             threads, the last of which waits 100 ns: the report's size
@@ -916,6 +926,49 @@ static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
 }
 
 /*
+ * tpool: worker i (i = 0..4) starts waiting at T0 + 1000 + 100 i (ACQ,
+ * COND_WAIT +10); in each round r (t0 = T0 + 100000 + r * 10000) with
+ * r % 2^i == 0, at a = t0 + 100 i: COND_WAKE, REL +10, ACQ +100 (a task
+ * found queued), REL +120, ACQ_WAIT "pstats" +300 after 1000 ns, REL +320
+ * (a real starvation, by acquisitions with waits), and after its work
+ * (15 % of its time awake, as MariaDB's workers) at b = a + 1500 x 2^i:
+ * ACQ "tpool", COND_WAIT +10. Then a PAUSE mark on
+ * main 1000 after the last round, and each worker's THREAD_EXIT at three
+ * times the recorded span from T0.
+ */
+static void scenario_tpool(tw_t *mainth, tw_t **w, int rounds)
+{
+	for (int i = 0; i < 5; i++) {
+		uint64_t a = T0 + 1000 + 100u * (unsigned)i;
+		E(w[i], FMT_ACQ, a, L_JOBS, S_POOL, 0, 0, 0);
+		E(w[i], FMT_COND_WAIT, a + 10, C_JOBS, L_JOBS, 0, 0, 0);
+	}
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int i = 0; i < 5; i++) {
+			if (r % (1 << i))
+				continue;
+			uint64_t a = t0 + 100u * (unsigned)i;
+			E(w[i], FMT_COND_WAKE, a, C_JOBS, L_JOBS, 0, 0, 0);
+			E(w[i], FMT_REL, a + 10, L_JOBS, 0, 0, 0, 0);
+			E(w[i], FMT_ACQ, a + 100, L_JOBS, S_POOL, 0, 0, 0);
+			E(w[i], FMT_REL, a + 120, L_JOBS, 0, 0, 0, 0);
+			E(w[i], FMT_ACQ_WAIT, a + 300, L_HEAP, S_POOL, 1000, 1,
+			  0);
+			E(w[i], FMT_REL, a + 320, L_HEAP, 0, 0, 0, 0);
+			uint64_t b = a + 1500u * (1u << i);
+			E(w[i], FMT_ACQ, b, L_JOBS, S_POOL, 0, 0, 0);
+			E(w[i], FMT_COND_WAIT, b + 10, C_JOBS, L_JOBS, 0, 0, 0);
+		}
+	}
+	uint64_t end = T0 + 100000 + (uint64_t)rounds * 10000;
+	E(mainth, FMT_MARK, end + 1000, FMT_MARK_PAUSE, 0, 0, 0, 0);
+	for (int i = 0; i < 5; i++)
+		E(w[i], FMT_THREAD_EXIT, T0 + 3 * (end - T0) + (uint64_t)i, 0,
+		  0, 0, 0, 0);
+}
+
+/*
  * locks: lock k (id 1000 + k, address 0x10000000 + 64 k) is initialised by
  * conn-0 at t = T0 + 1000 + 100 k, then taken by conn-i at +10 + 20 i and
  * released 5 ns later (conn-3: ACQ_WAIT 100 ns, whole stack).
@@ -1025,7 +1078,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 3) {
 		fprintf(stderr, "usage: mktrace cascade|precise|mixed|starve|"
-		                "roles|pool|locks|big OUT [options]\n");
+		                "roles|pool|tpool|locks|big OUT [options]\n");
 		return 1;
 	}
 	const char *sc = argv[1], *path = argv[2];
@@ -1245,6 +1298,24 @@ int main(int argc, char **argv)
 		m_lock_name(a[0], L_JOBS, 0, "tasks");
 		m_lock_name(a[0], L_HEAP, 0, "heap");
 		m_lock_name(a[0], L_CODE, 0, "codecache");
+	} else if (!strcmp(sc, "tpool")) {
+		tw_t *a[5];
+		char name[32];
+		for (int i = 0; i < 5; i++) {
+			a[i] = tw_new(131 + (uint32_t)i);
+			E(a[i], FMT_THREAD_START, T0 + 300 + (uint64_t)i, PID,
+			  0, 0, 0, 0);
+			snprintf(name, sizeof name, "tp-%d", i);
+			m_thread_name(proc, 131 + (uint64_t)i, name);
+		}
+		scenario_tpool(mainth, a, rounds);
+		m_lock_new(a[0], L_JOBS, 0x6000, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
+		m_lock_new(a[0], C_JOBS, 0x6040, FMT_KIND_COND, 0);
+		m_lock_new(a[0], L_HEAP, 0x60c0, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
+		m_lock_name(a[0], L_JOBS, 0, "tpool");
+		m_lock_name(a[0], L_HEAP, 0, "pstats");
 	} else if (!strcmp(sc, "futex")) {
 		tw_t *a[4];
 		for (int i = 0; i < 4; i++) {

@@ -275,6 +275,33 @@ heap = [x for x in st if x["lock"] == lock_by_name(d, "heap")["id"]]
 check(heap and "threads running gc_worker get" in heap[0]["advice"],
       f"pool: the GC helpers' role is not gc_worker: {heap}")
 
+# An idle pool after an attach (MariaDB's tpool mutex was "starvation
+# [high]" 7.05 s): workers asleep on the pool's condition most of the time,
+# woken unevenly (LIFO by design), each taking the lock once more per wake
+# without a wait; the window closed long before the workers exit.
+path, _ = mktrace("tpool", "tpool.trace", "--rounds", R)
+d = report_json(path)
+tp, ps = lock_by_name(d, "tpool")["id"], lock_by_name(d, "pstats")["id"]
+st = [x for x in d["findings"] if x["kind"] == "starvation"]
+eq([x for x in st if x["severity"] != "info" and x["lock"] == tp], [],
+   "tpool: an idle pool waiting for work is not starved")
+# The same workers' uneven waits on "pstats" are starvation, counted within
+# the recorded window (about 1e5 + R * 1e4 ns), not to the threads' exits
+# three times as late.
+w = 100000 + R * 10000
+ps = [x for x in st if x["lock"] == ps]
+check(len(ps) == 1, f"tpool: no starvation on pstats: {st}")
+for x in ps:
+    e = x["evidence"]
+    check(e["covered_ns"] <= w and x["score"] <= w,
+          f"tpool: starvation covers {e['covered_ns']} ns, more than the "
+          f"recorded window ({w} ns)")
+    check(e["unweighted_lost_ns"] <= e["threads_behind"] * w,
+          f"tpool: {e['unweighted_lost_ns']} ns missed by "
+          f"{e['threads_behind']} threads behind in a {w} ns window")
+eq(lock_by_name(d, "tpool")["cond_wakes"], 1000 + 500 + 250 + 125 + 63,
+   "tpool: wakes")
+
 # Waiting for work is not lost time (issue 13, item 2): two idle threads
 # per round wait 3000 ns for the queue lock, find no work and wait on its
 # condition. The alloc_under_lock finding counts only the producers' waits.

@@ -11,6 +11,9 @@
  *   bench N          N malloc(64)+free pairs and N lock+unlock pairs, timed
  *                    ("bench NS_PER_PAIR")
  *   quiet            stops the background thread ("quiet")
+ *   drop UID         setgroups, setgid(UID), setuid(UID) as a daemon started
+ *                    by root drops to its user: the process is not dumpable
+ *                    afterwards ("dropped" or "error ...")
  *   quit             exits 0
  *
  * A background thread allocates and locks all the time (so the shim's
@@ -19,6 +22,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
+#include <grp.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -104,6 +109,12 @@ int main(void)
 				pthread_mutex_unlock(&m);
 			}
 			printf("bench %.2f\n", (now_ns() - t0) / (double)n);
+		} else if (sscanf(line, "drop %lu", &n) == 1) {
+			if (setgroups(0, NULL) || setgid((gid_t)n) ||
+			    setuid((uid_t)n))
+				printf("error %s\n", strerror(errno));
+			else
+				puts("dropped");
 		} else if (!strcmp(line, "quiet")) {
 			if (!stop) {
 				stop = 1;
