@@ -34,9 +34,10 @@
  *             must follow classes, not instances. Chunks are streamed.
  *   futex     futex words only (format 1.3), no pthread lock: per round
  *             r (t0 = T0 + 100000 + r * 10000), "fx-i" (i = 0..2) waits
- *             200 ns on the lock word fx_word (global mktrace_fx_word) at
- *             t0 + 1000 i + 500 in fx_lock < fx_worker, woken by
- *             fx-(i+1)%3 at t0 + 1000 i + 490 in fx_unlock < fx_worker (a
+ *             200 ns (--fx-wait) on the lock word fx_word (global
+ *             mktrace_fx_word) at t0 + 1000 i + 500 in fx_lock <
+ *             fx_worker, woken by fx-(i+1)%3 at t0 + 1000 i + 490 in
+ *             fx_unlock < fx_worker (a
  *             lock word: its waiters wake it); then each fx-i waits 1000 ns
  *             on the event word (0x7040) at t0 + 5000 + 100 i in
  *             fx_event_wait < fx_worker, which only "fx-post" wakes (3
@@ -47,6 +48,7 @@
  *
  * Options:
  *   --rounds N        rounds of the scenario (default 1000)
+ *   --fx-wait TICKS   futex: each wait on the lock word (default 200)
  *   --no-module       no MODULE record (frames stay addresses: golden
  *                     files that do not depend on this binary)
  *   --chunk BYTES     payload size at which a thread's chunk is flushed
@@ -779,7 +781,7 @@ static void scenario_mixed(tw_t *w1, tw_t *w2, int rounds)
  * COND_WAKE at +600, REL at +700; not served: REL at +50. The server takes
  * the lock at t0 + 9000 for 50 ns and signals.
  */
-static void scenario_futex(tw_t **fx, tw_t *post, int rounds)
+static void scenario_futex(tw_t **fx, tw_t *post, int rounds, uint64_t fx_wait)
 {
 	for (int r = 0; r < rounds; r++) {
 		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
@@ -788,7 +790,7 @@ static void scenario_futex(tw_t **fx, tw_t *post, int rounds)
 			E(fx[(i + 1) % 3], FMT_FUTEX_WAKE, a + 490, L_FX_WORD,
 			  S_FX_WAKE, 1, 0, 0);
 			E(fx[i], FMT_FUTEX_WAIT, a + 500, L_FX_WORD, S_FX_WAIT,
-			  200, 0, 0);
+			  fx_wait, 0, 0);
 		}
 		for (int i = 0; i < 3; i++)
 			E(fx[i], FMT_FUTEX_WAIT, t0 + 5000 + 100u * (unsigned)i,
@@ -1034,11 +1036,13 @@ int main(int argc, char **argv)
 	bool bad_magic = false, attached = false, window_closed = false,
 	     no_end = false;
 	const char *module = NULL;
-	uint64_t events = 50000000, nlocks = 100000;
+	uint64_t events = 50000000, nlocks = 100000, fx_wait = 200;
 	for (int i = 3; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
 		if (!strcmp(a, "--rounds"))
 			rounds = atoi(v), i++;
+		else if (!strcmp(a, "--fx-wait"))
+			fx_wait = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--alloc-lock-addr"))
 			alloc_lock_addr = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--two-callers"))
@@ -1256,7 +1260,7 @@ int main(int argc, char **argv)
 			         i);
 			m_thread_name(proc, 131 + (uint64_t)i, name);
 		}
-		scenario_futex(a, a[3], rounds);
+		scenario_futex(a, a[3], rounds, fx_wait);
 		m_lock_new(a[0], L_FX_WORD,
 		           (uint64_t)(uintptr_t)&mktrace_fx_word,
 		           FMT_KIND_FUTEX, FMT_LOCKF_STATIC);

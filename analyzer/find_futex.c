@@ -1,0 +1,141 @@
+/*
+ * find_futex.c - the futex lock word detector (see find.h; issue 13, item
+ * 5):
+ *
+ *   futex_lock   L, the time waiters lost on the lock words of one class
+ *                (words some thread both waited on and woke: aggregate.c),
+ *                never more than the time the trace covers. The waits of
+ *                signal words (waiting for work) are never counted.
+ *
+ * A futex word is seen only where it reaches the kernel: a FUTEX_WAIT
+ * that slept (its waiter's stack and wait) and a FUTEX_WAKE that woke
+ * someone (the waker's stack: it released the lock, the holder's side).
+ * How often the word was taken and how long it was held are not seen,
+ * and the finding says so. It does not overlap alloc_under_lock: a futex
+ * word has no holds, so no allocator call is ever charged to it.
+ */
+#include "find.h"
+
+#include "symbols.h"
+#include "thresholds.h"
+#include "trace_format.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* The lock words of one class, summed, and its waiter and waker stacks. */
+typedef struct fword {
+	uint64_t words, waits, wait_ns, wait_max, wakes, woken;
+	uint32_t top;     /* the lock word with most wait */
+	uint32_t waiters; /* threads that waited on its lock words */
+	uint32_t wakers;  /* threads that woke them */
+	uint32_t nstk[2]; /* [0] waiter, [1] waker stacks of the class */
+	uint32_t stk[2];  /* the heaviest of each (by wait; by wakes) */
+	uint64_t stk_v[2];
+} fword_t;
+
+/* Counts class c's pairs of kind k (LS_WAITER: side 0, valued by wait;
+ * LS_HOLDER: side 1, by wakes) and keeps the heaviest. */
+static void side_stacks(const model_t *m, fword_t *v, int k, int side)
+{
+	const lstab_t *t = &m->ls[k];
+	for (size_t i = 0; i < t->n; i++) {
+		const lspair_t *p = &t->v[i];
+		const lock_t *l = &m->lock[p->lock];
+		if (l->kind != FMT_KIND_FUTEX || l->cls == NONE32 ||
+		    !v[l->cls].words)
+			continue;
+		fword_t *w = &v[l->cls];
+		uint64_t val = side ? p->n : p->ns;
+		if (!w->nstk[side]++ || val > w->stk_v[side]) {
+			w->stk[side] = p->stack;
+			w->stk_v[side] = val;
+		}
+	}
+}
+
+/* The first user frame of stack si as a label into buf, or dflt. */
+static const char *site_label(model_t *m, uint32_t si, const char *dflt,
+                              char *buf, size_t len)
+{
+	frame_t fr;
+	if (!sym_stack_site(m, si, &fr) || (!fr.function && !fr.module))
+		return dflt;
+	return frame_label(&fr, buf, len);
+}
+
+void find_futex_locks(model_t *m, findings_t *out)
+{
+	if (!m->ncls)
+		return;
+	fword_t *v = xcalloc(m->ncls, sizeof *v);
+	for (uint32_t i = 0; i < m->ncls; i++)
+		v[i].top = v[i].stk[0] = v[i].stk[1] = NONE32;
+	for (size_t i = 0; i < m->nlock; i++) {
+		const lock_t *l = &m->lock[i];
+		if (l->kind != FMT_KIND_FUTEX || !l->futex_lockish ||
+		    l->cls == NONE32)
+			continue;
+		fword_t *w = &v[l->cls];
+		w->words++;
+		w->waits += l->s.futex_waits;
+		w->wait_ns += l->s.wait_ns;
+		w->wakes += l->s.futex_wakes;
+		w->woken += l->s.futex_woken;
+		if (l->s.wait_max > w->wait_max)
+			w->wait_max = l->s.wait_max;
+		if (w->top == NONE32 || l->s.wait_ns > m->lock[w->top].s.wait_ns)
+			w->top = (uint32_t)i;
+	}
+	for (size_t i = 0; i < m->nlt; i++) {
+		const lockthr_t *lt = &m->lt[i];
+		const lock_t *l = &m->lock[lt->lock];
+		if (!l->futex_lockish || l->cls == NONE32)
+			continue;
+		v[l->cls].waiters += lt->contended != 0;
+		v[l->cls].wakers += lt->futex_wakes != 0;
+	}
+	side_stacks(m, v, LS_WAITER, 0);
+	side_stacks(m, v, LS_HOLDER, 1);
+	uint64_t dur = model_duration_ns(m);
+	for (uint32_t c = 0; c < m->ncls; c++) {
+		const fword_t *w = &v[c];
+		if (!w->words || w->waits < TH_FUTEX_MIN_WAITS ||
+		    (double)w->wait_ns * 1e6 <
+		        (double)TH_FUTEX_MIN_LOST_PPM * (double)dur)
+			continue;
+		double score = (double)w->wait_ns;
+		if (dur && score > (double)dur)
+			score = (double)dur;
+		finding_t *f = finding_add(out, m, FK_FUTEX_LOCK, score);
+		f->cls = c;
+		f->lock = w->top;
+		f->stack = w->stk[0];
+		f->stack2 = w->stk[1];
+		finding_put(f, "lock_words", (double)w->words);
+		finding_put(f, "futex_waits", (double)w->waits);
+		finding_put(f, "lock_wait_ns", (double)w->wait_ns);
+		finding_put(f, "wait_max_ns", (double)w->wait_max);
+		finding_put(f, "mean_wait_ns",
+		            ratio((double)w->wait_ns, (double)w->waits));
+		finding_put(f, "futex_wakes", (double)w->wakes);
+		finding_put(f, "futex_woken", (double)w->woken);
+		finding_put(f, "waiting_threads", w->waiters);
+		finding_put(f, "waking_threads", w->wakers);
+		finding_put(f, "waiter_stacks", w->nstk[0]);
+		finding_put(f, "waker_stacks", w->nstk[1]);
+		finding_put(f, "covered_ns", (double)dur);
+		char a[256], b[256];
+		snprintf(f->advice, sizeof f->advice,
+		         "Threads wait for this lock in %s, woken when a holder "
+		         "releases it in %s: shorten the critical sections "
+		         "that end there, or split what the lock guards. A "
+		         "futex word shows no hold times, so time those "
+		         "sections (perf) to find what makes them long.",
+		         site_label(m, f->stack, "the waiters' code", a,
+		                    sizeof a),
+		         site_label(m, f->stack2, "the wakers' code", b,
+		                    sizeof b));
+	}
+	free(v);
+}
