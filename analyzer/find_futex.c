@@ -22,6 +22,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The lock words of one class, summed, and its waiter and waker stacks. */
 typedef struct fword {
@@ -54,14 +55,31 @@ static void side_stacks(const model_t *m, fword_t *v, int k, int side)
 	}
 }
 
-/* The first user frame of stack si as a label into buf, or dflt. */
-static const char *site_label(model_t *m, uint32_t si, const char *dflt,
-                              char *buf, size_t len)
+static bool same_function(const frame_t *a, const frame_t *b)
 {
-	frame_t fr;
-	if (!sym_stack_site(m, si, &fr) || (!fr.function && !fr.module))
+	if (a->function && b->function)
+		return strcmp(a->function, b->function) == 0;
+	return a->address == b->address;
+}
+
+/* Where stack si (one side: waiters or wakers) parts from stack other
+ * (the other side): its first user frame past the innermost frames both
+ * share, as a label into buf, or dflt. A lock that waits and wakes
+ * through one wrapper (`futex()`) is then named by its lock and unlock
+ * functions, not the wrapper twice. */
+#define SIDE_DEPTH 32
+static const char *side_label(model_t *m, uint32_t si, uint32_t other,
+                              const char *dflt, char *buf, size_t len)
+{
+	frame_t a[SIDE_DEPTH], b[SIDE_DEPTH];
+	int na = stack_view(m, si, a, SIDE_DEPTH);
+	int nb = stack_view(m, other, b, SIDE_DEPTH);
+	int k = 0;
+	while (k + 1 < na && k < nb && same_function(&a[k], &b[k]))
+		k++;
+	if (na == 0 || (!a[k].function && !a[k].module))
 		return dflt;
-	return frame_label(&fr, buf, len);
+	return frame_label(&a[k], buf, len);
 }
 
 void find_futex_locks(model_t *m, findings_t *out)
@@ -84,7 +102,8 @@ void find_futex_locks(model_t *m, findings_t *out)
 		w->woken += l->s.futex_woken;
 		if (l->s.wait_max > w->wait_max)
 			w->wait_max = l->s.wait_max;
-		if (w->top == NONE32 || l->s.wait_ns > m->lock[w->top].s.wait_ns)
+		if (w->top == NONE32 ||
+		    l->s.wait_ns > m->lock[w->top].s.wait_ns)
 			w->top = (uint32_t)i;
 	}
 	for (size_t i = 0; i < m->nlt; i++) {
@@ -126,16 +145,17 @@ void find_futex_locks(model_t *m, findings_t *out)
 		finding_put(f, "waker_stacks", w->nstk[1]);
 		finding_put(f, "covered_ns", (double)dur);
 		char a[256], b[256];
-		snprintf(f->advice, sizeof f->advice,
-		         "Threads wait for this lock in %s, woken when a holder "
-		         "releases it in %s: shorten the critical sections "
-		         "that end there, or split what the lock guards. A "
-		         "futex word shows no hold times, so time those "
-		         "sections (perf) to find what makes them long.",
-		         site_label(m, f->stack, "the waiters' code", a,
-		                    sizeof a),
-		         site_label(m, f->stack2, "the wakers' code", b,
-		                    sizeof b));
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "Threads wait for this lock in %s, woken when a holder "
+		    "releases it in %s: shorten the critical sections "
+		    "that end there, or split what the lock guards. A "
+		    "futex word shows no hold times, so time those "
+		    "sections (perf) to find what makes them long.",
+		    side_label(m, f->stack, f->stack2, "the waiters' code", a,
+		               sizeof a),
+		    side_label(m, f->stack2, f->stack, "the wakers' code", b,
+		               sizeof b));
 	}
 	free(v);
 }
