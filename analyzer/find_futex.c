@@ -35,16 +35,19 @@ typedef struct fword {
 	uint64_t stk_v[2];
 } fword_t;
 
-/* Counts class c's pairs of kind k (LS_WAITER: side 0, valued by wait;
- * LS_HOLDER: side 1, by wakes) and keeps the heaviest. */
+/* Counts the pairs of kind k (LS_WAITER: side 0, valued by wait;
+ * LS_HOLDER: side 1, by wakes) of each class's lock words and keeps the
+ * heaviest. A futex word's pairs are its own (it has no init or
+ * acquisition site to share: model_pair), so a signal word in the same
+ * class adds none. */
 static void side_stacks(const model_t *m, fword_t *v, int k, int side)
 {
 	const lstab_t *t = &m->ls[k];
 	for (size_t i = 0; i < t->n; i++) {
 		const lspair_t *p = &t->v[i];
 		const lock_t *l = &m->lock[p->lock];
-		if (l->kind != FMT_KIND_FUTEX || l->cls == NONE32 ||
-		    !v[l->cls].words)
+		if (l->kind != FMT_KIND_FUTEX || !l->futex_lockish ||
+		    l->cls == NONE32)
 			continue;
 		fword_t *w = &v[l->cls];
 		uint64_t val = side ? p->n : p->ns;

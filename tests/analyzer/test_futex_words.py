@@ -137,6 +137,61 @@ eq((d4["trace"]["duration_ns"], f4),
 eq([f["evidence"]["lock_wait_ns"] for f in d4["findings"]
     if f["kind"] == "futex_lock"], [1200000], "the evidence keeps the sum")
 
+# Uneven sides (--fx-uneven): fx-2 waits 600 ns in fx_lock < fx_flush
+# (R waits, 600R ns: the heavier waiter stack though the rarer), the others
+# 200 ns in fx_lock < fx_worker (2R, 400R ns); fx-post wakes fx-1 and fx-2
+# in fx_unlock < fx_poster (2R wakes), fx-1 wakes fx-0 (R).
+du, fu = futex_findings("uneven.trace", "--fx-uneven", "--rounds", R)
+fu = [f for f in du["findings"] if f["kind"] == "futex_lock"]
+eq(len(fu), 1, "one futex_lock finding")
+f = fu[0] if fu else {"evidence": {}}
+eq(f.get("score"), 1000 * R, "scored by both stacks' waits")
+ev = dict(f["evidence"])
+near(ev.pop("mean_wait_ns", 0), 1000 / 3, 1e-5, "mean wait")
+eq(ev, {"lock_words": 1, "futex_waits": 3 * R, "lock_wait_ns": 1000 * R,
+        "wait_max_ns": 600, "futex_wakes": 3 * R, "futex_woken": 3 * R,
+        "waiting_threads": 3, "waking_threads": 2, "waiter_stacks": 2,
+        "waker_stacks": 2, "covered_ns": 10000 * R + 95280},
+   "three threads wait, two wake, two stacks each")
+eq(([x["function"] for x in f.get("stack", [])][:2],
+    [x["function"] for x in f.get("waker_stack") or []][:2]),
+   (["fx_lock", "fx_flush"], ["fx_unlock", "fx_poster"]),
+   "the waiters' stack with most wait, the wakers' with most wakes")
+
+# One class of two words in blocks from one site (--fx-heap): a lock word
+# (fx-0 and fx-1 wait 100 ns each per round and wake each other) and a
+# signal word (fx-2 waits 500 ns, only fx-post wakes it). The finding
+# counts the lock word alone, names it, not the class's heaviest word (the
+# signal one), and shows the lock word's stacks only.
+dh = report_json(mktrace("futex", "heap.trace", "--fx-heap", "--rounds",
+                         R)[0])
+hl = {l["id"]: l for l in dh["locks"]}
+fh = [f for f in dh["findings"] if f["kind"] == "futex_lock" and
+      f["lock_name"] != "mktrace_fx_word"]
+eq(len(fh), 1, "one finding for the heap words' class")
+f = fh[0] if fh else {"evidence": {}}
+eq((f.get("score"), hl.get(f.get("lock"), {}).get("futex_lock_word"),
+    hl.get(f.get("lock"), {}).get("wait_ns")),
+   (200 * R, True, 200 * R), "the lock word's waits only, and that word")
+check(f.get("lock_name", "").startswith("futex word at +0x8 in a block "
+                                        "from fx_table_new"),
+      "named by the block: %r" % f.get("lock_name"))
+eq({k: f["evidence"].get(k) for k in ("lock_words", "futex_waits",
+                                      "wait_max_ns", "waiting_threads",
+                                      "waking_threads", "waiter_stacks",
+                                      "waker_stacks")},
+   {"lock_words": 1, "futex_waits": 2 * R, "wait_max_ns": 100,
+    "waiting_threads": 2, "waking_threads": 2, "waiter_stacks": 1,
+    "waker_stacks": 1}, "no evidence from the signal word")
+eq(([x["function"] for x in f.get("stack", [])][:1],
+    [x["function"] for x in f.get("waker_stack") or []][:1]),
+   (["fx_lock"], ["fx_unlock"]), "the lock word's stacks")
+rc, hout, err = run("report", os.path.join(TMP, "heap.trace"))
+hsec = hout[hout.find("#2 futex_lock"):hout.find("Locks (classes")]
+check("fx_lock" in hsec and "fx_event" not in hsec,
+      "the text finding shows the lock word's waiters and wakers only: %r"
+      % hsec)
+
 # The same trace with only its process-level chunks (PROCESS, MODULE...):
 # the shim ran and no hook was called. The header says what that means.
 import struct
