@@ -35,27 +35,48 @@ typedef struct fword {
 	uint64_t stk_v[2];
 } fword_t;
 
-/* Counts the pairs of kind k (LS_WAITER: side 0, valued by wait;
- * LS_HOLDER: side 1, by wakes) of each class's lock words and keeps the
- * heaviest. A futex word's pairs are its own (it has no init or
- * acquisition site to share: model_pair), so a signal word in the same
- * class adds none. */
+/* One stack of one class's lock words, its pairs summed. */
+typedef struct fstk {
+	uint32_t cls, stack;
+	uint64_t v;
+} fstk_t;
+
+/* Sums the pairs of kind k (LS_WAITER: side 0, valued by wait;
+ * LS_HOLDER: side 1, by wakes) of each class's lock words by stack,
+ * counts the stacks and keeps the heaviest. A futex word's pairs are its
+ * own (it has no init or acquisition site to share: model_pair), so a
+ * signal word in the same class adds none. */
 static void side_stacks(const model_t *m, fword_t *v, int k, int side)
 {
 	const lstab_t *t = &m->ls[k];
+	u64map_t map = {0};
+	fstk_t *s = NULL;
+	size_t n = 0, cap = 0;
 	for (size_t i = 0; i < t->n; i++) {
 		const lspair_t *p = &t->v[i];
 		const lock_t *l = &m->lock[p->lock];
 		if (l->kind != FMT_KIND_FUTEX || !l->futex_lockish ||
 		    l->cls == NONE32)
 			continue;
-		fword_t *w = &v[l->cls];
-		uint64_t val = side ? p->n : p->ns;
-		if (!w->nstk[side]++ || val > w->stk_v[side]) {
-			w->stk[side] = p->stack;
-			w->stk_v[side] = val;
+		int added;
+		uint32_t *x =
+		    u64map_put(&map, (uint64_t)l->cls << 32 | p->stack, &added);
+		if (added) {
+			VEC_RESERVE(s, cap, n);
+			s[n] = (fstk_t){l->cls, p->stack, 0};
+			*x = (uint32_t)n++;
+		}
+		s[*x].v += side ? p->n : p->ns;
+	}
+	for (size_t i = 0; i < n; i++) {
+		fword_t *w = &v[s[i].cls];
+		if (!w->nstk[side]++ || s[i].v > w->stk_v[side]) {
+			w->stk[side] = s[i].stack;
+			w->stk_v[side] = s[i].v;
 		}
 	}
+	free(s);
+	u64map_free(&map);
 }
 
 static bool same_function(const frame_t *a, const frame_t *b)
@@ -109,14 +130,29 @@ void find_futex_locks(model_t *m, findings_t *out)
 		    l->s.wait_ns > m->lock[w->top].s.wait_ns)
 			w->top = (uint32_t)i;
 	}
+	/* Threads, each once per class however many of its words it used:
+	 * bit 0 waited, bit 1 woke. */
+	u64map_t thr = {0};
 	for (size_t i = 0; i < m->nlt; i++) {
 		const lockthr_t *lt = &m->lt[i];
 		const lock_t *l = &m->lock[lt->lock];
 		if (!l->futex_lockish || l->cls == NONE32)
 			continue;
-		v[l->cls].waiters += lt->contended != 0;
-		v[l->cls].wakers += lt->futex_wakes != 0;
+		int added;
+		uint32_t *seen = u64map_put(
+		    &thr, (uint64_t)l->cls << 32 | lt->thread, &added);
+		if (added)
+			*seen = 0;
+		if (lt->contended && !(*seen & 1)) {
+			v[l->cls].waiters++;
+			*seen |= 1;
+		}
+		if (lt->futex_wakes && !(*seen & 2)) {
+			v[l->cls].wakers++;
+			*seen |= 2;
+		}
 	}
+	u64map_free(&thr);
 	side_stacks(m, v, LS_WAITER, 0);
 	side_stacks(m, v, LS_HOLDER, 1);
 	uint64_t dur = model_duration_ns(m);

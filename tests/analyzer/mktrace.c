@@ -54,15 +54,17 @@
  *                     fx-1 and fx-2 in fx_unlock < fx_poster: two waiter
  *                     stacks (the heavier by wait the fewer waits), two
  *                     waker stacks, three waiting and two waking threads
- *   --fx-heap         futex: two more words, each at +8 in a 64-byte block
- *                     fx-post allocates in fx_table_new < fx_poster at
- *                     T0 + 400 (0x31000000) and T0 + 401 (0x31000100):
+ *   --fx-heap         futex: three more words, each at +8 in a 64-byte
+ *                     block fx-post allocates in fx_table_new < fx_poster
+ *                     at T0 + 400 + j (0x31000000 + 0x100 j, j = 0..2):
  *                     one class. Per round, on the first (a lock word)
  *                     fx-0 and fx-1 each wait 100 ns (at t0 + 7000 and
  *                     7100) woken by the other 10 ns before, as in the
- *                     lock word's stacks; on the second (a signal word)
- *                     fx-2 waits 500 ns at t0 + 7500 in fx_event_wait,
- *                     woken by fx-post 10 ns before in fx_event_post
+ *                     lock word's stacks, and on the third (a lock word)
+ *                     the same at t0 + 7200 and 7300 but 50 ns; on the
+ *                     second (a signal word) fx-2 waits 500 ns at
+ *                     t0 + 7500 in fx_event_wait, woken by fx-post 10 ns
+ *                     before in fx_event_post
  *   --no-module       no MODULE record (frames stay addresses: golden
  *                     files that do not depend on this binary)
  *   --chunk BYTES     payload size at which a thread's chunk is flushed
@@ -564,6 +566,7 @@ enum {
 	L_FX_EVENT = 13,
 	L_FX_H1 = 14,
 	L_FX_H2 = 15,
+	L_FX_H3 = 16,
 	L_MALLOC = 50
 };
 
@@ -833,12 +836,14 @@ static void scenario_futex(tw_t **fx, tw_t *post_t, int rounds,
 		  0, 0);
 		if (!fx_heap)
 			continue;
-		for (int i = 0; i < 2; i++) {
-			uint64_t a = t0 + 7000 + 100u * (unsigned)i;
-			E(fx[1 - i], FMT_FUTEX_WAKE, a - 10, L_FX_H1, S_FX_WAKE,
-			  1, 0, 0);
-			E(fx[i], FMT_FUTEX_WAIT, a, L_FX_H1, S_FX_WAIT, 100, 0,
+		for (int j = 0; j < 4; j++) {
+			int i = j % 2;
+			uint64_t a = t0 + 7000 + 100u * (unsigned)j;
+			uint64_t l = j < 2 ? L_FX_H1 : L_FX_H3;
+			E(fx[1 - i], FMT_FUTEX_WAKE, a - 10, l, S_FX_WAKE, 1, 0,
 			  0);
+			E(fx[i], FMT_FUTEX_WAIT, a, l, S_FX_WAIT,
+			  j < 2 ? 100 : 50, 0, 0);
 		}
 		E(post_t, FMT_FUTEX_WAKE, t0 + 7490, L_FX_H2, S_FX_POST, 1, 0,
 		  0);
@@ -1312,7 +1317,7 @@ int main(int argc, char **argv)
 			m_thread_name(proc, 131 + (uint64_t)i, name);
 		}
 		if (fx_heap)
-			for (int i = 0; i < 2; i++)
+			for (int i = 0; i < 3; i++)
 				E(a[3], FMT_ALLOC, T0 + 400 + (uint64_t)i,
 				  0x31000000 + 0x100 * (uint64_t)i, 64,
 				  S_FX_BLOCK, 100, FMT_FN_MALLOC);
@@ -1326,6 +1331,8 @@ int main(int argc, char **argv)
 			m_lock_new(a[0], L_FX_H1, 0x31000008, FMT_KIND_FUTEX,
 			           FMT_LOCKF_STATIC);
 			m_lock_new(a[0], L_FX_H2, 0x31000108, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+			m_lock_new(a[0], L_FX_H3, 0x31000208, FMT_KIND_FUTEX,
 			           FMT_LOCKF_STATIC);
 		}
 	} else if (!strcmp(sc, "cascade") || precise || !strcmp(sc, "mixed")) {

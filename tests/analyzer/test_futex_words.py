@@ -158,11 +158,12 @@ eq(([x["function"] for x in f.get("stack", [])][:2],
    (["fx_lock", "fx_flush"], ["fx_unlock", "fx_poster"]),
    "the waiters' stack with most wait, the wakers' with most wakes")
 
-# One class of two words in blocks from one site (--fx-heap): a lock word
-# (fx-0 and fx-1 wait 100 ns each per round and wake each other) and a
-# signal word (fx-2 waits 500 ns, only fx-post wakes it). The finding
-# counts the lock word alone, names it, not the class's heaviest word (the
-# signal one), and shows the lock word's stacks only.
+# One class of three words in blocks from one site (--fx-heap): two lock
+# words (fx-0 and fx-1 wait 100 ns, on the other 50 ns, each per round and
+# wake each other, at the same stacks) and a signal word (fx-2 waits
+# 500 ns, only fx-post wakes it). The finding counts the lock words alone,
+# each thread and stack once, names the heavier lock word, not the class's
+# heaviest word (the signal one), and shows the lock words' stacks only.
 dh = report_json(mktrace("futex", "heap.trace", "--fx-heap", "--rounds",
                          R)[0])
 hl = {l["id"]: l for l in dh["locks"]}
@@ -172,7 +173,7 @@ eq(len(fh), 1, "one finding for the heap words' class")
 f = fh[0] if fh else {"evidence": {}}
 eq((f.get("score"), hl.get(f.get("lock"), {}).get("futex_lock_word"),
     hl.get(f.get("lock"), {}).get("wait_ns")),
-   (200 * R, True, 200 * R), "the lock word's waits only, and that word")
+   (300 * R, True, 200 * R), "the lock words' waits only, and the heavier")
 check(f.get("lock_name", "").startswith("futex word at +0x8 in a block "
                                         "from fx_table_new"),
       "named by the block: %r" % f.get("lock_name"))
@@ -180,7 +181,7 @@ eq({k: f["evidence"].get(k) for k in ("lock_words", "futex_waits",
                                       "wait_max_ns", "waiting_threads",
                                       "waking_threads", "waiter_stacks",
                                       "waker_stacks")},
-   {"lock_words": 1, "futex_waits": 2 * R, "wait_max_ns": 100,
+   {"lock_words": 2, "futex_waits": 4 * R, "wait_max_ns": 100,
     "waiting_threads": 2, "waking_threads": 2, "waiter_stacks": 1,
     "waker_stacks": 1}, "no evidence from the signal word")
 eq(([x["function"] for x in f.get("stack", [])][:1],
