@@ -229,13 +229,18 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    human_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
 		break;
 	case FK_FUTEX_LOCK:
+		if (ev(f, "lock_words") > 1)
+			snprintf(d, sizeof d, "these %.0f futex lock words",
+			         ev(f, "lock_words"));
+		else
+			snprintf(d, sizeof d, "this futex lock word");
 		snprintf(buf, len,
-		         "waiters lost %s on this futex lock word: %.0f waits "
+		         "waiters lost %s on %s: %.0f waits "
 		         "that slept in the kernel (longest %s) by %.0f "
 		         "threads; %.0f threads released it with %.0f wakes. "
 		         "Only waits that reached the kernel are seen: how "
 		         "often it was taken and how long it was held are not.",
-		         human_ns(a, sizeof a, ev(f, "lock_wait_ns")),
+		         human_ns(a, sizeof a, ev(f, "lock_wait_ns")), d,
 		         ev(f, "futex_waits"),
 		         human_ns(b, sizeof b, ev(f, "wait_max_ns")),
 		         ev(f, "waiting_threads"), ev(f, "waking_threads"),

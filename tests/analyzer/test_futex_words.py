@@ -186,7 +186,10 @@ eq({k: f["evidence"].get(k) for k in ("lock_words", "futex_waits",
     "waker_stacks": 1}, "no evidence from the signal word")
 eq(([x["function"] for x in f.get("stack", [])][:1],
     [x["function"] for x in f.get("waker_stack") or []][:1]),
-   (["fx_lock"], ["fx_unlock"]), "the lock word's stacks")
+   (["fx_lock"], ["fx_unlock"]), "the lock words' stacks")
+check(f.get("summary", "").startswith("waiters lost 30.0 us on these 2 "
+                                      "futex lock words: 400 waits"),
+      "the summary counts the class's lock words: %r" % f.get("summary"))
 rc, hout, err = run("report", os.path.join(TMP, "heap.trace"))
 hsec = hout[hout.find("#2 futex_lock"):hout.find("Locks (classes")]
 check("fx_lock" in hsec and "fx_event" not in hsec,
