@@ -20,6 +20,8 @@ void find_nested_locks(model_t *m, findings_t *out);
 void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out);
 /* find_starvation.c: starvation, per lock and peer role. */
 void find_starvation(model_t *m, findings_t *out);
+/* find_futex.c: futex_lock, per class of futex lock words. */
+void find_futex_locks(model_t *m, findings_t *out);
 
 /* a / b, or 0 when b is not positive. */
 static inline double ratio(double a, double b)

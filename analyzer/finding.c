@@ -63,7 +63,7 @@ finding_t *finding_add(findings_t *out, model_t *m, int kind, double score)
 	f->kind = kind;
 	f->m = m;
 	f->score = score;
-	f->cls = f->cls2 = f->stack = f->lock = NONE32;
+	f->cls = f->cls2 = f->stack = f->stack2 = f->lock = NONE32;
 	uint64_t dur = model_duration_ns(m);
 	double ppm = dur ? score * 1e6 / (double)dur : 1e9;
 	f->severity = ppm >= TH_SEV_HIGH_PPM     ? SEV_HIGH
@@ -227,6 +227,24 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    human_ns(b, sizeof b, ev(f, "mean_slow_ns")),
 		    human_ns(c, sizeof c, ev(f, "median_call_ns")),
 		    human_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
+		break;
+	case FK_FUTEX_LOCK:
+		if (ev(f, "lock_words") > 1)
+			snprintf(d, sizeof d, "these %.0f futex lock words",
+			         ev(f, "lock_words"));
+		else
+			snprintf(d, sizeof d, "this futex lock word");
+		snprintf(buf, len,
+		         "waiters lost %s on %s: %.0f waits "
+		         "that slept in the kernel (longest %s) by %.0f "
+		         "threads; %.0f threads released it with %.0f wakes. "
+		         "Only waits that reached the kernel are seen: how "
+		         "often it was taken and how long it was held are not.",
+		         human_ns(a, sizeof a, ev(f, "lock_wait_ns")), d,
+		         ev(f, "futex_waits"),
+		         human_ns(b, sizeof b, ev(f, "wait_max_ns")),
+		         ev(f, "waiting_threads"), ev(f, "waking_threads"),
+		         ev(f, "futex_wakes"));
 		break;
 	default:
 		buf[0] = 0;

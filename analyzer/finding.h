@@ -21,7 +21,8 @@
 	X(ALLOC_CHURN, "alloc_churn")                                          \
 	X(NESTED_LOCK, "nested_lock")                                          \
 	X(STARVATION, "starvation")                                            \
-	X(SLOW_ALLOC, "slow_alloc")
+	X(SLOW_ALLOC, "slow_alloc")                                            \
+	X(FUTEX_LOCK, "futex_lock")
 
 enum finding_kind {
 #define FK_ENUM_(e, name) FK_##e,
@@ -60,6 +61,8 @@ typedef struct finding {
 	uint32_t stack;     /* the code: stack index, NONE32 if none; for
 	                       allocation findings the heaviest stack of the
 	                       site */
+	uint32_t stack2;    /* futex_lock: the wakers' heaviest stack (the
+	                       holders' side), NONE32 if none */
 	uint32_t stacks[FINDING_STACKS]; /* evidence stacks, heaviest first */
 	double stack_v[FINDING_STACKS];  /* each one's share of stack_unit */
 	uint32_t nstacks, stacks_total;  /* shown; reaching the site */

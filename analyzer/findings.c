@@ -19,6 +19,7 @@ void findings_compute(model_t *m, findings_t *out)
 	sites_free(&S);
 	find_nested_locks(m, out);
 	find_starvation(m, out);
+	find_futex_locks(m, out);
 }
 
 static int by_score(const void *a, const void *b)

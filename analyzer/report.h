@@ -59,6 +59,10 @@ typedef struct point {
  * allocate (freed before it returns). */
 int class_points(model_t *m, uint32_t c, int k, point_t *out, int max,
                  size_t *total);
+/* The same, of its futex lock words only when lock_words (a futex_lock
+ * finding: a signal word of the class is none of its evidence). */
+int class_points_of(model_t *m, uint32_t c, int k, bool lock_words,
+                    point_t *out, int max, size_t *total);
 
 /* The formats: each writes the whole report r to out. */
 void report_text(const report_t *r, FILE *out);

@@ -607,6 +607,8 @@ static void findings_json(jw_t *w, const report_t *r)
 			        lock_label(m, &m->lock[li], a, sizeof a));
 		site_json(w, m, "site", f->stack);
 		stack_json(w, m, "stack", f->stack);
+		if (f->kind == FK_FUTEX_LOCK) /* the holders' side */
+			stack_json(w, m, "waker_stack", f->stack2);
 		if (f->nlines > 1) {
 			/* one function allocating at several lines */
 			jw_key(w, "lines");

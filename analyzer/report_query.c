@@ -59,6 +59,12 @@ static int by_point(const void *a, const void *b)
 int class_points(model_t *m, uint32_t c, int k, point_t *out, int max,
                  size_t *total)
 {
+	return class_points_of(m, c, k, false, out, max, total);
+}
+
+int class_points_of(model_t *m, uint32_t c, int k, bool lock_words,
+                    point_t *out, int max, size_t *total)
+{
 	u64map_t map = {0};
 	point_t *v = NULL;
 	size_t n = 0, cap = 0;
@@ -66,7 +72,8 @@ int class_points(model_t *m, uint32_t c, int k, point_t *out, int max,
 	if (c == NONE32 || c >= m->ncls)
 		return 0;
 	for (size_t li = 0; li < m->nlock; li++) {
-		if (m->lock[li].cls != c)
+		if (m->lock[li].cls != c ||
+		    (lock_words && !m->lock[li].futex_lockish))
 			continue;
 		const uint32_t *idx;
 		size_t np = model_lock_pairs(m, k, (uint32_t)li, &idx);

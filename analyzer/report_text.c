@@ -128,13 +128,16 @@ static void print_chain(FILE *out, model_t *m, const char *prefix,
 }
 
 /* The contention points (waiter stacks, by wait) and contending points
- * (holder stacks, by the wait they caused) of class c, indent spaces in. */
-static void print_points(FILE *out, model_t *m, uint32_t c, int indent)
+ * (holder stacks, by the wait they caused) of class c, indent spaces in;
+ * of its futex lock words only when lock_words. */
+static void print_points(FILE *out, model_t *m, uint32_t c, int indent,
+                         bool lock_words)
 {
 	point_t p[POINTS_SHOWN];
 	size_t total;
 	char a[32], b[32], prefix[96];
-	int n = class_points(m, c, LS_WAITER, p, POINTS_SHOWN, &total);
+	int n = class_points_of(m, c, LS_WAITER, lock_words, p, POINTS_SHOWN,
+	                        &total);
 	for (int i = 0; i < n; i++) {
 		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent,
 		         "", i ? "" : "waiters",
@@ -148,7 +151,8 @@ static void print_points(FILE *out, model_t *m, uint32_t c, int indent)
 	/* A futex word's holder side is the threads that woke its waiters:
 	 * how often, not for how long (no hold is seen). */
 	bool futex = m->cls[c].kind == FMT_KIND_FUTEX;
-	n = class_points(m, c, LS_HOLDER, p, POINTS_SHOWN, &total);
+	n = class_points_of(m, c, LS_HOLDER, lock_words, p, POINTS_SHOWN,
+	                    &total);
 	for (int i = 0; i < n; i++) {
 		snprintf(prefix, sizeof prefix, "%*s%-8s %9s %6sx  ", indent,
 		         "",
@@ -401,7 +405,7 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	}
 	if (f->cls != NONE32 && f->kind != FK_CROSS_THREAD_FREE &&
 	    f->kind != FK_ALLOC_CHURN && f->kind != FK_SLOW_ALLOC)
-		print_points(out, m, f->cls, 3);
+		print_points(out, m, f->cls, 3, f->kind == FK_FUTEX_LOCK);
 	wrap_print(out, 10, "   what   ", finding_summary(f, buf, sizeof buf));
 	wrap_print(out, 10, "   fix    ", f->advice);
 }
@@ -589,7 +593,7 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		fprintf(
 		    out, "  %s\n",
 		    class_label(m, (uint32_t)(v[i] - m->cls), lab, sizeof lab));
-		print_points(out, m, (uint32_t)(v[i] - m->cls), 4);
+		print_points(out, m, (uint32_t)(v[i] - m->cls), 4, false);
 	}
 	free(v);
 }

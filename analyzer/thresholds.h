@@ -59,6 +59,12 @@
 	X(STARVE_PARTICIPANT_PCT, 10, "%",                                     \
 	  "starvation: a peer is compared when its life in the trace is at "   \
 	  "least this share of the longest-lived peer's")                      \
+	X(FUTEX_MIN_WAITS, 10, "waits",                                        \
+	  "futex_lock: fewest waits on a class's lock words (a few sleeps "    \
+	  "in the kernel are no contention)")                                  \
+	X(FUTEX_MIN_LOST_PPM, 1000, "ppm",                                     \
+	  "futex_lock: least time lost on a class's lock words as a share "   \
+	  "of the trace's duration")                                           \
 	X(SEV_HIGH_PPM, 100000, "ppm",                                         \
 	  "severity high: score at least this share of the trace's duration")  \
 	X(SEV_MEDIUM_PPM, 10000, "ppm", "severity medium: likewise")           \

@@ -44,9 +44,10 @@
  *             must follow classes, not instances. Chunks are streamed.
  *   futex     futex words only (format 1.3), no pthread lock: per round
  *             r (t0 = T0 + 100000 + r * 10000), "fx-i" (i = 0..2) waits
- *             200 ns on the lock word fx_word (global mktrace_fx_word) at
- *             t0 + 1000 i + 500 in fx_lock < fx_worker, woken by
- *             fx-(i+1)%3 at t0 + 1000 i + 490 in fx_unlock < fx_worker (a
+ *             200 ns (--fx-wait) on the lock word fx_word (global
+ *             mktrace_fx_word) at t0 + 1000 i + 500 in fx_lock <
+ *             fx_worker, woken by fx-(i+1)%3 at t0 + 1000 i + 490 in
+ *             fx_unlock < fx_worker (a
  *             lock word: its waiters wake it); then each fx-i waits 1000 ns
  *             on the event word (0x7040) at t0 + 5000 + 100 i in
  *             fx_event_wait < fx_worker, which only "fx-post" wakes (3
@@ -57,6 +58,23 @@
  *
  * Options:
  *   --rounds N        rounds of the scenario (default 1000)
+ *   --fx-wait TICKS   futex: each wait on the lock word (default 200)
+ *   --fx-uneven       futex: fx-2 waits 600 ns on the lock word in fx_lock
+ *                     < fx_flush, and fx-post, not fx-2 and fx-0, wakes
+ *                     fx-1 and fx-2 in fx_unlock < fx_poster: two waiter
+ *                     stacks (the heavier by wait the fewer waits), two
+ *                     waker stacks, three waiting and two waking threads
+ *   --fx-heap         futex: three more words, each at +8 in a 64-byte
+ *                     block fx-post allocates in fx_table_new < fx_poster
+ *                     at T0 + 400 + j (0x31000000 + 0x100 j, j = 0..2):
+ *                     one class. Per round, on the first (a lock word)
+ *                     fx-0 and fx-1 each wait 100 ns (at t0 + 7000 and
+ *                     7100) woken by the other 10 ns before, as in the
+ *                     lock word's stacks, and on the third (a lock word)
+ *                     the same at t0 + 7200 and 7300 but 50 ns; on the
+ *                     second (a signal word) fx-2 waits 500 ns at
+ *                     t0 + 7500 in fx_event_wait, woken by fx-post 10 ns
+ *                     before in fx_event_post
  *   --no-module       no MODULE record (frames stay addresses: golden
  *                     files that do not depend on this binary)
  *   --chunk BYTES     payload size at which a thread's chunk is flushed
@@ -164,6 +182,8 @@ FRAME_FN(fx_worker)
 FRAME_FN(fx_event_wait)
 FRAME_FN(fx_event_post)
 FRAME_FN(fx_poster)
+FRAME_FN(fx_flush)
+FRAME_FN(fx_table_new)
 
 /* --static-tcmalloc: gperftools' hook caller, the leaf of the stacks of
  * allocations recorded through MallocHook (a C++ name: its mangled label
@@ -535,7 +555,10 @@ enum {
 	S_FX_WAIT,
 	S_FX_WAKE,
 	S_FX_EVWAIT,
-	S_FX_POST
+	S_FX_POST,
+	S_FX_WAIT2,
+	S_FX_WAKE2,
+	S_FX_BLOCK
 };
 enum {
 	L_QUEUE = 1,
@@ -551,6 +574,9 @@ enum {
 	L_CODE = 11,
 	L_FX_WORD = 12,
 	L_FX_EVENT = 13,
+	L_FX_H1 = 14,
+	L_FX_H2 = 15,
+	L_FX_H3 = 16,
 	L_MALLOC = 50
 };
 
@@ -563,7 +589,9 @@ static bool slow_outside;        /* --slow-outside */
 static bool static_tcmalloc;     /* --static-tcmalloc */
 static uint64_t churn_size = 16; /* --churn-size */
 static bool unnamed, global_stats, global_past, heap_queue, two_lines, wrapped;
-static tw_t *idle[2]; /* --idle-waiters */
+static tw_t *idle[2];  /* --idle-waiters */
+static bool fx_uneven; /* --fx-uneven */
+static bool fx_heap;   /* --fx-heap */
 
 static void define_stacks(tw_t *t)
 {
@@ -635,6 +663,12 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_FX_EVWAIT, 3, f);
 	f[0] = fa(fx_event_post), f[1] = fa(fx_poster);
 	m_stack(t, S_FX_POST, 3, f);
+	f[0] = fa(fx_unlock);
+	m_stack(t, S_FX_WAKE2, 3, f);
+	f[0] = fa(fx_table_new), f[1] = fa(fx_poster);
+	m_stack(t, S_FX_BLOCK, 3, f);
+	f[0] = fa(fx_lock), f[1] = fa(fx_flush);
+	m_stack(t, S_FX_WAIT2, 3, f);
 	tree_insert();
 	f[0] = tree_pc[0], f[1] = fa(producer_main);
 	m_stack(t, S_TREE1, 2, f);
@@ -789,22 +823,42 @@ static void scenario_mixed(tw_t *w1, tw_t *w2, int rounds)
  * COND_WAKE at +600, REL at +700; not served: REL at +50. The server takes
  * the lock at t0 + 9000 for 50 ns and signals.
  */
-static void scenario_futex(tw_t **fx, tw_t *post, int rounds)
+static void scenario_futex(tw_t **fx, tw_t *post_t, int rounds,
+                           uint64_t fx_wait)
 {
 	for (int r = 0; r < rounds; r++) {
 		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
 		for (int i = 0; i < 3; i++) {
 			uint64_t a = t0 + 1000u * (unsigned)i;
-			E(fx[(i + 1) % 3], FMT_FUTEX_WAKE, a + 490, L_FX_WORD,
-			  S_FX_WAKE, 1, 0, 0);
-			E(fx[i], FMT_FUTEX_WAIT, a + 500, L_FX_WORD, S_FX_WAIT,
-			  200, 0, 0);
+			bool post = fx_uneven && i > 0,
+			     flush = fx_uneven && i == 2;
+			E(post ? post_t : fx[(i + 1) % 3], FMT_FUTEX_WAKE,
+			  a + 490, L_FX_WORD, post ? S_FX_WAKE2 : S_FX_WAKE, 1,
+			  0, 0);
+			E(fx[i], FMT_FUTEX_WAIT, a + 500, L_FX_WORD,
+			  flush ? S_FX_WAIT2 : S_FX_WAIT, flush ? 600 : fx_wait,
+			  0, 0);
 		}
 		for (int i = 0; i < 3; i++)
 			E(fx[i], FMT_FUTEX_WAIT, t0 + 5000 + 100u * (unsigned)i,
 			  L_FX_EVENT, S_FX_EVWAIT, 1000, 0, 0);
-		E(post, FMT_FUTEX_WAKE, t0 + 5290, L_FX_EVENT, S_FX_POST, 3, 0,
+		E(post_t, FMT_FUTEX_WAKE, t0 + 5290, L_FX_EVENT, S_FX_POST, 3,
+		  0, 0);
+		if (!fx_heap)
+			continue;
+		for (int j = 0; j < 4; j++) {
+			int i = j % 2;
+			uint64_t a = t0 + 7000 + 100u * (unsigned)j;
+			uint64_t l = j < 2 ? L_FX_H1 : L_FX_H3;
+			E(fx[1 - i], FMT_FUTEX_WAKE, a - 10, l, S_FX_WAKE, 1, 0,
+			  0);
+			E(fx[i], FMT_FUTEX_WAIT, a, l, S_FX_WAIT,
+			  j < 2 ? 100 : 50, 0, 0);
+		}
+		E(post_t, FMT_FUTEX_WAKE, t0 + 7490, L_FX_H2, S_FX_POST, 1, 0,
 		  0);
+		E(fx[2], FMT_FUTEX_WAIT, t0 + 7500, L_FX_H2, S_FX_EVWAIT, 500,
+		  0, 0);
 	}
 }
 
@@ -1087,11 +1141,17 @@ int main(int argc, char **argv)
 	bool bad_magic = false, attached = false, window_closed = false,
 	     no_end = false;
 	const char *module = NULL;
-	uint64_t events = 50000000, nlocks = 100000;
+	uint64_t events = 50000000, nlocks = 100000, fx_wait = 200;
 	for (int i = 3; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
 		if (!strcmp(a, "--rounds"))
 			rounds = atoi(v), i++;
+		else if (!strcmp(a, "--fx-wait"))
+			fx_wait = strtoull(v, NULL, 0), i++;
+		else if (!strcmp(a, "--fx-uneven"))
+			fx_uneven = true;
+		else if (!strcmp(a, "--fx-heap"))
+			fx_heap = true;
 		else if (!strcmp(a, "--alloc-lock-addr"))
 			alloc_lock_addr = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--two-callers"))
@@ -1327,12 +1387,25 @@ int main(int argc, char **argv)
 			         i);
 			m_thread_name(proc, 131 + (uint64_t)i, name);
 		}
-		scenario_futex(a, a[3], rounds);
+		if (fx_heap)
+			for (int i = 0; i < 3; i++)
+				E(a[3], FMT_ALLOC, T0 + 400 + (uint64_t)i,
+				  0x31000000 + 0x100 * (uint64_t)i, 64,
+				  S_FX_BLOCK, 100, FMT_FN_MALLOC);
+		scenario_futex(a, a[3], rounds, fx_wait);
 		m_lock_new(a[0], L_FX_WORD,
 		           (uint64_t)(uintptr_t)&mktrace_fx_word,
 		           FMT_KIND_FUTEX, FMT_LOCKF_STATIC);
 		m_lock_new(a[0], L_FX_EVENT, 0x7040, FMT_KIND_FUTEX,
 		           FMT_LOCKF_STATIC);
+		if (fx_heap) {
+			m_lock_new(a[0], L_FX_H1, 0x31000008, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+			m_lock_new(a[0], L_FX_H2, 0x31000108, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+			m_lock_new(a[0], L_FX_H3, 0x31000208, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+		}
 	} else if (!strcmp(sc, "cascade") || precise || !strcmp(sc, "mixed")) {
 		scenario_cascade(mainth, p, c, rounds, precise);
 	} else {

@@ -5,7 +5,8 @@ on four threads; recorded under the shim, the report lists the futex word
 by its symbol with its wait, the waiters' stacks through that function,
 and the wakers' stacks (the holder's side). Its start event, a word the
 workers wait on and only main wakes, is a signal word: its waits were
-waiting for work, not lost. A program whose threads take no lock mallock
+waiting for work, not lost. A futex_lock finding names the word, the
+waiting function (lock) and the releasing one (unlock). A program whose threads take no lock mallock
 can see gets the blind-spot line in its header; a static program is named
 as such by `mallock record` before it runs.
 
@@ -34,13 +35,14 @@ for attempt in range(3):
     trace = record("futex.trace", "3000")
     d = report_json(trace)
     word = [l for l in d["locks"] if l["label"] == "futexlock_word"]
-    if word and word[0]["futex_waits"] >= 5:
+    # At least FUTEX_MIN_WAITS (10), for its futex_lock finding.
+    if word and word[0]["futex_waits"] >= 10:
         break
     print("attempt %d: the futex word was not waited on enough" % attempt)
 check(len(word) == 1, "the futex word is listed, named by its symbol")
 w = word[0] if word else {}
 eq(w.get("kind"), "futex", "its kind")
-check(w.get("futex_waits", 0) >= 5 and w.get("wait_ns", 0) > 0,
+check(w.get("futex_waits", 0) >= 10 and w.get("wait_ns", 0) > 0,
       "waits with wait time: %r" % {k: w.get(k) for k in
                                      ("futex_waits", "wait_ns")})
 eq(w.get("acquisitions"), 0, "no acquisitions are claimed")
@@ -83,8 +85,33 @@ if ready:
           sum(t["lock_wait_ns"] for t in workers) <= w.get("wait_ns", 0),
           "threads: signal-word waits are sleeps, lock-word waits lock waits")
 
+# The futex_lock finding names the word, the waiting code and the
+# releasing code (the lock and unlock functions past the futex() wrapper
+# both go through).
+fl = [f for f in d["findings"] if f["kind"] == "futex_lock"]
+eq([f["lock_name"] for f in fl], ["futexlock_word"],
+   "a futex_lock finding for the lock word only (not futexlock_ready)")
+if fl:
+    f = fl[0]
+    eq((f["lock"], f["evidence"]["futex_waits"], f["evidence"]["lock_wait_ns"]),
+       (w.get("id"), w.get("futex_waits"), w.get("wait_ns")),
+       "its evidence is the word's waits")
+    eq(f["score"], min(w.get("wait_ns", 0), d["trace"]["duration_ns"]),
+       "scored by the lost wait, capped at the trace's span")
+    check("futexlock_contend_here" in frames(f["stack"]) and
+          "lock" in frames(f["stack"]) and
+          "unlock" in frames(f.get("waker_stack") or []),
+          "its stacks: the waiters' through lock(), the wakers' through "
+          "unlock()")
+    check(f["advice"].startswith("Threads wait for this lock in lock (") and
+          "releases it in unlock (" in f["advice"],
+          "the advice names lock() and unlock(), not futex(): %r" %
+          f["advice"])
+
 rc, out, err = run("report", trace)
 eq(rc, 0, "text report")
+check("futex_lock [" in out and "lock   futexlock_word" in out,
+      "the text report lists the finding")
 check("futexlock_word" in out and "wakers" in out and
       "futex waits through syscall()" in out, "the text report shows them")
 check("futexlock_contend_here" in out, "... with the waiter's function")

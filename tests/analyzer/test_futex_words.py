@@ -3,7 +3,9 @@
 issue 13, item 5), every number exact: a lock word whose waiters wake it
 (its waits are lost time) and an event word only another thread wakes (a
 signal word: waiting for work), each with its waiters' and wakers'
-stacks, and neither claiming acquisitions or holds."""
+stacks, and neither claiming acquisitions or holds; a futex_lock finding
+for the lock word only, scored by its lost wait (capped at the trace's
+span), above its two thresholds."""
 from common import *
 
 R = 100
@@ -73,6 +75,127 @@ check(0 <= sec.find("mktrace_fx_word (futex word, a lock word") <
       "waited less")
 check("wakers" in sec and "fx_unlock" in sec and "fx_event_post" in sec,
       "the wakers are shown as the holder's side")
+# The futex_lock finding: the lock word's lost time (never the signal
+# word's, which waited five times as long), with its waiters' and wakers'
+# code, and what a futex word cannot show.
+dur = d["trace"]["duration_ns"]
+eq(dur, 10000 * R + 95280, "the trace's span (mktrace's futex timeline)")
+fl = [f for f in d["findings"] if f["kind"] == "futex_lock"]
+eq([f.get("lock_name") for f in fl], ["mktrace_fx_word"],
+   "one futex_lock finding, for the lock word only")
+f = fl[0] if fl else {}
+eq((f.get("score"), f.get("severity"), f.get("lock")),
+   (600 * R, "medium", w.get("id")),
+   "scored by the lock word's lost wait (5.5% of the trace: medium)")
+eq(f.get("evidence"), {
+    "lock_words": 1, "futex_waits": 3 * R, "lock_wait_ns": 600 * R,
+    "wait_max_ns": 200, "mean_wait_ns": 200, "futex_wakes": 3 * R,
+    "futex_woken": 3 * R, "waiting_threads": 3, "waking_threads": 3,
+    "waiter_stacks": 1, "waker_stacks": 1, "covered_ns": dur},
+   "its evidence")
+eq(([x["function"] for x in f.get("stack", [])][:2],
+    [x["function"] for x in f.get("waker_stack") or []][:2],
+    (f.get("site") or {}).get("function")),
+   (["fx_lock", "fx_worker"], ["fx_unlock", "fx_worker"], "fx_lock"),
+   "the waiters' code and the wakers' (the holders' side)")
+check("in fx_lock (mktrace.c:" in f.get("advice", "") and
+      "releases it in fx_unlock (mktrace.c:" in f.get("advice", "") and
+      "no hold times" in f.get("advice", ""),
+      "the advice names who waits and who releases: %r" % f.get("advice"))
+check("Only waits that reached the kernel are seen" in f.get("summary", ""),
+      "the summary says what a futex word cannot show: %r" %
+      f.get("summary"))
+fsec = out[out.find("futex_lock [medium]"):out.find("Locks (classes")]
+check("futex_lock [medium] score 60.0 us" in out and
+      "lock   mktrace_fx_word" in fsec and "wakers" in fsec and
+      "fx_unlock" in fsec and "fx_event" not in fsec,
+      "the text report shows it with its waiters and wakers: %r" % fsec)
+
+
+def futex_findings(name, *opts):
+    d = report_json(mktrace("futex", name, *opts)[0])
+    return d, [(f["lock_name"], f["score"], f["severity"])
+               for f in d["findings"] if f["kind"] == "futex_lock"]
+
+
+# Thresholds: at least FUTEX_MIN_WAITS (10) waits, and lost time at least
+# FUTEX_MIN_LOST_PPM (1000 ppm) of the trace (1095280 ns at 100 rounds).
+eq(futex_findings("r3.trace", "--rounds", 3)[1], [],
+   "9 waits: below FUTEX_MIN_WAITS")
+eq(futex_findings("r4.trace", "--rounds", 4)[1],
+   [("mktrace_fx_word", 2400, "medium")], "12 waits: reported")
+eq(futex_findings("w3.trace", "--fx-wait", 3, "--rounds", R)[1], [],
+   "900 ns lost in 1.1 ms: below FUTEX_MIN_LOST_PPM")
+eq(futex_findings("w4.trace", "--fx-wait", 4, "--rounds", R)[1],
+   [("mktrace_fx_word", 1200, "low")], "1200 ns lost: reported, low")
+# Waits that add up to more than the trace covers (overlapping waiters):
+# the score is capped at the trace's span.
+d4, f4 = futex_findings("long.trace", "--fx-wait", 100000, "--rounds", 4)
+eq((d4["trace"]["duration_ns"], f4),
+   (135280, [("mktrace_fx_word", 135280, "high")]),
+   "1.2 ms of waits in a 135 us trace score 135 us")
+eq([f["evidence"]["lock_wait_ns"] for f in d4["findings"]
+    if f["kind"] == "futex_lock"], [1200000], "the evidence keeps the sum")
+
+# Uneven sides (--fx-uneven): fx-2 waits 600 ns in fx_lock < fx_flush
+# (R waits, 600R ns: the heavier waiter stack though the rarer), the others
+# 200 ns in fx_lock < fx_worker (2R, 400R ns); fx-post wakes fx-1 and fx-2
+# in fx_unlock < fx_poster (2R wakes), fx-1 wakes fx-0 (R).
+du, fu = futex_findings("uneven.trace", "--fx-uneven", "--rounds", R)
+fu = [f for f in du["findings"] if f["kind"] == "futex_lock"]
+eq(len(fu), 1, "one futex_lock finding")
+f = fu[0] if fu else {"evidence": {}}
+eq(f.get("score"), 1000 * R, "scored by both stacks' waits")
+ev = dict(f["evidence"])
+near(ev.pop("mean_wait_ns", 0), 1000 / 3, 1e-5, "mean wait")
+eq(ev, {"lock_words": 1, "futex_waits": 3 * R, "lock_wait_ns": 1000 * R,
+        "wait_max_ns": 600, "futex_wakes": 3 * R, "futex_woken": 3 * R,
+        "waiting_threads": 3, "waking_threads": 2, "waiter_stacks": 2,
+        "waker_stacks": 2, "covered_ns": 10000 * R + 95280},
+   "three threads wait, two wake, two stacks each")
+eq(([x["function"] for x in f.get("stack", [])][:2],
+    [x["function"] for x in f.get("waker_stack") or []][:2]),
+   (["fx_lock", "fx_flush"], ["fx_unlock", "fx_poster"]),
+   "the waiters' stack with most wait, the wakers' with most wakes")
+
+# One class of three words in blocks from one site (--fx-heap): two lock
+# words (fx-0 and fx-1 wait 100 ns, on the other 50 ns, each per round and
+# wake each other, at the same stacks) and a signal word (fx-2 waits
+# 500 ns, only fx-post wakes it). The finding counts the lock words alone,
+# each thread and stack once, names the heavier lock word, not the class's
+# heaviest word (the signal one), and shows the lock words' stacks only.
+dh = report_json(mktrace("futex", "heap.trace", "--fx-heap", "--rounds",
+                         R)[0])
+hl = {l["id"]: l for l in dh["locks"]}
+fh = [f for f in dh["findings"] if f["kind"] == "futex_lock" and
+      f["lock_name"] != "mktrace_fx_word"]
+eq(len(fh), 1, "one finding for the heap words' class")
+f = fh[0] if fh else {"evidence": {}}
+eq((f.get("score"), hl.get(f.get("lock"), {}).get("futex_lock_word"),
+    hl.get(f.get("lock"), {}).get("wait_ns")),
+   (300 * R, True, 200 * R), "the lock words' waits only, and the heavier")
+check(f.get("lock_name", "").startswith("futex word at +0x8 in a block "
+                                        "from fx_table_new"),
+      "named by the block: %r" % f.get("lock_name"))
+eq({k: f["evidence"].get(k) for k in ("lock_words", "futex_waits",
+                                      "wait_max_ns", "waiting_threads",
+                                      "waking_threads", "waiter_stacks",
+                                      "waker_stacks")},
+   {"lock_words": 2, "futex_waits": 4 * R, "wait_max_ns": 100,
+    "waiting_threads": 2, "waking_threads": 2, "waiter_stacks": 1,
+    "waker_stacks": 1}, "no evidence from the signal word")
+eq(([x["function"] for x in f.get("stack", [])][:1],
+    [x["function"] for x in f.get("waker_stack") or []][:1]),
+   (["fx_lock"], ["fx_unlock"]), "the lock words' stacks")
+check(f.get("summary", "").startswith("waiters lost 30.0 us on these 2 "
+                                      "futex lock words: 400 waits"),
+      "the summary counts the class's lock words: %r" % f.get("summary"))
+rc, hout, err = run("report", os.path.join(TMP, "heap.trace"))
+hsec = hout[hout.find("#2 futex_lock"):hout.find("Locks (classes")]
+check("fx_lock" in hsec and "fx_event" not in hsec,
+      "the text finding shows the lock word's waiters and wakers only: %r"
+      % hsec)
+
 # The same trace with only its process-level chunks (PROCESS, MODULE...):
 # the shim ran and no hook was called. The header says what that means.
 import struct
