@@ -2,9 +2,11 @@
 parse JSON, and a tiny CHECK that counts failures like tests/check.h."""
 import json
 import os
+import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 
 MALLOCK, MKTRACE, SRCDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 TMP = tempfile.mkdtemp(prefix="mallock-test-")
@@ -72,3 +74,28 @@ def lock_by_name(d, name):
 def done(name):
     print("%s: %d checks, %d failed" % (name, total, failures))
     sys.exit(1 if failures else 0)
+
+# Trace bytes written by hand (format/trace_format.h, docs/trace-format.md):
+# an unsigned varint, a zigzag-coded signed value, one chunk of thread tid
+# with its CRC, a length-prefixed string.
+def uv(v):
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def zz(v):
+    return (v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1
+
+
+def chunk(tid, payload, base=1000):
+    tail = struct.pack("<IIIQQQ", tid, 0, 0, base, base + 1000, base + 1000)
+    return (struct.pack("<III", 0x434B4C4D, len(payload),
+                       zlib.crc32(tail + payload)) + tail + payload)
+
+
+def s(b):
+    return uv(len(b)) + b

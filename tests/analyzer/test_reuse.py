@@ -18,31 +18,7 @@ A small trace written here, 1 tick = 1 ns (time: what happens):
 The consumer's free is the producer's block's, under "queue"; the churn
 thread's free is its own block's, under no lock."""
 import struct
-import zlib
 from common import *
-
-
-def uv(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def zz(v):
-    return (v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1
-
-
-def chunk(tid, payload, base=1000):
-    tail = struct.pack("<IIIQQQ", tid, 0, 0, base, base + 1000, base + 1000)
-    return (struct.pack("<III", 0x434B4C4D, len(payload),
-                        zlib.crc32(tail + payload)) + tail + payload)
-
-
-def s(b):
-    return uv(len(b)) + b
 
 
 def meta(code, body):
