@@ -17,8 +17,9 @@ every repetition, figures are medians with [min..max] over repetitions):
   8 compression in the shim (MALLOCK_COMPRESS=1), off (MALLOCK_COMPRESS=0)
     and after the run (`mallock record`'s default): kept, bytes per event,
     trace bytes/s, post-run time, shim_bench cost; svcqueue, batcher,
-    pool_bench; runs checked by a bare calibration before and after
-    (`--quick --only 8`: under 2 minutes)
+    pool_bench; every run pinned to one CPU (--pin, default taskset -c 1)
+    so that ratios compare across runs; CPU kept (CPU per unit of work) is
+    the steady ratio (`--quick --only 8`: under 2 minutes)
 
 Writes docs/performance.md (or --out) and prints the same tables.
 """
@@ -374,6 +375,10 @@ class Suite:
         ("admission", "admission", ["--policy=lifo"], ["--policy=edf"], "Stddev/mean", False, False),
     ]
 
+    # Issue 15: fidelity within +-10% for svcqueue, xthread and batcher; for
+    # these two, docs/performance.md says what the tool changes and why.
+    FIDELITY_EXPLAINED = ("reportqueue", "admission")
+
     def apps(self):
         res = {}   # (app, variant, tool) -> list per rep of (value, cpu_s, wall_s)
         runs = []
@@ -444,7 +449,7 @@ class Suite:
 
         # Section 3: fidelity.
         tab = Table("fidelity", ["app", "metric", "fixed/bug bare", "fixed/bug under mallock",
-                                 "deviation (median)", "target +-15%", "under mallock fp",
+                                 "deviation (median)", "target +-10%", "under mallock fp",
                                  "deviation fp"])
         for app, x, bug, fix, lab_, hi, tools in runs:
             def ratio(t):
@@ -460,14 +465,18 @@ class Suite:
                     lab_ + (" (higher better)" if hi else " (lower better)"),
                     fmt_stat(rb, 2, "x"), fmt_stat(rm, 2, "x"),
                     "n/a" if dev is None else "%+.0f%%" % (100 * dev),
-                    "n/a" if dev is None else ("met" if abs(dev) <= 0.15 else "MISSED"),
+                    "n/a" if dev is None else "- (explained)" if app in self.FIDELITY_EXPLAINED else
+                    ("met" if abs(dev) <= 0.10 else "MISSED"),
                     fmt_stat(rf, 2, "x"), "n/a" if devf is None else "%+.0f%%" % (100 * devf))
         self.section("3. Fidelity", [
             "The gain of each app's fix (fixed/bug for higher-is-better metrics, bug/fixed "
             "for lower-is-better), bare and under `mallock record` (libunwind 16, the target; "
             "fp 16 beside it), from the runs of section 2 "
             "(admission runs for %gs). Ratios are formed within one repetition, then "
-            "median [min..max]." % (2 * self.duration), tab])
+            "median [min..max]. Target (issue 15): within +-10%% for svcqueue, xthread and "
+            "batcher; for reportqueue and admission the notes below (\"Fidelity of reportqueue "
+            "and admission\") say what the tool changes, with measurements." % (2 * self.duration),
+            tab])
 
     # ------------------------------------------------------------ 4
     def scaling(self):
