@@ -5,9 +5,9 @@
 # fidelity, scaling, trace size, analyzer speed, db_bench, compression on
 # vs off, with heaptrack (and valgrind drd for locks) measured side by side
 # in one invocation. Writes docs/performance.md and prints the tables. A
-# full run took 9 minutes on 2 loaded cores, --quick 2 (plus under 2 for
-# section 8); `--quick --only 8` is the compression A/B alone.
-# Run it on a quiet machine.
+# full run took 14 minutes on 2 loaded cores (--reps 7), --quick 2 (plus
+# under 2 for section 8, the compression A/B: `--quick --only 8`), pinned to
+# the last CPU (--pin CPUS, --pin none). Run it on a quiet machine.
 # The work is done by bench/run_all.py (python3, standard library only).
 set -eu
 [ $# -ge 1 ] || { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
