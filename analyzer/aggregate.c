@@ -1007,10 +1007,14 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		 * the busy list can have any). */
 		if (r->f[FMT_MARK_WHAT] == FMT_MARK_PAUSE) {
 			m->tot.pauses++;
+			if (!m->paused && r->tsc > m->rec_since)
+				m->rec_ticks += r->tsc - m->rec_since;
 			m->paused = true;
 			m->pause_tsc = r->tsc;
 		} else if (r->f[FMT_MARK_WHAT] == FMT_MARK_RESUME) {
 			m->tot.resumes++;
+			if (m->paused)
+				m->rec_since = r->tsc;
 			m->paused = false;
 		}
 		for (size_t i = 0; i < m->nbusy; i++) {
@@ -1057,12 +1061,16 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 			    !thread_matches(m, &m->thr[ti - 1]);
 		}
 		/* A FREE merges at its start (reader.h): tsc may step back. */
+		if (!m->events)
+			m->rec_since = rec->tsc;
 		if (!m->events || rec->tsc < m->first_tsc)
 			m->first_tsc = rec->tsc;
 		if (rec->tsc > m->last_tsc)
 			m->last_tsc = rec->tsc;
 		on_event(m, ti - 1, rec);
 	}
+	if (!m->paused && m->last_tsc > m->rec_since)
+		m->rec_ticks += m->last_tsc - m->rec_since;
 	futex_words(m);
 	/* Holds still open at the end: their allocator calls count. */
 	for (size_t i = 0; i < m->nthr; i++) {

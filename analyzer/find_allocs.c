@@ -97,7 +97,7 @@ static void slow_path_of(const model_t *m, const char **path, const char **fix)
 
 void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 {
-	double dur_s = (double)model_duration_ns(m) / 1e9;
+	double dur_s = (double)model_recorded_ns(m) / 1e9;
 	const char *slow_path, *slow_fix;
 	slow_path_of(m, &slow_path, &slow_fix);
 	double median = hist_quantile(&m->alloc_hist, 0.5) / 2;

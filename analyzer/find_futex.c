@@ -155,7 +155,7 @@ void find_futex_locks(model_t *m, findings_t *out)
 	u64map_free(&thr);
 	side_stacks(m, v, LS_WAITER, 0);
 	side_stacks(m, v, LS_HOLDER, 1);
-	uint64_t dur = model_duration_ns(m);
+	uint64_t dur = model_recorded_ns(m);
 	for (uint32_t c = 0; c < m->ncls; c++) {
 		const fword_t *w = &v[c];
 		if (!w->words || w->waits < TH_FUTEX_MIN_WAITS ||

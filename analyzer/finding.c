@@ -64,7 +64,7 @@ finding_t *finding_add(findings_t *out, model_t *m, int kind, double score)
 	f->m = m;
 	f->score = score;
 	f->cls = f->cls2 = f->stack = f->stack2 = f->lock = NONE32;
-	uint64_t dur = model_duration_ns(m);
+	uint64_t dur = model_recorded_ns(m);
 	double ppm = dur ? score * 1e6 / (double)dur : 1e9;
 	f->severity = ppm >= TH_SEV_HIGH_PPM     ? SEV_HIGH
 	              : ppm >= TH_SEV_MEDIUM_PPM ? SEV_MEDIUM

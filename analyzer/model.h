@@ -337,6 +337,9 @@ typedef struct model {
 	bool paused;        /* the last MARK paused recording (window closed) */
 	bool attached;      /* recorded by `mallock attach` (its NOTE) */
 	uint64_t pause_tsc; /* the last pause */
+	/* Recorded time: the windows' lengths (MARK pause/resume), the last one
+	 * open until the last event (model_recorded_ns). */
+	uint64_t rec_ticks, rec_since;
 	uint64_t end_events, end_dropped;
 	uint64_t first_tsc, last_tsc, events;
 
@@ -438,6 +441,17 @@ static inline uint64_t model_duration_ns(const model_t *m)
 	if (m->last_tsc <= m->first_tsc)
 		return 0;
 	double ns = (double)(m->last_tsc - m->first_tsc) * m->ns_per_tick;
+	return ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
+}
+
+/* The time recording was on: the span less the time between a MARK pause
+ * and the next resume (a ctl window, an attach's --duration, events after
+ * it until the exit). Rates and severities are per recorded time. */
+static inline uint64_t model_recorded_ns(const model_t *m)
+{
+	if (!m->tot.pauses)
+		return model_duration_ns(m);
+	double ns = (double)m->rec_ticks * m->ns_per_tick;
 	return ns < 18446744073709549568.0 ? (uint64_t)ns : UINT64_MAX;
 }
 

@@ -96,6 +96,7 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 	jw_kstr(w, "hostname", m->hostname);
 	jw_kstr(w, "recorder_version", m->version);
 	jw_ku64(w, "duration_ns", model_duration_ns(m));
+	jw_ku64(w, "recorded_ns", model_recorded_ns(m));
 	jw_ku64(w, "threads", nthr);
 	jw_ku64(w, "events", m->events);
 	jw_ku64(w, "dropped_events", m->tot.dropped);

@@ -288,13 +288,21 @@ static void print_header(FILE *out, const report_t *r, model_t *m)
 	const char *cmd = m->cmdline && *m->cmdline ? m->cmdline
 	                  : m->exe && *m->exe       ? m->exe
 	                                            : "?";
-	char head[900], rec[256];
+	char head[900], rec[256], dur[80], c[32];
 	recording_text(m, rec, sizeof rec);
+	/* The time recorded, and the events' span when a window left part
+	 * of it unrecorded (rates and severities are per recorded time). */
+	uint64_t span = model_duration_ns(m), recd = model_recorded_ns(m);
+	human_ns(a, sizeof a, (double)span);
+	if (recd + span / 100 < span)
+		snprintf(dur, sizeof dur, "%s recorded in %s",
+		         human_ns(c, sizeof c, (double)recd), a);
+	else
+		snprintf(dur, sizeof dur, "%s", a);
 	snprintf(head, sizeof head,
 	         "%s: pid %" PRIu64 ", %s, %s, %zu threads, %s events "
 	         "(libmallock %s, report by mallock %s)%s%s%s",
-	         m->path, m->pid, cmd,
-	         human_ns(a, sizeof a, (double)model_duration_ns(m)), nthr,
+	         m->path, m->pid, cmd, dur, nthr,
 	         human_count(b, sizeof b, (double)m->events),
 	         m->version && *m->version ? m->version : "?", MALLOCK_VERSION,
 	         *rec ? " (" : "", rec, *rec ? ")" : "");

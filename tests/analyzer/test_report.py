@@ -301,6 +301,16 @@ for x in ps:
           f"{e['threads_behind']} threads behind in a {w} ns window")
 eq(lock_by_name(d, "tpool")["cond_wakes"], 1000 + 500 + 250 + 125 + 63,
    "tpool: wakes")
+# The time recorded is the window (first event to the PAUSE mark, 1000 ns
+# after the last round), not the span to the exits; rates and severities
+# are per recorded time, and the header says both.
+tr = d["trace"]
+check(w <= tr["recorded_ns"] <= w + 1000 and tr["duration_ns"] > 2 * w,
+      f"tpool: recorded {tr['recorded_ns']} ns of {tr['duration_ns']} ns, "
+      f"the window is {w} ns")
+rc, out, err = run("report", path)
+check(rc == 0 and "recorded in" in out.split("\n\n")[0],
+      "tpool: the header gives the recorded time and the span")
 
 # Waiting for work is not lost time (issue 13, item 2): two idle threads
 # per round wait 3000 ns for the queue lock, find no work and wait on its
