@@ -24,16 +24,7 @@ MAGIC = 0x434B4C4D
 SLACK_KB = 16 * 1024  # peak RSS over the baseline's that we tolerate
 
 
-def varint(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-def chunk(payload, tid=0, seq=0, claim=None, crc=True):
+def sized_chunk(payload, tid=0, seq=0, claim=None, crc=True):
     """A chunk header (48 bytes, trace_format.h) and its payload; claim
     overrides the payload length written in the header."""
     plen = len(payload) if claim is None else claim
@@ -110,15 +101,15 @@ if not ASAN:
 
 cases = [
     # (name, file body, expected stderr substring)
-    ("chunk-16mib", chunk(b"\x01" * 64, claim=16 << 20),
+    ("chunk-16mib", sized_chunk(b"\x01" * 64, claim=16 << 20),
      "incomplete (16777216-byte payload"),
-    ("chunk-4gib", chunk(b"\x01" * 64, claim=0xFFFFFFF0), "bad chunk header"),
-    ("stack-2p40", chunk(b"\x82" + varint(8 + 6) + varint(7) + varint(1 << 40) +
-                         varint(0x401000) + b"\x02\x02\x02\x02"), None),
-    ("meta-2p60", chunk(b"\x87" + varint(1 << 60) + b"abc"), "malformed record"),
-    ("string-2p60", chunk(b"\x87" + varint(12) + varint(1) + varint(1 << 60) +
+    ("chunk-4gib", sized_chunk(b"\x01" * 64, claim=0xFFFFFFF0), "bad chunk header"),
+    ("stack-2p40", sized_chunk(b"\x82" + uv(8 + 6) + uv(7) + uv(1 << 40) +
+                         uv(0x401000) + b"\x02\x02\x02\x02"), None),
+    ("meta-2p60", sized_chunk(b"\x87" + uv(1 << 60) + b"abc"), "malformed record"),
+    ("string-2p60", sized_chunk(b"\x87" + uv(12) + uv(1) + uv(1 << 60) +
                           b"x" * 2), None),
-    ("many-empty-chunks", b"".join(chunk(b"", tid=i + 1) for i in range(2000)),
+    ("many-empty-chunks", b"".join(sized_chunk(b"", tid=i + 1) for i in range(2000)),
      None),
 ]
 for name, body, want in cases:

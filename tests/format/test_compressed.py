@@ -20,30 +20,9 @@ import subprocess
 import sys
 import zlib
 
+from chunkfile import check, chunks, done
+
 MALLOCK, ZCHUNKS, SVCQUEUE, TMP = sys.argv[1:5]
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failures += 1
-
-
-def chunks(path):
-    """(offset, flags, payload_len) of each chunk."""
-    out = []
-    with open(path, "rb") as f:
-        data = f.read()
-    off = 16
-    while off + 48 <= len(data):
-        magic, plen, _crc, _tid, _seq, flags = struct.unpack_from("<6I", data, off)
-        if magic != 0x434b4c4d:
-            break
-        out.append((off, flags, plen))
-        off += 48 + plen
-    return out
 
 
 def report(path, *extra):
@@ -133,5 +112,4 @@ for what, at in (("frame magic", off + 48 + 4),
           f"chunk {k + 1}: corrupt compressed payload" in why,
           f"corrupt {what}: the reading stops at chunk {k + 1}: {why}")
 
-print(f"compressed: {failures} failed")
-sys.exit(1 if failures else 0)
+done("compressed")
