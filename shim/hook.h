@@ -31,6 +31,9 @@
  *   - the real allocator only for the shim's own blocks (gate BUSY)
  *   - zstd compression with the shim's static contexts (compress.h: pure
  *     computation, no lock, no allocation)
+ *   - lock-free lookups glibc keeps for this: _dl_find_object (libunwind's
+ *     unwind-table lookup, stack.c), getauxval, sysconf(_SC_PAGESIZE)
+ *     (attach.c's walk of late libraries)
  *
  * Never from a hook: pthread_getattr_np (stack bounds are learned at
  * thread start or lock-free: thread.h), stdio streams, strerror,
