@@ -1,5 +1,5 @@
 #!/bin/sh
-# mariadb.sh BUILD_DIR [--long SECONDS] - MariaDB as it runs in production,
+# mariadb.sh BUILD_DIR [--long SECONDS | --attach SECONDS] - MariaDB as it runs in production,
 # under the shim (docs/server.md): started by root with --user=mysql (the
 # shim's control page follows the privilege drop), a private datadir made
 # by mariadb-install-db in a temporary directory, a socket there and no
@@ -15,6 +15,11 @@
 # transactions/s of each, the window's size and times (docs/server.md
 # quotes them).
 #
+# --attach SECONDS (by hand, not in CTest): a bare server, root-started with
+# --user=mysql (so not dumpable), loaded for SECONDS + 5 s while `mallock
+# attach --duration SECONDS` records it; prints transactions/s, the
+# attach's lines, the trace's size and the report's header and top 5.
+#
 # Needs root (the server starts as root and drops to mysql) and Debian's
 # mariadb-server and sysbench (installed with apt-get when missing):
 # exits 77 when they cannot be had. MALLOCK_* variables in the environment
@@ -22,7 +27,9 @@
 set -u
 BUILD=$(cd "$1" && pwd)
 LONG=0
+ATTACH=0
 [ "${2:-}" = --long ] && LONG=${3:-60}
+[ "${2:-}" = --attach ] && ATTACH=${3:-10}
 MALLOCK=$BUILD/bin/mallock
 SHIM=$BUILD/lib/libmallock.so
 
@@ -126,6 +133,30 @@ stop_server() {
 	grep -q '\[ERROR\]' "$W/err.log" && fail "errors in the server's log"
 	return 0
 }
+
+if [ "$ATTACH" -gt 0 ]; then
+	init_db
+	start_server 0
+	prepare
+	load $((ATTACH + 5)) >"$W/tps" &
+	LOADER=$!
+	sleep 2
+	"$MALLOCK" attach -o "$W/out/attach.trace" --duration "$ATTACH" "$PID" ||
+		fail "mallock attach"
+	wait "$LOADER" || fail "sysbench run: $(tail -3 "$W/run.log")"
+	stop_server
+	TR=$W/out/attach.trace
+	t0=$(now)
+	"$MALLOCK" report "$TR" >"$W/report.txt" 2>"$W/report.err" ||
+		fail "mallock report: $(head -3 "$W/report.err")"
+	echo "mariadb: attach: $(cat "$W/tps") transactions/s over $((ATTACH + 5)) s," \
+		"trace $(stat -c %s "$TR") bytes; shutdown ${SHUT} s;" \
+		"report $(since "$t0") s ($W/report.txt)"
+	sed -n '1,3p' "$W/report.txt"
+	grep -A3 '^#[1-5] ' "$W/report.txt" | grep -E '^#|^   (lock|code|what)'
+	echo "mariadb: ok"
+	exit 0
+fi
 
 if [ "$LONG" -gt 0 ]; then
 	init_db
