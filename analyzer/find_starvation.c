@@ -26,6 +26,7 @@
  *   inward of it; threads of one entry function with different name stems
  *   are different roles (a runtime's threads all enter one function).
  */
+#include "cxxname.h"
 #include "find.h"
 
 #include "symbols.h"
@@ -399,28 +400,37 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 	finding_put(f, "lost_ns", lost);
 	finding_put(f, "unweighted_lost_ns", gross);
 	finding_put(f, "covered_ns", covered);
-	char a[128];
+	char a[128], role[256], range[128];
+	/* Prose: the role's short C++ name, with its parameters (overloads
+	 * may share a name); JSON's name fields keep the full one. */
+	cxx_short(p[0].role, role, sizeof role, true);
+	const char *what = by_wakes ? "condition wakes" : "acquisitions";
+	if (smin == smax)
+		snprintf(range, sizeof range, "%s: %.0f each, at unequal rates",
+		         what, smin);
+	else
+		snprintf(range, sizeof range,
+		         "%s from %.0f to %.0f, %d with none", what, smin, smax,
+		         zeros);
 	if (by_wakes)
 		snprintf(
 		    f->advice, sizeof f->advice,
 		    "The %zu threads running %s get very unequal shares "
-		    "of %s (condition wakes from %.0f to %.0f, %d with "
-		    "none), and the ones behind came back for it without "
-		    "being served: some are passed over again and again; "
-		    "admit work in order (FIFO or earliest-deadline-first), "
-		    "or give each thread its own queue.",
-		    n, p[0].role, lock_label(m, l, a, sizeof a), smin, smax,
-		    zeros);
+		    "of %s (%s), and the ones behind came back for it "
+		    "without being served: some are passed over again and "
+		    "again; admit work in order (FIFO or "
+		    "earliest-deadline-first), or give each thread its own "
+		    "queue.",
+		    n, role, lock_label(m, l, a, sizeof a), range);
 	else
-		snprintf(f->advice, sizeof f->advice,
-		         "The %zu threads running %s get very unequal shares "
-		         "of %s (acquisitions from %.0f to %.0f, %d with none) "
-		         "and the ones behind waited for it while their peers "
-		         "took it: the lock lets a releasing thread take it "
-		         "again before a waiter runs; hand it over in order "
-		         "(a ticket or queued lock), or shorten the holds.",
-		         n, p[0].role, lock_label(m, l, a, sizeof a), smin,
-		         smax, zeros);
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "The %zu threads running %s get very unequal shares "
+		    "of %s (%s) and the ones behind waited for it while "
+		    "their peers took it: the lock lets a releasing thread "
+		    "take it again before a waiter runs; hand it over in "
+		    "order (a ticket or queued lock), or shorten the holds.",
+		    n, role, lock_label(m, l, a, sizeof a), range);
 }
 
 /* Peers are sorted as 4-byte lockthr indexes and made into peer_t one

@@ -197,21 +197,29 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    100 * ev(f, "outer_hold_share_in_inner"));
 		break;
 	}
-	case FK_STARVATION:
+	case FK_STARVATION: {
+		const char *what = ev(f, "service_by_cond_wakes")
+		                       ? "condition wakes"
+		                       : "acquisitions";
+		char range[96];
+		if (ev(f, "service_min") == ev(f, "service_max"))
+			snprintf(range, sizeof range, "%.0f %s per thread",
+			         ev(f, "service_min"), what);
+		else
+			snprintf(range, sizeof range,
+			         "%s from %.0f to %.0f per thread", what,
+			         ev(f, "service_min"), ev(f, "service_max"));
 		snprintf(buf, len,
 		         "%.0f threads running the same code share the lock "
-		         "unequally: %s from %.0f to %.0f per thread (rate CV "
-		         "%.2f), %.0f with none; the %.0f behind the mean "
-		         "rate lost %s of service at that rate.",
-		         ev(f, "threads"),
-		         ev(f, "service_by_cond_wakes") ? "condition wakes"
-		                                        : "acquisitions",
-		         ev(f, "service_min"), ev(f, "service_max"),
-		         ev(f, "acquisitions_cv"),
+		         "unequally: %s (rate CV %.2f), %.0f with none; the "
+		         "%.0f behind the mean rate lost %s of service at that "
+		         "rate.",
+		         ev(f, "threads"), range, ev(f, "acquisitions_cv"),
 		         ev(f, "threads_with_no_acquisition"),
 		         ev(f, "threads_behind"),
 		         human_ns(a, sizeof a, ev(f, "lost_ns")));
 		break;
+	}
 	case FK_SLOW_ALLOC:
 		snprintf(
 		    buf, len,
