@@ -569,16 +569,28 @@ static void on_free(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, false);
 }
 
+/* A REALLOC's free of its old block, given at the call's start when it
+ * moved or freed it (READER_REALLOC_FREE, reader.h): another thread may
+ * have been given the block before the realloc returned. Its lifetime
+ * still ends at the realloc's tsc, as when the record was folded whole. */
+static void on_realloc_free(model_t *m, thread_t *t, uint32_t ti,
+                            const fmt_record_t *r)
+{
+	bool known;
+	block_free(m, t, ti, r->f[FMT_REALLOC_OLD], r->tsc, 0, &known);
+}
+
+/* A REALLOC given whole (it kept its block in place or failed), or the
+ * rest of one whose old block on_realloc_free already freed (part). */
 static void on_realloc(model_t *m, thread_t *t, uint32_t ti,
-                       const fmt_record_t *r)
+                       const fmt_record_t *r, reader_part_t part)
 {
 	/* One allocator call: the old block ends, the new one begins; the
 	 * call's time goes to the new block's site. */
 	uint64_t old = r->f[FMT_REALLOC_OLD], new_ = r->f[FMT_REALLOC_NEW];
 	uint64_t size = r->f[FMT_REALLOC_SIZE];
-	bool known;
-	if (old && (new_ || size == 0))
-		block_free(m, t, ti, old, r->tsc, 0, &known);
+	if (part == READER_WHOLE && old && (new_ || size == 0))
+		on_realloc_free(m, t, ti, r);
 	on_alloc(m, t, ti, r->tsc, size ? new_ : 0, size,
 	         r->f[FMT_REALLOC_STACK], r->f[FMT_REALLOC_TICKS], true);
 }
@@ -784,7 +796,8 @@ static void futex_words(model_t *m)
 
 /* ---- the loop ---- */
 
-static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
+static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
+                     reader_part_t part)
 {
 	thread_t *t = &m->thr[ti];
 	m->events++;
@@ -824,7 +837,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r)
 		        r->f[FMT_FREE_TICKS]);
 		break;
 	case FMT_REALLOC:
-		on_realloc(m, t, ti, r);
+		on_realloc(m, t, ti, r, part);
 		break;
 	case FMT_ACQ:
 		acquire(m, t, ti, r, false, false);
@@ -1060,6 +1073,15 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 			m->thr[ti - 1].excluded =
 			    !thread_matches(m, &m->thr[ti - 1]);
 		}
+		if (ev.part == READER_REALLOC_FREE) {
+			/* Not an event of its own: the record comes again
+			 * (READER_REALLOC_REST) at its end. An excluded
+			 * thread's REALLOC leaves the live map alone. */
+			if (!m->thr[ti - 1].excluded)
+				on_realloc_free(m, &m->thr[ti - 1], ti - 1,
+				                rec);
+			continue;
+		}
 		/* A FREE merges at its start (reader.h): tsc may step back. */
 		if (!m->events)
 			m->rec_since = rec->tsc;
@@ -1067,7 +1089,7 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 			m->first_tsc = rec->tsc;
 		if (rec->tsc > m->last_tsc)
 			m->last_tsc = rec->tsc;
-		on_event(m, ti - 1, rec);
+		on_event(m, ti - 1, rec, ev.part);
 	}
 	if (!m->paused && m->last_tsc > m->rec_since)
 		m->rec_ticks += m->last_tsc - m->rec_since;

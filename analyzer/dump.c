@@ -3,7 +3,8 @@
  * line, for debugging the writer and the reader. By default in file order
  * with a line per chunk header; with --merged in the reader's time order
  * (the order the analyzer folds them in: a FREE at its start, tsc - ticks,
- * reader.h).
+ * reader.h; a REALLOC that moved its block once, at its end, though the
+ * analyzer frees its old block at its start).
  *
  * Field names come from trace_format.h's FMT_CORE_FIELDS.
  */
@@ -203,7 +204,8 @@ int cmd_dump(int argc, char **argv)
 	if (merged) {
 		reader_ev_t ev;
 		while ((rc = reader_next(r, &ev)) > 0)
-			put_record(stdout, ev.tid, ev.rec);
+			if (ev.part != READER_REALLOC_FREE)
+				put_record(stdout, ev.tid, ev.rec);
 		if (rc < 0)
 			ret = -1;
 	} else {

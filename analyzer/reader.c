@@ -19,6 +19,13 @@
  *   keys of one stream never go back: a thread's free starts after its
  *   previous record was stamped, and a forged one that does not is keyed
  *   as that record.
+ * - A REALLOC that frees its old block (reader_realloc_frees) frees it
+ *   inside the call and allocates its new block before it returns: the
+ *   old block, like a FREE's, may go to another thread's malloc before
+ *   the realloc returns, and the new one may have been freed by its last
+ *   owner after the realloc began. So it heads its stream twice: as
+ *   READER_REALLOC_FREE keyed at its start, then as READER_REALLOC_REST
+ *   keyed at its tsc. Every other record is given once, READER_WHOLE.
  * - Each stream holds at most one decoded chunk; its buffer is reused.
  */
 #define _GNU_SOURCE /* pread, posix_fadvise */
@@ -54,8 +61,9 @@ typedef struct rd_stream {
 	uint8_t *buf;
 	size_t cap;
 	fmt_dec_t dec;
-	fmt_record_t rec; /* the stream's next record (its head) */
-	uint64_t key;     /* rec's merge key (see the invariants) */
+	fmt_record_t rec;   /* the stream's next record (its head) */
+	uint64_t key;       /* rec's merge key (see the invariants) */
+	reader_part_t part; /* which part of rec heads the stream */
 } rd_stream_t;
 
 struct reader {
@@ -443,9 +451,15 @@ static int advance(reader_t *r, rd_stream_t *s)
 		size_t eo = 0;
 		int rc = fmt_decode(&s->dec, &s->rec, &eo);
 		if (rc > 0) {
-			uint64_t back = s->rec.type == FMT_FREE
-			                    ? s->rec.f[FMT_FREE_TICKS]
-			                    : 0;
+			uint64_t back = 0;
+			s->part = READER_WHOLE;
+			if (s->rec.type == FMT_FREE)
+				back = s->rec.f[FMT_FREE_TICKS];
+			else if (s->rec.type == FMT_REALLOC &&
+			         reader_realloc_frees(&s->rec)) {
+				back = s->rec.f[FMT_REALLOC_TICKS];
+				s->part = READER_REALLOC_FREE;
+			}
 			uint64_t key =
 			    s->rec.tsc - (back < s->rec.tsc ? back : 0);
 			if (key >
@@ -539,11 +553,19 @@ int reader_next(reader_t *r, reader_ev_t *ev)
 	if (r->failed)
 		return -1;
 	if (r->pending != NONE) {
-		int rc = advance(r, &r->st[r->pending]);
-		if (rc < 0)
-			return -1;
-		if (rc == 0)
-			r->heap[0] = r->heap[--r->nheap];
+		rd_stream_t *s = &r->st[r->pending];
+		if (s->part == READER_REALLOC_FREE) {
+			/* The same REALLOC again, now at its end. */
+			s->part = READER_REALLOC_REST;
+			if (s->rec.tsc > s->key)
+				s->key = s->rec.tsc;
+		} else {
+			int rc = advance(r, s);
+			if (rc < 0)
+				return -1;
+			if (rc == 0)
+				r->heap[0] = r->heap[--r->nheap];
+		}
 		r->pending = NONE;
 		if (r->nheap > 1)
 			sift_down(r, 0);
@@ -555,6 +577,7 @@ int reader_next(reader_t *r, reader_ev_t *ev)
 	ev->rec = &r->st[top].rec;
 	ev->stream = top;
 	ev->tid = r->st[top].tid;
+	ev->part = r->st[top].part;
 	return 1;
 }
 

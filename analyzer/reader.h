@@ -27,12 +27,31 @@
 
 typedef struct reader reader_t;
 
+/* Which part of its record an event is: a REALLOC that frees its old
+ * block (reader_realloc_frees) is given twice, first its free of old at
+ * the call's start, then the rest (its new block) at its end. */
+typedef enum reader_part {
+	READER_WHOLE,        /* every other record */
+	READER_REALLOC_FREE, /* the free of old; keyed at tsc - ticks */
+	READER_REALLOC_REST, /* the same record again, at its tsc */
+} reader_part_t;
+
 /* One merged event: the record and the thread stream it came from. */
 typedef struct reader_ev {
 	const fmt_record_t *rec;
 	uint32_t stream; /* dense index, 0..reader_streams()-1 */
 	uint32_t tid;
+	reader_part_t part;
 } reader_ev_t;
+
+/* Whether a REALLOC record frees its old block inside the call: it moved
+ * it (new != old), or realloc(p, 0) freed it (new 0, size 0). One that
+ * kept the block in place or failed (new 0, size > 0) does not. */
+static inline bool reader_realloc_frees(const fmt_record_t *r)
+{
+	uint64_t old = r->f[FMT_REALLOC_OLD], new_ = r->f[FMT_REALLOC_NEW];
+	return old && new_ != old && (new_ || r->f[FMT_REALLOC_SIZE] == 0);
+}
 
 /* What pass 1 found. */
 typedef struct reader_info {
@@ -64,9 +83,10 @@ const reader_info_t *reader_info(const reader_t *r);
 uint32_t reader_streams(const reader_t *r);
 
 /*
- * Pass 2: the next event in TSC order (a FREE at its start, tsc - ticks:
- * reader.c says why; its tsc is still its end, so the tsc of successive
- * events may step back by a free's duration). Returns 1 with *ev set (valid
+ * Pass 2: the next event in TSC order (a FREE, and a REALLOC's free of its
+ * old block (READER_REALLOC_FREE), at its start, tsc - ticks: reader.c says
+ * why; its tsc is still its end, so the tsc of successive events may step
+ * back by a call's duration). Returns 1 with *ev set (valid
  * until the next call), 0 at the end, -1 when a malformed record stopped the
  * read (reader_info() then says truncated, where and why).
  */

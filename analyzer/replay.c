@@ -226,7 +226,9 @@ int replay(model_t *m, replay_fn fn, void *ctx)
 	memset(s.last_thr, 0xff, (m->nlock + 1) * sizeof *s.last_thr);
 	progress_pass(m->path, 3);
 	while (reader_next(r, &ev) > 0) {
-		if (FMT_IS_META(ev.rec->type))
+		/* A moving REALLOC is one allocator call: its free part
+		 * (reader.h) is left out, its rest is the call. */
+		if (FMT_IS_META(ev.rec->type) || ev.part == READER_REALLOC_FREE)
 			continue;
 		uint32_t ti = find(&m->thr_by_tid, ev.tid);
 		if (ti == NONE32 || m->thr[ti].excluded)

@@ -8,7 +8,8 @@ block: a free made under "queue" was charged to the other thread's
 allocation site ("alloc_under_lock queue @ churn_alloc", a lock the churn
 thread never takes), and the new block's own free became an unknown free.
 A free is merged at its start (tsc - ticks), which precedes any reuse of
-its block (analyzer/reader.c).
+its block (analyzer/reader.c). The second trace below forges the same race
+for a realloc that moves its block.
 
 A small trace written here, 1 tick = 1 ns (time: what happens):
   thread 7 (producer): 1010 ALLOC p (stack 100)
@@ -63,4 +64,50 @@ eq(len(lines), 1, "one (lock, block site) pair: %r" % lines)
 check(lines and "0x1100" in lines[0] and "0x2200" not in lines[0],
       "the free under queue is charged to the producer's site (0x1100), "
       "not the churn thread's (0x2200): %r" % lines)
+
+# A realloc that moves its block frees the old one inside the call, so the
+# same race: thread 7's realloc of X (began at 1100) returned at 1400,
+# after thread 9's malloc had been given X at 1200. Merged whole at its
+# end, the realloc freed thread 9's block and thread 9's own free of X was
+# unknown; merged whole at its start, it would take its new block Y at
+# 1100, before thread 8's free of Y (began at 1200) gave Y back. Its free
+# of X merges at its start, its allocation of Y at its end:
+#   thread 8: 1005 ALLOC Y (stack 400); 1300 FREE Y (100 ns: began at 1200)
+#   thread 7: 1010 ALLOC X (stack 100); 1400 REALLOC X -> Y (stack 300,
+#             300 ns: began at 1100); 1600 FREE Y
+#   thread 9: 1200 ALLOC X (stack 200); 1500 FREE X (20 ns)
+# Every block is freed by the thread that allocated it.
+X, Y = 0x5000, 0x9000
+at = lambda dt, last, ptr, stack, ns: (b"\x01" + uv(dt) + uv(zz(ptr - last)) +
+                                       uv(64) + uv(stack) + uv(ns) + b"\x00")
+fr = lambda dt, last, ptr, ns: b"\x02" + uv(dt) + uv(zz(ptr - last)) + uv(ns)
+t8 = at(5, 0, Y, 400, 10) + fr(295, Y, Y, 100)                # 1005, 1300
+t7 = at(10, 0, X, 100, 10)                                   # 1010
+t7 += (b"\x03" + uv(390) + uv(zz(0)) + uv(zz(Y - X)) + uv(128) + uv(300) +
+       uv(300))                                              # 1400 REALLOC
+t7 += fr(200, Y, Y, 10)                                      # 1600
+t9 = at(200, 0, X, 200, 10) + fr(300, X, X, 20)              # 1200, 1500
+proc2 = proc + meta(0x82, uv(300) + uv(1) + uv(0x3300))
+proc2 += meta(0x82, uv(400) + uv(1) + uv(0x4400))
+path = os.path.join(TMP, "realloc.trace")
+with open(path, "wb") as f:
+    f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+    f.write(chunk(0, proc2) + chunk(7, t7) + chunk(8, t8) + chunk(9, t9))
+d = report_json("--no-symbols", "--all", path)
+eq(d["totals"]["unknown_frees"], 0, "realloc: unknown frees")
+eq(d["totals"]["cross_thread_frees"], 0, "realloc: cross-thread frees")
+eq(d["totals"]["frees"], 3, "realloc: frees")
+eq(d["totals"]["allocations"], 3, "realloc: allocations")
+eq(d["totals"]["reallocs"], 1, "realloc: reallocs")
+by = {a["site"]["address"]: a for a in d["alloc_sites"]}
+# site: (frees, lifetime ns) - each block freed once by its own thread;
+# thread 7's X ends at the realloc's return (1400 - 1010), as before.
+for addr, life in (("0x1100", 390), ("0x2200", 300), ("0x3300", 200),
+                   ("0x4400", 295)):
+    a = by.get(addr)
+    check(a is not None, "realloc: site %s listed" % addr)
+    if a:
+        eq((a["frees"], a["live"], a["cross_thread_frees"],
+            a["lifetime_max_ns"]), (1, 0, 0, life),
+           "realloc: site %s (frees, live, cross-thread, lifetime)" % addr)
 done("analyzer_reuse")
