@@ -151,7 +151,7 @@ if [ "$ATTACH" -gt 0 ]; then
 		fail "mallock report: $(head -3 "$W/report.err")"
 	echo "mariadb: attach: $(cat "$W/tps") transactions/s over $((ATTACH + 5)) s," \
 		"trace $(stat -c %s "$TR") bytes; shutdown ${SHUT} s;" \
-		"report $(since "$t0") s ($W/report.txt)"
+		"report $(since "$t0") s (KEEP=1 keeps $W/report.txt)"
 	sed -n '1,3p' "$W/report.txt"
 	grep -A3 '^#[1-5] ' "$W/report.txt" | grep -E '^#|^   (lock|code|what)'
 	echo "mariadb: ok"
