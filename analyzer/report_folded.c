@@ -68,7 +68,11 @@ static void pairs(FILE *out, const report_t *r, model_t *m, int k,
 	for (size_t i = 0; i < t->n; i++) {
 		const lspair_t *p = &t->v[i];
 		const lock_t *l = &m->lock[p->lock];
-		if (!report_class_matches(r, m, l->cls))
+		/* A futex word's waits and wakes are not lock waits and
+		 * holds (no acquisition is seen): the profiles keep to the
+		 * locks whose waits JSON's lock_wait_ns totals, as pprof's. */
+		if (l->kind == FMT_KIND_FUTEX ||
+		    !report_class_matches(r, m, l->cls))
 			continue;
 		char name[160], leaf[200];
 		lock_label(m, l, name, sizeof name);

@@ -60,6 +60,13 @@ for n in ("fx-0", "fx-1", "fx-2"):
        ("worker (waits on futex words)", 200 * R, 1000 * R),
        n + ": lock-word waits are lock waits, signal-word waits sleeps")
 
+# The wait profiles keep to lock waits (folded and pprof alike, equal to
+# JSON's lock_wait_ns): a futex word is in neither.
+for metric in ("wait", "caused"):
+    rc, fo, err = run("report", "--format=folded", "--metric=" + metric, p)
+    check(rc == 0 and "mktrace_fx" not in fo and "futex word" not in fo,
+          "folded %s: no futex word: %r" % (metric, fo[:300]))
+
 rc, out, err = run("report", p)
 eq(rc, 0, "text report")
 check("600 futex waits through syscall() (360.0 us waited, 60.0 us of it "
