@@ -412,25 +412,19 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 		snprintf(range, sizeof range,
 		         "%s from %.0f to %.0f, %d with none", what, smin, smax,
 		         zeros);
-	if (by_wakes)
-		snprintf(
-		    f->advice, sizeof f->advice,
-		    "The %zu threads running %s get very unequal shares "
-		    "of %s (%s), and the ones behind came back for it "
-		    "without being served: some are passed over again and "
-		    "again; admit work in order (FIFO or "
-		    "earliest-deadline-first), or give each thread its own "
-		    "queue.",
-		    n, role, lock_label(m, l, a, sizeof a), range);
-	else
-		snprintf(
-		    f->advice, sizeof f->advice,
-		    "The %zu threads running %s get very unequal shares "
-		    "of %s (%s) and the ones behind waited for it while "
-		    "their peers took it: the lock lets a releasing thread "
-		    "take it again before a waiter runs; hand it over in "
-		    "order (a ticket or queued lock), or shorten the holds.",
-		    n, role, lock_label(m, l, a, sizeof a), range);
+	const char *why =
+	    by_wakes ? ", and the ones behind came back for it without being "
+	               "served: some are passed over again and again; admit "
+	               "work in order (FIFO or earliest-deadline-first), or "
+	               "give each thread its own queue."
+	             : " and the ones behind waited for it while their peers "
+	               "took it: the lock lets a releasing thread take it "
+	               "again before a waiter runs; hand it over in order (a "
+	               "ticket or queued lock), or shorten the holds.";
+	snprintf(f->advice, sizeof f->advice,
+	         "The %zu threads running %s get very unequal shares of %s "
+	         "(%s)%s",
+	         n, role, lock_label(m, l, a, sizeof a), range, why);
 }
 
 /* Peers are sorted as 4-byte lockthr indexes and made into peer_t one
