@@ -26,8 +26,11 @@
  *   - the real pthread functions on the shim's own locks (writer.c: order
  *     loader -> proc_lock -> reg_lock -> flush_lock) and on the host's lock
  *     the hook was called for; pthread_self, pthread_setspecific
- *   - the real syscall() for the host's own call the hook was made for
- *     (futex_hook.c: its futex wait or wake, forwarded unchanged)
+ *   - the real function a hook forwards the host's own call to (REAL_FUNCS
+ *     in real.h: syscall for its futex wait or wake, exec*, sigaction,
+ *     signal, the setuid family, pthread_create, dlclose, pipe2,
+ *     dl_iterate_phdr): it is the call the host made, so whatever lock it
+ *     takes, the host asked for
  *   - the real allocator only for the shim's own blocks (gate BUSY)
  *   - zstd compression with the shim's static contexts (compress.h: pure
  *     computation, no lock, no allocation)
