@@ -87,17 +87,9 @@ struct reader {
 
 static int read_at(int fd, void *buf, size_t n, uint64_t off)
 {
-	size_t done = 0;
-	while (done < n) {
-		ssize_t k = pread(fd, (char *)buf + done, n - done,
-		                  (off_t)(off + done));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		done += (size_t)k;
-	}
-	progress_add(done); /* issue 14: progress by bytes read */
+	if (fd_read_at(fd, buf, n, off) < 0)
+		return -1;
+	progress_add(n); /* issue 14: progress by bytes read */
 	return 0;
 }
 

@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #include "cli.h"
 #include "trace_compress.h"
+#include "util.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -199,13 +200,6 @@ static int set_preload(const char *shim)
 	int rc = setenv("LD_PRELOAD", v, 1);
 	free(v);
 	return rc;
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* What the compression after the run did, over all the traces. */
@@ -482,7 +476,7 @@ int cmd_record(int argc, char **argv)
 		                  : "see the shim's warnings above");
 	if (pack && path[0]) {
 		rec_pack_t p = {.level = level};
-		double t0 = now_s();
+		double t0 = mono_seconds();
 		if (have && S_ISREG(st.st_mode))
 			pack_one(&p, path);
 		pack_children(&p, path, &started);
@@ -496,7 +490,7 @@ int cmd_record(int argc, char **argv)
 			        tc_size(b, sizeof b, p.out),
 			        tc_per_event(c, sizeof c, p.out,
 			                     p.bad ? 0 : p.events),
-			        now_s() - t0);
+			        mono_seconds() - t0);
 	}
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);

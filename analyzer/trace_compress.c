@@ -79,39 +79,6 @@ char *tc_per_event(char *buf, size_t len, uint64_t bytes, uint64_t events)
 	return buf;
 }
 
-/* Reads exactly n bytes at off. 0, or -1 (errno set; 0 at the end). */
-static int read_at(int fd, void *buf, size_t n, uint64_t off)
-{
-	size_t got = 0;
-	while (got < n) {
-		ssize_t k =
-		    pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0) {
-			if (k == 0)
-				errno = 0;
-			return -1;
-		}
-		got += (size_t)k;
-	}
-	return 0;
-}
-
-static int write_all(int fd, const void *buf, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, buf, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -1;
-		buf = (const char *)buf + k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* Whether /proc/<pid>/fdinfo/<fd> says the descriptor may write (unknown:
  * yes). */
 static int fd_writes(pid_t pid, const char *fd)
@@ -192,7 +159,7 @@ static pid_t trace_pid(int fd, uint64_t size)
 	uint8_t hb[FMT_CHUNK_HEADER_SIZE];
 	fmt_chunk_header_t h;
 	if (size < FMT_FILE_HEADER_SIZE + FMT_CHUNK_HEADER_SIZE ||
-	    read_at(fd, hb, sizeof hb, FMT_FILE_HEADER_SIZE) < 0 ||
+	    fd_read_at(fd, hb, sizeof hb, FMT_FILE_HEADER_SIZE) < 0 ||
 	    fmt_chunk_parse(hb, &h) < 0 || h.tid != 0 ||
 	    h.payload_len > size - FMT_FILE_HEADER_SIZE - FMT_CHUNK_HEADER_SIZE)
 		return 0;
@@ -201,8 +168,8 @@ static pid_t trace_pid(int fd, uint64_t size)
 	const uint8_t *recs;
 	uint32_t n;
 	pid_t pid = 0;
-	if (read_at(fd, buf, h.payload_len,
-	            FMT_FILE_HEADER_SIZE + FMT_CHUNK_HEADER_SIZE) == 0 &&
+	if (fd_read_at(fd, buf, h.payload_len,
+	               FMT_FILE_HEADER_SIZE + FMT_CHUNK_HEADER_SIZE) == 0 &&
 	    fmt_chunk_verify(hb, &h, buf) == 0 &&
 	    fmt_chunk_inflate(&h, buf, &z, &zcap, &recs, &n) == 0) {
 		fmt_chunk_header_t hr = h;
@@ -293,16 +260,17 @@ static int put_chunk(tc_t *t, const uint8_t *hb, const fmt_chunk_header_t *h,
 				fmt_chunk_seal(t->z, &nh, zp);
 				r->packed++;
 				t->changed++;
-				return write_all(t->out, t->z,
-				                 FMT_CHUNK_HEADER_SIZE + total);
+				return fd_write_all(t->out, t->z,
+				                    FMT_CHUNK_HEADER_SIZE +
+				                        total);
 			}
 		}
 	}
 	if (h->flags & FMT_CHUNKF_ZSTD)
 		r->packed++;
-	if (write_all(t->out, hb, FMT_CHUNK_HEADER_SIZE) < 0)
+	if (fd_write_all(t->out, hb, FMT_CHUNK_HEADER_SIZE) < 0)
 		return -1;
-	return write_all(t->out, t->pay, h->payload_len);
+	return fd_write_all(t->out, t->pay, h->payload_len);
 }
 
 /* Copies [off, end) of t->in to t->out. 0, or -1 (errno). */
@@ -312,8 +280,8 @@ static int copy_rest(tc_t *t, uint64_t off, uint64_t end)
 	while (off < end) {
 		size_t n =
 		    end - off < t->paycap ? (size_t)(end - off) : t->paycap;
-		if (read_at(t->in, t->pay, n, off) < 0 ||
-		    write_all(t->out, t->pay, n) < 0)
+		if (fd_read_at(t->in, t->pay, n, off) < 0 ||
+		    fd_write_all(t->out, t->pay, n) < 0)
 			return -1;
 		off += n;
 	}
@@ -332,7 +300,7 @@ static int rewrite(tc_t *t, uint64_t size, tc_result_t *r, char *err,
 		const char *why = NULL;
 		if (size - off < FMT_CHUNK_HEADER_SIZE)
 			why = "incomplete chunk header";
-		else if (read_at(t->in, hb, sizeof hb, off) < 0)
+		else if (fd_read_at(t->in, hb, sizeof hb, off) < 0)
 			goto read_error;
 		else if (fmt_chunk_parse(hb, &h) < 0)
 			why = "bad chunk header";
@@ -340,8 +308,8 @@ static int rewrite(tc_t *t, uint64_t size, tc_result_t *r, char *err,
 			why = "incomplete chunk";
 		if (!why) {
 			grow(&t->pay, &t->paycap, h.payload_len);
-			if (read_at(t->in, t->pay, h.payload_len,
-			            off + FMT_CHUNK_HEADER_SIZE) < 0)
+			if (fd_read_at(t->in, t->pay, h.payload_len,
+			               off + FMT_CHUNK_HEADER_SIZE) < 0)
 				goto read_error;
 			const uint8_t *recs;
 			uint32_t n;
@@ -465,7 +433,7 @@ int tc_compress(const char *path, const char *out, int level, tc_result_t *r,
 	uint8_t fh[FMT_FILE_HEADER_SIZE];
 	unsigned major = 0, minor = 0;
 	int rc = (uint64_t)st.st_size < sizeof fh ? -1
-	         : read_at(fd, fh, sizeof fh, 0) < 0
+	         : fd_read_at(fd, fh, sizeof fh, 0) < 0
 	             ? -1
 	             : fmt_file_header_check(fh, sizeof fh, &major, &minor);
 	if (rc < 0) {
@@ -512,7 +480,7 @@ int tc_compress(const char *path, const char *out, int level, tc_result_t *r,
 	}
 	fmt_file_header(
 	    fh); /* this version: 1.2 or later reads compressed chunks */
-	if (write_all(t.out, fh, sizeof fh) < 0) {
+	if (fd_write_all(t.out, fh, sizeof fh) < 0) {
 		snprintf(err, errlen, "cannot write %s: %s", tmp_path,
 		         strerror(errno));
 		goto done;
@@ -589,13 +557,6 @@ static void compress_usage(FILE *f)
 	        "rename), chunk by chunk: what `mallock report` reads is "
 	        "unchanged.\n",
 	        TC_LEVEL_MIN, TC_LEVEL_MAX, TC_LEVEL_DEFAULT);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 int tc_say(const char *prefix, const char *path, const tc_result_t *r,
@@ -695,7 +656,7 @@ int cmd_compress(int argc, char **argv)
 	for (; i < argc; i++) {
 		char err[PATH_MAX + 160];
 		tc_result_t r;
-		double t0 = now_s();
+		double t0 = mono_seconds();
 		int rc = tc_compress(argv[i], out, level, &r, err, sizeof err);
 		if (rc) {
 			fprintf(stderr, "mallock compress: %s: %s\n", argv[i],
@@ -705,7 +666,7 @@ int cmd_compress(int argc, char **argv)
 			continue;
 		}
 		if (tc_say("mallock compress: ", out ? out : argv[i], &r,
-		           now_s() - t0) &&
+		           mono_seconds() - t0) &&
 		    !status)
 			status = 1;
 	}

@@ -1,15 +1,20 @@
 /*
- * util.c - allocation that fails loudly, growable arrays, a string arena and
- * human-readable number formatting for the analyzer.
+ * util.c - allocation that fails loudly, growable arrays, a string arena,
+ * human-readable number formatting, and whole reads and writes of a file
+ * descriptor for the analyzer.
  *
  * The analyzer is a batch tool: an allocation failure is fatal and reported
  * as one line on stderr with exit status 3.
  */
+#define _GNU_SOURCE /* pread */
 #include "util.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static void oom(size_t n)
 {
@@ -134,4 +139,43 @@ const char *path_base(const char *path)
 {
 	const char *s = strrchr(path, '/');
 	return s ? s + 1 : path;
+}
+
+int fd_read_at(int fd, void *buf, size_t n, uint64_t off)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t k =
+		    pread(fd, (char *)buf + got, n - got, (off_t)(off + got));
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = 0;
+			return -1;
+		}
+		got += (size_t)k;
+	}
+	return 0;
+}
+
+int fd_write_all(int fd, const void *buf, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, buf, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		buf = (const char *)buf + k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+double mono_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }

@@ -48,4 +48,12 @@ char *human_count(char *buf, size_t len, double n);
 /* Basename of a path (pointer into path). */
 const char *path_base(const char *path);
 
+/* Reads exactly n bytes at offset off (pread, EINTR retried): 0, or -1 with
+ * errno set (0 when the file ended first). */
+int fd_read_at(int fd, void *buf, size_t n, uint64_t off);
+/* Writes all n bytes (write, EINTR retried): 0, or -1 with errno set. */
+int fd_write_all(int fd, const void *buf, size_t n);
+/* CLOCK_MONOTONIC in seconds, for the durations commands print. */
+double mono_seconds(void);
+
 #endif
