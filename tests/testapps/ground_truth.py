@@ -153,11 +153,14 @@ def describe(j, n=5):
 
 
 def no_starvation(j):
-    """No starvation finding at all: these apps have at most two threads of
-    one role on a lock (or, reportqueue, four producers with even shares),
-    so the analyzer's starvation, which compares peers of one role (at
-    least three), must stay silent."""
-    st = findings(j, "starvation")
+    """No starvation finding above info: these apps have at most two
+    threads of one role on a lock (or, reportqueue, four producers with
+    even shares by design), so the analyzer's starvation, which compares
+    peers of one role (at least three), must not rank one. An info one may
+    stand: on a loaded 2-core machine the scheduler itself can give the
+    four producers uneven shares (23k to 122k acquisitions in one CI run,
+    0.9 ms lost), and that is what the run did."""
+    st = [f for f in findings(j, "starvation") if f["severity"] != "info"]
     check(not st, f"{j['_cmd']}: starvation found:\n{describe(j, 8)}")
 
 
