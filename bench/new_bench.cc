@@ -1,7 +1,7 @@
 /*
  * new_bench - operator new + operator delete pairs (sizes 16, 64, 512, 4096)
  * at a call depth of 16 frames, linked with Debian's libtcmalloc (as the
- * Kudu seeds are): the C++ entry points of the shim (shim/cxx_hooks.c) in
+ * Kudu seeds are): the C++ entry points of the shim (shim/hooks/cxx_hooks.c) in
  * front of tcmalloc's. Prints "new_delete_SIZE ns_per_pair" lines, each the
  * best of 5 runs of ITERATIONS pairs (default 1,000,000).
  *

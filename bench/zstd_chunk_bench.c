@@ -1,5 +1,5 @@
 /*
- * zstd_chunk_bench - zstd levels as the shim uses them (shim/compress.c):
+ * zstd_chunk_bench - zstd levels as the shim uses them (shim/core/compress.c):
  * each 64 KiB piece of a file (an uncompressed trace, MALLOCK_COMPRESS=0)
  * compressed on its own with ZSTD_compress2 and the frame checksum on.
  * Prints, per level, the compressed/original ratio and the best-of-5 time

@@ -1,6 +1,6 @@
 /*
- * ctl_page.h - the control page: what the shim (shim/control.c) and
- * `mallock ctl` (analyzer/ctl.c) share about a running process.
+ * ctl_page.h - the control page: what the shim (shim/control/control.c) and
+ * `mallock ctl` (analyzer/cmd/ctl.c) share about a running process.
  *
  * Each traced process maps one small file, <dir>/<pid>.page, MAP_SHARED.
  * The shim writes its identity and state there; `mallock ctl` writes one

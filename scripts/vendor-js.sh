@@ -1,5 +1,5 @@
 #!/bin/bash
-# Rebuilds analyzer/html/vendor/: the flame graph library of the HTML report
+# Rebuilds analyzer/output/html/vendor/: the flame graph library of the HTML report
 # (`mallock report --format=html`), bundled once at development time so that
 # building and testing mallock need no npm. Run it only to change the
 # library's version, then commit the result:
@@ -32,7 +32,7 @@ mkdir -p "$OUT"
 {
   echo "/* mallock's bundle of d3-flame-graph and d3 (scripts/vendor-js.sh)."
   echo " * $(node -e 'const p=require("./package-lock.json").packages;console.log(Object.keys(p).filter(k=>k).map(k=>k.replace("node_modules/","")+"@"+p[k].version+" ("+(p[k].license||"?")+")").filter(s=>/d3|internmap/.test(s)).join(", "))')"
-  echo " * Licenses: analyzer/html/vendor/LICENSES. */"
+  echo " * Licenses: analyzer/output/html/vendor/LICENSES. */"
   cat flamegraph.bundle.js
 } > "$OUT/flamegraph.bundle.js"
 cp node_modules/d3-flame-graph/dist/d3-flamegraph.css "$OUT/d3-flamegraph.css"

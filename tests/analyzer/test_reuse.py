@@ -8,7 +8,7 @@ block: a free made under "queue" was charged to the other thread's
 allocation site ("alloc_under_lock queue @ churn_alloc", a lock the churn
 thread never takes), and the new block's own free became an unknown free.
 A free is merged at its start (tsc - ticks), which precedes any reuse of
-its block (analyzer/reader.c). The second trace below forges the same race
+its block (analyzer/trace/reader.c). The second trace below forges the same race
 for a realloc that moves its block.
 
 A small trace written here, 1 tick = 1 ns (time: what happens):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reports do not depend on the hash key (issue 11, review item 7). The
 analyzer's hash maps are keyed from getrandom() in each process
-(analyzer/u64map.h), so two runs hash every key differently; an output
+(analyzer/util/u64map.h), so two runs hash every key differently; an output
 whose order followed a map's slots would differ between them. Each trace
 (the golden ones, mktrace scenarios with symbols, forged ones with many
 threads, locks held at once and colliding keys) is reported twice in every

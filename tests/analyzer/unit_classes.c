@@ -1,5 +1,5 @@
 /*
- * unit_classes.c - unit tests of analyzer/classes.c: lock instances into
+ * unit_classes.c - unit tests of analyzer/model/classes.c: lock instances into
  * lock classes (classes_build) and each thread's activity
  * (thread_activity), on a model read from a trace written record by record
  * (no MODULE record: frames stay addresses, every frame is a user frame, so

@@ -1,6 +1,6 @@
 /*
  * unit_reader.c - unit tests of the reader's pass 2 merge and its clock
- * calibration (analyzer/reader.h), on traces written record by record:
+ * calibration (analyzer/trace/reader.h), on traces written record by record:
  *
  * - merge: three threads, five chunks written out of time order (a later
  *   chunk of one thread before an earlier chunk of another; one thread's two

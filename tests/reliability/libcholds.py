@@ -1,5 +1,5 @@
 """libcholds.py BUILD_DIR - the guard for the class "a hook calls a locking
-libc function" (shim/hook.h): libcholds runs every kind of hook from inside
+libc function" (shim/hooks/hook.h): libcholds runs every kind of hook from inside
 libc functions that hold an internal lock (pthread_getattr_np on a new
 thread and on the main thread, a dl_iterate_phdr callback, stdio stream
 callbacks, qsort, pthread_once), under each unwind mode (libunwind with the

@@ -5,7 +5,7 @@ usage: attach_test.py MALLOCK ATTACHAPP TMPDIR [tcmalloc]
 
 attachapp runs WITHOUT the shim, for 6 s (a shorter run could end before
 the checks on a loaded machine); after 0.5 s `mallock attach` injects it
-(ptrace, analyzer/inject.c), the app runs on and exits by itself. Checks: the app's exit status
+(ptrace, analyzer/target/inject.c), the app runs on and exits by itself. Checks: the app's exit status
 and output are unchanged, the trace exists and its report shows allocations
 and lock acquisitions made after the attach, allocations inside lock holds
 (an alloc_under_lock finding), the blocks allocated before the attach

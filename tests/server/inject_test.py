@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""`mallock attach` leaves the threads of its host as they were (analyzer/inject.c).
+"""`mallock attach` leaves the threads of its host as they were (analyzer/target/inject.c).
 
 usage: inject_test.py MALLOCK INJECTAPP TMPDIR
 

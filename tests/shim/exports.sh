@@ -1,6 +1,6 @@
 #!/bin/sh
 # exports.sh SHIM MAP - the shim exports exactly the hooks listed in
-# shim/exports.map and mallock_* (nm -D --defined-only), and the key hooks
+# shim/hooks/exports.map and mallock_* (nm -D --defined-only), and the key hooks
 # are there.
 set -eu
 SHIM=$1 MAP=$2

@@ -1,11 +1,11 @@
 /*
  * unit_output_path.c - unit test of the shim's trace path expansion,
- * config_output_path (shim/config.h): %p -> pid, %e -> executable name,
+ * config_output_path (shim/core/config.h): %p -> pid, %e -> executable name,
  * %% -> %, any other % kept; ".<pid>" appended for a child when the
  * pattern has no %p; a result that does not fit (the terminating NUL
  * included) is -1 with out empty, and nothing is written past cap.
  *
- * Built from shim/config.c alone, with the two shim functions it calls
+ * Built from shim/core/config.c alone, with the two shim functions it calls
  * (prim_getenv, shim_warn) stubbed here: no preload, no process.
  */
 #include "../check.h"

@@ -364,7 +364,7 @@ def case_svcqueue_cascade(ctx):
     # returned, was charged to churn_alloc_main ("alloc_under_lock
     # svcqueue.lock @ churn_alloc_main", and "@ -" for the frees it left
     # unmatched: 0.08% to 0.75% of the frees were unknown, 0 to 12 in
-    # millions since); a free is merged at its start (analyzer/reader.c).
+    # millions since); a free is merged at its start (analyzer/trace/reader.c).
     for n in (ch1, gl1):
         check(n["aul_sites"] == ["tree_insert"],
               f"alloc_under_lock on svcqueue.lock at {n['aul_sites']}, "

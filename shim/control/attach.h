@@ -1,6 +1,6 @@
 /*
  * attach.h - the shim loaded into a process that is already running
- * (`mallock attach PID`, analyzer/attach.c; docs/server.md, "Attach").
+ * (`mallock attach PID`, analyzer/cmd/attach.c; docs/server.md, "Attach").
  *
  * The attach command has gdb call dlopen() on libmallock.so inside the
  * target, then mallock_attach_impl() (attach.c). Loaded that way the shim

@@ -6,7 +6,7 @@
  * How: with ptrace (inject.c, no debugger), one thread of PID calls
  * dlopen() on libmallock.so (RTLD_NOW|RTLD_NODELETE), then
  * mallock_attach_impl(OUTPUT, S), which starts the shim and rewrites the GOT
- * slots of the hooked functions in every loaded module (shim/attach.c). The
+ * slots of the hooked functions in every loaded module (shim/control/attach.c). The
  * function's one-line answer is read back from the process, whose thread
  * is then restored and released. The process keeps running;
  * `mallock ctl stop|start|status PID` controls it from then on.

@@ -2,7 +2,7 @@
  * cxx_ops.h - the C++ operators new and delete the shim hooks, listed once:
  * cxx_hooks.c defines a hook per row and resolves the next operator per
  * row; attach.c binds the program's call slots by the rows' symbols.
- * shim/exports.map exports them (tests/shim/exports.sh checks it).
+ * shim/hooks/exports.map exports them (tests/shim/exports.sh checks it).
  *
  * CXX_NEW_OPS(X): X(symbol, index, FMT_FN_ code, has_al, has_nt, (params),
  *                   al argument, nt argument)

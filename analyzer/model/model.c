@@ -224,7 +224,7 @@ const char *model_allocator(const model_t *m)
 				return known[k];
 	}
 	/* tcmalloc linked into the program: the shim records through its
-	 * MallocHook API and says so (shim/tcmalloc_hooks.c). */
+	 * MallocHook API and says so (shim/hooks/tcmalloc_hooks.c). */
 	for (size_t i = 0; i < m->nnote; i++)
 		if (strstr(m->note[i].text, "through its MallocHook API"))
 			return "tcmalloc";

@@ -4,7 +4,7 @@
  * and its descendants (--tree), or every traced process of one program
  * (--exe).
  *
- * Protocol (format/ctl_page.h; shim/control.h is the other side): each
+ * Protocol (format/ctl_page.h; shim/control/control.h is the other side): each
  * traced process maps <dir>/<pid>.page. `ctl` writes a request word there
  * and waits up to 5 s for the process to copy it to `served`; the shim
  * polls the word (every hook call while paused, every 10 ms while
@@ -44,7 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CTL_SIGVAL 0x6d6c6b01 /* shim/control.c */
+#define CTL_SIGVAL 0x6d6c6b01 /* shim/control/control.c */
 #define CTL_CMD_STATUS 3u     /* a refresh: the shim rewrites its state */
 
 static void usage(FILE *o)
@@ -337,7 +337,7 @@ static int target_open(target_t *t, long pid, int quiet)
 		         "stderr says why: a refused directory, or it started "
 		         "before this mallock version)");
 	} else {
-		/* Where the shim puts it for this uid (shim/control.c). */
+		/* Where the shim puts it for this uid (shim/control/control.c). */
 		char dirs[3][1100];
 		int nd = 0;
 		target_env(pid, "MALLOCK_CTL_DIR", dirs[nd], sizeof dirs[0]);

@@ -41,7 +41,7 @@ const char *truncation_text(const model_t *m, char *buf, size_t len)
 static void window_notes(model_t *m)
 {
 	char t[512];
-	/* `mallock attach` notes "attached: ..." (shim/attach.c). */
+	/* `mallock attach` notes "attached: ..." (shim/control/attach.c). */
 	for (size_t i = 0; i < m->nnote; i++)
 		if (strncmp(m->note[i].text, "attached:", 9) == 0)
 			m->attached = true;

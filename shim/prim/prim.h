@@ -192,7 +192,7 @@ void prim_stderr(const char *msg, size_t n);
  * pthread_getattr_np (allocates: hold the guard). 0 on success. It takes
  * the thread's own glibc lock and, for the main thread, stdio's: call it
  * only at thread start (the pthread_create trampoline), never in a hook
- * (shim/hook.h: a host thread inside pthread_getattr_np holds that lock
+ * (shim/hooks/hook.h: a host thread inside pthread_getattr_np holds that lock
  * while it calls realloc). */
 int prim_stack_bounds(uintptr_t *lo, uintptr_t *hi);
 
