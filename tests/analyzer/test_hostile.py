@@ -11,7 +11,8 @@ only touched pages), and must:
 - take linear time: 2x the file may cost at most 2.5x the CPU time, i.e.
   10x at most 10^log2(2.5) = 21x. CPU time (user + system, from wait4) of
   the fastest of 3 runs at 1 MB and of 1 or 2 at 10 MB, both sizes
-  measured in this run;
+  measured in this run, and when that ratio is over the bound, the
+  fastest of 5 more at 1 MB and 3 more at 10 MB (load only adds time);
 - finish within a hang detector's timeout (a FIFO named by a MODULE record
   blocked the report forever).
 
@@ -123,6 +124,24 @@ def measure(name, shape, args, path=""):
         return
     (t1, kb1), (t10, kb10) = best[SIZES[0]], best[SIZES[1]]
     ratio = t10 / max(t1, CPU_FLOOR)
+    if ratio > RATIO_MAX:
+        # A loaded machine slows some runs (a 1 MB run takes 40 ms: one
+        # preemption or a cold cache is a large share of it). Noise only
+        # ever adds time, so more runs of both sizes, each size's fastest
+        # kept, tell noise from a superlinear analyzer, whose 10 MB runs
+        # stay slow however often they are repeated.
+        again = {SIZES[0]: 5, SIZES[1]: 3}
+        for size in SIZES:
+            trace = forge(shape, size, path)
+            for _ in range(again[size]):
+                rc, _, cpu, _ = run_limited(["report"] + args + [trace],
+                                            TIMEOUT[size])
+                if rc == 0:
+                    t = best[size]
+                    best[size] = (min(t[0], cpu), t[1])
+            os.unlink(trace)
+        (t1, kb1), (t10, kb10) = best[SIZES[0]], best[SIZES[1]]
+        ratio = t10 / max(t1, CPU_FLOOR)
     print("%-12s 1 MB %6.3f s %4d MB   10 MB %6.3f s %4d MB   x%.1f"
           % (name, t1, kb1 >> 10, t10, kb10 >> 10, ratio))
     check(ratio <= RATIO_MAX, "%s: 10x the file took %.1fx the time "
