@@ -6,10 +6,10 @@
  * How: with ptrace (inject.c, no debugger), one thread of PID calls
  * dlopen() on libmallock.so (RTLD_NOW|RTLD_NODELETE), then
  * mallock_attach_impl(OUTPUT, S), which starts the shim and rewrites the GOT
- * slots of the hooked functions in every loaded module (shim/control/attach.c). The
- * function's one-line answer is read back from the process, whose thread
- * is then restored and released. The process keeps running;
- * `mallock ctl stop|start|status PID` controls it from then on.
+ * slots of the hooked functions in every loaded module (shim/control/attach.c).
+ * The function's one-line answer is read back from the process, whose thread is
+ * then restored and released. The process keeps running; `mallock ctl
+ * stop|start|status PID` controls it from then on.
  *
  * `mallock detach PID` makes the process call mallock_detach_impl() the
  * same way, which gives every redirected slot back and ends the trace (the
@@ -17,7 +17,7 @@
  *
  * As root, the injection runs with the target's uid and gid when the
  * target is not root: the target's files (its libc's symbol table) are
- * then read with no more privilege than their owner has (review #22). A
+ * then read with no more privilege than their owner has. A
  * target that is not dumpable (a daemon started by root that dropped to
  * its user with setuid(), as mariadbd --user=mysql) can be traced only with
  * CAP_SYS_PTRACE: that one capability is kept across the drop, every other

@@ -337,7 +337,8 @@ static int target_open(target_t *t, long pid, int quiet)
 		         "stderr says why: a refused directory, or it started "
 		         "before this mallock version)");
 	} else {
-		/* Where the shim puts it for this uid (shim/control/control.c). */
+		/* Where the shim puts it for this uid (shim/control/control.c).
+		 */
 		char dirs[3][1100];
 		int nd = 0;
 		target_env(pid, "MALLOCK_CTL_DIR", dirs[nd], sizeof dirs[0]);

@@ -79,7 +79,7 @@ static int parse_metric(const char *s)
 	return -1;
 }
 
-/* issue 14: "1.5", "1.5s", "200ms", "50us", "10ns" -> ns. Returns 0, or
+/* "1.5", "1.5s", "200ms", "50us", "10ns" -> ns. Returns 0, or
  * -1 when s is not such a time. */
 static int parse_time(const char *s, uint64_t *ns)
 {
@@ -112,7 +112,7 @@ static bool keep(const report_t *r, const finding_t *f)
 	return true;
 }
 
-/* Output formats; the binary ones (issue 14) return an error. */
+/* Output formats; the binary ones return an error. */
 enum { F_TEXT, F_JSON, F_FOLDED, F_PPROF, F_PERFETTO, F_HTML };
 
 static int emit(report_t *r, int format, FILE *out)
@@ -172,7 +172,7 @@ int cmd_report(int argc, char **argv)
 	    {"thresholds", no_argument, 0, O_TH},
 	    {"output", required_argument, 0, 'o'},
 	    {"help", no_argument, 0, O_HELP},
-	    {"from", required_argument, 0, O_FROM}, /* issue 14 */
+	    {"from", required_argument, 0, O_FROM},
 	    {"to", required_argument, 0, O_TO},
 	    {"progress", no_argument, 0, O_PROGRESS},
 	    {"no-progress", no_argument, 0, O_NOPROGRESS},
@@ -183,7 +183,7 @@ int cmd_report(int argc, char **argv)
 	char *thread_arg = NULL;
 	const char **threads = NULL;
 	load_opts_t lo = {.symbols = true};
-	const char *debug_dirs[33] = {0}; /* issue 13, item 4 */
+	const char *debug_dirs[33] = {0};
 	size_t ndebug = 0;
 	lo.debug_dirs = debug_dirs;
 
@@ -267,13 +267,13 @@ int cmd_report(int argc, char **argv)
 		case 'o':
 			outpath = optarg;
 			break;
-		case O_PROGRESS: /* issue 14 */
+		case O_PROGRESS:
 			progress = PROGRESS_ON;
 			break;
 		case O_NOPROGRESS:
 			progress = PROGRESS_OFF;
 			break;
-		case O_FROM: /* issue 14: the timeline's window */
+		case O_FROM: /* the timeline's window */
 		case O_TO:
 			if (parse_time(optarg,
 			               c == O_FROM ? &r.from_ns : &r.to_ns)) {
@@ -298,7 +298,7 @@ int cmd_report(int argc, char **argv)
 		usage(stderr);
 		return 1;
 	}
-	if (r.to_ns && r.from_ns >= r.to_ns) { /* issue 14 */
+	if (r.to_ns && r.from_ns >= r.to_ns) {
 		fprintf(stderr, "mallock report: --from must be before --to\n");
 		return 1;
 	}
@@ -314,7 +314,7 @@ int cmd_report(int argc, char **argv)
 			threads[k++] = s;
 		lo.thread_filter = threads;
 	}
-	/* issue 14: a binary profile is not for a terminal. */
+	/* A binary profile is not for a terminal. */
 	if (format >= F_PPROF && !outpath && isatty(1)) {
 		fprintf(stderr, "mallock report: --format needs -o FILE "
 		                "(binary output)\n");
@@ -329,7 +329,7 @@ int cmd_report(int argc, char **argv)
 		free(targ);
 		return 1;
 	}
-	/* issue 14: the binary outputs read each trace a second time */
+	/* The binary outputs read each trace a second time */
 	progress_init(progress, format >= F_PPROF ? 3 : 2);
 	r.nm = (size_t)(argc - optind);
 	r.m = xcalloc(r.nm, sizeof *r.m);

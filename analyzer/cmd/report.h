@@ -17,7 +17,7 @@
 #define METRICS(X)                                                             \
 	X(WAIT, "wait") X(HOLD, "hold") X(ALLOC_UNDER_LOCK, "alloc-under-lock") \
 	X(CROSS_THREAD, "cross-thread")                                      \
-	X(CAUSED, "caused") /* issue 14 (pprof): holder stacks, wait caused */
+	X(CAUSED, "caused") /* pprof: holder stacks, wait caused */
 /* clang-format on */
 enum metric {
 #define METRIC_ENUM_(e, name) METRIC_##e,
@@ -34,7 +34,7 @@ typedef struct report {
 	int min_sev;
 	const char *lock_filter;
 	bool per_process;
-	uint64_t from_ns, to_ns; /* issue 14: --from/--to (timeline window;
+	uint64_t from_ns, to_ns; /* --from/--to (timeline window;
 	                            to_ns 0: the end) */
 	bool all; /* --all: list every lock instance and class (JSON) */
 } report_t;
@@ -68,7 +68,7 @@ int class_points_of(model_t *m, uint32_t c, int k, bool lock_words,
 void report_text(const report_t *r, FILE *out);
 void report_json(const report_t *r, FILE *out);
 void report_folded(const report_t *r, FILE *out);
-/* issue 14: binary outputs; each returns 0, or 1 on an error it printed. */
+/* Binary outputs; each returns 0, or 1 on an error it printed. */
 int report_pprof(const report_t *r, FILE *out);    /* report_pprof.c */
 int report_perfetto(const report_t *r, FILE *out); /* report_perfetto.c */
 int report_html(const report_t *r, FILE *out);     /* report_html.c */

@@ -68,7 +68,7 @@ static int nthreads(const uint32_t *thr)
 
 /*
  * The slow path of the allocator in use and how to avoid it, for
- * slow_alloc's advice (issue 13: tcmalloc's central free list was told to
+ * slow_alloc's advice (tcmalloc's central free list was told to
  * a glibc program).
  */
 static void slow_path_of(const model_t *m, const char **path, const char **fix)

@@ -1,6 +1,5 @@
 /*
- * find_futex.c - the futex lock word detector (see find.h; issue 13, item
- * 5):
+ * find_futex.c - the futex lock word detector (see find.h):
  *
  *   futex_lock   L, the time waiters lost on the lock words of one class
  *                (words some thread both waited on and woke: aggregate.c),

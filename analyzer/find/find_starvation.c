@@ -6,7 +6,7 @@
  * sum (1 - rate_i / mean rate) x life_i, counted only as far as the trace
  * shows those peers wanting the lock while their peers got it.
  *
- * Invariants (issue 13, item 1: an uneven pool by design was the top
+ * Invariants (an uneven pool by design was the top
  * finding on real servers):
  * - A peer behind counts only with evidence of demand: on an acquisition
  *   measure, at most its own wait for the lock; on a condition-wake
@@ -429,7 +429,7 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 
 /* Peers are sorted as 4-byte lockthr indexes and made into peer_t one
  * group at a time: a peer_t per (lock, thread) took 48 bytes for each of
- * the 4M pairs of a million per-connection locks (issue 13, item 7). */
+ * the 4M pairs of a million per-connection locks. */
 void find_starvation(model_t *m, findings_t *out)
 {
 	if (!m->nlt)

@@ -21,7 +21,7 @@
  *   on and woke is a lock word (futex_lockish): its waits are time lost to
  *   its holders. On any other word (waiters never wake it, wakers never
  *   wait on it: a producer and its consumers) the waits were waiting for
- *   work, counted in idle_wait_ns (issue 13, item 2).
+ *   work, counted in idle_wait_ns.
  * - An allocator call made while locks are held is charged to each of them:
  *   the thread sums its calls in holds (holdsum_t) and a hold, when it ends,
  *   charges its lock the difference since it began, so a call costs O(1)

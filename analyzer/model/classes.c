@@ -51,7 +51,7 @@ static bool init_wrapper(const char *fn)
 	return false;
 }
 
-/* (classes.h) Issue 13, item 2: all 82k mutexes of a web server were one
+/* (classes.h) All 82k mutexes of a web server were one
  * class, made by apr_thread_mutex_create. */
 #define OWNER_DEPTH 12
 bool stack_owner(model_t *m, uint32_t si, frame_t *out)

@@ -161,7 +161,7 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 {
 	reader_t *r;
 	char err[256], tr[400];
-	progress_pass(path, 1); /* issue 14 */
+	progress_pass(path, 1);
 	int rc = reader_open(path, &r, err, sizeof err);
 	memset(m, 0, sizeof *m);
 	if (rc) {
@@ -184,7 +184,7 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 	thread_activity(m);
 	if (f)
 		findings_compute(m, f);
-	sym_missing_notes(m); /* issue 13, item 4 */
+	sym_missing_notes(m);
 	return 0;
 }
 

@@ -40,7 +40,7 @@ const char *truncation_text(const model_t *m, char *buf, size_t len);
  * TIME is the wall clock (UTC) and the offset in the trace. */
 const char *recording_text(const model_t *m, char *buf, size_t len);
 
-/* What mallock could not see, for the header (issue 13, item 5): when
+/* What mallock could not see, for the header: when
  * the program's threads ran but no lock of theirs was seen at all (no
  * pthread lock, condition or futex word), or no event at all was
  * recorded, one plain sentence saying so (invisible, not uncontended);

@@ -1,5 +1,5 @@
 /*
- * lock_names.h - names for the locks nobody named (issue 13, item 3:
+ * lock_names.h - names for the locks nobody named (a bare
  * `mutex@0x55fd196b8f30` told a MariaDB engineer nothing). In order:
  * mallock_lock_name (the user's, always wins); the ELF data symbol that
  * holds the lock (a global or static, as `nm` shows it); the heap block

@@ -16,7 +16,7 @@
  *   with the number of events. A lock instance keeps counters only: its
  *   wait and hold histograms and its (lock, stack) pairs are kept per site
  *   (lock_group), one for all the instances initialised (or first taken)
- *   at one stack, and summed into classes (issue 13: 82k mutexes took
+ *   at one stack, and summed into classes (82k mutexes took
  *   437 MB).
  */
 #ifndef MALLOCK_MODEL_H
@@ -416,7 +416,7 @@ hist_t *lock_hist(model_t *m, lock_t *l, int which);
 
 /* Pair of kind k for (lock, stack); created zeroed. The pair is kept for
  * the lock's site group: its lock is the group's first instance, so
- * memory grows with sites, not instances (issue 13: 82k mutexes made a
+ * memory grows with sites, not instances (82k mutexes made a
  * pair per mutex, thread and stack). May allocate. */
 lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack);
 

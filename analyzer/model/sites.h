@@ -13,7 +13,7 @@
 /* A site: the stacks whose first user frame (sym_stack_site) is in the same
  * symbolized function of one file (or, unsymbolized, at the same return
  * address), with their statistics merged: one function allocating at
- * lines 155 and 166 is one site (issue 13, item 8), its lines listed. */
+ * lines 155 and 166 is one site, its lines listed. */
 #define SITE_LINES 6
 typedef struct sitegrp {
 	site_t s;

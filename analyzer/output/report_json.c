@@ -19,8 +19,7 @@
 #define JSON_SITES 50
 /* Lock instances and classes listed (unless --all): the top ones by wait,
  * then acquisitions, plus every named one and every one a finding names;
- * the rest are one total. A web server's 82k mutexes made a 103 MB report
- * (issue 13, item 7). */
+ * the rest are one total. A web server's 82k mutexes made a 103 MB report. */
 #define JSON_LOCKS 50
 
 static void frame_json(jw_t *w, const frame_t *f)
@@ -132,7 +131,7 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 		jw_end(w, '}');
 	}
 	jw_end(w, ']');
-	/* issue 13, item 4: modules whose frames stayed unnamed */
+	/* Modules whose frames stayed unnamed */
 	const sym_missing_t *ms;
 	size_t nms = sym_missing(m, &ms);
 	jw_key(w, "missing_symbols");

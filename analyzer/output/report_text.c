@@ -206,7 +206,7 @@ static int common_root(const frame_t *a, int na, const frame_t *b, int nb)
 
 /*
  * Where stack i of f's evidence stacks parts from the most similar other
- * one (issue 13, item 8: several stacks reaching one site looked the
+ * one (several stacks reaching one site looked the
  * same): its first frame from the root end that the other lacks, as
  * "parts at F" into buf when it is not among the frames a chain shows
  * (inside the folded allocator or library code below the site, or beyond

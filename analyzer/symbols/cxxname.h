@@ -1,5 +1,5 @@
 /*
- * cxxname.h - C++ names as a reader wants them in text (issue 13, item 8):
+ * cxxname.h - C++ names as a reader wants them in text:
  * std::__cxx11::basic_string<char, std::char_traits<char>,
  * std::allocator<char> > is std::string, default template arguments
  * (allocators, char_traits, less, hash, equal_to, default_delete) go, and

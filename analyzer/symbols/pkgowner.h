@@ -1,6 +1,6 @@
 /*
  * pkgowner.h - the Debian package that owns a file, asked of dpkg, for the
- * report's hint on where to get missing symbols (issue 13, item 4).
+ * report's hint on where to get missing symbols.
  */
 #ifndef MALLOCK_PKGOWNER_H
 #define MALLOCK_PKGOWNER_H

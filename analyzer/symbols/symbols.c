@@ -194,7 +194,7 @@ static int open_debug_candidate(const char *path, const unsigned char *id,
 	return fd;
 }
 
-/* issue 13, item 4: the separate debug files a stripped module may have,
+/* The separate debug files a stripped module may have,
  * by its build-id, in order: DIR/.build-id/xx/rest.debug for each
  * --debug-dir DIR and /usr/lib/debug; DIR/LINK and DIR/<module's dir>/LINK
  * for each --debug-dir (LINK: the .gnu_debuglink name, else BASE.debug);

@@ -102,7 +102,7 @@ const char *frame_name(const frame_t *f);
  * "0xaddr", into buf. */
 const char *frame_label(const frame_t *f, char *buf, size_t len);
 
-/* A module whose frames stayed unnamed (issue 13, item 4). */
+/* A module whose frames stayed unnamed. */
 typedef struct sym_missing {
 	const char *module, *build_id; /* the model's */
 	uint64_t frames; /* distinct return addresses left unnamed */

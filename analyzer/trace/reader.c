@@ -89,7 +89,7 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 {
 	if (fd_read_at(fd, buf, n, off) < 0)
 		return -1;
-	progress_add(n); /* issue 14: progress by bytes read */
+	progress_add(n); /* progress by bytes read */
 	return 0;
 }
 

@@ -532,7 +532,7 @@ void ctl_serve(tls_t *t)
 			ctl_switch(mt, want, why);
 		/* The notes reach the file now, not at exit: a report read
 		 * while the server runs must see the attach notes and the
-		 * window's "recording off" (issue 13, item 6). */
+		 * window's "recording off". */
 		if ((atomic_exchange(&ctl_cap_pending, 0) | (why != NULL)))
 			writer_notes();
 		atomic_store(&ctl_dirty, 0);
@@ -561,7 +561,7 @@ void ctl_capped(uint64_t bytes)
 
 void ctl_fork_child(void)
 {
-	/* Review #20: the forking thread alone survives; a serve another
+	/* The forking thread alone survives; a serve another
 	 * thread was running, and the parent's requests, are not ours. */
 	atomic_flag_clear(&ctl_serving);
 	atomic_store(&ctl_request, 0);

@@ -329,7 +329,7 @@ __attribute__((destructor)) static void shim_dtor(void)
 		return;
 	tls_t *t = &shim_tls;
 	/* exit() from a signal handler that interrupted a hook of this
-	 * thread (review #4: a server's SIGTERM handler hung in the final
+	 * thread (a server's SIGTERM handler hung in the final
 	 * flush): the interrupted code may hold the writer's, the loader's or
 	 * the stack cache's locks. Only the final flush runs, and it skips
 	 * what this thread holds (writer.c). */

@@ -114,7 +114,7 @@ int gate_take(tls_t *t);
 
 /*
  * A gate left BUSY by a hook that never returned (a signal handler
- * longjmp'ed out of its wait, review #12): reopens it when the hook's frame
+ * longjmp'ed out of its wait): reopens it when the hook's frame
  * is certainly gone and counts the hook's lost end, and the calls that
  * passed through since, as drops (thread.c). Called with the gate BUSY and
  * t->wait_sp set; async-signal-safe.

@@ -10,10 +10,10 @@
  *
  * Each thread remembers which of these locks it holds (w_held): an exit()
  * or exec called from a signal handler that interrupted the writer on the
- * same thread must not wait for a lock that thread holds (review #4). The
+ * same thread must not wait for a lock that thread holds. The
  * final and exec flushes skip what the caller holds, and say so in a note.
  *
- * The trace fd is the host's resource too (review #1): it is kept at a high
+ * The trace fd is the host's resource too: it is kept at a high
  * number and checked by identity (st_dev, st_ino) before every write. When
  * the host closed it or put another file at its number, the file is
  * reopened by its absolute path (and checked again); when that fails,
@@ -221,7 +221,7 @@ static void ensure_file(void)
  * shim). events: the chunk's core events, for the END counters; lost: the
  * program's events it stands for (events, less its DROP records, plus the
  * counts they carry), added to END's dropped when it is not written
- * (review #21: a DROP's count was lost with its chunk).
+ * (a DROP's count was lost with its chunk).
  */
 static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
                         uint64_t tsc_base, size_t len, uint32_t flags,

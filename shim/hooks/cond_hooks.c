@@ -13,7 +13,7 @@
  * the waited flag is cleared there (the waiters' side still carries the
  * contention through their ACQ_WAIT records).
  *
- * The waits are cancellation points (review #12). A thread cancelled in one
+ * The waits are cancellation points. A thread cancelled in one
  * is unwound through the hook (the shim is built with -fexceptions, and
  * linked so that libgcc_s's unwinder is the one used: shim/CMakeLists.txt):
  * a cleanup attribute (cond_wait_rec) then records COND_WAKE with the error

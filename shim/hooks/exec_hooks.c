@@ -1,6 +1,6 @@
 /*
  * exec_hooks.c - execve and its relatives: the trace is written before the
- * process image is replaced (review #13: an exec lost every thread's
+ * process image is replaced (an exec lost every thread's
  * buffered events, silently, and the trace had no END).
  *
  * Before the real call: every thread's committed events and drop counts, a

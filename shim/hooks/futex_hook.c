@@ -1,6 +1,6 @@
 /*
  * futex_hook.c - syscall(): futex waits and wakes made through libc's
- * syscall(), the locks that do not go through pthread (issue 13, item 5).
+ * syscall(), the locks that do not go through pthread.
  *
  * Inside the allocator. tcmalloc's SpinLock (central free lists, page heap)
  * sleeps with a raw syscall(SYS_futex, FUTEX_WAIT...) (gperftools

@@ -56,7 +56,7 @@ enum lock_op {
 	OP_WR,
 	OP_WR_TIMED,
 	OP_SPIN,
-	/* issue 17: the clock rwlocks (glibc 2.30+) */
+	/* the clock rwlocks (glibc 2.30+) */
 	OP_RD_CLOCK,
 	OP_WR_CLOCK
 };
@@ -195,7 +195,7 @@ static inline void rec_acq(tls_t *t, unsigned type, void *l, unsigned kind,
 
 /* Acquisitions this thread could not record (the lock table was full):
  * the release of an unknown lock counts as a drop only against one of
- * these (review #21: every release of a lock taken before recording
+ * these (every release of a lock taken before recording
  * started was counted once the table had overflowed). */
 static __thread uint32_t acq_lost __attribute__((tls_model("initial-exec")));
 
@@ -428,7 +428,7 @@ TIMED_HOOK(pthread_rwlock_timedrdlock, pthread_rwlock_t,
            0)
 TIMED_HOOK(pthread_rwlock_timedwrlock, pthread_rwlock_t,
            pthread_rwlock_trywrlock, OP_WR_TIMED, FMT_ACQ, NO_CLK_PARAM, 0)
-/* issue 17: std::shared_timed_mutex and code that passes a clock. */
+/* std::shared_timed_mutex and code that passes a clock. */
 TIMED_HOOK(pthread_rwlock_clockrdlock, pthread_rwlock_t,
            pthread_rwlock_tryrdlock, OP_RD_CLOCK, FMT_ACQ_SHARED, CLK_PARAM,
            clk)

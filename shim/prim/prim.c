@@ -260,7 +260,7 @@ void prim_getcwd(char *buf, size_t cap)
  * died of the trace's file header, then of the warning written to a
  * stderr redirected to a file); a write to a pipe or socket whose reader
  * has gone raises SIGPIPE (a host that never writes to stderr died of a
- * warning written to a closed pipe: reliability review #15). Block both
+ * warning written to a closed pipe). Block both
  * for the call, and take back the signal this call raised, so the write
  * just fails with EFBIG or EPIPE. A signal that was already pending is left
  * for the program. Returns the byte count or -errno.
@@ -325,7 +325,7 @@ void prim_close(int fd)
 	close(fd);
 }
 
-/* fd 2 as the process started with it (review #1: warnings went into
+/* fd 2 as the process started with it (warnings went into
  * the host's own files once it had closed fd 2 and opened another file). No
  * dup is kept: holding the host's stderr open would keep a parent's pipe
  * from reaching end-of-file after a daemon closed its stderr. */

@@ -139,7 +139,7 @@ int prim_open_dir(const char *path);
 
 /*
  * The host owns the low fd numbers: a daemon closes every fd and reopens its
- * own files, which get the same numbers (reliability review #1). The shim's
+ * own files, which get the same numbers. The shim's
  * own fds are moved to a high number (fcntl F_DUPFD_CLOEXEC at or above
  * min(1000, 7/8 of RLIMIT_NOFILE): 896 with the usual 1024; below
  * FD_SETSIZE, so they never grow a select() set), and checked by identity

@@ -103,7 +103,7 @@ struct dl_phdr_info;
 	X(setresuid, REAL_OPT, NULL, int, (uid_t, uid_t, uid_t)) \
 	REAL_FUNCS_CLOCK_RWLOCK(X)
 
-/* issue 17: the clock rwlocks (glibc 2.30+), kept as one block. */
+/* the clock rwlocks (glibc 2.30+), kept as one block. */
 #define REAL_FUNCS_CLOCK_RWLOCK(X)                                             \
 	X(pthread_rwlock_clockrdlock, REAL_OPT, NULL, int,                     \
 	  (pthread_rwlock_t *, clockid_t, const struct timespec *))            \
