@@ -148,7 +148,7 @@
 	X(FUTEX_WAKE, 2, WOKEN, "woken") /* waiters woken (>= 1) */
 /* clang-format on */
 
-/* FMT_<record>_<FIELD>: a field's index in fmt_rec_t.f. */
+/* FMT_<record>_<FIELD>: a field's index in fmt_record_t.f. */
 enum fmt_field {
 #define FMT_FIELD_(rec, i, field, name) FMT_##rec##_##field = i,
 	FMT_CORE_FIELDS(FMT_FIELD_)

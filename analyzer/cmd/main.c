@@ -14,10 +14,10 @@
 	X(record, "run a program with the recorder preloaded")                 \
 	X(report, "analyse traces: findings, locks, threads")                  \
 	X(diff, "compare two traces (before/after a fix)")                     \
-	X(compress, "compress finished traces (zstd, chunk by chunk)")       \
+	X(compress, "compress finished traces (zstd, chunk by chunk)")         \
 	X(dump, "print every record of a trace, one per line")                 \
-	X(ctl, "start/stop recording in a running process (server.md)")      \
-	X(attach, "inject the recorder into a running process (server.md)")  \
+	X(ctl, "start/stop recording in a running process (server.md)")        \
+	X(attach, "inject the recorder into a running process (server.md)")    \
 	X(detach, "undo an attach: the process runs on as before")
 /* clang-format on */
 

@@ -99,7 +99,7 @@ typedef struct lock {
 	uint32_t flags;
 	bool defined, is_cond, queue_cond, queue_named, destroyed;
 	/* A futex word some thread both waited on and woke: a lock word,
-	 * whose waits are lost time (aggregate_futex_words). */
+	 * whose waits are lost time (futex_words in aggregate.c). */
 	bool futex_lockish;
 	char *name;        /* arena; the user's (mallock_lock_name) */
 	const char *label; /* arena; lock_names.c's, when no name */

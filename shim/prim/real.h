@@ -5,7 +5,7 @@
  * it) or optional (the hook falls back, see each hook).
  *
  * Invariants:
- * - real_resolve() runs once; until it has run, allocation hooks serve
+ * - real_ensure() runs once; until it has run, allocation hooks serve
  *   dlsym's own allocations from a static bootstrap pool (boot_*), whose
  *   blocks free() recognises and ignores, and realloc() copies out.
  * - Pointers are published with a release store of real_ready; a hook that
