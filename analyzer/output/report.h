@@ -1,8 +1,10 @@
 /*
  * report.h - the state of one `mallock report` run (report.c), what every
- * output format may ask of it (report_query.c), and the formats
- * (report_text.c, report_json.c, report_folded.c). The formats call only
- * report_query.c, finding.h and the model; report.c calls the formats.
+ * output format may ask of it (report_query.c), and the formats (output/:
+ * text, JSON, folded, pprof, Perfetto, HTML). The formats call
+ * report_query.c, finding.h, the model and replay.h; the HTML page embeds
+ * the JSON and folded outputs (report_html.c calls them); report.c calls
+ * the formats.
  */
 #ifndef MALLOCK_REPORT_H
 #define MALLOCK_REPORT_H

@@ -34,10 +34,7 @@
 
 #include <stdint.h>
 
-/* TSC of the next control poll or the end of the window (MALLOCK_DURATION),
- * whichever comes first; UINT64_MAX while paused. Read on the hot path by
- * ev_commit, which calls ev_commit_slow -> ctl_tick past it. */
-extern uint64_t g_stop_tsc;
+/* g_stop_tsc, the next poll (tls.h), is kept by ctl_tick. */
 
 /* The control page (a static empty page when there is none) and the last
  * request word the shim has seen: a request is pending when they differ. */

@@ -1,6 +1,9 @@
 /*
  * event.c - the slow half of ev_commit (event.h): what happens when an event
- * finds its chunk due. The policy lives here, and the writer only writes:
+ * finds its chunk due. The policy lives here (two decisions stay in the
+ * writer, which scripts/check_layers.py lists: the byte cap's end of the
+ * window, ctl_capped, and an attached process's late-library walk right
+ * after a flush by a thread that holds no lock):
  * - the recording window's end (MALLOCK_DURATION) and the control poll
  *   (ctl_tick, control.c), when the TSC passes g_stop_tsc;
  * - a late-library walk the writer put off in an attached process

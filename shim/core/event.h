@@ -14,7 +14,6 @@
 #ifndef MALLOCK_SHIM_EVENT_H
 #define MALLOCK_SHIM_EVENT_H
 
-#include "control.h" /* g_stop_tsc */
 #include "tls.h"
 #include "writer.h"
 

@@ -13,7 +13,6 @@
  */
 #include "modules.h"
 
-#include "note.h"
 #include "prim.h"
 #include "trace_format.h"
 #include "writer.h"

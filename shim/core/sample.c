@@ -11,7 +11,6 @@
 #include "sample.h"
 
 #include "config.h"
-#include "note.h"
 #include "prim.h"
 
 #include <math.h>

@@ -31,7 +31,6 @@
 #ifndef MALLOCK_SHIM_SAMPLE_H
 #define MALLOCK_SHIM_SAMPLE_H
 
-#include "control.h"
 #include "tls.h"
 
 #include <stdatomic.h>

@@ -94,6 +94,11 @@ typedef struct tls {
 
 extern __thread tls_t shim_tls __attribute__((tls_model("initial-exec")));
 extern _Atomic unsigned g_off;
+/* TSC of the next control poll or the end of the window (MALLOCK_DURATION),
+ * whichever comes first; UINT64_MAX while paused. Read on the hot path by
+ * ev_commit (event.h), which calls ev_commit_slow -> ctl_tick past it;
+ * defined and kept by control.c. */
+extern uint64_t g_stop_tsc;
 
 /*
  * The slow half of hook_enter(): resolves the real functions if needed, sets

@@ -26,10 +26,8 @@
 #include "attach.h"
 #include "config.h"
 #include "control.h"
-#include "modules.h"
 #include "note.h"
 #include "prim.h"
-#include "sample.h"
 #include "real.h"
 
 #include <errno.h>

@@ -5,8 +5,8 @@
  * Both work while recording is paused (naming a lock then is not lost); both
  * are no-ops once the shim is stopped or inert.
  */
+#include "control.h" /* the window API: ctl_window_started, _stopped */
 #include "hook.h"
-#include "thread.h"
 
 #include <string.h>
 
