@@ -1,6 +1,6 @@
 /*
- * find_allocs.c - the allocation detectors, per allocation site (see find.h
- * and sites.h):
+ * find_allocs.c - the allocation detectors, per allocation site (see
+ * detectors.h and sites.h):
  *
  *   cross_thread_free  allocator time (malloc + free) of the blocks freed
  *                      on another thread beyond two median calls each.
@@ -8,7 +8,7 @@
  *   slow_alloc         time of the slow calls beyond the median call, apart
  *                      for calls made with and without a lock held.
  */
-#include "find.h"
+#include "detectors.h"
 
 #include "thresholds.h"
 

@@ -1,5 +1,5 @@
 /*
- * find_futex.c - the futex lock word detector (see find.h):
+ * find_futex.c - the futex lock word detector (see detectors.h):
  *
  *   futex_lock   L, the time waiters lost on the lock words of one class
  *                (words some thread both waited on and woke: aggregate.c),
@@ -13,7 +13,7 @@
  * and the finding says so. It does not overlap alloc_under_lock: a futex
  * word has no holds, so no allocator call is ever charged to it.
  */
-#include "find.h"
+#include "detectors.h"
 
 #include "symbols.h"
 #include "thresholds.h"

@@ -1,5 +1,5 @@
 /*
- * find_locks.c - the lock detectors (see find.h):
+ * find_locks.c - the lock detectors (see detectors.h):
  *
  *   alloc_under_lock   W x S (x QUEUE_BOOST for queue-like locks), where W
  *                      is the time waiters lost on the lock class and S the
@@ -11,7 +11,7 @@
  *                      the outer's wait x the share of its hold spent
  *                      holding the inner.
  */
-#include "find.h"
+#include "detectors.h"
 
 #include "thresholds.h"
 #include "trace_format.h"

@@ -1,5 +1,5 @@
 /*
- * find_starvation.c - the starvation detector (see find.h): per lock and
+ * find_starvation.c - the starvation detector (see detectors.h): per lock and
  * peer role (threads with one entry function, or one name stem), the time
  * the peers behind the role's mean rate of service would have needed, at
  * that rate, for the service they did not get:
@@ -27,7 +27,7 @@
  *   are different roles (a runtime's threads all enter one function).
  */
 #include "cxxname.h"
-#include "find.h"
+#include "detectors.h"
 
 #include "symbols.h"
 #include "thresholds.h"

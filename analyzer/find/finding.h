@@ -2,7 +2,7 @@
  * finding.h - one finding: its kind (FINDING_KINDS), a severity, a score
  * (nanoseconds of time it explains), the lock class, the code, the evidence
  * in numbers and one sentence of advice; and what every output asks of one
- * finding (its names, evidence, lock and summary). The detectors (find.h)
+ * finding (its names, evidence, lock and summary). The detectors (detectors.h)
  * create findings with finding_add and fill them with finding_put and
  * finding_add_stack.
  */

@@ -149,7 +149,7 @@ static uint32_t nest_of(model_t *m, uint32_t outer, uint32_t inner,
 /* ---- locks ---- */
 
 /* Keeps one of the thread's first distinct whole stacks (for its entry
- * function, findings.c). An uncontended acquisition records only its call
+ * function, run.c). An uncontended acquisition records only its call
  * site (a stack of one frame): skipped when already known to be one. */
 static void first_stack(model_t *m, thread_t *t, uint32_t stack)
 {

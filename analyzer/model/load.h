@@ -6,7 +6,7 @@
 #ifndef MALLOCK_LOAD_H
 #define MALLOCK_LOAD_H
 
-#include "findings.h"
+#include "run.h"
 #include "model.h"
 
 #include <stdbool.h>

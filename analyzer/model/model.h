@@ -4,7 +4,7 @@
  * sites, (lock, stack) pairs, nested lock pairs, and totals.
  *
  * aggregate.c fills it event by event; classes.c groups lock instances into
- * classes once the trace is read; findings.c and the outputs read it.
+ * classes once the trace is read; run.c and the outputs read it.
  *
  * Invariants:
  * - Every time is in nanoseconds: the reader's calibration converts ticks

@@ -9,7 +9,7 @@
 #ifndef MALLOCK_REPORT_H
 #define MALLOCK_REPORT_H
 
-#include "findings.h"
+#include "run.h"
 #include "model.h"
 
 #include <stdbool.h>

@@ -296,7 +296,7 @@ int main(int argc, char **argv)
 		for (i = 0; i < HELD; i++)
 			e_acq(&t, 1 + i);
 		/* A stack costs the model about 1 KB (its allocation site,
-		 * findings.c's tables): one per 200 bytes of file. */
+		 * run.c's tables): one per 200 bytes of file. */
 		uint64_t nstacks = bytes / 200 + 1;
 		for (i = 0; size_of(&proc, &t) < bytes; i++) {
 			if (shape[0] == 'h') {

@@ -1,9 +1,9 @@
 /*
- * findings.h - what is wrong in a trace, ranked: every detector run over a
+ * run.h - what is wrong in a trace, ranked: every detector run over a
  * model. One finding and what it holds are finding.h's.
  */
-#ifndef MALLOCK_FINDINGS_H
-#define MALLOCK_FINDINGS_H
+#ifndef MALLOCK_RUN_H
+#define MALLOCK_RUN_H
 
 #include "finding.h"
 #include "model.h"

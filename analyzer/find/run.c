@@ -1,12 +1,12 @@
 /*
- * findings.c - derives the findings from an aggregated model: runs every
- * detector (find.h) and ranks the result. Scores are nanoseconds of time
+ * run.c - derives the findings from an aggregated model: runs every
+ * detector (detectors.h) and ranks the result. Scores are nanoseconds of time
  * the finding explains, so findings of different kinds rank on one scale;
  * each detector's file says how it scores.
  */
-#include "findings.h"
+#include "run.h"
 
-#include "find.h"
+#include "detectors.h"
 
 #include <stdlib.h>
 

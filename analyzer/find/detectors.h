@@ -1,12 +1,12 @@
 /*
- * find.h - the detectors, one file per family: each appends the findings of
- * its kinds to out, in a fixed order (findings.c runs them). They create
- * findings with finding.h's finding_add and read the model, its classes
- * (classes.h) and the allocation sites (sites.h). Every threshold comes
- * from thresholds.h. All may allocate.
+ * detectors.h - the detectors, one file per family: each appends the findings
+ * of its kinds to out, in a fixed order (run.c runs them). They create findings
+ * with finding.h's finding_add and read the model, its classes (classes.h) and
+ * the allocation sites (sites.h). Every threshold comes from thresholds.h. All
+ * may allocate.
  */
-#ifndef MALLOCK_FIND_H
-#define MALLOCK_FIND_H
+#ifndef MALLOCK_DETECTORS_H
+#define MALLOCK_DETECTORS_H
 
 #include "finding.h"
 #include "sites.h"
