@@ -46,11 +46,9 @@
 /* How often a recording process looks at its page. */
 #define CTL_POLL_MS 10
 
-uint64_t g_stop_tsc = UINT64_MAX;
 static ctl_page_t ctl_none; /* the page while there is none */
 ctl_page_t *g_ctl_page = &ctl_none;
 uint64_t g_ctl_seen;
-_Atomic uint32_t g_epoch = 1;
 _Atomic uint32_t g_flush_gen;
 
 static _Atomic unsigned ctl_toggles;      /* plain signals not yet served */

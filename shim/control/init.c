@@ -44,13 +44,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-__thread tls_t shim_tls __attribute__((tls_model("initial-exec"))) = {
-    .gate = GATE_UNINIT,
-};
-_Atomic unsigned g_off = SHIM_OFF_INIT;
-uint64_t g_flush_ticks = UINT64_MAX;
-uint64_t g_spin_ticks;
-
 /* A pause was requested since this thread last flushed: write what it
  * holds, so the file is complete up to the pause (control.h). */
 __attribute__((noinline)) static void pause_flush(tls_t *t)

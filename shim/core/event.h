@@ -17,8 +17,7 @@
 #include "tls.h"
 #include "writer.h"
 
-extern uint64_t g_flush_ticks; /* MALLOCK_FLUSH_MS in TSC ticks */
-extern uint64_t g_spin_ticks;  /* MALLOCK_SPIN_NS in TSC ticks */
+/* g_flush_ticks and g_spin_ticks: tls.h. */
 
 /* Encodes the thread's pending acquisition (tls.h; lock_hooks.c). */
 void acq_pend_flush(tls_t *t);

@@ -97,8 +97,12 @@ extern _Atomic unsigned g_off;
 /* TSC of the next control poll or the end of the window (MALLOCK_DURATION),
  * whichever comes first; UINT64_MAX while paused. Read on the hot path by
  * ev_commit (event.h), which calls ev_commit_slow -> ctl_tick past it;
- * defined and kept by control.c. */
+ * kept by control.c. */
 extern uint64_t g_stop_tsc;
+/* MALLOCK_FLUSH_MS and MALLOCK_SPIN_NS in TSC ticks, set once by init
+ * (init.c) and read by every event (event.h) and lock hook. */
+extern uint64_t g_flush_ticks;
+extern uint64_t g_spin_ticks;
 
 /*
  * The slow half of hook_enter(): resolves the real functions if needed, sets
