@@ -18,4 +18,11 @@
 int aggregate(model_t *m, reader_t *r, const char *path,
               const char **thread_filter);
 
+/* Folds one metadata record (fmt_is_meta) into m (aggregate_meta.c); a
+ * record that does not decode counts in m->tot.bad_meta. May allocate. */
+void aggregate_meta(model_t *m, const fmt_record_t *r);
+/* Whether thread t passes the --thread filter (tids or names): always
+ * true without one. */
+bool aggregate_thread_matches(const model_t *m, const thread_t *t);
+
 #endif
