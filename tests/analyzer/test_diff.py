@@ -27,6 +27,26 @@ rc, out, err = run("diff", before, after)
 eq(rc, 0, "text diff")
 check("alloc_under_lock" in out and "gone" in out, "text diff names it")
 check(max(len(l) for l in out.splitlines()) <= 100, "100 columns")
+# The text's changes are (after - before) / before: the allocator time went
+# from 1.6 ms to 900 us, one alloc_churn finding from 1.2 ms to 450 us.
+head = [l for l in out.splitlines() if l.strip().startswith("lock wait")]
+check(len(head) == 1 and "(+0%)" in head[0] and "(-44%)" in head[0],
+      "text diff: header changes (lock wait +0%%, allocator -44%%): %s" % head)
+churn = [l for l in out.splitlines()
+         if l.strip().startswith("alloc_churn") and "queue_put" in l]
+check(len(churn) == 1 and churn[0].split()[6] == "-62%",
+      "text diff: alloc_churn at queue_put -62%%: %s" % churn)
+# Twice the rounds after: every figure of the queue class doubles (+100%);
+# the other way round it halves (-50%).
+double, _ = mktrace("cascade", "double.trace", "--rounds", 1000)
+for a, b, want in ((before, double, "+100%"), (double, before, "-50%")):
+    rc, out, err = run("diff", a, b)
+    eq(rc, 0, "text diff %s" % want)
+    queue = [l.split() for l in out.splitlines()
+             if l.strip().startswith("queue ")]
+    check(len(queue) == 1 and [w for w in queue[0] if w.endswith("%")] ==
+          [want] * 3, "text diff: queue wait, hold, allocator %s: %s"
+          % (want, queue))
 rc, out, err = run("diff", before)
 eq(rc, 1, "usage error")
 empty = os.path.join(TMP, "e.trace")
