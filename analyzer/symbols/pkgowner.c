@@ -3,6 +3,10 @@
  * spawned without a shell, its stderr goes to /dev/null, its stdout is
  * read until the deadline and it is killed then (a hung dpkg, or one
  * waiting on its lock, delays the report by the deadline at most).
+ * Answers are kept for the process: a report of many traces (a build's
+ * 55 processes map the same few binaries) asks dpkg once per path, not
+ * once per path and trace (dpkg -S took 0.1 s a call, most of the
+ * report's time).
  */
 #define _GNU_SOURCE /* pipe2 */
 #include "pkgowner.h"
@@ -12,6 +16,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -19,9 +24,12 @@
 
 extern char **environ;
 
-/* Contract in pkgowner.h. */
-int dpkg_owner(const char *path, char *pkg, size_t len, uint64_t deadline)
+/* dpkg's answer for path, as dpkg_owner's; *answered is 1 when dpkg said
+ * it (not a timeout or a failure to run it). */
+static int dpkg_ask(const char *path, char *pkg, size_t len, uint64_t deadline,
+                    int *answered)
 {
+	*answered = 0;
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
@@ -53,6 +61,8 @@ int dpkg_owner(const char *path, char *pkg, size_t len, uint64_t deadline)
 		if (poll(&pf, 1, wait_ms) <= 0)
 			break;
 		ssize_t k = read(p[0], buf + n, sizeof buf - 1 - n);
+		if (k == 0)
+			*answered = 1; /* dpkg closed its output: done */
 		if (k <= 0)
 			break;
 		n += (size_t)k;
@@ -75,4 +85,48 @@ int dpkg_owner(const char *path, char *pkg, size_t len, uint64_t deadline)
 		return 0;
 	}
 	return -1;
+}
+
+/* The answers so far: path, and its package ("" when dpkg owns no such
+ * file). A report names a few hundred modules at most; past PKG_CACHE
+ * paths dpkg is asked every time. */
+#define PKG_CACHE 1024
+static struct {
+	char *path;
+	char pkg[200];
+} cache[PKG_CACHE];
+static size_t ncache;
+
+/* Contract in pkgowner.h. */
+int dpkg_owner(const char *path, char *pkg, size_t len, uint64_t deadline)
+{
+	for (size_t i = 0; i < ncache; i++) {
+		if (strcmp(cache[i].path, path) != 0)
+			continue;
+		size_t k = strlen(cache[i].pkg);
+		if (!k || k >= len) {
+			errno = 0;
+			return -1;
+		}
+		memcpy(pkg, cache[i].pkg, k + 1);
+		return 0;
+	}
+	char got[sizeof cache[0].pkg];
+	int answered;
+	int rc = dpkg_ask(path, got, sizeof got, deadline, &answered);
+	int saved = errno;
+	if (answered && ncache < PKG_CACHE &&
+	    (cache[ncache].path = strdup(path)) != NULL) {
+		memcpy(cache[ncache].pkg, rc == 0 ? got : "",
+		       rc == 0 ? strlen(got) + 1 : 1);
+		ncache++;
+	}
+	errno = saved;
+	if (rc != 0)
+		return -1;
+	size_t k = strlen(got);
+	if (k >= len)
+		return -1;
+	memcpy(pkg, got, k + 1);
+	return 0;
 }

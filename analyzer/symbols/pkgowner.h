@@ -12,7 +12,9 @@
  * returns 0. Runs `dpkg -S -- PATH` (no shell: the path comes from a
  * trace) and reads its output until deadline (CLOCK_MONOTONIC, ns), then
  * kills it. Returns -1 when dpkg owns no such file or fails, with errno
- * ENOENT when dpkg is not installed. Does not allocate.
+ * ENOENT when dpkg is not installed. dpkg's answers (not its time-outs)
+ * are kept for the process: a path is asked once. Allocates a copy of
+ * each path asked.
  */
 int dpkg_owner(const char *path, char *pkg, size_t len, uint64_t deadline);
 #endif
