@@ -33,7 +33,7 @@
 #define OPS 3000
 #define SLOTS 64
 #define LOCKS 4
-#define FORK_EVERY 5  /* rounds */
+#define FORK_EVERY 5 /* rounds */
 #define CHILD_ALLOCS 50
 
 typedef struct plan {
@@ -66,7 +66,8 @@ static void program(uint64_t seed, int run, plan_t *p)
 	uint64_t s = seed | 1;
 	for (int i = 0; i < OPS; i++) {
 		uint64_t r = next(&s);
-		unsigned op = (unsigned)(r % 10), k = (unsigned)(r >> 8) % SLOTS;
+		unsigned op = (unsigned)(r % 10),
+		         k = (unsigned)(r >> 8) % SLOTS;
 		size_t size = 8 + (size_t)((r >> 16) % 4096);
 		pthread_mutex_t *m = &locks[(r >> 32) % LOCKS];
 		switch (op) {
@@ -132,8 +133,8 @@ static void program(uint64_t seed, int run, plan_t *p)
 				if (t.tv_nsec >= 1000000000)
 					t.tv_sec++, t.tv_nsec -= 1000000000;
 				pthread_mutex_lock(&locks[0]);
-				int rc = pthread_cond_timedwait(&cv, &locks[0],
-				                                &t);
+				int rc =
+				    pthread_cond_timedwait(&cv, &locks[0], &t);
 				if (rc && rc != ETIMEDOUT)
 					abort();
 				pthread_mutex_unlock(&locks[0]);
@@ -263,8 +264,9 @@ static void run_case(int rounds, int toggle)
 			parents++;
 			uint64_t acq = st_named(&s, "stress", FMT_ACQ) +
 			               st_named(&s, "stress", FMT_ACQ_WAIT);
-			uint64_t rel = st_named(&s, "stress", FMT_REL) +
-			               st_named(&s, "stress", FMT_REL_CONTENDED);
+			uint64_t rel =
+			    st_named(&s, "stress", FMT_REL) +
+			    st_named(&s, "stress", FMT_REL_CONTENDED);
 			uint64_t al = st_named(&s, "stress", FMT_ALLOC);
 			uint64_t fr = st_named(&s, "stress", FMT_FREE);
 			uint64_t re = st_named(&s, "stress", FMT_REALLOC);
