@@ -147,8 +147,9 @@ elif CASE == "block":
     # Requests served inside the window: the call that serves each one
     # must still be recorded (a lost release would leave an endless hold).
     for _ in range(20):
-        rc, out = ctl("status", str(p.pid))
-        check(rc == 0 and "recording" in out, "status in the window")
+        rc, out = ctl("start", str(p.pid))
+        check(rc == 0 and "recording (mallock ctl start)" in out,
+              "start again in the window")
     rc, out = ctl("stop", str(p.pid))
     check(rc == 0 and "paused" in out, "stop: " + out.strip())
     pend, _ = finish(p)
