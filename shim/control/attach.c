@@ -102,7 +102,7 @@ int g_attached;
 static char attach_output[CONFIG_PATH_MAX];
 static int attach_duration;
 static _Atomic int attach_started;
-static char attach_msg[CONFIG_PATH_MAX + 600];
+static char attach_msg[CONFIG_PATH_MAX + 3000];
 
 /* ---- is the shim preloaded or loaded late? ---- */
 
@@ -748,9 +748,19 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* ---- entry point ---- */
 
+/* Appends the warnings the shim made so far, one "\nwarning TEXT" line
+ * each: `mallock attach` prints them (an attached shim writes nothing to
+ * the host's stderr). */
+static void add_warnings(void)
+{
+	size_t n = strlen(attach_msg);
+	note_warnings(attach_msg + n, sizeof attach_msg - n, "\nwarning ");
+}
+
 static const char *fail(const char *why)
 {
 	snprintf(attach_msg, sizeof attach_msg, "error %s", why);
+	add_warnings();
 	return attach_msg;
 }
 
@@ -829,7 +839,12 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		note_take(keep_note, NULL);
 		snprintf(attach_msg, sizeof attach_msg,
 		         "error the shim did not start: %s",
-		         last_note[0] ? last_note : "see the process's stderr");
+		         last_note[0] ? last_note : "no reason given");
+		/* As it found it: not started, so a later attach (with an
+		 * output it can create) starts it. */
+		note_reset();
+		atomic_store(&g_off, SHIM_OFF_INIT);
+		atomic_store(&attach_started, 0);
 		gate_restore(t, gate);
 		return attach_msg;
 	}
@@ -903,6 +918,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 			    "program's calls were bound",
 			    r->fam[k].label,
 			    prim_object_of((void *)r->fam[k].global[0]));
+	add_warnings();
 	/* Into the trace at once: a report read while the process runs
 	 * says "attached at" (the analyzer knows the attach by these). */
 	writer_notes();

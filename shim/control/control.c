@@ -93,7 +93,7 @@ static int dir_open(uint32_t uid, int quiet)
 				shim_warn(
 				    "control directory %s (MALLOCK_CTL_DIR) "
 				    "%s: `mallock ctl` is off for this "
-				    "process (the signal still works)",
+				    "process",
 				    path, why);
 			return -1;
 		}
@@ -113,7 +113,7 @@ static int dir_open(uint32_t uid, int quiet)
 		if (!quiet)
 			shim_warn(
 			    "control directory %s %s: `mallock ctl` is off "
-			    "for this process (the signal still works)",
+			    "for this process",
 			    path, why);
 		return -1;
 	}
@@ -256,10 +256,9 @@ static int page_create(int quiet)
 	return 0;
 fail:
 	if (!quiet)
-		shim_warn(
-		    "cannot create the control page %s: %s; `mallock "
-		    "ctl` is off for this process (the signal still works)",
-		    name, prim_strerror(errno));
+		shim_warn("cannot create the control page %s: %s; `mallock "
+		          "ctl` is off for this process",
+		          name, prim_strerror(errno));
 	if (fd >= 0) {
 		prim_close(fd);
 		unlinkat(ctl_dir_fd, tmp, 0);
@@ -357,11 +356,11 @@ static void signal_setup(void)
 	int has = (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
 	                                      : old.sa_handler != SIG_DFL;
 	if (has) {
-		shim_warn(
-		    "signal %d (MALLOCK_SIGNAL) is already handled or "
-		    "ignored by this program: signal control and `mallock "
-		    "ctl` are off (choose a free signal with MALLOCK_SIGNAL)",
-		    sig);
+		shim_warn("signal %d (MALLOCK_SIGNAL) is already handled or "
+		          "ignored by this program: the signal toggle and "
+		          "`mallock ctl --wake` are off for it (`mallock ctl` "
+		          "works without a signal)",
+		          sig);
 		return;
 	}
 	memset(&sa, 0, sizeof sa);
