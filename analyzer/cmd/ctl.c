@@ -7,7 +7,8 @@
  * Protocol (format/ctl_page.h; shim/control/control.h is the other side): each
  * traced process maps <dir>/<pid>.page. `status` only reads the page (and
  * stats the trace it names). `start`/`stop` write a request word there and
- * wait up to 1 s for the process to copy it to `served`; the shim reads the
+ * wait up to 1 s (5 s when the process used CPU meanwhile) for the process
+ * to copy it to `served`; the shim reads the
  * word at its hook calls (every call while paused, every 10 ms of events
  * while recording). A process that made no such call is left with its
  * request pending: it applies it at its next allocation or lock call, and
@@ -52,7 +53,8 @@
 
 #define CTL_SIGVAL 0x6d6c6b01 /* shim/control/control.c */
 #define CTL_CMD_STATUS 3u     /* not written: status only reads the page */
-#define CTL_WAIT_MS 1000      /* how long start/stop wait for the answer */
+#define CTL_WAIT_MS 1000      /* how long start/stop wait for an idle one */
+#define CTL_BUSY_MS 5000      /* ... and for one that used CPU meanwhile */
 #define CTL_WAKE_MS 300       /* --wake: when a silent process is woken */
 
 static void usage(FILE *o)
@@ -72,8 +74,9 @@ static void usage(FILE *o)
 	    "  --wake  start/stop: a process that has not answered within "
 	    "300 ms gets its\n          MALLOCK_SIGNAL, only if its page "
 	    "says the handler is still the shim's\n"
-	    "A request no allocation or lock call has served within 1 s "
-	    "stays pending:\nthe process applies it at its next such call.\n",
+	    "A request no allocation or lock call has served within 1 s (5 s "
+	    "if the process\nran meanwhile) stays pending: the process "
+	    "applies it at its next such call.\n",
 	    o);
 }
 
@@ -262,6 +265,7 @@ typedef struct target {
 	ctl_page_t *pg;
 	char where[1200];
 	uint64_t req;
+	uint64_t cpu; /* utime + stime when the request was written */
 	int signalled, done;
 } target_t;
 
@@ -530,13 +534,32 @@ static void pending_print(const target_t *t, unsigned cmd)
 	       t->p.pid, cmd == CTLP_CMD_START ? "start" : "stop",
 	       t->signalled == 1 ? "woken by its signal, it made no such call "
 	                           "since"
-	                         : "it made none within 1 s",
+	                         : "it made none while ctl waited",
 	       ctlp_state_name(c.state), c.why);
 	trace_print(&c);
 }
 
+/* utime + stime of pid (stat fields 14 and 15), 0 if unknown. */
+static uint64_t proc_cpu(long pid)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	if (slurp(path, buf, sizeof buf) <= 0)
+		return 0;
+	char *r = strrchr(buf, ')');
+	if (!r)
+		return 0;
+	unsigned long long ut = 0, st = 0;
+	if (sscanf(r + 2,
+	           "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+	           &st) != 2)
+		return 0;
+	return ut + st;
+}
+
 static void request(target_t *t, unsigned cmd)
 {
+	t->cpu = proc_cpu(t->p.pid);
 	uint64_t cur = __atomic_load_n(&t->pg->request, __ATOMIC_RELAXED);
 	t->req = (((cur >> 2) + 1) << 2) | cmd;
 	__atomic_store_n(&t->pg->request, t->req, __ATOMIC_RELEASE);
@@ -806,6 +829,12 @@ int cmd_ctl(int argc, char **argv)
 				t->done = 1;
 				left--;
 				status_print(t);
+			} else if (i == CTL_WAIT_MS / 10 - 1 &&
+			           proc_cpu(t->p.pid) != t->cpu) {
+				/* Not idle (it ran meanwhile: a loaded
+				 * machine): worth the longer wait. */
+				if (limit < CTL_BUSY_MS / 10)
+					limit = CTL_BUSY_MS / 10;
 			} else if (do_wake && i == CTL_WAKE_MS / 10 &&
 			           !t->signalled) {
 				if (wake(t) != 0)
