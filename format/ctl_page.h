@@ -4,8 +4,9 @@
  *
  * Each traced process maps one small file, <dir>/<pid>.page, MAP_SHARED.
  * The shim writes its identity and state there; `mallock ctl` writes one
- * request word, which the shim polls (no signal needed; the signal is only
- * a wake-up). docs/server.md describes it for operators.
+ * request word, which the shim reads at its next hook call (no signal;
+ * `mallock ctl --wake` may add one, only to a handler the page says is the
+ * shim's). docs/server.md describes it for operators.
  *
  * Invariants:
  * - The page is written by the process it names, except `request`, which
@@ -67,6 +68,14 @@ typedef struct ctl_page {
 	char why[128];       /* what changed the state last */
 	char trace[1100];    /* the trace file ("" before it exists) */
 	char exe[256];       /* executable name (the `mallock ctl --exe` key) */
+	/* The control signal whose handler is the shim's, 0 when none is
+	 * (atomic): set when the shim installs its handler, cleared by the
+	 * shim's sigaction/signal/syscall hooks before the program's own
+	 * handler for that signal is installed. `mallock ctl --wake` signals
+	 * only a process whose page names its signal here. An attached shim
+	 * does not see the program's sigaction calls: always 0 there. */
+	int32_t wake_sig;
+	uint32_t attached; /* 1: the shim was loaded by `mallock attach` */
 } ctl_page_t;
 
 _Static_assert(sizeof(ctl_page_t) <= CTLP_SIZE, "page fits");

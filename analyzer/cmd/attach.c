@@ -241,19 +241,47 @@ static int ptrace_permitted(long pid)
 	return 0;
 }
 
-/* Nonzero when pid already maps libmallock.so. */
-static int has_shim(long pid)
+static int mapped_shim(long pid, char *out, size_t n);
+
+/* Nonzero when pid has a libmallock.so that an attach must not touch: one
+ * preloaded (its LD_PRELOAD names it), or another file than shim. The same
+ * file, loaded by an earlier attach, is left to the shim to answer: one
+ * whose attach failed (its trace could not be created) was left as it
+ * was, not started, and starts now. A started one (it maps its control
+ * page) is refused here. */
+static int has_shim(long pid, const char *shim)
 {
-	char path[64], line[4096];
-	snprintf(path, sizeof path, "/proc/%ld/maps", pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
+	char path[64], mapped[PATH_MAX];
+	if (mapped_shim(pid, mapped, sizeof mapped) != 0)
 		return 0;
-	int found = 0;
-	while (!found && fgets(line, sizeof line, f))
-		found = strstr(line, "/libmallock.so") != NULL;
-	fclose(f);
-	return found;
+	static char env[1 << 16];
+	snprintf(path, sizeof path, "/proc/%ld/environ", pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t len = fd >= 0 ? read(fd, env, sizeof env - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(env + i) + 1) {
+		env[len] = 0;
+		if (!strncmp(env + i, "LD_PRELOAD=", 11) &&
+		    strstr(env + i, "libmallock.so"))
+			return 1;
+	}
+	/* A started shim maps its control page: refused without injecting. */
+	char line[PATH_MAX + 128], page[48];
+	snprintf(path, sizeof path, "/proc/%ld/maps", pid);
+	snprintf(page, sizeof page, "/%ld.page", pid);
+	FILE *f = fopen(path, "re");
+	int started = 0;
+	while (f && !started && fgets(line, sizeof line, f))
+		started = strstr(line, page) != NULL;
+	if (f)
+		fclose(f);
+	if (started)
+		return 1;
+	struct stat a, b;
+	return strstr(mapped, " (deleted)") || stat(mapped, &a) != 0 ||
+	       stat(shim, &b) != 0 || a.st_dev != b.st_dev ||
+	       a.st_ino != b.st_ino;
 }
 
 /* The credentials to inject with: the target's uid/gid (*uid >= 0)
@@ -366,15 +394,6 @@ int cmd_attach(int argc, char **argv)
 	int rc = ptrace_permitted(pid);
 	if (rc)
 		return rc;
-	if (has_shim(pid)) {
-		fprintf(stderr,
-		        "mallock attach: pid %ld already has libmallock.so "
-		        "(preloaded, or attached before): use `mallock ctl "
-		        "start|stop|status %ld`\n",
-		        pid, pid);
-		return 1;
-	}
-
 	char shim[PATH_MAX];
 	if (shim_opt) {
 		if (!realpath(shim_opt, shim)) {
@@ -389,6 +408,15 @@ int cmd_attach(int argc, char **argv)
 		        "use --shim PATH\n");
 		return 1;
 	}
+	if (has_shim(pid, shim)) {
+		fprintf(stderr,
+		        "mallock attach: pid %ld already has libmallock.so "
+		        "(preloaded, or attached before): use `mallock ctl "
+		        "start|stop|status %ld`\n",
+		        pid, pid);
+		return 1;
+	}
+
 	/* The trace path: relative to this directory, not the target's. */
 	char out_abs[PATH_MAX + 64], cwd[PATH_MAX];
 	const char *pat = output ? output : DEFAULT_OUTPUT;
@@ -426,6 +454,21 @@ int cmd_attach(int argc, char **argv)
 		return irc == INJ_REFUSED ? 2 : 1;
 	}
 	char *msg = answer;
+	/* The shim's warnings follow its answer, one "warning TEXT" line
+	 * each (it writes nothing to the process's own stderr). */
+	char *warn = strchr(msg, '\n');
+	if (warn)
+		*warn++ = 0;
+	while (warn && *warn) {
+		char *next = strchr(warn, '\n');
+		if (next)
+			*next++ = 0;
+		if (!strncmp(warn, "warning ", 8))
+			fprintf(stderr,
+			        "mallock attach: pid %ld: warning: %s\n", pid,
+			        warn + 8);
+		warn = next;
+	}
 	if (!strncmp(msg, "ok ", 3)) {
 		unsigned patched = 0, modules = 0, skipped = 0;
 		int used = 0;
@@ -527,7 +570,7 @@ int cmd_detach(int argc, char **argv)
 	if (rc)
 		return rc;
 	char shim[PATH_MAX];
-	if (!has_shim(pid) || mapped_shim(pid, shim, sizeof shim) != 0) {
+	if (mapped_shim(pid, shim, sizeof shim) != 0) {
 		fprintf(stderr,
 		        "mallock detach: pid %ld has no libmallock.so: "
 		        "nothing to detach\n",

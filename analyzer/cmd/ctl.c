@@ -5,12 +5,18 @@
  * (--exe).
  *
  * Protocol (format/ctl_page.h; shim/control/control.h is the other side): each
- * traced process maps <dir>/<pid>.page. `ctl` writes a request word there
- * and waits up to 5 s for the process to copy it to `served`; the shim
- * polls the word (every hook call while paused, every 10 ms while
- * recording), so no signal is needed. Only when a process has not answered
- * after 300 ms, and the signal would reach the shim's handler (caught, and
- * not blocked by some thread), is the page's signal sent as a wake-up.
+ * traced process maps <dir>/<pid>.page. `status` only reads the page (and
+ * stats the trace it names). `start`/`stop` write a request word there and
+ * wait up to 1 s (5 s when the process used CPU meanwhile) for the process
+ * to copy it to `served`; the shim reads the
+ * word at its hook calls (every call while paused, every 10 ms of events
+ * while recording). A process that made no such call is left with its
+ * request pending: it applies it at its next allocation or lock call, and
+ * `ctl` says so (exit status 0). No command sends a signal unless --wake
+ * is given, and then only to a process whose page says the kernel's
+ * handler for its signal is still the shim's (wake_sig), whose SigCgt
+ * agrees and one of whose threads does not block it; any other is refused
+ * in one line and left pending.
  *
  * Nothing is signalled or written before the page is authenticated:
  * - root reaches it through /proc/PID/map_files (the very file the process
@@ -24,8 +30,9 @@
  * - the signal is one MALLOCK_SIGNAL accepts (ctlp_signal_ok).
  * Pages of dead processes found in the directories looked at are removed.
  *
- * Exit status: 0 done, 1 usage or failure (one line on stderr per process
- * saying what, which process, why and what to do).
+ * Exit status: 0 done or pending, 1 usage, a failure or a --wake refused
+ * (one line on stderr per process saying what, which process, why and what
+ * to do).
  */
 #define _GNU_SOURCE
 #include "cli.h"
@@ -45,21 +52,31 @@
 #include <unistd.h>
 
 #define CTL_SIGVAL 0x6d6c6b01 /* shim/control/control.c */
-#define CTL_CMD_STATUS 3u     /* a refresh: the shim rewrites its state */
+#define CTL_CMD_STATUS 3u     /* not written: status only reads the page */
+#define CTL_WAIT_MS 1000      /* how long start/stop wait for an idle one */
+#define CTL_BUSY_MS 5000      /* ... and for one that used CPU meanwhile */
+#define CTL_WAKE_MS 300       /* --wake: when a silent process is woken */
 
 static void usage(FILE *o)
 {
 	fputs(
-	    "usage: mallock ctl start|stop|status PID\n"
-	    "       mallock ctl start|stop|status --tree PID\n"
-	    "       mallock ctl start|stop|status --exe NAME\n"
+	    "usage: mallock ctl start|stop|status [--wake] PID\n"
+	    "       mallock ctl start|stop|status [--wake] --tree PID\n"
+	    "       mallock ctl start|stop|status [--wake] --exe NAME\n"
 	    "  start   switch recording on (MALLOCK_START=paused, or after "
 	    "stop)\n"
 	    "  stop    switch recording off; the trace is complete up to here\n"
-	    "  status  print the recording state, the trace path and its size\n"
+	    "  status  print the recording state, the trace path and its size "
+	    "(reads the\n          page only: never signals)\n"
 	    "  --tree  PID and all its descendants that run under the shim\n"
 	    "  --exe   every process of that executable running under the "
-	    "shim\n",
+	    "shim\n"
+	    "  --wake  start/stop: a process that has not answered within "
+	    "300 ms gets its\n          MALLOCK_SIGNAL, only if its page "
+	    "says the handler is still the shim's\n"
+	    "A request no allocation or lock call has served within 1 s (5 s "
+	    "if the process\nran meanwhile) stays pending: the process "
+	    "applies it at its next such call.\n",
 	    o);
 }
 
@@ -248,6 +265,7 @@ typedef struct target {
 	ctl_page_t *pg;
 	char where[1200];
 	uint64_t req;
+	uint64_t cpu; /* utime + stime when the request was written */
 	int signalled, done;
 } target_t;
 
@@ -458,18 +476,90 @@ static void page_copy(const ctl_page_t *pg, ctl_page_t *out)
 	out->why[sizeof out->why - 1] = out->trace[sizeof out->trace - 1] = 0;
 }
 
+/* The trace line: the file's size when it exists (the page's count is
+ * rewritten only when the process serves a request), "not created yet"
+ * when it does not. */
+static void trace_print(const ctl_page_t *c)
+{
+	struct stat st;
+	if (!c->trace[0]) {
+		printf("  trace: none yet (created at the process's first "
+		       "recorded event)\n");
+	} else if (c->trace[0] != '/' || stat(c->trace, &st) != 0) {
+		if (c->trace[0] == '/' && errno == ENOENT)
+			printf("  trace %s: not created yet (at the process's "
+			       "first recorded event)\n",
+			       c->trace);
+		else
+			printf("  trace %s, %llu bytes (when last served)\n",
+			       c->trace, (unsigned long long)c->bytes);
+	} else {
+		printf("  trace %s, %llu bytes\n", c->trace,
+		       (unsigned long long)st.st_size);
+	}
+}
+
+/* The request on the page that the process has not served yet: its
+ * command (CTLP_CMD_START or _STOP), or 0. */
+static unsigned pending_cmd(const ctl_page_t *pg)
+{
+	uint64_t r = __atomic_load_n(&pg->request, __ATOMIC_ACQUIRE);
+	uint64_t d = __atomic_load_n(&pg->served, __ATOMIC_ACQUIRE);
+	unsigned cmd = (unsigned)(r & 3);
+	return r != d && (cmd == CTLP_CMD_START || cmd == CTLP_CMD_STOP) ? cmd
+	                                                                 : 0;
+}
+
+#define PENDING_TEXT "applied at the process's next allocation or lock call"
+
 static void status_print(const target_t *t)
 {
 	ctl_page_t c;
 	page_copy(t->pg, &c);
-	printf("pid %ld: %s (%s)\n  trace %s, %llu bytes\n", t->p.pid,
-	       ctlp_state_name(c.state), c.why,
-	       c.trace[0] ? c.trace : "(created at its first write)",
-	       (unsigned long long)c.bytes);
+	printf("pid %ld: %s (%s)\n", t->p.pid, ctlp_state_name(c.state), c.why);
+	unsigned cmd = pending_cmd(t->pg);
+	if (cmd)
+		printf("  pending: `mallock ctl %s`, " PENDING_TEXT "\n",
+		       cmd == CTLP_CMD_START ? "start" : "stop");
+	trace_print(&c);
+}
+
+/* start/stop not answered: the request stays on the page. */
+static void pending_print(const target_t *t, unsigned cmd)
+{
+	ctl_page_t c;
+	page_copy(t->pg, &c);
+	printf("pid %ld: pending: " PENDING_TEXT " (`%s` written to its page; "
+	       "%s)\n  until then: %s (%s)\n",
+	       t->p.pid, cmd == CTLP_CMD_START ? "start" : "stop",
+	       t->signalled == 1 ? "woken by its signal, it made no such call "
+	                           "since"
+	                         : "it made none while ctl waited",
+	       ctlp_state_name(c.state), c.why);
+	trace_print(&c);
+}
+
+/* utime + stime of pid (stat fields 14 and 15), 0 if unknown. */
+static uint64_t proc_cpu(long pid)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	if (slurp(path, buf, sizeof buf) <= 0)
+		return 0;
+	char *r = strrchr(buf, ')');
+	if (!r)
+		return 0;
+	unsigned long long ut = 0, st = 0;
+	if (sscanf(r + 2,
+	           "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+	           &st) != 2)
+		return 0;
+	return ut + st;
 }
 
 static void request(target_t *t, unsigned cmd)
 {
+	t->cpu = proc_cpu(t->p.pid);
 	uint64_t cur = __atomic_load_n(&t->pg->request, __ATOMIC_RELAXED);
 	t->req = (((cur >> 2) + 1) << 2) | cmd;
 	__atomic_store_n(&t->pg->request, t->req, __ATOMIC_RELEASE);
@@ -480,22 +570,65 @@ static int answered(const target_t *t)
 	return __atomic_load_n(&t->pg->served, __ATOMIC_ACQUIRE) == t->req;
 }
 
-/* Sends the wake-up if it would reach the shim's handler. */
-static void wake(target_t *t)
+/*
+ * --wake: sends the page's signal only when the shim can show the handler
+ * is its own: the page's wake_sig names the signal (the shim installed its
+ * handler and no sigaction/signal/rt_sigaction call of the program has
+ * named that signal since), the kernel says it is caught (SigCgt), and some
+ * thread does not block it. Otherwise prints one line and returns -1.
+ */
+static int wake(target_t *t)
 {
-	int sig = t->pg->signal;
-	t->signalled = -1;
-	if (!sig || !ctlp_signal_ok(sig))
-		return;
+	int sig = __atomic_load_n(&t->pg->signal, __ATOMIC_RELAXED);
+	const char *bad = NULL;
+	char buf[200];
 	proc_t now;
-	if (proc_read(t->p.pid, &now) != 0 || now.start != t->p.start)
-		return;
-	if (!(now.sig_caught & (1ull << (sig - 1))) ||
-	    !sig_deliverable(t->p.pid, sig))
-		return;
+	t->signalled = -1;
+	if (!sig)
+		bad = "it has no control signal (it was started without "
+		      "MALLOCK_SIGNAL, or the program handled that signal "
+		      "first)";
+	else if (!ctlp_signal_ok(sig))
+		bad = "its page names a signal MALLOCK_SIGNAL never allows";
+	else if (t->pg->attached)
+		bad = "the shim was attached: it does not see the program's "
+		      "sigaction calls, so it cannot show the handler is its "
+		      "own";
+	else if (__atomic_load_n(&t->pg->wake_sig, __ATOMIC_ACQUIRE) != sig) {
+		snprintf(buf, sizeof buf,
+		         "the handler of signal %d is not the shim's (the "
+		         "program set its own since the shim started)",
+		         sig);
+		bad = buf;
+	} else if (proc_read(t->p.pid, &now) != 0 || now.start != t->p.start)
+		bad = "the process is gone";
+	else if (!(now.sig_caught & (1ull << (sig - 1)))) {
+		snprintf(buf, sizeof buf,
+		         "the kernel says signal %d is not caught "
+		         "(/proc/%ld/status SigCgt)",
+		         sig, t->p.pid);
+		bad = buf;
+	} else if (!sig_deliverable(t->p.pid, sig)) {
+		snprintf(buf, sizeof buf,
+		         "every thread blocks signal %d (it would wait, "
+		         "pending, for a thread that unblocks it)",
+		         sig);
+		bad = buf;
+	}
+	/* The word again, as late as possible before the send. */
+	if (!bad && __atomic_load_n(&t->pg->wake_sig, __ATOMIC_SEQ_CST) != sig)
+		bad = "the program has just set its own handler";
+	if (bad) {
+		fprintf(stderr,
+		        "mallock: ctl: process %ld (%s): --wake refused: %s; "
+		        "no signal sent, the request stays pending\n",
+		        t->p.pid, t->p.comm, bad);
+		return -1;
+	}
 	union sigval v = {.sival_int = CTL_SIGVAL};
 	if (sigqueue((pid_t)t->p.pid, sig, v) == 0)
 		t->signalled = 1;
+	return 0;
 }
 
 /* Children of each pid, from /proc. Returns the pids of root's tree. */
@@ -581,6 +714,15 @@ int cmd_ctl(int argc, char **argv)
 		usage(stdout);
 		return 0;
 	}
+	int do_wake = 0;
+	for (int i = 2; i < argc; i++)
+		if (!strcmp(argv[i], "--wake")) {
+			do_wake = 1;
+			memmove(argv + i, argv + i + 1,
+			        (size_t)(argc - i) * sizeof *argv);
+			argc--;
+			break;
+		}
 	if (argc != 3 && argc != 4) {
 		usage(stderr);
 		return 1;
@@ -592,6 +734,11 @@ int cmd_ctl(int argc, char **argv)
 	                                         : 0;
 	if (!code) {
 		usage(stderr);
+		return 1;
+	}
+	if (do_wake && code == CTL_CMD_STATUS) {
+		fprintf(stderr, "mallock: ctl: status never signals: --wake is "
+		                "for start and stop\n");
 		return 1;
 	}
 	const char *mode = argc == 4 ? argv[2] : "";
@@ -635,9 +782,11 @@ int cmd_ctl(int argc, char **argv)
 	size_t ok = 0;
 	int failed = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (target_open(&ts[ok], pids[i], group) == 0)
-			request(&ts[ok++], code);
-		else if (!group || ts[ok].p.shim)
+		if (target_open(&ts[ok], pids[i], group) == 0) {
+			if (code != CTL_CMD_STATUS)
+				request(&ts[ok], code);
+			ok++;
+		} else if (!group || ts[ok].p.shim)
 			failed = 1;
 	}
 	if (!ok) {
@@ -653,9 +802,23 @@ int cmd_ctl(int argc, char **argv)
 		free(ts);
 		return 1;
 	}
-	/* Wait for every answer; wake up the slow ones after 300 ms. */
+	if (code == CTL_CMD_STATUS) {
+		/* Read-only: the page's state is true until the process's next
+		 * hook call changes it. */
+		for (size_t k = 0; k < ok; k++) {
+			status_print(&ts[k]);
+			target_close(&ts[k]);
+		}
+		free(pids);
+		free(ts);
+		return failed;
+	}
+	/* Wait for every answer; with --wake, wake the silent ones (whose
+	 * handler is the shim's) after CTL_WAKE_MS and give them as long
+	 * again. */
 	size_t left = ok;
-	for (int i = 0; i < 500 && left; i++) {
+	int limit = CTL_WAIT_MS / 10;
+	for (int i = 0; i < limit && left; i++) {
 		struct timespec tsl = {0, 10 * 1000 * 1000};
 		nanosleep(&tsl, NULL);
 		for (size_t k = 0; k < ok; k++) {
@@ -666,39 +829,25 @@ int cmd_ctl(int argc, char **argv)
 				t->done = 1;
 				left--;
 				status_print(t);
-			} else if (i == 30 && !t->signalled) {
-				wake(t);
+			} else if (i == CTL_WAIT_MS / 10 - 1 &&
+			           proc_cpu(t->p.pid) != t->cpu) {
+				/* Not idle (it ran meanwhile: a loaded
+				 * machine): worth the longer wait. */
+				if (limit < CTL_BUSY_MS / 10)
+					limit = CTL_BUSY_MS / 10;
+			} else if (do_wake && i == CTL_WAKE_MS / 10 &&
+			           !t->signalled) {
+				if (wake(t) != 0)
+					failed = 1;
+				else
+					limit = i + CTL_WAIT_MS / 10;
 			}
 		}
 	}
 	for (size_t k = 0; k < ok; k++) {
 		target_t *t = &ts[k];
-		if (!t->done) {
-			if (code == CTL_CMD_STATUS) {
-				/* An idle process: its last state is still
-				 * true (it changes only at a hook call). */
-				status_print(t);
-			} else {
-				int sig = t->pg->signal;
-				fprintf(
-				    stderr,
-				    "mallock: ctl: process %ld (%s) has not "
-				    "answered within 5 s: it made no "
-				    "allocation or lock call (idle)%s; the "
-				    "request stays on its page and applies at "
-				    "its next call\n",
-				    t->p.pid, t->p.comm,
-				    t->signalled == 1
-				        ? "; the wake-up signal was sent, "
-				          "but no such call followed it (or "
-				          "the program replaced the shim's "
-				          "handler)"
-				    : sig ? ", and its threads block the "
-				            "wake-up signal"
-				          : " (it has no wake-up signal)");
-				failed = 1;
-			}
-		}
+		if (!t->done)
+			pending_print(t, code);
 		target_close(t);
 	}
 	free(pids);

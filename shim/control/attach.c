@@ -102,7 +102,7 @@ int g_attached;
 static char attach_output[CONFIG_PATH_MAX];
 static int attach_duration;
 static _Atomic int attach_started;
-static char attach_msg[CONFIG_PATH_MAX + 600];
+static char attach_msg[CONFIG_PATH_MAX + 3000];
 
 /* ---- is the shim preloaded or loaded late? ---- */
 
@@ -168,6 +168,7 @@ typedef struct target {
 	const char *name;
 	uintptr_t hook;   /* the shim's definition */
 	uintptr_t expect; /* a slot bound to the forwarded-to function holds */
+	uintptr_t alias;  /* or this canonical PLT stub, which jumps there */
 	int lazy_ok;      /* an unbound slot would bind to expect */
 	int phase;        /* 0: releasing functions, 1: the others */
 } target_t;
@@ -189,6 +190,8 @@ typedef struct family {
 	const char *const *names;
 	unsigned n;
 	uintptr_t global[FAM_CXX_N]; /* dlsym(RTLD_DEFAULT), per name */
+	uintptr_t stub[FAM_CXX_N];   /* the executable's canonical PLT stub
+	                                dlsym returned instead, or 0 */
 	unsigned slots;              /* bound or lazy slots seen */
 	int mixed;                   /* a slot bound to another definition */
 	int adopted;                 /* the hooks forward to global[] */
@@ -246,6 +249,16 @@ static int releases(const char *name)
 	       strstr(name, "wait");
 }
 
+/* The canonical PLT stub the survey found for a malloc-family name, or 0. */
+static uintptr_t stub_of(const run_t *r, const char *name)
+{
+	const family_t *f = &r->fam[0];
+	for (unsigned i = 0; f->names && i < f->n; i++)
+		if (!strcmp(f->names[i], name))
+			return f->stub[i];
+	return 0;
+}
+
 /* The shim's own definitions: dlsym on the shim's handle searches the shim
  * first. Only addresses inside the shim count (pthread_exit is in the real
  * table but not hooked: dlsym would return libc's). */
@@ -267,6 +280,7 @@ static void targets_build(run_t *r)
 			r->tg[r->ntg].name = nm;                               \
 			r->tg[r->ntg].hook = fn_addr(hk);                      \
 			r->tg[r->ntg].expect = (expect_);                      \
+			r->tg[r->ntg].alias = stub_of(r, nm);                  \
 			r->tg[r->ntg].lazy_ok = (lazy_);                       \
 			r->tg[r->ntg].phase = !releases(nm);                   \
 			r->ntg++;                                              \
@@ -276,8 +290,9 @@ static void targets_build(run_t *r)
 	{                                                                      \
 		uintptr_t e_;                                                  \
 		memcpy(&e_, &real.name, sizeof e_);                            \
+		uintptr_t d_ = fn_addr(prim_dlsym_default(#name));             \
 		ATTACH_ADD_(#name, e_,                                         \
-		            fn_addr(prim_dlsym_default(#name)) == e_);         \
+		            d_ == e_ || (d_ && d_ == stub_of(r, #name)));      \
 	}
 	REAL_FUNCS(ATTACH_REAL_)
 	/* The operators only where the family was adopted (the hooks then
@@ -346,7 +361,8 @@ static void scan_relocs(run_t *r, const ElfW(Rela) * rel, size_t n,
 		int lazy =
 		    type == ATTACH_R_JUMP_SLOT && v >= lo && v < hi &&
 		    !(sym->st_shndx != SHN_UNDEF && v == base + sym->st_value);
-		int ok = v == tg->expect || (tg->lazy_ok && lazy);
+		int ok = v == tg->expect || (tg->alias && v == tg->alias) ||
+		         (tg->lazy_ok && lazy);
 		if (v == tg->hook)
 			continue;
 		if (!ok) {
@@ -493,7 +509,8 @@ static void survey_relocs(run_t *r, const module_t *m, const ElfW(Rela) * rel,
 			           !(sym->st_shndx != SHN_UNDEF &&
 			             v == m->base + sym->st_value);
 			f->slots++;
-			if (lazy || v == 0 || v == f->global[j])
+			if (lazy || v == 0 || v == f->global[j] ||
+			    (f->stub[j] && v == f->stub[j]))
 				continue;
 			if (!f->mixed) {
 				f->odd_name = f->names[j];
@@ -523,6 +540,69 @@ static int survey_module(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* Looks for a module (not the shim, not skip's) that defines name itself,
+ * in load order (the global scope's order for the modules loaded at
+ * start). */
+typedef struct def_find {
+	const char *name;
+	uintptr_t skip_base, self_base, found;
+} def_find_t;
+
+static int def_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	def_find_t *d = arg;
+	(void)size;
+	if (d->found || !info->dlpi_name || !info->dlpi_name[0] ||
+	    (uintptr_t)info->dlpi_addr == d->skip_base ||
+	    (uintptr_t)info->dlpi_addr == d->self_base)
+		return 0;
+	void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;
+	void *p = dlsym(h, d->name);
+	Dl_info pi;
+	const ElfW(Sym) *ps = NULL;
+	/* dlsym searches the module's dependencies too: only its own. */
+	if (p && dladdr1(p, &pi, (void **)&ps, RTLD_DL_SYMENT) &&
+	    pi.dli_saddr == p && ps && ps->st_shndx != SHN_UNDEF &&
+	    (uintptr_t)pi.dli_fbase == (uintptr_t)info->dlpi_addr)
+		d->found = fn_addr(p);
+	real.dlclose(h);
+	return d->found != 0;
+}
+
+/*
+ * The global scope's definition of name as an address, g, or the real
+ * one when g is a canonical PLT entry: a non-PIE executable that takes a
+ * function's address (Debian's node: `U realloc` and an R_X86_64_64 to
+ * it) has the loader bind every other module's references to a stub in
+ * its own PLT, which jumps to libc's function. No symbol starts at such a
+ * stub (dladdr); the definition is then the first module, in load order,
+ * that defines name itself.
+ */
+static uintptr_t global_def(run_t *r, const char *name, void *g,
+                            uintptr_t *stub)
+{
+	Dl_info gi;
+	const ElfW(Sym) *gs = NULL;
+	*stub = 0;
+	/* A definition: a symbol starts at g and is defined there (the
+	 * stub's symbol is undefined, with the stub's address as value). */
+	if (!g || (dladdr1(g, &gi, (void **)&gs, RTLD_DL_SYMENT) &&
+	           gi.dli_saddr == g && gs && gs->st_shndx != SHN_UNDEF))
+		return fn_addr(g);
+	def_find_t d = {.name = name,
+	                .skip_base =
+	                    dladdr(g, &gi) ? (uintptr_t)gi.dli_fbase : 0,
+	                .self_base = r->self_base};
+	/* The executable's base is 0 for a non-PIE one: the stub's module
+	 * is skipped by its name ("") in def_cb. */
+	dl_iterate_phdr(def_cb, &d);
+	if (d.found)
+		*stub = fn_addr(g);
+	return d.found ? d.found : fn_addr(g);
+}
+
 /*
  * Decides what the allocator hooks forward to (see the top of the file).
  * Called with real usable, before the shim starts and before any slot is
@@ -542,7 +622,8 @@ static void family_survey(run_t *r)
 		for (unsigned i = 0; i < f->n; i++) {
 			void *g = prim_dlsym_default(f->names[i]);
 			Dl_info gi;
-			f->global[i] = fn_addr(g);
+			f->global[i] =
+			    global_def(r, f->names[i], g, &f->stub[i]);
 			/* The shim in the global scope (dlopen'ed
 			 * RTLD_GLOBAL by someone): its hooks would forward
 			 * to themselves. Not adopted. */
@@ -748,9 +829,19 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 
 /* ---- entry point ---- */
 
+/* Appends the warnings the shim made so far, one "\nwarning TEXT" line
+ * each: `mallock attach` prints them (an attached shim writes nothing to
+ * the host's stderr). */
+static void add_warnings(void)
+{
+	size_t n = strlen(attach_msg);
+	note_warnings(attach_msg + n, sizeof attach_msg - n, "\nwarning ");
+}
+
 static const char *fail(const char *why)
 {
 	snprintf(attach_msg, sizeof attach_msg, "error %s", why);
+	add_warnings();
 	return attach_msg;
 }
 
@@ -829,7 +920,12 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		note_take(keep_note, NULL);
 		snprintf(attach_msg, sizeof attach_msg,
 		         "error the shim did not start: %s",
-		         last_note[0] ? last_note : "see the process's stderr");
+		         last_note[0] ? last_note : "no reason given");
+		/* As it found it: not started, so a later attach (with an
+		 * output it can create) starts it. */
+		note_reset();
+		atomic_store(&g_off, SHIM_OFF_INIT);
+		atomic_store(&attach_started, 0);
 		gate_restore(t, gate);
 		return attach_msg;
 	}
@@ -903,6 +999,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 			    "program's calls were bound",
 			    r->fam[k].label,
 			    prim_object_of((void *)r->fam[k].global[0]));
+	add_warnings();
 	/* Into the trace at once: a report read while the process runs
 	 * says "attached at" (the analyzer knows the attach by these). */
 	writer_notes();

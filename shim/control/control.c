@@ -20,6 +20,7 @@
  */
 #include "control.h"
 
+#include "attach.h"
 #include "config.h"
 #include "hook.h"
 #include "note.h"
@@ -62,6 +63,10 @@ static _Atomic int ctl_cap_warned;
 static atomic_flag ctl_serving = ATOMIC_FLAG_INIT;
 static _Atomic int ctl_signal_seen; /* a sigqueue'd wake-up arrived */
 static int ctl_signal;              /* installed signal, 0: none */
+/* The kernel's handler for ctl_signal is still ctl_handler: no sigaction,
+ * signal or rt_sigaction call of the program's has named ctl_signal since
+ * (ctl_signal_change). Mirrored in the page's wake_sig. */
+static _Atomic int ctl_handler_mine;
 static const char *ctl_last_why = "start";
 static uint32_t ctl_start_uid; /* euid at start */
 /* The directory (fd, its owner, device and inode) and the page's fd. */
@@ -88,7 +93,7 @@ static int dir_open(uint32_t uid, int quiet)
 				shim_warn(
 				    "control directory %s (MALLOCK_CTL_DIR) "
 				    "%s: `mallock ctl` is off for this "
-				    "process (the signal still works)",
+				    "process",
 				    path, why);
 			return -1;
 		}
@@ -108,7 +113,7 @@ static int dir_open(uint32_t uid, int quiet)
 		if (!quiet)
 			shim_warn(
 			    "control directory %s %s: `mallock ctl` is off "
-			    "for this process (the signal still works)",
+			    "for this process",
 			    path, why);
 		return -1;
 	}
@@ -168,7 +173,10 @@ static void page_update(uint32_t state)
 	pg->state = state;
 	pg->signal = ctl_signal;
 	pg->bytes = writer_bytes();
-	snprintf(pg->why, sizeof pg->why, "%s", ctl_last_why);
+	const char *why = ctl_last_why;
+	if (state == CTLP_STOPPED && writer_stop_why())
+		why = writer_stop_why(); /* the real reason, not the request */
+	snprintf(pg->why, sizeof pg->why, "%s", why);
 	snprintf(pg->trace, sizeof pg->trace, "%s", g_trace_path);
 	__atomic_fetch_add(&pg->gen, 1, __ATOMIC_RELEASE);
 }
@@ -228,6 +236,10 @@ static int page_create(int quiet)
 		memcpy(pg->exe, b, n);
 		pg->exe[n] = 0;
 	}
+	pg->attached = g_attached ? 1u : 0u;
+	__atomic_store_n(&pg->wake_sig,
+	                 atomic_load(&ctl_handler_mine) ? ctl_signal : 0,
+	                 __ATOMIC_RELEASE);
 	/* A request written to an earlier page (of the parent) is not ours. */
 	__atomic_store_n(&pg->served, 0, __ATOMIC_RELAXED);
 	if (renameat(ctl_dir_fd, tmp, ctl_dir_fd, name) != 0) {
@@ -244,10 +256,9 @@ static int page_create(int quiet)
 	return 0;
 fail:
 	if (!quiet)
-		shim_warn(
-		    "cannot create the control page %s: %s; `mallock "
-		    "ctl` is off for this process (the signal still works)",
-		    name, prim_strerror(errno));
+		shim_warn("cannot create the control page %s: %s; `mallock "
+		          "ctl` is off for this process",
+		          name, prim_strerror(errno));
 	if (fd >= 0) {
 		prim_close(fd);
 		unlinkat(ctl_dir_fd, tmp, 0);
@@ -345,19 +356,40 @@ static void signal_setup(void)
 	int has = (old.sa_flags & SA_SIGINFO) ? old.sa_sigaction != NULL
 	                                      : old.sa_handler != SIG_DFL;
 	if (has) {
-		shim_warn(
-		    "signal %d (MALLOCK_SIGNAL) is already handled or "
-		    "ignored by this program: signal control and `mallock "
-		    "ctl` are off (choose a free signal with MALLOCK_SIGNAL)",
-		    sig);
+		shim_warn("signal %d (MALLOCK_SIGNAL) is already handled or "
+		          "ignored by this program: the signal toggle and "
+		          "`mallock ctl --wake` are off for it (`mallock ctl` "
+		          "works without a signal)",
+		          sig);
 		return;
 	}
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = ctl_handler;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig, &sa, NULL) == 0)
-		ctl_signal = sig;
+	if (sigaction(sig, &sa, NULL) != 0)
+		return;
+	ctl_signal = sig;
+	/* A shim loaded by `mallock attach` does not see the program's
+	 * sigaction calls (attach.c leaves them alone): it never claims the
+	 * handler, so `mallock ctl --wake` never signals it. */
+	if (!g_attached) {
+		atomic_store(&ctl_handler_mine, 1);
+		if (g_ctl_page != &ctl_none)
+			__atomic_store_n(&g_ctl_page->wake_sig, sig,
+			                 __ATOMIC_RELEASE);
+	}
+}
+
+void ctl_signal_change(int sig, uintptr_t handler)
+{
+	if (!ctl_signal || sig != ctl_signal ||
+	    handler == (uintptr_t)ctl_handler)
+		return;
+	/* Before the program's call: no moment where the kernel has the
+	 * program's handler while the page still says it is the shim's. */
+	atomic_store(&ctl_handler_mine, 0);
+	__atomic_store_n(&g_ctl_page->wake_sig, 0, __ATOMIC_SEQ_CST);
 }
 
 /* ---- windows ---- */
@@ -432,6 +464,8 @@ unsigned ctl_init(void)
 			          "or signal: only mallock_recording(1) in the "
 			          "program can start recording");
 	} else {
+		if (g_attached)
+			ctl_last_why = "mallock attach";
 		window_deadline(prim_tsc());
 	}
 	atomic_fetch_or(&g_off, bits); /* for the page's state */
@@ -606,6 +640,7 @@ void ctl_exit(void)
 void ctl_detach(void)
 {
 	if (ctl_signal) {
+		ctl_signal_change(ctl_signal, 0);
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);
 		sa.sa_handler = SIG_DFL;

@@ -16,9 +16,12 @@
  *   the hot path.
  * A pending request sets SHIM_OFF_CTL in g_off; the next hook entry of any
  * thread serves it (ctl_serve): switches recording with a MARK record in
- * its own buffer and rewrites the page's state. The signal, when the host
- * lets it through, only wakes a process up sooner (a plain `kill -USR2`
- * still toggles).
+ * its own buffer and rewrites the page's state. No signal is needed, and
+ * none is installed unless MALLOCK_SIGNAL names one: then a plain kill
+ * toggles, and `mallock ctl --wake` may send it to wake an idle process up,
+ * but only while the page's wake_sig says the kernel's handler for it is
+ * still the shim's (the program never set its own since: fatal.c's
+ * sigaction/signal hooks and the syscall hook clear it first).
  *
  * Privilege drops: a process that calls setuid()/setreuid()/setresuid()
  * as root to become another user moves its page, before the call, into
@@ -57,6 +60,13 @@ void ctl_poke(void);
  * (ev_commit_slow, gate BUSY): ends the window or pokes, and sets the
  * next poll time. */
 void ctl_tick(uint64_t tsc);
+
+/* The program is about to set signal sig's action to handler (its
+ * sigaction, signal or rt_sigaction call, fatal.c and futex_hook.c, before
+ * the real call): if sig is the control signal and handler is not the
+ * shim's, the page stops saying the handler is the shim's (wake_sig 0), for
+ * good. Any context (async-signal-safe: two atomic stores). */
+void ctl_signal_change(int sig, uintptr_t handler);
 
 /* setuid-family hook, before the real call: the process (euid 0) is about
  * to become uid for good; moves the page into uid's directory. */

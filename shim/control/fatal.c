@@ -32,6 +32,7 @@
 #include "fatal.h"
 
 #include "config.h"
+#include "control.h"
 #include "hook.h"
 #include "real.h"
 #include "tls.h"
@@ -144,6 +145,8 @@ HOOK_EXPORT int sigaction(int sig, const struct sigaction *act,
 		errno = ENOSYS;
 		return -1;
 	}
+	if (act)
+		ctl_signal_change(sig, (uintptr_t)act->sa_handler);
 	int i = fatal_index(sig);
 	if (i < 0 || !atomic_load(&fatal_mine[i]))
 		return real.sigaction(sig, act, old);
@@ -175,6 +178,7 @@ HOOK_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 		errno = ENOSYS;
 		return SIG_ERR;
 	}
+	ctl_signal_change(sig, (uintptr_t)handler);
 	int i = fatal_index(sig);
 	if (i < 0 || !atomic_load(&fatal_mine[i]))
 		return real.signal(sig, handler);
@@ -192,4 +196,52 @@ HOOK_EXPORT __sighandler_t signal(int sig, __sighandler_t handler)
 	if (prev == (__sighandler_t)(void (*)(void))fatal_handler)
 		return SIG_DFL;
 	return prev;
+}
+
+/* The other names glibc gives to setting a handler, each a call that would
+ * not pass through the two hooks above (glibc calls its internal
+ * __sigaction): bsd_signal and ssignal are signal(), __sigaction is
+ * sigaction(); sysv_signal and sigset only tell the control page
+ * (ctl_signal_change) and forward. */
+HOOK_EXPORT int __sigaction(int sig, const struct sigaction *act,
+                            struct sigaction *old)
+{
+	return sigaction(sig, act, old);
+}
+
+HOOK_EXPORT __sighandler_t bsd_signal(int sig, __sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+HOOK_EXPORT __sighandler_t ssignal(int sig, __sighandler_t handler)
+{
+	return signal(sig, handler);
+}
+
+HOOK_EXPORT __sighandler_t sysv_signal(int sig, __sighandler_t handler)
+{
+	if (!real_ready() || !real.sysv_signal) {
+		errno = ENOSYS;
+		return SIG_ERR;
+	}
+	ctl_signal_change(sig, (uintptr_t)handler);
+	return real.sysv_signal(sig, handler);
+}
+
+HOOK_EXPORT __sighandler_t __sysv_signal(int sig, __sighandler_t handler)
+{
+	return sysv_signal(sig, handler);
+}
+
+HOOK_EXPORT __sighandler_t sigset(int sig, __sighandler_t handler)
+{
+	if (!real_ready() || !real.sigset) {
+		errno = ENOSYS;
+		return SIG_ERR;
+	}
+	/* SIG_HOLD blocks the signal and keeps the handler. */
+	if (handler != SIG_HOLD)
+		ctl_signal_change(sig, (uintptr_t)handler);
+	return real.sigset(sig, handler);
 }

@@ -184,10 +184,17 @@ static int shim_start(void)
 	/* The exit key before libunwind's (stack_init sets libunwind up):
 	 * in the last destructor round, ours runs first and the thread's
 	 * gate is DEAD when libunwind frees its per-thread cache. */
-	thread_init();
-	if (stack_init() != 0 || lockmap_init() != 0) {
-		shim_warn("cannot map the shim's tables; recording off");
-		return -1;
+	/* Once: a failed attach (the trace could not be created) comes back
+	 * here at the next attach with its tables already made. */
+	static int tables_ready;
+	if (!tables_ready) {
+		thread_init();
+		if (stack_init() != 0 || lockmap_init() != 0) {
+			shim_warn(
+			    "cannot map the shim's tables; recording off");
+			return -1;
+		}
+		tables_ready = 1;
 	}
 	/* An exec'd descendant of a traced process names its file as a child
 	 * (never its parent's file): MALLOCK_PARENT_PID, which this shim adds
@@ -281,7 +288,11 @@ static void fork_child(void)
 int shim_boot(void)
 {
 	tls_t *t = &shim_tls;
-	prim_stderr_init(); /* warnings go only to this stderr (prim.h) */
+	/* Warnings go only to this stderr (prim.h); an attached shim's go to
+	 * `mallock attach` in its answer, never to the host's fd 2 (a
+	 * daemon's fd 2 is often its own log). */
+	if (!g_attached)
+		prim_stderr_init();
 	if (!real_usable()) {
 		atomic_store(&g_off, SHIM_OFF_STOPPED);
 		return -1;

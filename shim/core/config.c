@@ -22,7 +22,7 @@ config_t g_cfg = {
 #undef CONFIG_DEF_
 	.unwind = CONFIG_UNWIND_LIBUNWIND,
 	.output = "mallock.%e.%p.trace",
-	.signal = SIGUSR2,
+	.signal = 0, /* MALLOCK_SIGNAL: none unless asked (control.h) */
 };
 /* clang-format on */
 
@@ -80,8 +80,9 @@ static void load_signal(void)
 		g_cfg.signal = (int)v;
 		return;
 	}
+	g_cfg.signal = 0;
 	shim_warn("MALLOCK_SIGNAL=%.64s: not USR1, USR2, HUP, URG, WINCH, PWR, "
-	          "RTMIN+N, their number, or none; using USR2",
+	          "RTMIN+N, their number, or none; no control signal",
 	          s);
 }
 

@@ -58,6 +58,27 @@ void shim_info(const char *fmt, ...)
 	va_end(ap);
 }
 
+void note_warnings(char *out, size_t cap, const char *prefix)
+{
+	unsigned end = atomic_load(&note_next);
+	if (end > NOTE_MAX)
+		end = NOTE_MAX;
+	size_t n = 0, pl = strlen(prefix);
+	for (unsigned i = 0; i < end && cap; i++) {
+		if (!atomic_load_explicit(&notes[i].ready,
+		                          memory_order_acquire) ||
+		    notes[i].level != FMT_NOTE_WARN)
+			continue;
+		if (n + pl + notes[i].len + 1 > cap)
+			break;
+		memcpy(out + n, prefix, pl);
+		memcpy(out + n + pl, notes[i].text, notes[i].len);
+		n += pl + notes[i].len;
+	}
+	if (cap)
+		out[n] = 0;
+}
+
 void note_take(void (*fn)(unsigned, const char *, size_t, void *), void *arg)
 {
 	unsigned end = atomic_load(&note_next);

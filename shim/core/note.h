@@ -31,6 +31,11 @@ void note_take(void (*fn)(unsigned level, const char *text, size_t len,
                           void *arg),
                void *arg);
 
+/* Copies the text of every warning queued so far (taken or not), each
+ * after prefix, into out (NUL-terminated, cut at a whole warning). Any
+ * context; never allocates. */
+void note_warnings(char *out, size_t cap, const char *prefix);
+
 /* Forgets the taken/queued state (fork child: its trace is new and should
  * not repeat its parent's notes). */
 void note_reset(void);

@@ -52,6 +52,22 @@ static uint32_t g_file_pid;       /* process that owns g_fd */
  * exec writes one, the exit a second with the rest). */
 static uint64_t end_sent_written, end_sent_dropped;
 static _Atomic int g_write_failed;
+/* Why the writer stopped recording for good ("" while it has not), for the
+ * control page (writer_stop_why). Written once, by the thread that set
+ * g_write_failed, before SHIM_OFF_CTL asks the next hook to publish it. */
+static char stop_why[128];
+
+/* Recording stops for good because of the output: says why on the page. */
+static void stopped_by_output(const char *fmt, const char *arg)
+{
+	snprintf(stop_why, sizeof stop_why, fmt, arg);
+	atomic_fetch_or(&g_off, SHIM_OFF_STOPPED | SHIM_OFF_CTL);
+}
+
+const char *writer_stop_why(void)
+{
+	return atomic_load(&g_write_failed) && stop_why[0] ? stop_why : NULL;
+}
 static int g_in_fatal; /* writer_fatal runs: no warning (not signal-safe) */
 
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -143,9 +159,13 @@ static int trace_fd(void)
 	}
 	if (nfd < 0) {
 		int expect = 0;
+		const char *e = g_reopen_path[0] ? prim_strerror(errno)
+		                                 : "its path is not known";
 		if (atomic_compare_exchange_strong(&g_write_failed, &expect,
 		                                   1)) {
-			atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
+			stopped_by_output("the program closed the trace's fd "
+			                  "and it cannot be reopened (%s)",
+			                  e);
 			if (!g_in_fatal)
 				shim_warn("the program closed or replaced the "
 				          "trace's fd %d and %s cannot be "
@@ -204,8 +224,10 @@ static void ensure_file(void)
 		lazy_opener = prim_gettid();
 		atomic_store(&lazy_open, 2);
 		if (fn() != 0) {
+			const char *e = prim_strerror(errno);
 			atomic_store(&g_write_failed, 1);
-			atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
+			stopped_by_output("the trace could not be created (%s)",
+			                  e);
 		}
 		atomic_store(&lazy_open, 0);
 	}
@@ -294,7 +316,11 @@ static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&g_write_failed, &expect,
 		                                   1)) {
-			atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
+			stopped_by_output(
+			    "writing the trace failed (%s)",
+			    err == EIO ? "short write: disk full or file "
+			                 "size limit"
+			               : prim_strerror(err));
 			/* A short write is the disk filling up (or the file
 			 * size limit) in the middle of a chunk. */
 			if (!g_in_fatal)

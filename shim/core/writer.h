@@ -139,6 +139,11 @@ void writer_proc_end(void);
 /* Writes the queued NOTE records as a process chunk (takes the lock). */
 void writer_notes(void);
 
+/* Why recording stopped for good because of the output (the trace could
+ * not be created, reopened or written), or NULL: the control page's
+ * reason (control.c). */
+const char *writer_stop_why(void);
+
 /* Bytes of the trace file so far (for the status file and the cap). */
 uint64_t writer_bytes(void);
 

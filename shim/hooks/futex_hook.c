@@ -40,6 +40,7 @@
  * safe for calls with fewer arguments). The non-futex path costs one
  * compare, as before.
  */
+#include "control.h"
 #include "hook.h"
 
 #include <errno.h>
@@ -152,5 +153,8 @@ HOOK_EXPORT long syscall(long nr, ...)
 			return r;
 		}
 	}
+	if (unlikely(nr == SYS_rt_sigaction && a2))
+		/* The kernel's struct sigaction starts with the handler. */
+		ctl_signal_change((int)a1, *(const uintptr_t *)a2);
 	return real.syscall(nr, a1, a2, a3, a4, a5, a6);
 }

@@ -28,7 +28,8 @@
  *     the hook was called for; pthread_self, pthread_setspecific
  *   - the real function a hook forwards the host's own call to (REAL_FUNCS
  *     in real.h: syscall for its futex wait or wake, exec*, sigaction,
- *     signal, the setuid family, pthread_create, dlclose, pipe2,
+ *     signal, sysv_signal, sigset, the setuid family, pthread_create,
+ *     dlclose, pipe2,
  *     dl_iterate_phdr): it is the call the host made, so whatever lock it
  *     takes, the host asked for
  *   - the real allocator only for the shim's own blocks (gate BUSY)

@@ -118,6 +118,9 @@ struct dl_phdr_info;
 	X(sigaction, REAL_OPT, NULL, int,                                      \
 	  (int, const struct sigaction *, struct sigaction *))                 \
 	X(signal, REAL_OPT, NULL, __sighandler_t, (int, __sighandler_t))       \
+	X(sysv_signal, REAL_OPT, NULL, __sighandler_t,                         \
+	  (int, __sighandler_t))                                               \
+	X(sigset, REAL_OPT, NULL, __sighandler_t, (int, __sighandler_t))       \
 	X(execve, REAL_OPT, NULL, int,                                         \
 	  (const char *, char *const[], char *const[]))                        \
 	X(execv, REAL_OPT, NULL, int, (const char *, char *const[]))           \

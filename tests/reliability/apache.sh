@@ -73,22 +73,23 @@ env LD_PRELOAD="$SHIM" MALLOCK_START=paused MALLOCK_EXE=apache2 \
 PID=$!
 sleep 1.5
 PAUSED=$(bench "$SECS") || fail "ab (paused)"
-# The load outlasts the window: `ctl start` waits 5 s for the idle parent.
+# The load outlasts the window: `ctl start` waits 1 s for the idle parent.
 bench $((SECS + 8)) >"$W/rps" &
 B=$!
 sleep 1
 t0=$(now)
 # The parent (root) sleeps in a loop that makes no allocation or lock
-# call: it cannot answer (docs/server.md, Limits); its workers must.
+# call: it cannot answer (docs/server.md, Limits): its request stays
+# pending ("pid P: pending: ..."); its workers must answer.
 "$MALLOCK" ctl start --tree "$PID" >"$W/ctl.log" 2>&1
 NW=$(pgrep -c -P "$PID")
-[ "$(grep -c ': recording' "$W/ctl.log")" = "$NW" ] ||
+[ "$(grep -c '^pid [0-9]*: recording' "$W/ctl.log")" = "$NW" ] ||
 	fail "ctl start: $(cat "$W/ctl.log")"
 START_T=$(since "$t0")
 sleep $((SECS - 2))
 t0=$(now)
 "$MALLOCK" ctl stop --exe apache2 >>"$W/ctl.log" 2>&1
-[ "$(grep -c ': paused' "$W/ctl.log")" = "$NW" ] ||
+[ "$(grep -c '^pid [0-9]*: paused' "$W/ctl.log")" = "$NW" ] ||
 	fail "ctl stop: $(cat "$W/ctl.log")"
 STOP_T=$(since "$t0")
 wait "$B" || fail "ab (recording)"

@@ -10,6 +10,8 @@ CASE:
   workers  a master and 4 forked workers that drop to uid 65534: one window
            for all with --tree / --exe, each worker's status names its own
            trace, each worker's trace holds the window
+  dropfail workers that drop to uid 65534 cannot create their traces: their
+           status says so (not "stopped (mallock ctl start)")
   refuse   forged, stale and foreign state is refused, and no signal
            reaches the processes named (they block all signals and count
            the pending ones)
@@ -147,8 +149,9 @@ elif CASE == "block":
     # Requests served inside the window: the call that serves each one
     # must still be recorded (a lost release would leave an endless hold).
     for _ in range(20):
-        rc, out = ctl("status", str(p.pid))
-        check(rc == 0 and "recording" in out, "status in the window")
+        rc, out = ctl("start", str(p.pid))
+        check(rc == 0 and "recording (mallock ctl start)" in out,
+              "start again in the window")
     rc, out = ctl("stop", str(p.pid))
     check(rc == 0 and "paused" in out, "stop: " + out.strip())
     pend, _ = finish(p)
@@ -190,6 +193,23 @@ elif CASE == "workers":
         if t.endswith("t.%d.trace" % p.pid):
             continue
         one_window(t, "worker " + os.path.basename(t))
+
+elif CASE == "dropfail":
+    # The workers drop to uid 65534 and cannot create their traces in an
+    # output directory only root may write: the status says so, not the
+    # request that started the window.
+    os.chmod(OUT, 0o755)
+    p = start(["--drop", str(NOBODY), "--workers", "2", "3"])
+    rc, out = ctl("start", "--tree", str(p.pid))
+    check(rc == 0, "start --tree: " + out.strip())
+    time.sleep(0.5)
+    rc, out = ctl("status", "--tree", str(p.pid))
+    reason = "stopped (the trace could not be created (Permission denied))"
+    check(rc == 0 and out.count(reason) == 2,
+          "each worker's status gives the real reason: " + out.strip())
+    check(out.count("recording (mallock ctl start)") == 1,
+          "the master, whose trace exists, records: " + out.strip())
+    finish(p)
 
 elif CASE == "refuse":
     srvs = []

@@ -54,8 +54,10 @@ shutil.rmtree(TMP, ignore_errors=True)
 os.makedirs(TMP)
 
 if CASE == "window":
-    # Paused start, switched on and off by ctl and by a plain signal.
-    p = subprocess.Popen([APP, "loop", "4"], env=env(MALLOCK_START="paused"))
+    # Paused start, switched on and off by ctl and by a plain signal (the
+    # toggle is off unless MALLOCK_SIGNAL names one).
+    p = subprocess.Popen([APP, "loop", "4"], env=env(MALLOCK_START="paused",
+                                                     MALLOCK_SIGNAL="USR2"))
     time.sleep(0.4)
     st = ctl("status", str(p.pid))
     check(st.returncode == 0 and "paused" in st.stdout,
@@ -98,13 +100,15 @@ if CASE == "window":
     check("started paused" in notes(rep), "the report says it started paused")
     # A signal the program already handles is refused.
     out = subprocess.run(["sh", "-c", "trap '' USR2; exec " + APP + " loop 0.1"],
-                         env=env(MALLOCK_START="paused"), capture_output=True,
+                         env=env(MALLOCK_START="paused",
+                                 MALLOCK_SIGNAL="USR2"), capture_output=True,
                          text=True)
     check("already handled" in out.stderr,
           "a handled signal is refused with a warning")
 
 elif CASE == "toggle":
-    out = subprocess.run([APP, "toggle"], env=env(MALLOCK_START="paused"),
+    out = subprocess.run([APP, "toggle"], env=env(MALLOCK_START="paused",
+                                                  MALLOCK_SIGNAL="USR2"),
                          capture_output=True, text=True, timeout=30)
     check(out.returncode == 0, "toggle scenario ran")
     rep = report(traces()[0])

@@ -11,8 +11,9 @@
  *                           freed by another; 10000 allocations under a
  *                           mutex
  *
- * Recording is switched by raise(MALLOCK_SIGNAL's default, SIGUSR2): the
- * shim serves the request at this thread's next hook call (a malloc).
+ * Recording is switched by raise(SIGUSR2), run with MALLOCK_SIGNAL=USR2
+ * (the toggle is off by default): the shim serves the request at this
+ * thread's next hook call (a malloc).
  */
 #define _GNU_SOURCE
 #include <pthread.h>
