@@ -15,7 +15,8 @@
  *
  *   - system calls through their libc wrappers: read, write, open, openat,
  *     close, fstat, fstatat, fcntl, ftruncate, readlink, mkdirat, renameat,
- *     unlinkat, fchown (the control page), mmap, munmap, mprotect (attach's
+ *     renameat2 (the control directory), unlinkat, fchown (the control
+ *     page, its directory, the trace), mmap, munmap, mprotect (attach's
  *     GOT slots), madvise, getrlimit, pthread_sigmask, sigaltstack,
  *     sigpending, sigtimedwait, raise (the fatal handler), clock_gettime,
  *     gettid, getpid, getppid, geteuid, sched_yield
