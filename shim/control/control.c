@@ -63,7 +63,9 @@ static atomic_flag ctl_serving = ATOMIC_FLAG_INIT;
 static _Atomic int ctl_signal_seen; /* a sigqueue'd wake-up arrived */
 static int ctl_signal;              /* installed signal, 0: none */
 static const char *ctl_last_why = "start";
-static uint32_t ctl_start_uid; /* euid at start */
+static uint32_t ctl_start_uid;   /* euid at start */
+static _Atomic int ctl_recorded; /* ctl_ever_recorded() */
+static char ctl_stop_why[sizeof((ctl_page_t *)0)->why];
 /* The directory (fd, its owner, device and inode) and the page's fd. */
 static int ctl_dir_fd = -1, ctl_page_fd = -1;
 static uint32_t ctl_dir_uid;
@@ -408,6 +410,7 @@ static void window_deadline(uint64_t now)
 
 void ctl_window_started(uint64_t tsc)
 {
+	atomic_store(&ctl_recorded, 1);
 	atomic_fetch_add(&g_epoch, 1);
 	window_deadline(tsc);
 }
@@ -465,6 +468,7 @@ unsigned ctl_init(void)
 			          "or signal: only mallock_recording(1) in the "
 			          "program can start recording");
 	} else {
+		atomic_store(&ctl_recorded, 1);
 		window_deadline(prim_tsc());
 	}
 	atomic_fetch_or(&g_off, bits); /* for the page's state */
@@ -575,6 +579,18 @@ void ctl_serve(tls_t *t)
 	atomic_flag_clear(&ctl_serving);
 }
 
+int ctl_ever_recorded(void)
+{
+	return atomic_load(&ctl_recorded);
+}
+
+void ctl_writer_stopped(const char *why)
+{
+	snprintf(ctl_stop_why, sizeof ctl_stop_why, "%s", why);
+	ctl_last_why = ctl_stop_why;
+	ctl_poke();
+}
+
 void ctl_capped(uint64_t bytes)
 {
 	atomic_fetch_or(&g_off, SHIM_OFF_CAPPED);
@@ -598,6 +614,9 @@ void ctl_fork_child(void)
 	atomic_store(&ctl_request, 0);
 	atomic_store(&ctl_toggles, 0);
 	atomic_store(&ctl_dirty, 0);
+	atomic_store(&ctl_recorded,
+	             !(atomic_load(&g_off) &
+	               (SHIM_OFF_PAUSED | SHIM_OFF_STOPPED | SHIM_OFF_CAPPED)));
 	if (g_ctl_page == &ctl_none)
 		return;
 	/* The parent's page stays the parent's: never write to it here. */

@@ -121,6 +121,18 @@ void ctl_fatal(void);
 int ctl_exec_begin(void);
 void ctl_exec_failed(void);
 
+/* Nonzero once this process has had a recording window: from its start
+ * unless it started paused, from its fork if the parent was recording
+ * then, else since its first resume. A forked child that never had one
+ * creates no trace file; an image that never had one removes its empty
+ * trace at exit (writer.c, process.c). Any context. */
+int ctl_ever_recorded(void);
+
+/* The writer stopped for good (the trace lost or a write failed): why
+ * becomes the page's reason, shown by `mallock ctl status`. Any context but
+ * the fatal-signal path. */
+void ctl_writer_stopped(const char *why);
+
 /* Detach (attach.c): the control signal's handler goes back to SIG_DFL (it
  * was installed only over SIG_DFL), then as ctl_exit. */
 void ctl_detach(void);

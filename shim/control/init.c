@@ -336,6 +336,7 @@ __attribute__((destructor)) static void shim_dtor(void)
 			acq_pend_flush(t);
 	}
 	writer_final();
+	process_drop_unrecorded();
 	ctl_exit();
 	t->gate = GATE_DEAD;
 }

@@ -35,4 +35,7 @@ void note_take(void (*fn)(unsigned level, const char *text, size_t len,
  * not repeat its parent's notes). */
 void note_reset(void);
 
+/* How many warnings (shim_warn) since start or the last note_reset. */
+unsigned note_warnings(void);
+
 #endif
