@@ -130,6 +130,7 @@ static void dir_set(int fd, uint32_t uid, const char *path)
 		prim_close(ctl_dir_fd);
 	ctl_dir_fd = fd;
 	ctl_dir_uid = uid;
+	prim_fd_keep(PRIM_KEEP_CTLDIR, fd);
 	if (fd >= 0 && fstat(fd, &st) == 0) {
 		ctl_dir_dev = st.st_dev;
 		ctl_dir_ino = st.st_ino;
@@ -240,6 +241,7 @@ static int page_create(int quiet, int keep_old)
 	if (ctl_page_fd >= 0)
 		prim_close(ctl_page_fd);
 	ctl_page_fd = fd;
+	prim_fd_keep(PRIM_KEEP_PAGE, fd);
 	struct stat st;
 	if (fstat(fd, &st) == 0) {
 		ctl_page_dev = st.st_dev;
@@ -627,6 +629,7 @@ void ctl_fork_child(void)
 		if (ctl_page_fd >= 0)
 			prim_close(ctl_page_fd);
 		ctl_page_fd = -1;
+		prim_fd_keep(PRIM_KEEP_PAGE, -1);
 		g_ctl_seen = 0;
 		return;
 	}

@@ -63,8 +63,10 @@ static void base_setup(void)
 	if (strchr(dir, '%'))
 		return; /* per-process directory: resolved by path */
 	base_dirfd = prim_open_dir(dir);
-	if (base_dirfd >= 0)
+	if (base_dirfd >= 0) {
 		prim_fid(base_dirfd, &base_fid);
+		prim_fd_keep(PRIM_KEEP_OUTDIR, base_dirfd);
+	}
 }
 
 /* Creates the file named by the expanded pattern path: by base_dirfd and

@@ -142,6 +142,7 @@ static int trace_fd(void)
 		}
 		if (nfd >= 0) {
 			atomic_store(&g_fd, nfd);
+			prim_fd_keep(PRIM_KEEP_TRACE, nfd);
 			if (!g_in_fatal)
 				shim_info("the program closed or replaced the "
 				          "trace's fd %d; reopened %s as fd %d",
@@ -187,6 +188,7 @@ int writer_open(int dirfd, const char *path, const char *abs_path)
 		return err;
 	}
 	prim_fid(fd, &g_fid);
+	prim_fd_keep(PRIM_KEEP_TRACE, fd);
 	snprintf(g_reopen_path, sizeof g_reopen_path, "%s",
 	         abs_path && abs_path[0] == '/' ? abs_path : "");
 	atomic_store(&g_fd, fd);
@@ -967,6 +969,7 @@ void writer_fork_child(tls_t *t)
 	if (fd >= 0 && prim_fid_same(fd, &g_fid))
 		prim_close(fd);
 	atomic_store(&g_fd, -1);
+	prim_fd_keep(PRIM_KEEP_TRACE, -1);
 	atomic_store(&g_write_failed, 0);
 	atomic_store(&g_events_written, 0);
 	atomic_store(&g_events_dropped, 0);

@@ -152,5 +152,7 @@ HOOK_EXPORT long syscall(long nr, ...)
 			return r;
 		}
 	}
+	if (unlikely(nr == SYS_close_range))
+		return fd_close_range_syscall(a1, a2, a3);
 	return real.syscall(nr, a1, a2, a3, a4, a5, a6);
 }

@@ -15,9 +15,11 @@ CASE:
            window, an END); a daemonizing launcher that ran paused leaves
            no empty trace; processes that recorded keep theirs
   drop     a root process that becomes another user and closes every fd
-           keeps recording (its trace is reopened as that user); when the
-           reopen cannot work, `mallock ctl status` says why, and the page
-           still goes at exit
+           keeps recording: after setuid and close() of each fd its trace
+           is reopened as that user; after seteuid and closefrom,
+           close_range or syscall(SYS_close_range) the shim's fds were never
+           closed (the program's own were); when the reopen cannot work,
+           `mallock ctl status` says why, and the page still goes at exit
 
 Needs root (to drop privileges): exit 77 otherwise.
 """
@@ -237,8 +239,9 @@ elif CASE == "lazy":
           "a paused server that got a window keeps its trace: %s" % got)
 
 elif CASE == "drop":
-    # 1. The trace is reopened after the drop and the fd sweep.
-    p = subprocess.Popen([SRV, "drop", str(NOBODY), "1.5"],
+    # 1. The trace is reopened (as the new user: the file is now its)
+    # after the drop and a sweep of close() calls.
+    p = subprocess.Popen([SRV, "drop", str(NOBODY), "1.5", "setuid", "loop"],
                          env=env(paused=False), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     check(p.stdout.readline().startswith("dropped"), "dropped")
@@ -259,11 +262,34 @@ elif CASE == "drop":
           % (calls, rep["totals"]["allocations"]))
     check(not pages_of(p.pid), "no page left")
     os.unlink(os.path.join(OUT, got[0]))
-    # 2. An output directory the new user cannot reach: the reopen fails,
+    # 2. A temporary switch (seteuid, as varnish's manager): the file
+    # stays root's, so only the shim's fds surviving the close-all keep the
+    # trace; the host's own fds are all closed.
+    for close in ("closefrom", "close_range", "syscall"):
+        p = subprocess.Popen([SRV, "drop", str(NOBODY), "1", "seteuid",
+                              close], env=env(paused=False),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        line = p.stdout.readline()
+        check(line.startswith("dropped") and ", 0 of its own" in line,
+              "%s: the program's own fds are closed: %s" % (close, line))
+        out, err = p.communicate(timeout=60)
+        check(p.returncode == 0, "%s: exits 0: %s" % (close, err[-300:]))
+        calls = int(out.split("calls ")[1].split()[0])
+        check("failed" not in err, "%s: no lost trace: %s"
+              % (close, err.strip()[-300:]))
+        got = traces()
+        check(len(got) == 1, "one trace: %s" % got)
+        rep = report(os.path.join(OUT, got[0]))
+        check(rep["totals"]["allocations"] >= calls,
+              "%s after seteuid: the trace has the %d mallocs made after "
+              "it (%d)" % (close, calls, rep["totals"]["allocations"]))
+        os.unlink(os.path.join(OUT, got[0]))
+    # 3. An output directory the new user cannot reach: the reopen fails,
     # and the status names the lost trace, not the last request.
     priv = os.path.join(TMP, "priv")
     os.makedirs(priv, mode=0o700)
-    p = subprocess.Popen([SRV, "drop", str(NOBODY), "1.5"],
+    p = subprocess.Popen([SRV, "drop", str(NOBODY), "1.5", "setuid", "loop"],
                          env=env(paused=False,
                                  MALLOCK_OUTPUT=os.path.join(priv, "t.trace")),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,

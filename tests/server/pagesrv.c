@@ -25,19 +25,24 @@
  *       PID".
  *   pagesrv abort
  *       prints "pid PID" and dies of SIGABRT.
- *   pagesrv drop UID SECONDS
- *       as root: becomes UID, closes every fd from 3 up (closefrom), then
- *       runs the loop for SECONDS and prints "calls N": the malloc calls
- *       it made after the close.
+ *   pagesrv drop UID SECONDS [setuid|seteuid [closefrom|close_range|
+ *                                                syscall|loop]]
+ *       as root: opens 3 fds, becomes UID (for good, or only its euid),
+ *       closes every fd from 3 up (closefrom, close_range,
+ *       syscall(SYS_close_range), or close() of each up to 4095), prints
+ * "dropped PID, N of its own fds still open", then runs the loop for SECONDS
+ * and prints "calls N": the malloc calls it made after the close.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,14 +183,39 @@ static int forks(int n, double secs)
 	return bad;
 }
 
-static int drop(unsigned uid, double secs)
+static int drop(unsigned uid, double secs, const char *how, const char *cl)
 {
-	if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) {
+	int mine[3];
+	for (int i = 0; i < 3; i++)
+		mine[i] = open("/dev/null", O_RDONLY);
+	if (!strcmp(how, "seteuid")) {
+		/* A temporary switch, as varnish's manager makes: root can come
+		 * back. */
+		if (setgroups(0, NULL) || setegid(uid) || seteuid(uid)) {
+			perror("pagesrv: seteuid");
+			return 2;
+		}
+	} else if (setgroups(0, NULL) || setgid(uid) || setuid(uid)) {
 		perror("pagesrv: setuid");
 		return 2;
 	}
-	closefrom(3);
-	printf("dropped %d\n", (int)getpid());
+	if (!strcmp(cl, "close_range")) {
+		if (close_range(3, ~0u, 0) != 0)
+			return 3;
+	} else if (!strcmp(cl, "syscall")) {
+		if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
+			return 3;
+	} else if (!strcmp(cl, "loop")) {
+		for (int fd = 3; fd < 4096; fd++)
+			close(fd);
+	} else {
+		closefrom(3);
+	}
+	int open_left = 0;
+	for (int i = 0; i < 3; i++)
+		open_left += fcntl(mine[i], F_GETFD) != -1;
+	printf("dropped %d, %d of its own fds still open\n", (int)getpid(),
+	       open_left);
 	fflush(stdout);
 	printf("calls %lu\n", loop(secs));
 	return 0;
@@ -217,10 +247,13 @@ int main(int argc, char **argv)
 		free(malloc(10));
 		abort();
 	}
-	if (argc == 4 && !strcmp(argv[1], "drop"))
-		return drop((unsigned)atoi(argv[2]), atof(argv[3]));
+	if (argc >= 4 && argc <= 6 && !strcmp(argv[1], "drop"))
+		return drop((unsigned)atoi(argv[2]), atof(argv[3]),
+		            argc > 4 ? argv[4] : "setuid",
+		            argc > 5 ? argv[5] : "closefrom");
 	fputs("usage: pagesrv race UID N [exit|_exit] | exec SECONDS | forks "
-	      "N SECONDS | daemon SECONDS | abort | drop UID SECONDS\n",
+	      "N SECONDS | daemon SECONDS | abort | drop UID SECONDS [HOW "
+	      "[CLOSE]]\n",
 	      stderr);
 	return 2;
 }
