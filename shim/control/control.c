@@ -314,8 +314,8 @@ void ctl_cred_drop(uint32_t uid)
 	if (g_ctl_page == &ctl_none || geteuid() != 0 || uid == 0 ||
 	    ctl_dir_uid == uid || !dir_ok())
 		return;
-	/* The new user's directory: made by us (root) if missing, then given
-	 * to the user; an existing one must already be the user's. */
+	/* The new user's directory: made for the user if missing
+	 * (dir_make_for); an existing one must already be the user's. */
 	char path[CONFIG_PATH_MAX], base[64];
 	const char *why = "";
 	int fd = -1;
