@@ -17,11 +17,18 @@ ALLOWED = {
     ("core/writer.c", "attach.h"):
         "an attached process's late-library walk after a flush",
     ("core/writer.c", "control.h"):
-        "ctl_capped: the byte cap ends the window and says so on the page",
+        "ctl_capped, ctl_writer_stopped: the byte cap or a lost trace ends "
+        "the window and says so on the page; ctl_ever_recorded: a child "
+        "that never had a window creates no file",
     ("hooks/api.c", "control.h"):
         "mallock_recording_impl opens and closes a window",
+    ("hooks/futex_hook.c", "control.h"):
+        "syscall(SYS_rt_sigaction) tells ctl the wake signal may not be "
+        "the shim's any more",
     ("hooks/cred_hooks.c", "control.h"):
         "the setuid family moves the control page to the new owner",
+    ("hooks/exec_hooks.c", "control.h"):
+        "an exec removes the control page first (a new one if it fails)",
 }
 
 

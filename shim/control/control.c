@@ -68,25 +68,30 @@ static int ctl_signal;              /* installed signal, 0: none */
  * (ctl_signal_change). Mirrored in the page's wake_sig. */
 static _Atomic int ctl_handler_mine;
 static const char *ctl_last_why = "start";
-static uint32_t ctl_start_uid; /* euid at start */
+static uint32_t ctl_start_uid;   /* euid at start */
+static _Atomic int ctl_recorded; /* ctl_ever_recorded() */
 /* The directory (fd, its owner, device and inode) and the page's fd. */
 static int ctl_dir_fd = -1, ctl_page_fd = -1;
 static uint32_t ctl_dir_uid;
 static dev_t ctl_dir_dev;
 static ino_t ctl_dir_ino;
+/* The directory's path, and the page file's device and inode: the page is
+ * removed at exit even after the host closed every fd of ours. */
+static char ctl_dir_path[CONFIG_PATH_MAX];
+static dev_t ctl_page_dev;
+static ino_t ctl_page_ino;
 
 /* ---- files ---- */
 
-/* The control directory for uid (see control.h) opened as an fd kept high,
- * or -1 after a warning (quiet: no warning). */
-static int dir_open(uint32_t uid, int quiet)
+/* The control directory for uid (see control.h) opened as an fd kept high
+ * (its path into path), or -1 after a warning (quiet: no warning). */
+static int dir_open(uint32_t uid, int quiet, char path[CONFIG_PATH_MAX])
 {
-	char path[CONFIG_PATH_MAX];
 	const char *xdg = prim_getenv("XDG_RUNTIME_DIR");
 	const char *why = "";
 	int fd = -1;
 	if (g_cfg.ctl_dir[0]) {
-		snprintf(path, sizeof path, "%s", g_cfg.ctl_dir);
+		snprintf(path, CONFIG_PATH_MAX, "%s", g_cfg.ctl_dir);
 		fd = ctlp_dir_open(path, uid, 1, &why);
 		if (fd < 0 && uid == ctl_start_uid) {
 			if (!quiet)
@@ -101,12 +106,12 @@ static int dir_open(uint32_t uid, int quiet)
 	/* $XDG_RUNTIME_DIR is used only when it is the user's own (a root
 	 * service started with a user's environment must not write there). */
 	if (fd < 0 && uid == ctl_start_uid && xdg && xdg[0] == '/' &&
-	    strlen(xdg) < sizeof path - 64) {
-		snprintf(path, sizeof path, "%s/mallock", xdg);
+	    strlen(xdg) < CONFIG_PATH_MAX - 64) {
+		snprintf(path, CONFIG_PATH_MAX, "%s/mallock", xdg);
 		fd = ctlp_dir_open(path, uid, 1, &why);
 	}
 	if (fd < 0) {
-		ctlp_default_dir(path, sizeof path, uid);
+		ctlp_default_dir(path, CONFIG_PATH_MAX, uid);
 		fd = ctlp_dir_open(path, uid, uid == geteuid(), &why);
 	}
 	if (fd < 0) {
@@ -120,14 +125,16 @@ static int dir_open(uint32_t uid, int quiet)
 	return prim_fd_high(fd);
 }
 
-/* Adopts fd as the control directory of uid. */
-static void dir_set(int fd, uint32_t uid)
+/* Adopts fd (at path) as the control directory of uid. */
+static void dir_set(int fd, uint32_t uid, const char *path)
 {
 	struct stat st;
+	snprintf(ctl_dir_path, sizeof ctl_dir_path, "%s", path);
 	if (ctl_dir_fd >= 0 && ctl_dir_fd != fd)
 		prim_close(ctl_dir_fd);
 	ctl_dir_fd = fd;
 	ctl_dir_uid = uid;
+	prim_fd_keep(PRIM_KEEP_CTLDIR, fd);
 	if (fd >= 0 && fstat(fd, &st) == 0) {
 		ctl_dir_dev = st.st_dev;
 		ctl_dir_ino = st.st_ino;
@@ -142,14 +149,6 @@ static int dir_ok(void)
 	return ctl_dir_fd >= 0 && fstat(ctl_dir_fd, &st) == 0 &&
 	       S_ISDIR(st.st_mode) && st.st_dev == ctl_dir_dev &&
 	       st.st_ino == ctl_dir_ino;
-}
-
-/* Nonzero if ctl_page_fd is still our page (see dir_ok). */
-static int page_fd_ok(void)
-{
-	struct stat st;
-	return ctl_page_fd >= 0 && fstat(ctl_page_fd, &st) == 0 &&
-	       S_ISREG(st.st_mode) && st.st_size == CTLP_SIZE;
 }
 
 static uint32_t state_of(unsigned off)
@@ -190,17 +189,19 @@ static void status_write(void)
  * Creates, maps and locks this process's page in the control directory of
  * the current euid (opened now if the one we have belongs to another
  * user). The identity fields are written before the file gets its name.
- * Returns 0 (g_ctl_page set, the previous page unmapped) or -1 (g_ctl_page
- * left as it was, after a warning unless quiet).
+ * Returns 0 (g_ctl_page set, the previous page unmapped unless keep_old:
+ * other threads may still be reading it) or -1 (g_ctl_page left as it was,
+ * after a warning unless quiet).
  */
-static int page_create(int quiet)
+static int page_create(int quiet, int keep_old)
 {
 	uint32_t euid = (uint32_t)geteuid();
 	if (!dir_ok() || ctl_dir_uid != euid) {
-		int fd = dir_open(euid, quiet);
+		char path[CONFIG_PATH_MAX];
+		int fd = dir_open(euid, quiet, path);
 		if (fd < 0)
 			return -1;
-		dir_set(fd, euid);
+		dir_set(fd, euid, path);
 	}
 	uint32_t pid = prim_getpid();
 	char name[32], tmp[48];
@@ -246,11 +247,17 @@ static int page_create(int quiet)
 		munmap(pg, CTLP_SIZE);
 		goto fail;
 	}
-	if (g_ctl_page != &ctl_none)
+	if (g_ctl_page != &ctl_none && !keep_old)
 		munmap(g_ctl_page, CTLP_SIZE);
 	if (ctl_page_fd >= 0)
 		prim_close(ctl_page_fd);
 	ctl_page_fd = fd;
+	prim_fd_keep(PRIM_KEEP_PAGE, fd);
+	struct stat st;
+	if (fstat(fd, &st) == 0) {
+		ctl_page_dev = st.st_dev;
+		ctl_page_ino = st.st_ino;
+	}
 	g_ctl_seen = 0;
 	g_ctl_page = pg;
 	return 0;
@@ -266,18 +273,66 @@ fail:
 	return -1;
 }
 
+/*
+ * Makes /tmp/<base> for uid, or finds it made: the directory gets its name
+ * only once it is uid's (made as "<base>.<pid>.tmp", given to uid, then
+ * renamed without replacing), so a process looking at the name never sees
+ * it half made. Workers that drop to the same user at the same moment race
+ * here: the loser's rename fails with EEXIST and it uses the winner's.
+ * Returns 0 when the name is there (whoever made it), -1 with errno.
+ */
+static int dir_make_for(const char *base, uint32_t uid)
+{
+	const char *why = "";
+	char tmp[96];
+	int tfd = ctlp_dir_open("/tmp", 0, 0, &why);
+	if (tfd < 0)
+		tfd = open("/tmp",
+		           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (tfd < 0)
+		return -1;
+	snprintf(tmp, sizeof tmp, "%s.%u.tmp", base, (unsigned)prim_getpid());
+	unlinkat(tfd, tmp, AT_REMOVEDIR); /* an earlier process's, empty */
+	int rc = -1, err = 0;
+	if (mkdirat(tfd, tmp, 0700) != 0) {
+		err = errno;
+		goto out;
+	}
+	int nfd =
+	    openat(tfd, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (nfd >= 0 && fstat(nfd, &st) == 0 && st.st_uid == 0 &&
+	    fchown(nfd, uid, (gid_t)-1) == 0 &&
+	    renameat2(tfd, tmp, tfd, base, RENAME_NOREPLACE) == 0) {
+		rc = 0;
+	} else {
+		err = errno;
+		unlinkat(tfd, tmp, AT_REMOVEDIR);
+		if (err == EEXIST)
+			rc = 0; /* another process made it first */
+	}
+	if (nfd >= 0)
+		prim_close(nfd);
+out:
+	prim_close(tfd);
+	errno = err;
+	return rc;
+}
+
 void ctl_cred_drop(uint32_t uid)
 {
 	if (g_ctl_page == &ctl_none || geteuid() != 0 || uid == 0 ||
 	    ctl_dir_uid == uid || !dir_ok())
 		return;
-	/* The new user's directory: made by us (root) if missing, then given
-	 * to the user; an existing one must already be the user's. */
+	/* The new user's directory: made for the user if missing
+	 * (dir_make_for); an existing one must already be the user's. */
 	char path[CONFIG_PATH_MAX], base[64];
 	const char *why = "";
 	int fd = -1;
 	if (g_cfg.ctl_dir[0])
 		fd = ctlp_dir_open(g_cfg.ctl_dir, uid, 0, &why);
+	if (fd >= 0)
+		snprintf(path, sizeof path, "%s", g_cfg.ctl_dir);
 	if (fd < 0) {
 		ctlp_default_dir(path, sizeof path, uid);
 		fd = ctlp_dir_open(path, uid, 0, &why);
@@ -285,27 +340,8 @@ void ctl_cred_drop(uint32_t uid)
 	if (fd < 0 && !strcmp(why, "does not exist")) {
 		/* ctlp_default_dir is /tmp/mallock-<uid>. */
 		snprintf(base, sizeof base, "mallock-%u", (unsigned)uid);
-		int tfd = ctlp_dir_open("/tmp", 0, 0, &why);
-		if (tfd < 0)
-			tfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-			                       O_CLOEXEC);
-		if (tfd >= 0 && mkdirat(tfd, base, 0700) == 0) {
-			int nfd = openat(tfd, base,
-			                 O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-			                     O_CLOEXEC);
-			struct stat st;
-			if (nfd >= 0 && fstat(nfd, &st) == 0 &&
-			    st.st_uid == 0 && fchown(nfd, uid, (gid_t)-1) == 0)
-				fd = nfd;
-			else if (nfd >= 0)
-				prim_close(nfd);
-		}
-		if (tfd >= 0)
-			prim_close(tfd);
-		if (fd >= 0) {
-			prim_close(fd);
+		if (dir_make_for(base, uid) == 0)
 			fd = ctlp_dir_open(path, uid, 0, &why);
-		}
 	}
 	if (fd < 0) {
 		shim_warn(
@@ -325,7 +361,7 @@ void ctl_cred_drop(uint32_t uid)
 		prim_close(fd);
 		return;
 	}
-	dir_set(prim_fd_high(fd), uid);
+	dir_set(prim_fd_high(fd), uid, path);
 	g_ctl_page->uid = uid;
 	shim_info("control page moved to uid %u's directory", (unsigned)uid);
 }
@@ -407,6 +443,7 @@ static void window_deadline(uint64_t now)
 
 void ctl_window_started(uint64_t tsc)
 {
+	atomic_store(&ctl_recorded, 1);
 	atomic_fetch_add(&g_epoch, 1);
 	window_deadline(tsc);
 }
@@ -452,7 +489,7 @@ unsigned ctl_init(void)
 	uint64_t hz = g_tsc_hz ? g_tsc_hz : 1000000000u;
 	ctl_poll_ticks = hz / 1000 * CTL_POLL_MS;
 	ctl_start_uid = (uint32_t)geteuid();
-	page_create(0);
+	page_create(0, 0);
 	signal_setup();
 	unsigned bits = 0;
 	if (g_cfg.start_paused) {
@@ -466,6 +503,7 @@ unsigned ctl_init(void)
 	} else {
 		if (g_attached)
 			ctl_last_why = "mallock attach";
+		atomic_store(&ctl_recorded, 1);
 		window_deadline(prim_tsc());
 	}
 	atomic_fetch_or(&g_off, bits); /* for the page's state */
@@ -576,6 +614,11 @@ void ctl_serve(tls_t *t)
 	atomic_flag_clear(&ctl_serving);
 }
 
+int ctl_ever_recorded(void)
+{
+	return atomic_load(&ctl_recorded);
+}
+
 void ctl_capped(uint64_t bytes)
 {
 	atomic_fetch_or(&g_off, SHIM_OFF_CAPPED);
@@ -599,16 +642,20 @@ void ctl_fork_child(void)
 	atomic_store(&ctl_request, 0);
 	atomic_store(&ctl_toggles, 0);
 	atomic_store(&ctl_dirty, 0);
+	atomic_store(&ctl_recorded,
+	             !(atomic_load(&g_off) &
+	               (SHIM_OFF_PAUSED | SHIM_OFF_STOPPED | SHIM_OFF_CAPPED)));
 	if (g_ctl_page == &ctl_none)
 		return;
 	/* The parent's page stays the parent's: never write to it here. */
 	ctl_page_t *parent = g_ctl_page;
-	if (page_create(1) != 0) {
+	if (page_create(1, 0) != 0) {
 		munmap(parent, CTLP_SIZE);
 		g_ctl_page = &ctl_none;
 		if (ctl_page_fd >= 0)
 			prim_close(ctl_page_fd);
 		ctl_page_fd = -1;
+		prim_fd_keep(PRIM_KEEP_PAGE, -1);
 		g_ctl_seen = 0;
 		return;
 	}
@@ -622,19 +669,79 @@ void ctl_fork_child(void)
 	status_write();
 }
 
-void ctl_exit(void)
+/* Removes the page's name if it is still our page (an exec'd image of
+ * ours may have replaced it), through the directory fd, or, when the host
+ * closed it, the directory reopened by its path and checked by device and
+ * inode. */
+static void page_unlink(void)
 {
-	if (g_ctl_page == &ctl_none)
-		return;
-	page_update(CTLP_EXITED);
 	char name[32];
 	ctlp_name(name, sizeof name, prim_getpid());
-	struct stat a, b;
-	/* Only our own page: an exec'd image of ours may have replaced it. */
-	if (dir_ok() && page_fd_ok() && fstat(ctl_page_fd, &a) == 0 &&
-	    fstatat(ctl_dir_fd, name, &b, AT_SYMLINK_NOFOLLOW) == 0 &&
-	    a.st_ino == b.st_ino && a.st_dev == b.st_dev)
-		unlinkat(ctl_dir_fd, name, 0);
+	int dfd = ctl_dir_fd, reopened = 0;
+	struct stat st;
+	if (!dir_ok()) {
+		const char *why = "";
+		dfd = ctl_dir_path[0]
+		          ? ctlp_dir_open(ctl_dir_path, ctl_dir_uid, 0, &why)
+		          : -1;
+		if (dfd < 0)
+			return;
+		reopened = 1;
+		if (fstat(dfd, &st) != 0 || st.st_dev != ctl_dir_dev ||
+		    st.st_ino != ctl_dir_ino)
+			goto out;
+	}
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_ino == ctl_page_ino &&
+	    st.st_dev == ctl_page_dev)
+		unlinkat(dfd, name, 0);
+out:
+	if (reopened)
+		prim_close(dfd);
+}
+
+void ctl_exit(void)
+{
+	if (g_ctl_page == &ctl_none || g_ctl_page->pid != prim_getpid())
+		return;
+	page_update(CTLP_EXITED);
+	page_unlink();
+}
+
+void ctl_fatal(void)
+{
+	if (g_ctl_page != &ctl_none && g_ctl_page->pid == prim_getpid())
+		page_unlink();
+}
+
+int ctl_exec_begin(void)
+{
+	/* A vfork child shares the parent's page: it is not ours. */
+	if (g_ctl_page == &ctl_none || g_ctl_page->pid != prim_getpid())
+		return 0;
+	int saved = errno;
+	page_unlink();
+	errno = saved;
+	return 1;
+}
+
+void ctl_exec_failed(void)
+{
+	int saved = errno;
+	/* Another thread may be serving (a signal handler's exec may have
+	 * interrupted this one's serve: then the page stays gone). */
+	int n = 0;
+	while (atomic_flag_test_and_set(&ctl_serving)) {
+		if (++n > 10000) {
+			errno = saved;
+			return;
+		}
+		prim_yield();
+	}
+	if (page_create(1, 1) == 0)
+		status_write();
+	atomic_flag_clear(&ctl_serving);
+	errno = saved;
 }
 
 void ctl_detach(void)

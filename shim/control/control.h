@@ -27,7 +27,13 @@
  * as root to become another user moves its page, before the call, into
  * that user's directory (cred_hooks.c -> ctl_cred_drop), so the user can
  * control it too; the mapping and the lock stay valid whatever the
- * credentials. A forked child gets a page of its own (ctl_fork_child).
+ * credentials. A missing directory gets its name only once it is the
+ * user's (made under a temporary name, given away, renamed without
+ * replacing): workers dropping to one user at once all find it whole. A
+ * forked child gets a page of its own (ctl_fork_child).
+ *
+ * No page outlives its process image: it is removed at exit (any state of
+ * recording), by the fatal-signal flush, and before an exec.
  */
 #ifndef MALLOCK_SHIM_CONTROL_H
 #define MALLOCK_SHIM_CONTROL_H
@@ -109,8 +115,28 @@ void ctl_capped(uint64_t bytes);
  * parent's mapping is left untouched), naming the child's trace. */
 void ctl_fork_child(void);
 
-/* Exit: marks the page exited and removes its file. */
+/* Exit: marks the page exited and removes its file (whatever the state of
+ * recording: a stopped shim's page goes too). */
 void ctl_exit(void);
+
+/* A fatal signal's flush (fatal.c): removes the page's name. Only
+ * syscalls (fstat, fstatat, openat, unlinkat, close) and snprintf. */
+void ctl_fatal(void);
+
+/* Before an exec (exec_hooks.c): removes the page's name, so that no page
+ * outlives this image (the next one makes its own if it runs the shim).
+ * Returns nonzero if it did (not in a vfork child: the page is the
+ * parent's). ctl_exec_failed: the exec failed and the program goes on with
+ * a new page (the old mapping stays: other threads may be reading it). */
+int ctl_exec_begin(void);
+void ctl_exec_failed(void);
+
+/* Nonzero once this process has had a recording window: from its start
+ * unless it started paused, from its fork if the parent was recording
+ * then, else since its first resume. A forked child that never had one
+ * creates no trace file; an image that never had one removes its empty
+ * trace at exit (writer.c, process.c). Any context. */
+int ctl_ever_recorded(void);
 
 /* Detach (attach.c): the control signal's handler goes back to SIG_DFL (it
  * was installed only over SIG_DFL), then as ctl_exit. */

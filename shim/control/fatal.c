@@ -20,7 +20,8 @@
  *   (it behaves as the default). A signal blocked by the program (sigwait,
  *   signalfd) is never delivered to a handler, ours included.
  * - The handler only calls async-signal-safe code: writer_fatal() (trylocks,
- *   write, clock reads), sigaction and raise. It restores the default action
+ *   write, clock reads), ctl_fatal() (removes the control page: fstatat,
+ *   unlinkat), sigaction and raise. It restores the default action
  *   first, so a second fault inside it kills the host as the first would
  *   have; it then re-raises the signal, which is blocked while the handler
  *   runs and is delivered with the default action when it returns (a
@@ -95,6 +96,7 @@ static void fatal_handler(int sig, siginfo_t *si, void *uc)
 		tls_t *t = &shim_tls;
 		uint8_t gate = gate_hold(t); /* nothing below is recorded */
 		writer_fatal(t, fatal_why[i]);
+		ctl_fatal(); /* the process ends: its page goes */
 		gate_restore(t, gate);
 	}
 	errno = saved_errno;

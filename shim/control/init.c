@@ -329,8 +329,10 @@ __attribute__((constructor)) static void shim_ctor(void)
 
 __attribute__((destructor)) static void shim_dtor(void)
 {
-	if (!writer_active() || (atomic_load(&g_off) & SHIM_OFF_STOPPED))
+	if (!writer_active() || (atomic_load(&g_off) & SHIM_OFF_STOPPED)) {
+		ctl_exit(); /* a stopped shim's page goes too */
 		return;
+	}
 	tls_t *t = &shim_tls;
 	/* exit() from a signal handler that interrupted a hook of this
 	 * thread (a server's SIGTERM handler hung in the final
@@ -345,6 +347,7 @@ __attribute__((destructor)) static void shim_dtor(void)
 			acq_pend_flush(t);
 	}
 	writer_final();
+	process_drop_unrecorded();
 	ctl_exit();
 	t->gate = GATE_DEAD;
 }

@@ -19,6 +19,7 @@ static struct {
 	char text[NOTE_LEN];
 } notes[NOTE_MAX];
 static _Atomic unsigned note_next;
+static _Atomic unsigned note_warns; /* warnings since start or fork */
 static unsigned note_taken;
 
 static void note_vadd(unsigned level, int print, const char *fmt, va_list ap)
@@ -45,6 +46,7 @@ static void note_vadd(unsigned level, int print, const char *fmt, va_list ap)
 void shim_warn(const char *fmt, ...)
 {
 	va_list ap;
+	atomic_fetch_add(&note_warns, 1);
 	va_start(ap, fmt);
 	note_vadd(FMT_NOTE_WARN, 1, fmt, ap);
 	va_end(ap);
@@ -98,5 +100,11 @@ void note_reset(void)
 	for (unsigned i = 0; i < NOTE_MAX; i++)
 		atomic_store(&notes[i].ready, 0);
 	atomic_store(&note_next, 0);
+	atomic_store(&note_warns, 0);
 	note_taken = 0;
+}
+
+unsigned note_warning_count(void)
+{
+	return atomic_load(&note_warns);
 }

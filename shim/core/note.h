@@ -40,4 +40,7 @@ void note_warnings(char *out, size_t cap, const char *prefix);
  * not repeat its parent's notes). */
 void note_reset(void);
 
+/* How many warnings (shim_warn) since start or the last note_reset. */
+unsigned note_warning_count(void);
+
 #endif

@@ -11,8 +11,10 @@
 #include "writer.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #ifndef MALLOCK_VERSION
 #define MALLOCK_VERSION "0"
@@ -61,8 +63,10 @@ static void base_setup(void)
 	if (strchr(dir, '%'))
 		return; /* per-process directory: resolved by path */
 	base_dirfd = prim_open_dir(dir);
-	if (base_dirfd >= 0)
+	if (base_dirfd >= 0) {
 		prim_fid(base_dirfd, &base_fid);
+		prim_fd_keep(PRIM_KEEP_OUTDIR, base_dirfd);
+	}
 }
 
 /* Creates the file named by the expanded pattern path: by base_dirfd and
@@ -130,6 +134,23 @@ int process_open_output(int child)
 	}
 	shim_info("tracing to %s", g_trace_path);
 	return 0;
+}
+
+void process_drop_unrecorded(void)
+{
+	if (!writer_unrecorded() || note_warning_count() || !g_trace_path[0])
+		return;
+	const char *slash = strrchr(g_trace_path, '/');
+	const char *name = slash ? slash + 1 : g_trace_path;
+	/* Only the file itself, by the directory fd while it is still the
+	 * output directory, else by its absolute path. */
+	if (base_dirfd >= 0 && prim_fid_same(base_dirfd, &base_fid)) {
+		if (writer_is_file(base_dirfd, name))
+			unlinkat(base_dirfd, name, 0);
+	} else if (g_trace_path[0] == '/' &&
+	           writer_is_file(-100 /* AT_FDCWD */, g_trace_path)) {
+		unlinkat(-100 /* AT_FDCWD */, g_trace_path, 0);
+	}
 }
 
 const char *process_trace_path(void)

@@ -28,6 +28,13 @@ const char *process_trace_path(void);
  */
 int process_open_output(int child);
 
+/* At exit, after the final flush: removes this image's trace file if it
+ * recorded nothing (writer_unrecorded: it never had a recording window)
+ * and no warning was given (the file would be the only place
+ * that says why). A daemonizing launcher that ran paused leaves no empty
+ * trace. */
+void process_drop_unrecorded(void);
+
 /* Writes PROCESS, MODULEs, the calling thread's THREAD_NAME and the queued
  * notes as the file's first (tid 0) chunks. Caller holds the gate. */
 void process_write_header(void);

@@ -31,8 +31,11 @@
 #include "real.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 _Atomic uint64_t g_events_written, g_events_dropped;
 static _Atomic uint64_t g_bytes; /* bytes of the file written or reserved */
@@ -143,14 +146,19 @@ static int trace_fd(void)
 	}
 	int bad = atomic_load(&g_fd);
 	int nfd = prim_fid_same(bad, &g_fid) ? bad : -1;
+	const char *err = "no absolute path to reopen it by";
 	if (nfd < 0 && g_reopen_path[0] && !atomic_load(&g_write_failed)) {
 		nfd = prim_reopen_append(-100 /* AT_FDCWD */, g_reopen_path);
+		if (nfd < 0)
+			err = prim_strerror(-nfd);
 		if (nfd >= 0 && !prim_fid_same(nfd, &g_fid)) {
 			prim_close(nfd); /* another file at that path now */
 			nfd = -1;
+			err = "another file has that name now";
 		}
 		if (nfd >= 0) {
 			atomic_store(&g_fd, nfd);
+			prim_fd_keep(PRIM_KEEP_TRACE, nfd);
 			if (!g_in_fatal)
 				shim_info("the program closed or replaced the "
 				          "trace's fd %d; reopened %s as fd %d",
@@ -159,18 +167,22 @@ static int trace_fd(void)
 	}
 	if (nfd < 0) {
 		int expect = 0;
-		const char *e = g_reopen_path[0] ? prim_strerror(errno)
-		                                 : "its path is not known";
 		if (atomic_compare_exchange_strong(&g_write_failed, &expect,
 		                                   1)) {
-			stopped_by_output("the program closed the trace's fd "
-			                  "and it cannot be reopened (%s)",
-			                  e);
-			if (!g_in_fatal)
+			char why[128];
+			snprintf(why, sizeof why,
+			         "trace lost: the program closed its fd %d, "
+			         "reopening it failed: %s",
+			         bad, err);
+			stopped_by_output("%s", why);
+			if (!g_in_fatal) {
 				shim_warn("the program closed or replaced the "
-				          "trace's fd %d and %s cannot be "
-				          "reopened; recording stopped",
-				          bad, g_reopen_path);
+				          "trace's fd %d and reopening %s "
+				          "failed (%s, as uid %u); recording "
+				          "stopped",
+				          bad, g_reopen_path, err,
+				          (unsigned)geteuid());
+			}
 		}
 	}
 	atomic_store(&fd_fixer, 0);
@@ -190,6 +202,7 @@ int writer_open(int dirfd, const char *path, const char *abs_path)
 		return err;
 	}
 	prim_fid(fd, &g_fid);
+	prim_fd_keep(PRIM_KEEP_TRACE, fd);
 	snprintf(g_reopen_path, sizeof g_reopen_path, "%s",
 	         abs_path && abs_path[0] == '/' ? abs_path : "");
 	atomic_store(&g_fd, fd);
@@ -211,12 +224,24 @@ void writer_open_lazily(int (*open_fn)(void))
 	atomic_store(&lazy_open, 1);
 }
 
+/* Nonzero while the file is still to be created lazily and this process
+ * has never recorded: what it writes until then (a paused thread's exit,
+ * process records) is not an event of a window, and goes nowhere. */
+static int lazy_unrecorded(void)
+{
+	return atomic_load(&lazy_open) == 1 && !ctl_ever_recorded();
+}
+
 /* Creates the lazily opened file (once), before any lock of the writer is
- * taken: open_fn writes the opening records through the writer itself. */
+ * taken: open_fn writes the opening records through the writer itself. A
+ * process that has never recorded creates none (a paused server's children
+ * leave no empty trace each). */
 static void ensure_file(void)
 {
 	int state = atomic_load_explicit(&lazy_open, memory_order_acquire);
 	if (likely(state == 0) || (state == 2 && lazy_opener == prim_gettid()))
+		return;
+	if (!ctl_ever_recorded())
 		return;
 	real.pthread_mutex_lock(&lazy_lock);
 	if (atomic_load(&lazy_open) == 1) {
@@ -253,7 +278,8 @@ static int write_chunk(uint8_t *chunk, uint32_t tid, uint32_t seq,
 {
 	if (atomic_load(&g_fd) < 0 || atomic_load(&g_write_failed) ||
 	    prim_getpid() != g_file_pid) {
-		atomic_fetch_add(&g_events_dropped, lost);
+		if (!lazy_unrecorded())
+			atomic_fetch_add(&g_events_dropped, lost);
 		return -1;
 	}
 	/* Compressed on this thread (compress.h; docs/performance.md says
@@ -316,19 +342,18 @@ static int write_sealed(uint8_t *out, uint32_t tid, uint32_t seq,
 		int expect = 0;
 		if (atomic_compare_exchange_strong(&g_write_failed, &expect,
 		                                   1)) {
-			stopped_by_output(
-			    "writing the trace failed (%s)",
-			    err == EIO ? "short write: disk full or file "
-			                 "size limit"
-			               : prim_strerror(err));
 			/* A short write is the disk filling up (or the file
 			 * size limit) in the middle of a chunk. */
-			if (!g_in_fatal)
+			const char *what = err == EIO
+			                       ? "short write (disk full "
+			                         "or file size limit)"
+			                       : prim_strerror(err);
+			stopped_by_output("writing the trace failed: %s", what);
+			if (!g_in_fatal) {
 				shim_warn("writing the trace failed: %s; "
 				          "recording stopped",
-				          err == EIO ? "short write (disk full "
-				                       "or file size limit)"
-				                     : prim_strerror(err));
+				          what);
+			}
 		}
 		return -1;
 	}
@@ -731,7 +756,30 @@ void writer_final(void)
 {
 	ensure_file();
 	atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
+	if (lazy_unrecorded())
+		return; /* never recorded: no file, nothing to end */
 	flush_all_end(1, NULL, FMT_ENDF_CLEAN);
+}
+
+int writer_unrecorded(void)
+{
+	/* Without a window, the only events are paused threads' exits. */
+	return writer_owner() && !ctl_ever_recorded();
+}
+
+int writer_is_file(int dirfd, const char *path)
+{
+	struct stat st;
+	return fstatat(dirfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(st.st_mode) && st.st_dev == g_fid.dev &&
+	       st.st_ino == g_fid.ino;
+}
+
+void writer_cred_drop(uint32_t uid)
+{
+	int fd = atomic_load(&g_fd);
+	if (writer_owner() && prim_fid_same(fd, &g_fid))
+		fchown(fd, uid, (gid_t)-1);
 }
 
 int writer_owner(void)
@@ -933,6 +981,7 @@ void writer_fork_child(tls_t *t)
 	if (fd >= 0 && prim_fid_same(fd, &g_fid))
 		prim_close(fd);
 	atomic_store(&g_fd, -1);
+	prim_fd_keep(PRIM_KEEP_TRACE, -1);
 	atomic_store(&g_write_failed, 0);
 	atomic_store(&g_events_written, 0);
 	atomic_store(&g_events_dropped, 0);

@@ -116,6 +116,19 @@ void writer_final(void);
  */
 int writer_exec(tls_t *self, const char *why);
 
+/* Nonzero when this process owns its file and has never had a recording
+ * window (ctl_ever_recorded): its trace then holds nothing the process did
+ * (at most the exits of threads that ended while it was paused). */
+int writer_unrecorded(void);
+
+/* Nonzero if path (relative to dirfd) is the trace file itself. */
+int writer_is_file(int dirfd, const char *path);
+
+/* A privilege drop to uid (cred_hooks.c, still root): the trace file
+ * becomes uid's, so that the process can reopen it by its path after the
+ * host closed every fd. */
+void writer_cred_drop(uint32_t uid);
+
 /* Nonzero when this process owns an open trace file (not a vfork child,
  * not a forked child before its first write, no write failure). */
 int writer_owner(void);

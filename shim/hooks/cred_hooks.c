@@ -2,7 +2,9 @@
  * cred_hooks.c - setuid, setreuid, setresuid: a process started as root
  * that becomes another user for good (MariaDB --user, web server workers)
  * moves its control page into that user's directory first (control.h), so
- * `mallock ctl` works for root and for that user alike.
+ * `mallock ctl` works for root and for that user alike, and gives its trace
+ * file to that user, so that the process can still reopen it by its path
+ * when the host closes every fd after the drop (writer.c).
  *
  * Invariant: the real call is always made, with the caller's arguments and
  * errno; the move is attempted only while the process is still root, and
@@ -11,6 +13,7 @@
  */
 #include "control.h"
 #include "hook.h"
+#include "writer.h"
 
 #include <errno.h>
 #include <unistd.h>
@@ -24,6 +27,7 @@ static void before_drop(uid_t to)
 	tls_t *t = &shim_tls;
 	uint8_t gate = gate_hold(t);
 	ctl_cred_drop((uint32_t)to);
+	writer_cred_drop((uint32_t)to);
 	gate_restore(t, gate);
 	errno = saved;
 }

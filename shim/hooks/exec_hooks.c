@@ -13,14 +13,20 @@
  * go through the execv forms, as glibc's do.
  *
  * Invariants:
- * - A process that does not own the trace file does nothing here: a vfork
- *   child shares its parent's memory (and its thread's TLS), and a forked
- *   child that has not written yet has no file (its exec leaves no empty
- *   trace, as before). Nothing is touched before that test.
+ * - A process that does not own the trace file writes nothing here: a
+ *   vfork child shares its parent's memory (and its thread's TLS), and a
+ *   forked child that has not written yet has no file (its exec leaves no
+ *   empty trace, as before). Nothing is touched before that test but the
+ *   control page's name, and only by the process the page names (never a
+ *   vfork child).
  * - posix_spawn, system and popen are not hooked: they exec in a child and
  *   the caller goes on recording.
+ * - The control page's name is removed before the real call (the next
+ *   image makes its own, or has none: no stale page names this pid) and a
+ *   new page is made if the exec fails.
  * - errno is the real call's.
  */
+#include "control.h"
 #include "event.h"
 #include "hook.h"
 #include "real.h"
@@ -32,12 +38,16 @@
 #include <stdio.h>
 #include <unistd.h>
 
-/* The flush before an exec of what (a path, or "fd N"). */
-static void exec_flush(const char *what)
+/* The flush before an exec of what (a path, or "fd N"). Returns nonzero if
+ * the control page was removed (exec_back makes a new one). */
+static int exec_flush(const char *what)
 {
+	/* The image that follows makes its own page if it runs the shim; if
+	 * it does not, no page may outlive this one (control.h). */
+	int page = ctl_exec_begin();
 	if (!writer_owner() ||
 	    (atomic_load(&g_off) & (SHIM_OFF_STOPPED | SHIM_OFF_INIT)))
-		return;
+		return page;
 	int saved = errno;
 	tls_t *t = &shim_tls;
 	uint8_t gate = gate_hold(t);
@@ -52,6 +62,15 @@ static void exec_flush(const char *what)
 	writer_exec(own ? t : NULL, why);
 	gate_restore(t, gate);
 	errno = saved;
+	return page;
+}
+
+/* After an exec that failed (rc, errno its): the page comes back. */
+static int exec_back(int page, int rc)
+{
+	if (page)
+		ctl_exec_failed();
+	return rc;
 }
 
 /* glibc declares the paths and arg nonnull, but a host built elsewhere may
@@ -71,24 +90,24 @@ HOOK_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
 	if (!real_usable() || !real.execve)
 		return no_real();
-	exec_flush(or_null(path));
-	return real.execve(path, argv, envp);
+	int page = exec_flush(or_null(path));
+	return exec_back(page, real.execve(path, argv, envp));
 }
 
 HOOK_EXPORT int execv(const char *path, char *const argv[])
 {
 	if (!real_usable() || !real.execv)
 		return no_real();
-	exec_flush(or_null(path));
-	return real.execv(path, argv);
+	int page = exec_flush(or_null(path));
+	return exec_back(page, real.execv(path, argv));
 }
 
 HOOK_EXPORT int execvp(const char *file, char *const argv[])
 {
 	if (!real_usable() || !real.execvp)
 		return no_real();
-	exec_flush(or_null(file));
-	return real.execvp(file, argv);
+	int page = exec_flush(or_null(file));
+	return exec_back(page, real.execvp(file, argv));
 }
 
 HOOK_EXPORT int execvpe(const char *file, char *const argv[],
@@ -96,8 +115,8 @@ HOOK_EXPORT int execvpe(const char *file, char *const argv[],
 {
 	if (!real_usable() || !real.execvpe)
 		return no_real();
-	exec_flush(or_null(file));
-	return real.execvpe(file, argv, envp);
+	int page = exec_flush(or_null(file));
+	return exec_back(page, real.execvpe(file, argv, envp));
 }
 
 HOOK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
@@ -106,8 +125,8 @@ HOOK_EXPORT int fexecve(int fd, char *const argv[], char *const envp[])
 		return no_real();
 	char what[32];
 	snprintf(what, sizeof what, "fd %d", fd);
-	exec_flush(what);
-	return real.fexecve(fd, argv, envp);
+	int page = exec_flush(what);
+	return exec_back(page, real.fexecve(fd, argv, envp));
 }
 
 HOOK_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
@@ -115,8 +134,8 @@ HOOK_EXPORT int execveat(int dirfd, const char *path, char *const argv[],
 {
 	if (!real_usable() || !real.execveat)
 		return no_real();
-	exec_flush(or_null(path));
-	return real.execveat(dirfd, path, argv, envp, flags);
+	int page = exec_flush(or_null(path));
+	return exec_back(page, real.execveat(dirfd, path, argv, envp, flags));
 }
 
 /* The number of arguments of an execl call: arg and those in ap after it,

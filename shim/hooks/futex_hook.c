@@ -156,5 +156,7 @@ HOOK_EXPORT long syscall(long nr, ...)
 	if (unlikely(nr == SYS_rt_sigaction && a2))
 		/* The kernel's struct sigaction starts with the handler. */
 		ctl_signal_change((int)a1, *(const uintptr_t *)a2);
+	if (unlikely(nr == SYS_close_range))
+		return fd_close_range_syscall(a1, a2, a3);
 	return real.syscall(nr, a1, a2, a3, a4, a5, a6);
 }

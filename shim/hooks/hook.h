@@ -15,7 +15,8 @@
  *
  *   - system calls through their libc wrappers: read, write, open, openat,
  *     close, fstat, fstatat, fcntl, ftruncate, readlink, mkdirat, renameat,
- *     unlinkat, fchown (the control page), mmap, munmap, mprotect (attach's
+ *     renameat2 (the control directory), unlinkat, fchown (the control
+ *     page, its directory, the trace), mmap, munmap, mprotect (attach's
  *     GOT slots), madvise, getrlimit, pthread_sigmask, sigaltstack,
  *     sigpending, sigtimedwait, raise (the fatal handler), clock_gettime,
  *     gettid, getpid, getppid, geteuid, sched_yield
@@ -29,8 +30,9 @@
  *   - the real function a hook forwards the host's own call to (REAL_FUNCS
  *     in real.h: syscall for its futex wait or wake, exec*, sigaction,
  *     signal, sysv_signal, sigset, the setuid family, pthread_create,
- *     dlclose, pipe2,
- *     dl_iterate_phdr): it is the call the host made, so whatever lock it
+ *     dlclose, pipe2, dl_iterate_phdr, closefrom and close_range, whose
+ *     range the close_range system call closes in pieces around the
+ *     shim's fds): it is the call the host made, so whatever lock it
  *     takes, the host asked for
  *   - the real allocator only for the shim's own blocks (gate BUSY)
  *   - zstd compression with the shim's static contexts (compress.h: pure
@@ -191,5 +193,9 @@ void *shim_own_malloc(size_t n);
  * the hooks with a tcmalloc linked into the program (whose malloc is then
  * not ours). */
 void tcmalloc_check(void);
+
+/* syscall(SYS_close_range, first, last, flags), from the syscall hook:
+ * as the close_range hook (fd_hooks.c), the shim's own fds left open. */
+long fd_close_range_syscall(long first, long last, long flags);
 
 #endif

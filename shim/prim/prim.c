@@ -10,6 +10,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <fcntl.h>
 #include <link.h>
@@ -224,6 +225,41 @@ int prim_fid_same(int fd, const prim_fid_t *id)
 	prim_fid_t now;
 	return prim_fid(fd, &now) == 0 && now.dev == id->dev &&
 	       now.ino == id->ino;
+}
+
+static struct {
+	_Atomic int fd;
+	prim_fid_t id;
+} kept[PRIM_KEEP_N] = {{-1, {0, 0}}, {-1, {0, 0}}, {-1, {0, 0}}, {-1, {0, 0}}};
+
+void prim_fd_keep(int slot, int fd)
+{
+	if (slot < 0 || slot >= PRIM_KEEP_N)
+		return;
+	atomic_store(&kept[slot].fd, -1);
+	if (fd < 0 || prim_fid(fd, &kept[slot].id) != 0)
+		return;
+	atomic_store(&kept[slot].fd, fd);
+}
+
+int prim_fds_kept(int out[PRIM_KEEP_N])
+{
+	int n = 0;
+	for (int i = 0; i < PRIM_KEEP_N; i++) {
+		int fd = atomic_load(&kept[i].fd);
+		if (fd < 0 || !prim_fid_same(fd, &kept[i].id))
+			continue;
+		int j = n++;
+		for (; j > 0 && out[j - 1] > fd; j--)
+			out[j] = out[j - 1];
+		out[j] = fd;
+	}
+	/* Two slots on one number (not expected): once. */
+	int m = 0;
+	for (int i = 0; i < n; i++)
+		if (!m || out[m - 1] != out[i])
+			out[m++] = out[i];
+	return m;
 }
 
 int prim_create_excl(int dirfd, const char *path)

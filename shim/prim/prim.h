@@ -156,6 +156,24 @@ int prim_fid(int fd, prim_fid_t *id); /* 0, or -1 (not open) */
 /* Nonzero when fd is open and is the file id names (one fstat). */
 int prim_fid_same(int fd, const prim_fid_t *id);
 
+/*
+ * The shim's long-lived fds (the trace, its output directory, the control
+ * directory and page), which the close-all hooks leave open (fd_hooks.c):
+ * prim_fd_keep records fd and its identity in slot (fd -1: none);
+ * prim_fds_kept writes, in ascending order, those still open as the same
+ * file (a number the host has since reused is the host's) and returns
+ * their count. Only fstat; any context.
+ */
+enum {
+	PRIM_KEEP_TRACE,
+	PRIM_KEEP_OUTDIR,
+	PRIM_KEEP_CTLDIR,
+	PRIM_KEEP_PAGE,
+	PRIM_KEEP_N
+};
+void prim_fd_keep(int slot, int fd);
+int prim_fds_kept(int out[PRIM_KEEP_N]);
+
 /* The current directory (getcwd), NUL-terminated; "" on failure. */
 void prim_getcwd(char *buf, size_t cap);
 

@@ -101,6 +101,8 @@ struct dl_phdr_info;
 	X(setuid, REAL_OPT, NULL, int, (uid_t))                                \
 	X(setreuid, REAL_OPT, NULL, int, (uid_t, uid_t))                       \
 	X(setresuid, REAL_OPT, NULL, int, (uid_t, uid_t, uid_t)) \
+	X(closefrom, REAL_OPT, NULL, void, (int))                              \
+	X(close_range, REAL_OPT, NULL, int, (unsigned, unsigned, int))         \
 	REAL_FUNCS_CLOCK_RWLOCK(X)
 
 /* the clock rwlocks (glibc 2.30+), kept as one block. */
