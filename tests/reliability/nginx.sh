@@ -1,13 +1,14 @@
 #!/bin/sh
-# nginx.sh BUILD_DIR [--long ROUNDS] - nginx from Debian (a root master
+# nginx.sh BUILD_DIR [--long SECONDS] - nginx from Debian (a root master
 # and 2 www-data workers, 127.0.0.1 only) operated with mallock while ab
 # loads it.
 #
 # 1. Started as /usr/sbin/nginx (an absolute path: a binary upgrade would
 #    really start a second master) with libmallock.so preloaded
-#    (MALLOCK_START=paused). ROUNDS times (2 by default, as many as start
-#    within 15 s): `mallock ctl status --tree`, `ctl start --tree`, `ctl
-#    stop --tree` of the master, then the same without --tree. nginx's own SIGUSR2 handler means
+#    (MALLOCK_START=paused). Rounds (2 by default, as many as start
+#    within 10 s; --long: for SECONDS, at most 600) of `mallock ctl
+#    status --tree`, `ctl start --tree`, `ctl stop --tree` of the master,
+#    then the same without --tree. nginx's own SIGUSR2 handler means
 #    "upgrade the binary": a signal from ctl starts a second master.
 # 2. A bare nginx: `mallock attach --duration 1` to a worker, then
 #    `mallock ctl status`, `ctl stop` of it.
@@ -18,7 +19,8 @@
 # are unchanged; ab completes with no failed or non-2xx request; `nginx -s
 # quit` stops it within 30 s. The workers' traces must hold the windows.
 #
-# Default: CTest rel_nginx_short (labels reliability and realserver).
+# Default: CTest rel_nginx_short (labels reliability and realserver);
+# --long prints the numbers docs/reliability.md quotes.
 # Needs root and Debian's nginx and apache2-utils (ab), installed with
 # apt-get when missing (77 when they cannot be).
 set -u
@@ -26,8 +28,12 @@ NAME=nginx
 BUILD=$(cd "$1" && pwd)
 . "$(dirname "$0")/servers_lib.sh"
 ROUNDS=2
-BUDGET=15
-[ "${2:-}" = --long ] && ROUNDS=${3:-20} && BUDGET=600
+BUDGET=10
+if [ "${2:-}" = --long ]; then
+	ROUNDS=1000
+	BUDGET=${3:-60}
+	[ "$BUDGET" -le 600 ] 2>/dev/null || fail "--long SECONDS: at most 600, not ${3:-}"
+fi
 need_root
 need_pkgs nginx apache2-utils
 NGINX=/usr/sbin/nginx
@@ -140,12 +146,12 @@ R1="$REQS requests at $RPS/s"
 TRACES=
 for p in $WORKERS; do TRACES="$TRACES $W/out/ng.$p.trace"; done
 quit "$S"
-N=$(windows $TRACES) || fail "$N"
+N=$(total recording_resumes $TRACES) || fail "$N"
 [ "$N" -ge 1 ] || fail "no window in the workers' traces ($TRACES)"
 say "preloaded: $r rounds of ctl status/start/stop, plain and --tree, on" \
 	"the master in $LOOP s under ab ($R1, none failed); master $M1 and" \
 	"workers ${W1}unchanged, no second master, error.log clean; $N windows" \
-	"in the workers' traces"
+	"in the workers' traces; $(ctl_times)"
 
 # 2. Bare, a worker attached to.
 P2=$(free_port)
@@ -164,8 +170,9 @@ ctl status "$WK"
 ctl stop "$WK"
 check "$B"
 quit "$B"
-N=$(windows "$W/out/att.$WK.trace") || fail "$N"
-[ "$N" -ge 1 ] || fail "no window in the attached worker's trace"
+N=$(total allocations "$W/out/att.$WK.trace") || fail "$N"
+[ "$N" -ge 1 ] || fail "no allocation in the attached worker's trace"
 say "bare: attach --duration 1 to worker $WK under ab ($REQS requests at" \
-	"$RPS/s, none failed), then ctl status/stop: pids unchanged, error.log clean"
+	"$RPS/s, none failed; $N allocations recorded), then ctl status/stop:" \
+	"pids unchanged, error.log clean"
 say ok

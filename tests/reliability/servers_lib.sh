@@ -134,10 +134,19 @@ ctl() {
 	return 0
 }
 
-# windows TRACE...: prints the number of recording windows (resume marks)
-# the traces hold, summed; for a trace `mallock report` cannot read it
-# prints why and returns 1 (use: N=$(windows ...) || fail "$N").
-windows() {
+# ctl_times: "N ctl commands, T s each at most, M s median" from ctl.log.
+ctl_times() {
+	awk '/^== rc / {sub(/,/, "", $3); print $4}' "$W/ctl.log" | sort -n |
+		awk '{v[NR] = $1} END {if (NR) printf "%d ctl commands, %.1f s each at most, %.1f s median", NR, v[NR], v[int((NR + 1) / 2)]}'
+}
+
+# total KEY TRACE...: prints the sum of the report's totals.KEY over the
+# traces (recording_resumes: the windows; allocations); for a trace `mallock
+# report` cannot read it prints why and returns 1 (use: N=$(total ...) ||
+# fail "$N").
+total() {
+	_key=$1
+	shift
 	_n=0
 	for _t in "$@"; do
 		[ -s "$_t" ] || continue
@@ -147,9 +156,9 @@ windows() {
 			return 1
 		}
 		_k=$(python3 -c 'import json,sys
-print(json.load(open(sys.argv[1]))["totals"]["recording_resumes"])' \
-			"$W/report.json") || {
-			echo "no totals.recording_resumes in the report of $_t"
+print(json.load(open(sys.argv[1]))["totals"][sys.argv[2]])' \
+			"$W/report.json" "$_key") || {
+			echo "no totals.$_key in the report of $_t"
 			return 1
 		}
 		_n=$((_n + _k))
