@@ -42,7 +42,7 @@ command -v ab >/dev/null || skip "no ab after installing apache2-utils"
 id www-data >/dev/null 2>&1 || skip "no user www-data"
 
 workdir
-at_exit 'for f in "$W"/*/nginx.pid "$W"/*/nginx.pid.oldbin; do [ -f "$f" ] && kill_tree "$(cat "$f")"; done'
+at_exit 'kill_nginx "$W/shim" "$W/bare"'
 
 # conf DIR PORT: an nginx prefix directory DIR serving DIR/www on PORT.
 conf() {

@@ -108,6 +108,20 @@ kill_tree() {
 	rm -f /tmp/mallock-*/"$1".page
 }
 
+# kill_nginx DIR...: kill_tree of every nginx master started with a prefix
+# under DIR: those its pid files name (an upgrade's nginx.pid.oldbin too),
+# read all before any is killed (a master renames .oldbin back when its new
+# binary dies), and those whose title names DIR.
+kill_nginx() {
+	_pids=
+	for _d in "$@"; do
+		_pids="$_pids $(cat "$_d"/nginx.pid "$_d"/nginx.pid.oldbin 2>/dev/null)"
+		_pids="$_pids $(ps -eo pid=,args= | awk -v d="$_d/" \
+			'/nginx: master process/ && index($0, d) {print $1}')"
+	done
+	for _p in $_pids; do kill_tree "$_p"; done
+}
+
 # free_port: a TCP port on 127.0.0.1 nobody listens on now.
 free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'

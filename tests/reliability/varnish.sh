@@ -39,7 +39,7 @@ command -v ab >/dev/null || skip "no ab after installing apache2-utils"
 
 workdir
 MGR=
-at_exit 'kill_tree "${MGR:-}"; [ -f "$W/ng/nginx.pid" ] && kill_tree "$(cat "$W/ng/nginx.pid")"'
+at_exit 'kill_tree "${MGR:-}"; kill_nginx "$W/ng"'
 
 # The backend: a bare nginx serving ng/www/file.
 NP=$(free_port)
