@@ -1,11 +1,11 @@
 #!/bin/sh
 # varnish.sh BUILD_DIR [--long SECONDS] - varnish from Debian in front of a
 # bare nginx (both on 127.0.0.1 only), varnishd preloaded with
-# libmallock.so (MALLOCK_START=paused, MALLOCK_EXE=varnishd). Windows are
-# recorded with `mallock ctl start --tree MANAGER`, `ctl stop --tree`,
-# `ctl status --tree` in rounds under ab load, then in rounds with the
-# cache idle for 7 s (2 and 2 by default, as many as start within 8 s
-# each; --long: for SECONDS each, at most 600).
+# libmallock.so (MALLOCK_START=paused, MALLOCK_EXE=varnishd). With the
+# cache idle for 5 s: 3 `mallock ctl status CHILD`, then rounds of `ctl
+# start --tree MANAGER`, 1 s, `ctl stop --tree`, `ctl status --tree` (3,
+# as many as start within 12 s); then rounds under ab load (2 within 8 s).
+# --long SECONDS (at most 600): rounds for SECONDS + 4 idle, SECONDS loaded.
 # A signal the cache child did not ask for interrupts its CLI thread's
 # poll(): the child ends and the manager starts a new one, the cache lost.
 # varnish must not notice: the cache child's pid is unchanged, the
@@ -77,11 +77,11 @@ CHILD=$(ps -o pid= --ppid "$MGR" | tr -d ' ')
 shim_in "$MGR"
 shim_in "$CHILD"
 
-# rounds N: N windows on the tree (within BUDGET s).
+# rounds N SECONDS: N windows on the tree (as many as start within SECONDS).
 rounds() {
 	r=0
 	t0=$(now)
-	while [ $r -lt "$1" ] && elapsed_lt "$t0" "$BUDGET"; do
+	while [ $r -lt "$1" ] && elapsed_lt "$t0" "$2"; do
 		ctl start --tree "$MGR"
 		sleep 1
 		ctl stop --tree "$MGR"
@@ -90,11 +90,23 @@ rounds() {
 	done
 	LOOP=$(since "$t0")
 }
+# Idle first: a child that has served one request and nothing for 5 s
+# makes no allocation or lock call for seconds at a time (after a load
+# its grown thread pool keeps it busier). The child itself, as an operator
+# would look at it, then the tree.
+sleep 5
+for i in 1 2 3; do
+	ctl status "$CHILD"
+	sleep 1
+done
+rounds $((ROUNDS + 1)) $((BUDGET + 4))
+R2=$r
+L2=$LOOP
 timeout $((BUDGET + 60)) ab -q -t $((BUDGET + 40)) -n 2000000 -c 8 \
 	"http://127.0.0.1:$VP/file" >"$W/ab.log" 2>&1 &
 AB=$!
 sleep 1
-rounds "$ROUNDS"
+rounds "$ROUNDS" "$BUDGET"
 R1=$r
 L1=$LOOP
 kill -INT "$AB" 2>/dev/null
@@ -105,13 +117,7 @@ grep -q '^Complete requests' "$W/ab.log" &&
 	fail "ab: $(grep -E 'Complete|Failed|Non-2xx|apr_' "$W/ab.log")"
 REQS=$(awk '/^Complete requests/ {print $3}' "$W/ab.log")
 RPS=$(awk '/^Requests per second/ {print $4}' "$W/ab.log")
-# Idle: the client sessions time out after 5 s (timeout_idle), then the
-# child makes no allocation or lock call for seconds at a time.
-sleep 7
-rounds "$ROUNDS"
-R2=$r
-L2=$LOOP
-sleep 2 # the manager notices a dead child within a second
+sleep 4 # the manager notices a dead child within its CLI ping (3 s)
 
 no_line 'died|said Child dies|Child cleanup|Panic' "$LOG" \
 	"the cache child died or was restarted"
@@ -135,8 +141,9 @@ MGR=
 WIN=$(total recording_resumes "$W/out/var.$CHILD.trace") || fail "$WIN"
 [ "$WIN" -ge 1 ] || fail "no window in the cache child's trace"
 $NGINX -c "$N/nginx.conf" -p "$N" -e "$N/logs/error.log" -s quit
-say "$R1 windows (ctl start/stop/status --tree) in $L1 s under ab ($REQS" \
-	"requests at $RPS/s, none failed), $R2 in $L2 s idle: cache child" \
+say "3 ctl status of the idle child, $R2 windows (ctl start/stop/status" \
+	"--tree) in $L2 s idle, $R1 in $L1 s under ab ($REQS requests at" \
+	"$RPS/s, none failed): cache child" \
 	"$CHILD of manager $MGR0 unchanged, no child restart in the log," \
 	"$WIN windows in its trace; SIGTERM stop $SHUT s; $(ctl_times)"
 say ok
