@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config g++ clang libclang-rt-14-dev python3 \
 libgoogle-perftools-dev libunwind-dev uthash-dev libdw-dev libelf-dev zlib1g-dev libzstd-dev gdb \
-clang-format-14"
+clang-format-14 pandoc"
 # --test-tools: also the tools the output-format tests read mallock's pprof,
 # Perfetto and HTML files with (each test installs its own when missing).
 [ "${1:-}" = "--test-tools" ] && PKGS="$PKGS golang-go protobuf-compiler chromium"
