@@ -5,7 +5,8 @@
  *
  * TRACE "-" is the standard input: a regular file there is read in place
  * (/proc/self/fd/0), anything else (a pipe) is first copied into an
- * unnamed temporary file in $TMPDIR (O_TMPFILE: nothing is left behind),
+ * unnamed temporary file in $TMPDIR (O_TMPFILE, or a file unlinked at once:
+ * nothing is left behind),
  * since the reader reads at offsets and the binary outputs read each trace
  * twice.
  *
@@ -25,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -136,6 +138,16 @@ static int stdin_trace(char *out, size_t n)
 	if (!dir || !*dir)
 		dir = "/tmp";
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+		/* A file system without O_TMPFILE: a named file, unlinked at
+		 * once. */
+		char tmpl[PATH_MAX];
+		if ((size_t)snprintf(tmpl, sizeof tmpl,
+		                     "%s/mallock-stdin.XXXXXX",
+		                     dir) < sizeof tmpl &&
+		    (fd = mkostemp(tmpl, O_CLOEXEC)) >= 0)
+			unlink(tmpl);
+	}
 	if (fd < 0) {
 		fprintf(stderr,
 		        "mallock report: -: cannot make a temporary file in %s "
