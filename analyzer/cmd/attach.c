@@ -79,26 +79,6 @@ static void attach_usage(FILE *f)
 	    DEFAULT_OUTPUT);
 }
 
-/* libmallock.so beside this executable (../lib), as record.c finds it. */
-static int find_shim(char *out, size_t n)
-{
-	char self[PATH_MAX], path[PATH_MAX + 32];
-	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-	if (len <= 0)
-		return -1;
-	self[len] = 0;
-	char *slash = strrchr(self, '/');
-	if (!slash)
-		return -1;
-	*slash = 0;
-	snprintf(path, sizeof path, "%s/../lib/libmallock.so", self);
-	char real[PATH_MAX];
-	if (!realpath(path, real) || strlen(real) >= n)
-		return -1;
-	snprintf(out, n, "%s", real);
-	return 0;
-}
-
 /* The four ids of a "Uid:" or "Gid:" line of /proc/PID/status. */
 static int status_ids(const char *status, const char *key, long ids[4])
 {
@@ -356,31 +336,21 @@ int cmd_attach(int argc, char **argv)
 	long duration = 0, pid = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		char *end;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			attach_usage(stdout);
 			return 0;
 		} else if (!strcmp(a, "-o") && i + 1 < argc) {
 			output = argv[++i];
 		} else if (!strcmp(a, "--duration") && i + 1 < argc) {
-			duration = strtol(argv[++i], &end, 10);
-			if (*end || duration <= 0 || duration > 31536000) {
-				fprintf(stderr,
-				        "mallock attach: --duration "
-				        "wants whole seconds, 1..31536000\n");
+			if (cli_number("attach", "--duration (seconds)",
+			               argv[++i], 1, 31536000, &duration))
 				return 1;
-			}
 		} else if (!strcmp(a, "--shim") && i + 1 < argc) {
 			shim_opt = argv[++i];
 		} else if (a[0] != '-' && !pid) {
-			pid = strtol(a, &end, 10);
-			if (*end || pid <= 0) {
-				fprintf(stderr,
-				        "mallock attach: '%s' is not a "
-				        "process id\n",
-				        a);
+			if (cli_number("attach", "process id", a, 1,
+			               CLI_PID_MAX, &pid))
 				return 1;
-			}
 		} else {
 			attach_usage(stderr);
 			return 1;
@@ -404,8 +374,8 @@ int cmd_attach(int argc, char **argv)
 	} else if (find_shim(shim, sizeof shim) != 0) {
 		fprintf(stderr,
 		        "mallock attach: libmallock.so not found beside "
-		        "this program (expected ../lib/libmallock.so); "
-		        "use --shim PATH\n");
+		        "this program (expected " MALLOCK_SHIM_INSTALLED
+		        " or " MALLOCK_SHIM_BUILD "); use --shim PATH\n");
 		return 1;
 	}
 	if (has_shim(pid, shim)) {
@@ -544,19 +514,13 @@ int cmd_detach(int argc, char **argv)
 	cmd_name = "detach";
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
-		char *end;
 		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			detach_usage(stdout);
 			return 0;
 		} else if (a[0] != '-' && !pid) {
-			pid = strtol(a, &end, 10);
-			if (*end || pid <= 0) {
-				fprintf(stderr,
-				        "mallock detach: '%s' is not a "
-				        "process id\n",
-				        a);
+			if (cli_number("detach", "process id", a, 1,
+			               CLI_PID_MAX, &pid))
 				return 1;
-			}
 		} else {
 			detach_usage(stderr);
 			return 1;

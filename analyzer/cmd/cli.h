@@ -7,6 +7,10 @@
 #ifndef MALLOCK_CLI_H
 #define MALLOCK_CLI_H
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
 /* mallock record [options] -- CMD ARGS... (record.c) */
 int cmd_record(int argc, char **argv);
 /* mallock report [options] TRACE... (report.c) */
@@ -23,5 +27,41 @@ int cmd_ctl(int argc, char **argv);
  * means "ptrace refused", not a file problem. */
 int cmd_attach(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
+
+/* Where libmallock.so is, relative to the directory of the `mallock`
+ * executable: installed (the shim is a preload library, not one to link
+ * against, so it lives in a directory of its own), and in the build tree. */
+#define MALLOCK_SHIM_INSTALLED "../lib/mallock/libmallock.so"
+#define MALLOCK_SHIM_BUILD "../lib/libmallock.so"
+/* The first of those that exists, resolved, into out (n bytes): 0, or -1
+ * (record.c). */
+int find_shim(char *out, size_t n);
+
+/* The exit status of a bad option value (a number that is not one, or out
+ * of range) in report, record and compress; attach, detach and ctl exit 1,
+ * their 2 meaning "ptrace refused". */
+#define CLI_EXIT_BAD_VALUE 2
+/* Linux's largest pid_max (PID_MAX_LIMIT). */
+#define CLI_PID_MAX 4194304L
+
+/* s as a whole decimal number in min..max into *out: 0; else -1 after one
+ * line on stderr, "mallock CMD: OPT 'S': not a whole number from MIN to
+ * MAX". Inline: report.c is also in the fuzz target's library. */
+static inline int cli_number(const char *cmd, const char *opt, const char *s,
+                             long min, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < min || v > max) {
+		fprintf(stderr,
+		        "mallock %s: %s '%s': not a whole number from %ld to "
+		        "%ld\n",
+		        cmd, opt, s, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
 
 #endif

@@ -314,13 +314,13 @@ static int target_open(target_t *t, long pid, int quiet)
 	t->fd = -1;
 	proc_t *p = &t->p;
 	if (proc_read(pid, p) != 0) {
-		fprintf(stderr, "mallock: ctl: no process %ld\n", pid);
+		fprintf(stderr, "mallock ctl: no process %ld\n", pid);
 		return -1;
 	}
 	if (p->maps_ok && !p->shim) {
 		if (!quiet)
 			fprintf(stderr,
-			        "mallock: ctl: process %ld (%s) does not "
+			        "mallock ctl: process %ld (%s) does not "
 			        "run under libmallock.so (start it with "
 			        "LD_PRELOAD, or use `mallock attach`)\n",
 			        pid, p->comm);
@@ -331,7 +331,7 @@ static int target_open(target_t *t, long pid, int quiet)
 	if (me != 0 && me != euid) {
 		fprintf(
 		    stderr,
-		    "mallock: ctl: process %ld (%s) runs as uid %u, "
+		    "mallock ctl: process %ld (%s) runs as uid %u, "
 		    "not as you (uid %u): run `mallock ctl` as uid %u or as "
 		    "root\n",
 		    pid, p->comm, euid, (unsigned)me, euid);
@@ -389,7 +389,7 @@ static int target_open(target_t *t, long pid, int quiet)
 	if (t->fd < 0) {
 		if (!quiet || p->shim)
 			fprintf(stderr,
-			        "mallock: ctl: process %ld (%s): no "
+			        "mallock ctl: process %ld (%s): no "
 			        "usable control page: %s\n",
 			        pid, p->comm, why);
 		return -1;
@@ -398,7 +398,7 @@ static int target_open(target_t *t, long pid, int quiet)
 	    mmap(NULL, CTLP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
 	if (t->pg == MAP_FAILED) {
 		t->pg = NULL;
-		fprintf(stderr, "mallock: ctl: cannot map %s: %s\n", t->where,
+		fprintf(stderr, "mallock ctl: cannot map %s: %s\n", t->where,
 		        strerror(errno));
 		goto fail;
 	}
@@ -429,7 +429,7 @@ static int target_open(target_t *t, long pid, int quiet)
 		bad = "names a signal MALLOCK_SIGNAL never allows";
 	if (bad) {
 		fprintf(stderr,
-		        "mallock: ctl: process %ld (%s): refused: %s "
+		        "mallock ctl: process %ld (%s): refused: %s "
 		        "%s%s; no signal sent\n",
 		        pid, p->comm, t->where, bad,
 		        stale && dfd >= 0 ? " (removed)" : "");
@@ -620,7 +620,7 @@ static int wake(target_t *t)
 		bad = "the program has just set its own handler";
 	if (bad) {
 		fprintf(stderr,
-		        "mallock: ctl: process %ld (%s): --wake refused: %s; "
+		        "mallock ctl: process %ld (%s): --wake refused: %s; "
 		        "no signal sent, the request stays pending\n",
 		        t->p.pid, t->p.comm, bad);
 		return -1;
@@ -737,7 +737,7 @@ int cmd_ctl(int argc, char **argv)
 		return 1;
 	}
 	if (do_wake && code == CTL_CMD_STATUS) {
-		fprintf(stderr, "mallock: ctl: status never signals: --wake is "
+		fprintf(stderr, "mallock ctl: status never signals: --wake is "
 		                "for start and stop\n");
 		return 1;
 	}
@@ -749,14 +749,9 @@ int cmd_ctl(int argc, char **argv)
 	if (!strcmp(mode, "--exe")) {
 		pids = exe_pids(arg, &n);
 	} else if (!*mode || !strcmp(mode, "--tree")) {
-		char *end;
-		long pid = strtol(arg, &end, 10);
-		if (*end || pid <= 0) {
-			fprintf(stderr,
-			        "mallock: ctl: '%s' is not a process id\n",
-			        arg);
+		long pid;
+		if (cli_number("ctl", "process id", arg, 1, CLI_PID_MAX, &pid))
 			return 1;
-		}
 		if (*mode) {
 			pids = tree_pids(pid, &n);
 		} else {
@@ -792,7 +787,7 @@ int cmd_ctl(int argc, char **argv)
 	if (!ok) {
 		if (group)
 			fprintf(stderr,
-			        "mallock: ctl: no process %s %s runs "
+			        "mallock ctl: no process %s %s runs "
 			        "under libmallock.so with a usable control "
 			        "page\n",
 			        !strcmp(mode, "--exe") ? "named"

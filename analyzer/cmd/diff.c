@@ -281,6 +281,23 @@ static void json_out(FILE *o, model_t *m, const dtab_t *locks,
 	jw_end(&w, '}');
 }
 
+static void diff_usage(FILE *o)
+{
+	fputs("usage: mallock diff [options] BEFORE AFTER\n"
+	      "  --format=text|json  output (default text): totals, lock "
+	      "classes and\n"
+	      "                      findings side by side, with the change\n"
+	      "  --no-symbols        leave frames as addresses (then only "
+	      "named locks\n"
+	      "                      match across builds)\n"
+	      "  -h, --help          this usage\n"
+	      "BEFORE and AFTER are traces (a run before and after a fix); "
+	      "lock classes\n"
+	      "match by name or symbolized site, findings by kind, lock and "
+	      "site.\n",
+	      o);
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -298,20 +315,20 @@ int cmd_diff(int argc, char **argv)
 		else if (c == 'n')
 			lo.symbols = false;
 		else if (c == 'h') {
-			puts("usage: mallock diff [--format=text|json] "
-			     "[--no-symbols] BEFORE AFTER");
+			diff_usage(stdout);
 			return 0;
 		} else {
-			fputs("usage: mallock diff [--format=text|json] "
-			      "[--no-symbols] BEFORE AFTER\n",
-			      stderr);
+			if (c == 'f')
+				fprintf(stderr,
+				        "mallock diff: unknown format '%s' "
+				        "(text or json)\n",
+				        optarg);
+			diff_usage(stderr);
 			return 1;
 		}
 	}
 	if (argc - optind != 2) {
-		fputs("usage: mallock diff [--format=text|json] [--no-symbols] "
-		      "BEFORE AFTER\n",
-		      stderr);
+		diff_usage(stderr);
 		return 1;
 	}
 	model_t m[2];

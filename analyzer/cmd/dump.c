@@ -167,6 +167,19 @@ static void walk_cb(void *ctx, uint32_t chunk_no, const fmt_chunk_header_t *h,
 	put_record(o, h->tid, rec);
 }
 
+static void dump_usage(FILE *o)
+{
+	fputs("usage: mallock dump [--merged] TRACE\n"
+	      "  (default)   every record in file order, a line per chunk "
+	      "header\n"
+	      "  --merged    every thread's records in the reader's time "
+	      "order (the\n"
+	      "              order mallock report folds them in), no chunk "
+	      "lines\n"
+	      "  -h, --help  this usage\n",
+	      o);
+}
+
 int cmd_dump(int argc, char **argv)
 {
 	bool merged = false;
@@ -175,17 +188,27 @@ int cmd_dump(int argc, char **argv)
 		if (!strcmp(argv[i], "--merged"))
 			merged = true;
 		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			puts("usage: mallock dump [--merged] TRACE");
+			dump_usage(stdout);
 			return 0;
+		} else if (argv[i][0] == '-' && argv[i][1]) {
+			fprintf(stderr, "mallock dump: unknown option '%s'\n",
+			        argv[i]);
+			dump_usage(stderr);
+			return 1;
 		} else if (!path)
 			path = argv[i];
 		else {
-			fputs("usage: mallock dump [--merged] TRACE\n", stderr);
+			fprintf(stderr,
+			        "mallock dump: one TRACE only ('%s' is a "
+			        "second)\n",
+			        argv[i]);
+			dump_usage(stderr);
 			return 1;
 		}
 	}
 	if (!path) {
-		fputs("usage: mallock dump [--merged] TRACE\n", stderr);
+		fprintf(stderr, "mallock dump: no trace given\n");
+		dump_usage(stderr);
 		return 1;
 	}
 	reader_t *r;

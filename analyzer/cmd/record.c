@@ -3,12 +3,12 @@
  * libmallock.so preloaded, passes its exit status through, and says on
  * stderr where the trace went.
  *
- * The shim is found relative to this executable (../lib/libmallock.so), which
- * holds in the build tree and once installed. The trace path is expanded here,
- * in the child just before exec, so that the path printed is the path the
- * shim opens: %p becomes the child's pid (exec keeps it), %e the base name of
- * the program run. Processes the program forks see a path without %p and
- * append ".<pid>" to it (see docs/configuration.md).
+ * The shim is found relative to this executable (find_shim, cli.h): in the
+ * build tree and wherever an installed tree is unpacked. The trace path is
+ * expanded here, in the child just before exec, so that the path printed is the
+ * path the shim opens: %p becomes the child's pid (exec keeps it), %e the base
+ * name of the program run. Processes the program forks see a path without %p
+ * and append ".<pid>" to it (see docs/configuration.md).
  *
  * After the command exits, its trace and those of the processes it forked
  * (PATH.<pid>, written since the start) are compressed (trace_compress.h):
@@ -64,9 +64,15 @@ static void record_usage(FILE *f)
 	    TC_LEVEL_MIN, TC_LEVEL_MAX, TC_LEVEL_DEFAULT, DEFAULT_OUTPUT);
 }
 
-/* Finds libmallock.so beside this executable: <dir>/../lib/libmallock.so.
- * Returns 0 with the path in out, or -1. */
-static int find_shim(char *out, size_t n)
+/* The shim's places relative to this executable's directory, first found
+ * wins: installed (cmake --install, the .deb: PREFIX/bin/mallock and
+ * PREFIX/lib/mallock/libmallock.so), then the build tree (build/bin,
+ * build/lib). Nothing depends on the prefix, so an installed tree runs
+ * wherever it is unpacked. */
+static const char *const shim_places[] = {MALLOCK_SHIM_INSTALLED,
+                                          MALLOCK_SHIM_BUILD, NULL};
+
+int find_shim(char *out, size_t n)
 {
 	char self[PATH_MAX];
 	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -77,13 +83,17 @@ static int find_shim(char *out, size_t n)
 	if (!slash)
 		return -1;
 	*slash = '\0';
-	if ((size_t)snprintf(out, n, "%s/../lib/libmallock.so", self) >= n)
-		return -1;
-	char real[PATH_MAX];
-	if (!realpath(out, real))
-		return -1;
-	snprintf(out, n, "%s", real);
-	return 0;
+	for (const char *const *p = shim_places; *p; p++) {
+		char path[PATH_MAX + 64], real[PATH_MAX];
+		if ((size_t)snprintf(path, sizeof path, "%s/%s", self, *p) >=
+		    sizeof path)
+			continue;
+		if (realpath(path, real) && strlen(real) < n) {
+			snprintf(out, n, "%s", real);
+			return 0;
+		}
+	}
+	return -1;
 }
 
 /* Expands %p, %e and %% of pattern into out. Returns 0, or -1 if too long. */
@@ -312,7 +322,11 @@ int cmd_record(int argc, char **argv)
 			output = argv[++i];
 			output_given = 1;
 		} else if (strcmp(a, "--depth") == 0 && i + 1 < argc) {
-			setenv("MALLOCK_STACK_DEPTH", argv[++i], 1);
+			long v; /* the shim's range (shim/core/config.h) */
+			if (cli_number("record", "--depth", argv[++i], 1, 64,
+			               &v))
+				return CLI_EXIT_BAD_VALUE;
+			setenv("MALLOCK_STACK_DEPTH", argv[i], 1);
 		} else if (strcmp(a, "--unwind") == 0 && i + 1 < argc) {
 			setenv("MALLOCK_UNWIND", argv[++i], 1);
 		} else if (strcmp(a, "--exe") == 0 && i + 1 < argc) {
@@ -324,16 +338,10 @@ int cmd_record(int argc, char **argv)
 		} else if (strcmp(a, "--no-compress") == 0) {
 			pack = 0;
 		} else if (strcmp(a, "--compress-level") == 0 && i + 1 < argc) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || end == argv[i] || v < TC_LEVEL_MIN ||
-			    v > TC_LEVEL_MAX) {
-				fprintf(stderr,
-				        "mallock record: --compress-level "
-				        "%s: not a level from %d to %d\n",
-				        argv[i], TC_LEVEL_MIN, TC_LEVEL_MAX);
-				return 2;
-			}
+			long v;
+			if (cli_number("record", "--compress-level", argv[++i],
+			               TC_LEVEL_MIN, TC_LEVEL_MAX, &v))
+				return CLI_EXIT_BAD_VALUE;
 			level = (int)v;
 		} else if (a[0] == '-') {
 			fprintf(stderr,
@@ -362,8 +370,8 @@ int cmd_record(int argc, char **argv)
 	} else if (find_shim(shim, sizeof shim) < 0) {
 		fprintf(stderr,
 		        "mallock record: libmallock.so not found beside this "
-		        "program (expected ../lib/libmallock.so); use --shim "
-		        "PATH\n");
+		        "program (expected " MALLOCK_SHIM_INSTALLED
+		        " or " MALLOCK_SHIM_BUILD "); use --shim PATH\n");
 		return 2;
 	}
 	if (!output)

@@ -3,9 +3,17 @@
  * each trace (load.c), filtering and ranking the findings, and dispatch to
  * the output format.
  *
+ * TRACE "-" is the standard input: a regular file there is read in place
+ * (/proc/self/fd/0), anything else (a pipe) is first copied into an
+ * unnamed temporary file in $TMPDIR (O_TMPFILE, or a file unlinked at once:
+ * nothing is left behind),
+ * since the reader reads at offsets and the binary outputs read each trace
+ * twice.
+ *
  * Exit status: 0 (also for a truncated trace, which is reported up to its
  * last good chunk), 1 on an I/O or usage error, 2 when a file is not a
- * mallock trace or of an unsupported version.
+ * mallock trace or of an unsupported version, or an option's value is bad
+ * (cli.h, CLI_EXIT_BAD_VALUE).
  */
 #define _GNU_SOURCE /* getopt_long */
 #include "cli.h"
@@ -15,7 +23,10 @@
 #include "symbols.h"
 #include "thresholds.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,7 +35,8 @@
 static void usage(FILE *o)
 {
 	fputs(
-	    "usage: mallock report [options] TRACE...\n"
+	    "usage: mallock report [options] TRACE...   (TRACE - : the "
+	    "standard input)\n"
 	    "  --format=text|json|folded|pprof|perfetto|html\n"
 	    "                             output (default text; pprof, "
 	    "perfetto\n"
@@ -100,6 +112,67 @@ static int parse_time(const char *s, uint64_t *ns)
 			return 0;
 		}
 	return -1;
+}
+
+/* A path the reader can open for the trace on stdin, into out: 0, or -1
+ * after one line on stderr. */
+static int stdin_trace(char *out, size_t n)
+{
+	struct stat st;
+	if (fstat(0, &st) != 0) {
+		fprintf(stderr, "mallock report: -: no standard input: %s\n",
+		        strerror(errno));
+		return -1;
+	}
+	if (S_ISREG(st.st_mode)) {
+		snprintf(out, n, "/proc/self/fd/0");
+		return 0;
+	}
+	if (isatty(0)) {
+		fprintf(stderr, "mallock report: -: the standard input is a "
+		                "terminal, not a trace (mallock report - < "
+		                "TRACE, or a pipe)\n");
+		return -1;
+	}
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+		/* A file system without O_TMPFILE: a named file, unlinked at
+		 * once. */
+		char tmpl[PATH_MAX];
+		if ((size_t)snprintf(tmpl, sizeof tmpl,
+		                     "%s/mallock-stdin.XXXXXX",
+		                     dir) < sizeof tmpl &&
+		    (fd = mkostemp(tmpl, O_CLOEXEC)) >= 0)
+			unlink(tmpl);
+	}
+	if (fd < 0) {
+		fprintf(stderr,
+		        "mallock report: -: cannot make a temporary file in %s "
+		        "for the standard input: %s\n",
+		        dir, strerror(errno));
+		return -1;
+	}
+	static char buf[1 << 16];
+	for (;;) {
+		ssize_t k = read(0, buf, sizeof buf);
+		if (k == 0)
+			break;
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0 || fd_write_all(fd, buf, (size_t)k) != 0) {
+			fprintf(stderr,
+			        "mallock report: -: copying the standard input "
+			        "to a temporary file in %s: %s\n",
+			        dir, strerror(errno));
+			close(fd);
+			return -1;
+		}
+	}
+	snprintf(out, n, "/proc/self/fd/%d", fd);
+	return 0; /* fd stays open until exit: the file's only name */
 }
 
 static bool keep(const report_t *r, const finding_t *f)
@@ -208,9 +281,14 @@ int cmd_report(int argc, char **argv)
 				return 1;
 			}
 			break;
-		case O_TOP:
-			r.top = atoi(optarg);
+		case O_TOP: {
+			long v;
+			if (cli_number("report", "--top", optarg, 0, 1000000,
+			               &v))
+				return CLI_EXIT_BAD_VALUE;
+			r.top = (int)v;
 			break;
+		}
 		case O_METRIC:
 			r.metric = parse_metric(optarg);
 			if (r.metric < 0) {
@@ -278,11 +356,12 @@ int cmd_report(int argc, char **argv)
 			if (parse_time(optarg,
 			               c == O_FROM ? &r.from_ns : &r.to_ns)) {
 				fprintf(stderr,
-				        "mallock report: bad time '%s' "
+				        "mallock report: %s '%s': not a time "
 				        "(seconds, or a number with s, ms, us "
 				        "or ns)\n",
+				        c == O_FROM ? "--from" : "--to",
 				        optarg);
-				return 1;
+				return CLI_EXIT_BAD_VALUE;
 			}
 			break;
 		case 'h':
@@ -324,7 +403,8 @@ int cmd_report(int argc, char **argv)
 	}
 	FILE *out = stdout;
 	if (outpath && !(out = fopen(outpath, "w"))) {
-		fprintf(stderr, "mallock: %s: cannot write\n", outpath);
+		fprintf(stderr, "mallock report: %s: cannot write: %s\n",
+		        outpath, strerror(errno));
 		free(threads);
 		free(targ);
 		return 1;
@@ -333,8 +413,29 @@ int cmd_report(int argc, char **argv)
 	progress_init(progress, format >= F_PPROF ? 3 : 2);
 	r.nm = (size_t)(argc - optind);
 	r.m = xcalloc(r.nm, sizeof *r.m);
-	for (size_t i = 0; i < r.nm && !rc; i++)
-		rc = load_trace(argv[optind + (int)i], &r.m[i], &r.f, &lo);
+	char stdin_path[64];
+	int stdin_used = 0;
+	for (size_t i = 0; i < r.nm && !rc; i++) {
+		const char *path = argv[optind + (int)i];
+		if (!strcmp(path, "-")) {
+			if (stdin_used++ ||
+			    stdin_trace(stdin_path, sizeof stdin_path)) {
+				if (stdin_used > 1)
+					fprintf(
+					    stderr,
+					    "mallock report: -: the standard "
+					    "input can be read only once\n");
+				rc = 1;
+				break;
+			}
+			path = stdin_path;
+		}
+		rc = load_trace(path, &r.m[i], &r.f, &lo);
+		/* The report names it as given; the binary outputs read it
+		 * again by its path (replay.c), so they keep the fd's. */
+		if (!rc && path == stdin_path && format < F_PPROF)
+			r.m[i].path = "-";
+	}
 	if (!rc && r.per_process && r.nm > 1) {
 		findings_t all = r.f;
 		for (size_t i = 0; i < r.nm; i++) {

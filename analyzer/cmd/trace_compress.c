@@ -618,16 +618,10 @@ int cmd_compress(int argc, char **argv)
 			compress_usage(stdout);
 			return 0;
 		} else if (strcmp(a, "--level") == 0 && i + 1 < argc) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || end == argv[i] || v < TC_LEVEL_MIN ||
-			    v > TC_LEVEL_MAX) {
-				fprintf(stderr,
-				        "mallock compress: --level %s: not "
-				        "a level from %d to %d\n",
-				        argv[i], TC_LEVEL_MIN, TC_LEVEL_MAX);
-				return 1;
-			}
+			long v;
+			if (cli_number("compress", "--level", argv[++i],
+			               TC_LEVEL_MIN, TC_LEVEL_MAX, &v))
+				return CLI_EXIT_BAD_VALUE;
 			level = (int)v;
 		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
 			out = argv[++i];

@@ -227,7 +227,7 @@ if cut:
 # ---- bad option -----------------------------------------------------------
 rc, out, err = run("report", "--format=perfetto", "--from=soon", "-o",
                    os.path.join(TMP, "x"), trace)
-check(rc == 1 and "bad time" in err, "--from=soon: %d %s" % (rc, err))
+check(rc == 2 and "not a time" in err, "--from=soon: %d %s" % (rc, err))
 rc, out, err = run("report", "--format=perfetto", "--from=2ms", "--to=1ms",
                    "-o", os.path.join(TMP, "x"), trace)
 check(rc == 1 and "before --to" in err, "--from after --to: %d %s"

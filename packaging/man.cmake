@@ -1,0 +1,38 @@
+# man.cmake: one man page from one docs/ page, run by packaging/
+# (cmake -DPANDOC= -DIN=docs/PAGE.md -DOUT=NAME.1.gz -DNAME= -DVERSION= -P).
+# The page's first heading ("# mallock-diff(1)") is replaced by the man
+# page's title line (NAME, section 1); its "## Name", "## Synopsis"...
+# become the sections, upper-cased as man pages have them.
+file(READ ${IN} text)
+string(REGEX REPLACE "^# [^\n]*\n" "" text "${text}")
+string(REGEX MATCHALL "\n## [^\n]*" heads "${text}")
+foreach(h IN LISTS heads)
+  string(TOUPPER "${h}" H)
+  string(REPLACE "${h}" "${H}" text "${text}")
+endforeach()
+# whatis(1) and lintian want "NAME - summary" there, the page's own name.
+string(REGEX MATCH "\n## NAME\n\n[^\n]*( -[^\n]*(\n[^\n#][^\n]*)*)" name_sec
+  "${text}")
+if(NOT name_sec)
+  message(FATAL_ERROR "${IN}: no '## Name' section with 'NAME - summary'")
+endif()
+string(REPLACE "${name_sec}" "\n## NAME\n\n${NAME}${CMAKE_MATCH_1}" text
+  "${text}")
+file(WRITE ${OUT}.md "${text}")
+execute_process(COMMAND ${PANDOC} --standalone --from=gfm --to=man
+    --shift-heading-level-by=-1
+    --metadata=title:${NAME} --metadata=section:1
+    "--metadata=header:mallock manual"
+    "--metadata=footer:mallock ${VERSION}" --metadata=date:
+    ${OUT}.md --output=${OUT}.tmp
+  RESULT_VARIABLE rc ERROR_VARIABLE err)
+file(REMOVE ${OUT}.md)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "pandoc ${IN}: ${err}")
+endif()
+execute_process(COMMAND gzip -9n -c ${OUT}.tmp OUTPUT_FILE ${OUT}
+  RESULT_VARIABLE rc)
+file(REMOVE ${OUT}.tmp)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "gzip ${OUT} failed")
+endif()

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""The .deb CPack makes from the build (cpack -G DEB), unpacked with
+dpkg-deb -x into a temporary root: ROOT/usr/bin/mallock records /bin/true
+with ROOT/usr/lib/mallock/libmallock.so (found relative to itself, not
+through the build tree or /usr), the package holds the man pages, .pc,
+CMake config, completion, copyright and changelog, and lintian (installed
+with apt-get when missing; Debian's package checker) reports no error."""
+import shutil
+import sys
+import tempfile
+
+from common import *
+
+BUILD, SRC = sys.argv[1], sys.argv[2]
+TMP = tempfile.mkdtemp(prefix="mallock-deb-")
+rc, out, err = run(["cpack", "-G", "DEB", "-B", os.path.join(TMP, "pkg"),
+                    "--config", os.path.join(BUILD, "CPackConfig.cmake")])
+debs = [os.path.join(TMP, "pkg", f) for f in
+        os.listdir(os.path.join(TMP, "pkg"))
+        if f.endswith(".deb")] if rc == 0 else []
+if not check(rc == 0 and len(debs) == 1, "cpack -G DEB: %d %s %s"
+             % (rc, out[-500:], err[-500:])):
+    done("install_deb")
+deb = debs[0]
+rc, info, err = run(["dpkg-deb", "-f", deb, "Package", "Depends"])
+check(rc == 0 and "Package: mallock" in info and "libunwind" in info,
+      "control: %r %s" % (info, err))
+root = os.path.join(TMP, "root")
+rc, out, err = run(["dpkg-deb", "-x", deb, root])
+check(rc == 0, "dpkg-deb -x: %s" % err)
+for f in ("usr/bin/mallock", "usr/lib/mallock/libmallock.so",
+          "usr/include/mallock.h", "usr/share/pkgconfig/mallock.pc",
+          "usr/share/cmake/mallock/mallockConfig.cmake",
+          "usr/share/bash-completion/completions/mallock",
+          "usr/share/man/man1/mallock.1.gz",
+          "usr/share/man/man1/mallock-report.1.gz",
+          "usr/share/doc/mallock/copyright",
+          "usr/share/doc/mallock/changelog.gz"):
+    check(os.path.isfile(os.path.join(root, f)), "in the .deb: " + f)
+record_true(root, "usr/bin", "usr/lib", TMP)
+
+lintian = shutil.which("lintian")
+if not lintian and os.geteuid() == 0:
+    print("lintian missing: apt-get install -y lintian")
+    subprocess.run("apt-get install -y -qq --no-install-recommends lintian "
+                   "|| (apt-get update -qq && apt-get install -y -qq "
+                   "--no-install-recommends lintian)", shell=True,
+                   env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lintian = shutil.which("lintian")
+if check(lintian is not None, "lintian installed (scripts/install-deps.sh "
+         "--test-tools)"):
+    rc, out, err = run([lintian, deb])
+    errors = [l for l in (out + err).splitlines() if l.startswith("E: ")]
+    check(not errors, "lintian errors: %r" % errors)
+    print("lintian: %d warnings" % sum(l.startswith("W: ")
+                                      for l in out.splitlines()))
+shutil.rmtree(TMP, ignore_errors=True)
+done("install_deb")
