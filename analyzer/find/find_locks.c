@@ -154,6 +154,8 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 typedef struct cnest {
 	uint32_t outer, inner, site;
 	uint64_t n, wait, hold;
+	uint64_t up, down; /* nestings with the inner lock at a higher, lower
+	                      address than the outer (one class) */
 } cnest_t;
 
 void find_nested_locks(model_t *m, findings_t *out)
@@ -179,6 +181,14 @@ void find_nested_locks(model_t *m, findings_t *out)
 		v[*x].n += p->n;
 		v[*x].wait += p->inner_wait_ns;
 		v[*x].hold += p->inner_hold_ns;
+		if (co == ci) {
+			uint64_t ao = m->lock[p->outer].addr,
+			         ai = m->lock[p->inner].addr;
+			if (ai > ao)
+				v[*x].up += p->n;
+			else if (ai < ao)
+				v[*x].down += p->n;
+		}
 	}
 	for (size_t i = 0; i < n; i++) {
 		const cnest_t *p = &v[i];
@@ -208,6 +218,40 @@ void find_nested_locks(model_t *m, findings_t *out)
 		finding_put(f, "inner_contended", (double)in->s.contended);
 		finding_put(f, "outer_hold_share_in_inner", share);
 		char a[128], b[128];
+		if (p->outer == p->inner) {
+			/* Instances of one class nested: one lock cannot do
+			 * for both, the order of the instances matters. */
+			finding_put(f, "nested_ascending_address",
+			            (double)p->up);
+			finding_put(f, "nested_descending_address",
+			            (double)p->down);
+			const char *order =
+			    p->up && p->down
+			        ? "in both address orders: two threads taking "
+			          "two of them in opposite orders can "
+			          "deadlock; "
+			          "take them in one order (by address, or by "
+			          "the structure's own order) and check what "
+			          "the "
+			          "outer instance protects while the inner is "
+			          "taken"
+			    : p->up || p->down
+			        ? "always in one address order (a hierarchy, "
+			          "parent before child, or an order by "
+			          "address): waiters of the outer instance "
+			          "also "
+			          "wait for the inner one; check whether the "
+			          "outer instance must stay held while the "
+			          "inner "
+			          "one is taken"
+			        : "";
+			snprintf(f->advice, sizeof f->advice,
+			         "Two instances of %s are held at once, one "
+			         "taken while the other is held, %s.",
+			         lock_label(m, &m->lock[in->rep], a, sizeof a),
+			         order);
+			continue;
+		}
 		snprintf(f->advice, sizeof f->advice,
 		         "Lock %s is taken while %s is held, so waiters of the "
 		         "outer lock also wait for the inner one: use one lock "

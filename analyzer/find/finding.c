@@ -184,6 +184,24 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		char o[128], i[128];
 		lock_label(m, &m->lock[m->cls[f->cls].rep], o, sizeof o);
 		lock_label(m, &m->lock[m->cls[f->cls2].rep], i, sizeof i);
+		if (f->cls == f->cls2) {
+			snprintf(
+			    buf, len,
+			    "%.0f acquisitions of an instance of %s while "
+			    "holding another one (%.0f at a higher address, "
+			    "%.0f at a lower); %s waited on the inner instance "
+			    "meanwhile; the outer ones were waited on for %s "
+			    "(%.1f%% of their hold time is spent holding an "
+			    "inner one).",
+			    ev(f, "nested_acquisitions"), i,
+			    ev(f, "nested_ascending_address"),
+			    ev(f, "nested_descending_address"),
+			    human_ns(a, sizeof a,
+			             ev(f, "inner_wait_ns_while_outer_held")),
+			    human_ns(b, sizeof b, ev(f, "outer_wait_ns")),
+			    100 * ev(f, "outer_hold_share_in_inner"));
+			break;
+		}
 		snprintf(
 		    buf, len,
 		    "%.0f acquisitions of %s while holding %s; %s waited on "

@@ -279,6 +279,12 @@ typedef struct lockclass {
 	bool has_owner;
 	uint8_t owner_inl;
 	uint64_t owner_addr;
+	/* Where the lock's object was made (classes.c, lock_maker): the
+	 * creator's call of the constructor and the creator's caller, part
+	 * of the key; by_maker: the owner shown is one of them, as the
+	 * factory (base_key, the key without them) made several classes. */
+	bool has_maker, by_maker;
+	uint64_t base_key, made_addr, caller_addr;
 } lockclass_t;
 
 /* Totals of one process. X(name, json name) */

@@ -388,14 +388,11 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 		if (f->cls2 != NONE32)
 			fprintf(out, "   inner  %s\n",
 			        class_label(m, f->cls2, lab, sizeof lab));
-		frame_t fr, own;
+		frame_t fr;
 		if (sym_stack_site(m, m->cls[c].site, &fr)) {
-			char ob[600] = "";
-			if (class_owner(m, c, &own)) {
-				char o[512];
-				snprintf(ob, sizeof ob, ", called from %s",
-				         frame_label(&own, o, sizeof o));
-			}
+			char ob[600] = "", o[512];
+			if (class_owner_label(m, c, o, sizeof o))
+				snprintf(ob, sizeof ob, ", called from %s", o);
 			fprintf(out, "   %-6s %s%s\n",
 			        m->cls[c].by_init ? "init" : "site",
 			        frame_label(&fr, buf, sizeof buf), ob);

@@ -53,6 +53,10 @@
  *             fx_event_wait < fx_worker, which only "fx-post" wakes (3
  *             waiters) at t0 + 5290 in fx_event_post < fx_poster (a
  *             signal word: waiting for work).
+ *   factory   locks in heap blocks made by one constructor
+ *             (scenario_factory): 1000 in one loop, three defined one by
+ *             one, four through a make function from two callers; two
+ *             threads nest two of the defined ones and two buckets.
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -184,6 +188,40 @@ FRAME_FN(fx_event_post)
 FRAME_FN(fx_poster)
 FRAME_FN(fx_flush)
 FRAME_FN(fx_table_new)
+FRAME_FN(os_malloc)
+FRAME_FN(mon_ctor)
+FRAME_FN(table_new)
+FRAME_FN(vm_init)
+FRAME_FN(make_lock)
+FRAME_FN(site_a)
+FRAME_FN(site_b)
+FRAME_FN(vm_use)
+FRAME_FN(bucket_op)
+
+/* factory: one function defining three locks (HotSpot's mutex_init): each
+ * `new Lock` is an allocation, then a constructor call, at return
+ * addresses of their own; dm_ret[2 j] and dm_ret[2 j + 1] for lock j. */
+static uint64_t dm_ret[6];
+__attribute__((noinline)) static void dm_mark(int i)
+{
+	dm_ret[i] = (uint64_t)(uintptr_t)__builtin_return_address(0);
+}
+__attribute__((noinline, used)) void vm_mutex_init(void);
+__attribute__((noinline, used)) void vm_mutex_init(void)
+{
+	dm_mark(0); /* Heap_lock: its allocation, its constructor */
+	sink += 1;
+	dm_mark(1);
+	sink += 2;
+	dm_mark(2); /* Threads_lock */
+	sink += 3;
+	dm_mark(3);
+	sink += 4;
+	dm_mark(4); /* Compile_lock */
+	sink += 5;
+	dm_mark(5);
+	sink += 6;
+}
 
 /* --static-tcmalloc: gperftools' hook caller, the leaf of the stacks of
  * allocations recorded through MallocHook (a C++ name: its mangled label
@@ -1051,6 +1089,107 @@ static void scenario_locks(tw_t **c, uint64_t nlocks)
 }
 
 /*
+ * factory: locks in heap blocks, all made by one constructor (mon_ctor),
+ * as HotSpot makes every Mutex with `new Mutex(...)` (os::malloc, then the
+ * constructor); main (thread PID) makes, at T0 + 1000 on, 100 ns apart:
+ *   - 1000 "bucket" locks in one loop of table_new < vm_init (blocks of 64
+ *     bytes at 0x40000000 + 64 k, each lock at +8; ids 5000 + k): one
+ *     class;
+ *   - three locks defined one by one in vm_mutex_init < vm_init, each its
+ *     own allocation and constructor call (0x41000000 + 0x100 j, +8; ids
+ *     6000 + j): three classes;
+ *   - four locks made by make_lock (it allocates and constructs), two
+ *     called from site_a, two from site_b (0x42000000 + 0x100 j, +8; ids
+ *     6100 + j): two classes.
+ * Per round r (t0 = T0 + 200000 + r * 10000), "vm-1" takes lock 6000 at
+ * t0, then lock 6001 at t0 + 100 (nested), releases it at t0 + 300 and
+ * 6000 at t0 + 1000; "vm-2" takes 6000 at t0 + 1000 after a 500 ns wait
+ * (released at t0 + 1100). Then vm-1 takes bucket b = r % 999 at
+ * t0 + 2000 and bucket b + 1 (the next address) at t0 + 2100, releases
+ * both at t0 + 2300 and 2400; vm-2 takes bucket b + 1 at t0 + 2300 after
+ * a 200 ns wait, released at t0 + 2350.
+ */
+enum {
+	S_FAC_TBL_A = 200,
+	S_FAC_TBL_I,
+	S_FAC_DEF_A, /* + 2 j: allocation, + 2 j + 1: init, j = 0..2 */
+	S_FAC_MK_A = S_FAC_DEF_A + 6, /* site_a: alloc, init; site_b: +2 */
+	S_FAC_USE = S_FAC_MK_A + 4,
+	S_FAC_USE2,
+	S_FAC_BUCKET
+};
+static void scenario_factory(tw_t *proc, tw_t *mt, tw_t *w1, tw_t *w2,
+                             int rounds)
+{
+	uint64_t f[4];
+	vm_mutex_init();
+	f[0] = fa(os_malloc), f[1] = fa(table_new), f[2] = fa(vm_init);
+	m_stack(proc, S_FAC_TBL_A, 3, f);
+	f[0] = fa(mon_ctor), f[1] = fa(table_new) + 4;
+	m_stack(proc, S_FAC_TBL_I, 3, f);
+	for (int j = 0; j < 3; j++) {
+		f[0] = fa(os_malloc), f[1] = dm_ret[2 * j];
+		f[2] = fa(vm_init) + 4;
+		m_stack(proc, S_FAC_DEF_A + 2 * (uint64_t)j, 3, f);
+		f[0] = fa(mon_ctor), f[1] = dm_ret[2 * j + 1];
+		m_stack(proc, S_FAC_DEF_A + 2 * (uint64_t)j + 1, 3, f);
+	}
+	for (int j = 0; j < 2; j++) {
+		f[0] = fa(os_malloc), f[1] = fa(make_lock);
+		f[2] = fa(j ? site_b : site_a);
+		m_stack(proc, S_FAC_MK_A + 2 * (uint64_t)j, 3, f);
+		f[0] = fa(mon_ctor), f[1] = fa(make_lock) + 4;
+		m_stack(proc, S_FAC_MK_A + 2 * (uint64_t)j + 1, 3, f);
+	}
+	f[0] = fa(vm_use), f[1] = fa(mallock_test_thread_start);
+	m_stack(proc, S_FAC_USE, 2, f);
+	f[0] = fa(vm_use) + 4;
+	m_stack(proc, S_FAC_USE2, 2, f);
+	f[0] = fa(bucket_op);
+	m_stack(proc, S_FAC_BUCKET, 2, f);
+	tw_flush(proc);
+	uint64_t t = T0 + 1000;
+	typedef struct {
+		uint64_t id, ptr, astk, istk;
+	} mk_t;
+	static mk_t mk[1007];
+	int n = 0;
+	for (uint64_t k = 0; k < 1000; k++)
+		mk[n++] = (mk_t){5000 + k, 0x40000000 + 64 * k, S_FAC_TBL_A,
+		                 S_FAC_TBL_I};
+	for (uint64_t j = 0; j < 3; j++)
+		mk[n++] = (mk_t){6000 + j, 0x41000000 + 0x100 * j,
+		                 S_FAC_DEF_A + 2 * j, S_FAC_DEF_A + 2 * j + 1};
+	for (uint64_t j = 0; j < 4; j++)
+		mk[n++] = (mk_t){6100 + j, 0x42000000 + 0x100 * j,
+		                 S_FAC_MK_A + 2 * (j / 2),
+		                 S_FAC_MK_A + 2 * (j / 2) + 1};
+	for (int i = 0; i < n; i++, t += 100) {
+		E(mt, FMT_ALLOC, t, mk[i].ptr, 64, mk[i].astk, 100, FMT_FN_NEW);
+		m_lock_new(mt, mk[i].id, mk[i].ptr + 8, FMT_KIND_MUTEX,
+		           FMT_LOCKF_INIT);
+		E(mt, FMT_LOCK_INIT, t + 50, mk[i].id, mk[i].istk, 0, 0, 0);
+	}
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 200000 + (uint64_t)r * 10000;
+		uint64_t b = 5000 + (uint64_t)(r % 999);
+		E(w1, FMT_ACQ, t0, 6000, S_FAC_USE, 0, 0, 0);
+		E(w1, FMT_ACQ, t0 + 100, 6001, S_FAC_USE2, 0, 0, 0);
+		E(w1, FMT_REL, t0 + 300, 6001, 0, 0, 0, 0);
+		E(w1, FMT_REL_CONTENDED, t0 + 1000, 6000, S_FAC_USE, 0, 0, 0);
+		E(w2, FMT_ACQ_WAIT, t0 + 1000, 6000, S_FAC_USE, 500, 1, 0);
+		E(w2, FMT_REL, t0 + 1100, 6000, 0, 0, 0, 0);
+		E(w1, FMT_ACQ, t0 + 2000, b, S_FAC_BUCKET, 0, 0, 0);
+		E(w1, FMT_ACQ, t0 + 2100, b + 1, S_FAC_BUCKET, 0, 0, 0);
+		E(w1, FMT_REL_CONTENDED, t0 + 2300, b + 1, S_FAC_BUCKET, 0, 0,
+		  0);
+		E(w1, FMT_REL, t0 + 2400, b, 0, 0, 0, 0);
+		E(w2, FMT_ACQ_WAIT, t0 + 2300, b + 1, S_FAC_BUCKET, 200, 1, 0);
+		E(w2, FMT_REL, t0 + 2350, b + 1, 0, 0, 0, 0);
+	}
+}
+
+/*
  * big: T threads, each looping: ACQ lock (t % 4), ALLOC (stack t % 8),
  * REL, FREE of the block allocated 64 iterations before. 4 events per
  * iteration plus a few per round; live blocks stay at 64 per thread.
@@ -1277,6 +1416,19 @@ int main(int argc, char **argv)
 			m_thread_name(proc, 300 + (uint64_t)i, name);
 		}
 		scenario_locks(c, nlocks);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
+		return 0;
+	}
+	if (!strcmp(sc, "factory")) {
+		tw_t *mt = tw_new(PID), *w1 = tw_new(401), *w2 = tw_new(402);
+		m_thread_name(proc, 401, "vm-1");
+		m_thread_name(proc, 402, "vm-2");
+		E(mt, FMT_THREAD_START, T0 + 10, 1, 0, 0, 0, 0);
+		E(w1, FMT_THREAD_START, T0 + 20, PID, 0, 0, 0, 0);
+		E(w2, FMT_THREAD_START, T0 + 30, PID, 0, 0, 0, 0);
+		scenario_factory(proc, mt, w1, w2, rounds);
 		m_end(proc, nevents);
 		finish_file();
 		fclose(out);
