@@ -57,6 +57,9 @@
  *             (scenario_factory): 1000 in one loop, three defined one by
  *             one, four through a make function from two callers; two
  *             threads nest two of the defined ones and two buckets.
+ *   lifo      a most-recently-idle pool, one condition per worker, its
+ *             acceptor on a worker thread (scenario_lifo): uneven wakes
+ *             by design, no starvation.
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -1190,6 +1193,57 @@ static void scenario_factory(tw_t *proc, tw_t *mt, tw_t *w1, tw_t *w2,
 }
 
 /*
+ * lifo: a pool that hands each task to the most recently idle worker, one
+ * condition variable per worker, its acceptor a task on a worker thread
+ * (varnish's): "wrk-5" (tid 506, the acceptor) and "wrk-k" (501 + k,
+ * k = 0..4) all run pool_take < pool_worker. In round r (t0 = T0 + 100000
+ * + r * 10000) the acceptor takes the pool lock "pool" (7000) and
+ * signals worker k's own condition (7100 + k) when r % 2^k == 0 (a = t0 +
+ * 100 k: ACQ a, SIGNAL a + 10, REL a + 20); wrk-k is woken at a + 30,
+ * releases at a + 40, works 1000 ns, takes the lock again at a + 1040 and
+ * waits on its condition (+10). The workers sleep most of their lives,
+ * woken 1, 1/2, 1/4, 1/8, 1/16 times per round; the acceptor is woken
+ * never (one wait at its start) and takes the lock 1 to 5 times per
+ * round; no thread ever waits for the lock: no starvation.
+ */
+static void scenario_lifo(tw_t *acc, tw_t **w, int rounds)
+{
+	for (int k = 0; k < 5; k++) {
+		uint64_t a = T0 + 1000 + 10 * (uint64_t)k;
+		E(w[k], FMT_ACQ, a, 7000, S_POOL, 0, 0, 0);
+		E(w[k], FMT_COND_WAIT, a + 5, 7100 + (uint64_t)k, 7000, 0, 0,
+		  0);
+	}
+	E(acc, FMT_ACQ, T0 + 1100, 7000, S_POOL, 0, 0, 0);
+	E(acc, FMT_COND_WAIT, T0 + 1105, 7105, 7000, 0, 0, 0);
+	E(acc, FMT_COND_WAKE, T0 + 1200, 7105, 7000, 0, 0, 0);
+	E(acc, FMT_REL, T0 + 1210, 7000, 0, 0, 0, 0);
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int k = 0; k < 5; k++) {
+			if (r % (1 << k))
+				continue;
+			uint64_t a = t0 + 100 * (uint64_t)k;
+			tw_t *t = w[k];
+			E(acc, FMT_ACQ, a, 7000, S_POOL, 0, 0, 0);
+			E(acc, FMT_COND_SIGNAL, a + 10, 7100 + (uint64_t)k, 0,
+			  0, 0, 0);
+			E(acc, FMT_REL, a + 20, 7000, 0, 0, 0, 0);
+			E(t, FMT_COND_WAKE, a + 30, 7100 + (uint64_t)k, 7000, 0,
+			  0, 0);
+			E(t, FMT_REL, a + 40, 7000, 0, 0, 0, 0);
+			E(t, FMT_ACQ, a + 1040, 7000, S_POOL, 0, 0, 0);
+			E(t, FMT_COND_WAIT, a + 1050, 7100 + (uint64_t)k, 7000,
+			  0, 0, 0);
+		}
+	}
+	/* The acceptor's last event: its life spans the rounds. */
+	uint64_t end = T0 + 100000 + (uint64_t)rounds * 10000;
+	E(acc, FMT_ACQ, end, 7000, S_POOL, 0, 0, 0);
+	E(acc, FMT_REL, end + 10, 7000, 0, 0, 0, 0);
+}
+
+/*
  * big: T threads, each looping: ACQ lock (t % 4), ALLOC (stack t % 8),
  * REL, FREE of the block allocated 64 iterations before. 4 events per
  * iteration plus a few per round; live blocks stay at 64 per thread.
@@ -1416,6 +1470,28 @@ int main(int argc, char **argv)
 			m_thread_name(proc, 300 + (uint64_t)i, name);
 		}
 		scenario_locks(c, nlocks);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
+		return 0;
+	}
+	if (!strcmp(sc, "lifo")) {
+		define_stacks(proc);
+		tw_t *acc = tw_new(506), *w[5];
+		m_thread_name(proc, 506, "wrk-5");
+		char name[32];
+		for (int k = 0; k < 5; k++) {
+			w[k] = tw_new(501 + (uint32_t)k);
+			snprintf(name, sizeof name, "wrk-%d", k);
+			m_thread_name(proc, 501 + (uint64_t)k, name);
+		}
+		scenario_lifo(acc, w, rounds);
+		m_lock_new(acc, 7000, 0x7000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_name(acc, 7000, 0, "pool");
+		for (int k = 0; k < 6; k++)
+			m_lock_new(acc, 7100 + (uint64_t)k,
+			           0x7100 + 0x40 * (uint64_t)k, FMT_KIND_COND,
+			           0);
 		m_end(proc, nevents);
 		finish_file();
 		fclose(out);
