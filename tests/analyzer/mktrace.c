@@ -60,6 +60,9 @@
  *   lifo      a most-recently-idle pool, one condition per worker, its
  *             acceptor on a worker thread (scenario_lifo): uneven wakes
  *             by design, no starvation.
+ *   striped   a lock hierarchy of stripes: 64 item locks of one class
+ *             over 8 static LRU locks, each its own class by its first
+ *             acquisition (scenario_striped).
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -1244,6 +1247,59 @@ static void scenario_lifo(tw_t *acc, tw_t **w, int rounds)
 }
 
 /*
+ * striped: a lock hierarchy of stripes (memcached's item locks under its
+ * LRU locks): 64 "item" locks made in one loop (ids 8000 + i, at
+ * 0x61000000 + 64 i, initialised at S_INIT: one class) and 8 static LRU
+ * locks nobody named or initialised (ids 8100 + j, at 0x62000 + 40 j),
+ * each first taken at a function of its own (queue_put, queue_take, ...:
+ * 8 classes by first acquisition). Per round r (t0 = T0 + 100000 +
+ * r * 10000), thread "mc-k" (k = 0..3, a = t0 + 2000 k) takes item
+ * (r + 16 k) % 64 at a, LRU lock (r + k) % 8 at a + 100 (after a 300 ns
+ * wait when k > 0), releases it at a + 600 and the item at a + 800.
+ */
+static void scenario_striped(tw_t **t, int rounds)
+{
+	static void (*const first[8])(void) = {
+	    queue_put, queue_take, stats_update, outer_op,
+	    inner_op,  starved_op, churn_op,     worker_main};
+	uint64_t f[2];
+	for (int j = 0; j < 8; j++) {
+		f[0] = fa(first[j]), f[1] = fa(mallock_test_thread_start);
+		m_stack(t[0], 300 + (uint64_t)j, 2, f);
+	}
+	for (uint64_t i = 0; i < 64; i++) {
+		m_lock_new(t[0], 8000 + i, 0x61000000 + 64 * i, FMT_KIND_MUTEX,
+		           FMT_LOCKF_INIT);
+		E(t[0], FMT_LOCK_INIT, T0 + 1000 + 10 * i, 8000 + i, S_INIT, 0,
+		  0, 0);
+	}
+	for (uint64_t j = 0; j < 8; j++)
+		m_lock_new(t[0], 8100 + j, 0x62000 + 40 * j, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
+	bool seen[8] = {0};
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int k = 0; k < 4; k++) {
+			uint64_t a = t0 + 2000 * (uint64_t)k;
+			uint64_t item = 8000 + (uint64_t)((r + 16 * k) % 64);
+			int j = (r + k) % 8;
+			uint64_t site = seen[j] ? S_OUTER : 300 + (uint64_t)j;
+			seen[j] = true;
+			E(t[k], FMT_ACQ, a, item, S_PUT_SITE, 0, 0, 0);
+			if (k)
+				E(t[k], FMT_ACQ_WAIT, a + 100,
+				  8100 + (uint64_t)j, site, 300, 1, 0);
+			else
+				E(t[k], FMT_ACQ, a + 100, 8100 + (uint64_t)j,
+				  site, 0, 0, 0);
+			E(t[k], FMT_REL, a + 600, 8100 + (uint64_t)j, 0, 0, 0,
+			  0);
+			E(t[k], FMT_REL, a + 800, item, 0, 0, 0, 0);
+		}
+	}
+}
+
+/*
  * big: T threads, each looping: ACQ lock (t % 4), ALLOC (stack t % 8),
  * REL, FREE of the block allocated 64 iterations before. 4 events per
  * iteration plus a few per round; live blocks stay at 64 per thread.
@@ -1492,6 +1548,21 @@ int main(int argc, char **argv)
 			m_lock_new(acc, 7100 + (uint64_t)k,
 			           0x7100 + 0x40 * (uint64_t)k, FMT_KIND_COND,
 			           0);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
+		return 0;
+	}
+	if (!strcmp(sc, "striped")) {
+		define_stacks(proc);
+		tw_t *t[4];
+		char name[32];
+		for (int k = 0; k < 4; k++) {
+			t[k] = tw_new(601 + (uint32_t)k);
+			snprintf(name, sizeof name, "mc-%d", k);
+			m_thread_name(proc, 601 + (uint64_t)k, name);
+		}
+		scenario_striped(t, rounds);
 		m_end(proc, nevents);
 		finish_file();
 		fclose(out);
