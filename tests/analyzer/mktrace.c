@@ -112,6 +112,10 @@
  *                     library: libtcmalloc.so.4...), mapped nowhere used
  *   --slow-outside    cascade: every 10th allocation outside the locks
  *                     (the 32-byte blocks) takes 5000 ns, not 150
+ *   --slow-size N     cascade: those blocks are N bytes (default 32)
+ *   --slow-realloc    cascade: the slow ones are fast allocations grown by
+ *                     a 5000 ns realloc to twice their size
+ *   --slow-one-thread cascade: only the first producer makes them
  *   --churn-size N    mixed: the churn blocks are N bytes (default 16)
  *   --two-lines       cascade: the producers allocate under "queue" from
  *                     tree_insert, at one line in even rounds and at
@@ -630,6 +634,9 @@ static bool unknown_free;                 /* --unknown-free */
 static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 static bool slow_outside;        /* --slow-outside */
+static uint64_t slow_size = 32;  /* --slow-size */
+static bool slow_realloc;        /* --slow-realloc */
+static bool slow_one_thread;     /* --slow-one-thread */
 static bool static_tcmalloc;     /* --static-tcmalloc */
 static uint64_t churn_size = 16; /* --churn-size */
 static bool unnamed, global_stats, global_past, heap_queue, two_lines, wrapped;
@@ -774,10 +781,21 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 			if (precise)
 				E(t, FMT_ALLOC, a + 1350, ptr, 48, S_PUT_ALLOC,
 				  200, FMT_FN_NEW);
-			E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000, 32,
-			  S_WORK_ALLOC,
-			  slow_outside && r % 10 == 0 ? 5000 : 150,
-			  FMT_FN_MALLOC);
+			if (slow_one_thread && i > 0)
+				continue;
+			bool slow = slow_outside && r % 10 == 0;
+			if (slow && slow_realloc) {
+				/* grown in place by a slow realloc */
+				E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000,
+				  slow_size, S_WORK_ALLOC, 150, FMT_FN_MALLOC);
+				E(t, FMT_REALLOC, a + 1420, ptr + 0x1000000,
+				  ptr + 0x1000000, 2 * slow_size, S_WORK_ALLOC,
+				  5000);
+			} else {
+				E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000,
+				  slow_size, S_WORK_ALLOC, slow ? 5000 : 150,
+				  FMT_FN_MALLOC);
+			}
 			E(t, FMT_FREE, a + 1450, ptr + 0x1000000, 150, 0, 0, 0);
 		}
 		uint64_t w = t0 + 5000;
@@ -1433,6 +1451,12 @@ int main(int argc, char **argv)
 			module = v, i++;
 		else if (!strcmp(a, "--slow-outside"))
 			slow_outside = true;
+		else if (!strcmp(a, "--slow-size"))
+			slow_size = strtoull(v ? v : "32", NULL, 0), i++;
+		else if (!strcmp(a, "--slow-realloc"))
+			slow_realloc = true;
+		else if (!strcmp(a, "--slow-one-thread"))
+			slow_one_thread = true;
 		else if (!strcmp(a, "--idle-waiters"))
 			idle[0] = idle[1] = &thr[0]; /* made below */
 		else if (!strcmp(a, "--wrapped"))
