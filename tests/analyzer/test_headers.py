@@ -98,6 +98,16 @@ check("tcache_max" in a and "narenas" not in a,
 a = slow_advice("--module", JEM, "--slow-realloc", "--slow-one-thread")
 check("realloc" in a and "doubling" in a and "arenas" not in a,
       "jemalloc, one thread growing blocks with realloc: " + a)
+# A JVM (libjvm.so loaded): the header says which locks mallock sees (the
+# VM's pthread locks) and which it cannot (Java monitors), in one line.
+p, _ = mktrace("cascade", "jvm.trace", "--module",
+               "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so")
+bs = report_json(p)["trace"]["blind_spot"] or ""
+check("pthread locks" in bs and "Java monitors" in bs,
+      "a JVM's header names the locks seen and not seen: %r" % bs)
+p, _ = mktrace("cascade", "nojvm.trace")
+eq(report_json(p)["trace"]["blind_spot"], None, "no JVM, no such line")
+
 a = slow_advice("--slow-one-thread")
 check("one thread" in a and "arena_max" not in a,
       "glibc, one allocating thread: no arena advice: " + a)
