@@ -105,10 +105,57 @@ static const char *side_label(model_t *m, uint32_t si, uint32_t other,
 	return frame_label(&a[k], buf, len);
 }
 
+/* Two futex_lock findings whose words carry one label (both "first
+ * waited on in" one function) are told apart by the first frame where
+ * their waiters' stacks part, else their wakers': added to the named
+ * word's label. */
+static void part_labels(model_t *m, findings_t *out, size_t from)
+{
+	frame_t a[SIDE_DEPTH], b[SIDE_DEPTH];
+	char la[700], lb[700], fr[512], nl[900];
+	for (size_t i = from; i < out->n; i++)
+		for (size_t j = i + 1; j < out->n; j++) {
+			finding_t *x = &out->v[i], *y = &out->v[j];
+			lock_t *lx = &m->lock[x->lock], *ly = &m->lock[y->lock];
+			if (lx->name || ly->name ||
+			    strcmp(lock_label(m, lx, la, sizeof la),
+			           lock_label(m, ly, lb, sizeof lb)) != 0)
+				continue;
+			for (int side = 0; side < 2; side++) {
+				uint32_t sx = side ? x->stack2 : x->stack,
+				         sy = side ? y->stack2 : y->stack;
+				int na = stack_view(m, sx, a, SIDE_DEPTH);
+				int nb = stack_view(m, sy, b, SIDE_DEPTH);
+				int k = 0;
+				while (k < na && k < nb &&
+				       same_function(&a[k], &b[k]))
+					k++;
+				if (k >= na && k >= nb)
+					continue; /* no frame parts them */
+				const char *how =
+				    side ? "woken in" : "waited on in";
+				if (k < na) {
+					snprintf(
+					    nl, sizeof nl, "%s, %s %s", la, how,
+					    frame_label(&a[k], fr, sizeof fr));
+					lx->label = arena_strdup(&m->arena, nl);
+				}
+				if (k < nb) {
+					snprintf(
+					    nl, sizeof nl, "%s, %s %s", lb, how,
+					    frame_label(&b[k], fr, sizeof fr));
+					ly->label = arena_strdup(&m->arena, nl);
+				}
+				break;
+			}
+		}
+}
+
 void find_futex_locks(model_t *m, findings_t *out)
 {
 	if (!m->ncls)
 		return;
+	size_t from = out->n;
 	fword_t *v = xcalloc(m->ncls, sizeof *v);
 	for (uint32_t i = 0; i < m->ncls; i++)
 		v[i].top = v[i].stk[0] = v[i].stk[1] = NONE32;
@@ -137,11 +184,13 @@ void find_futex_locks(model_t *m, findings_t *out)
 	 * the first class, its lead; each keeps its own wait for the list. */
 	uint32_t *fam = xmalloc((m->ncls + 1) * sizeof *fam);
 	uint64_t *own = xmalloc((m->ncls + 1) * sizeof *own);
+	uint32_t *own_top = xmalloc((m->ncls + 1) * sizeof *own_top);
 	uint32_t *nfam = xcalloc(m->ncls + 1, sizeof *nfam);
 	u64map_t fm = {0};
 	for (uint32_t c = 0; c < m->ncls; c++) {
 		fam[c] = c;
 		own[c] = v[c].wait_ns;
+		own_top[c] = v[c].top;
 		uint64_t a = stack_site_pc(m, v[c].stk[0]),
 		         b = stack_site_pc(m, v[c].stk[1]);
 		if (!v[c].words || !a)
@@ -210,7 +259,8 @@ void find_futex_locks(model_t *m, findings_t *out)
 		if (dur && score > (double)dur)
 			score = (double)dur;
 		finding_t *f = finding_add(out, m, FK_FUTEX_LOCK, score);
-		f->cls = c;
+		/* A family is shown by the class of its heaviest word. */
+		f->cls = m->lock[w->top].cls;
 		f->lock = w->top;
 		f->stack = w->stk[0];
 		f->stack2 = w->stk[1];
@@ -218,7 +268,7 @@ void find_futex_locks(model_t *m, findings_t *out)
 			f->member_unit = "lock_wait_ns";
 			for (uint32_t k = c; k < m->ncls; k++)
 				if (fam[k] == k ? k == c : fam[k] == c)
-					finding_add_member(f, v[k].top,
+					finding_add_member(f, own_top[k],
 					                   (double)own[k]);
 			finding_put(f, "lock_word_classes", nfam[c]);
 		}
@@ -248,8 +298,10 @@ void find_futex_locks(model_t *m, findings_t *out)
 		    side_label(m, f->stack2, f->stack, "the wakers' code", b,
 		               sizeof b));
 	}
+	part_labels(m, out, from);
 	free(fam);
 	free(own);
+	free(own_top);
 	free(nfam);
 	free(v);
 }

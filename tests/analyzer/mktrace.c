@@ -85,6 +85,12 @@
  *                     second (a signal word) fx-2 waits 500 ns at
  *                     t0 + 7500 in fx_event_wait, woken by fx-post 10 ns
  *                     before in fx_event_post
+ *   --fx-twins        futex: two more lock words at 0x7080 and 0x70c0 (no
+ *                     symbol: both named "first waited on in fx_lock"),
+ *                     per round waited on 1000 ns by fx-0/fx-1 in fx_lock <
+ *                     fx_worker (woken by the other in fx_unlock) and by
+ *                     fx-1/fx-2 in fx_lock < fx_flush (woken by the other
+ *                     in fx_event_post): two families
  *   --no-module       no MODULE record (frames stay addresses: golden
  *                     files that do not depend on this binary)
  *   --chunk BYTES     payload size at which a thread's chunk is flushed
@@ -625,6 +631,8 @@ enum {
 	L_FX_H1 = 14,
 	L_FX_H2 = 15,
 	L_FX_H3 = 16,
+	L_FX_T1 = 17,
+	L_FX_T2 = 18,
 	L_MALLOC = 50
 };
 
@@ -643,6 +651,7 @@ static bool unnamed, global_stats, global_past, heap_queue, two_lines, wrapped;
 static tw_t *idle[2];  /* --idle-waiters */
 static bool fx_uneven; /* --fx-uneven */
 static bool fx_heap;   /* --fx-heap */
+static bool fx_twins;  /* --fx-twins */
 
 static void define_stacks(tw_t *t)
 {
@@ -921,6 +930,18 @@ static void scenario_futex(tw_t **fx, tw_t *post_t, int rounds,
 		  0);
 		E(fx[2], FMT_FUTEX_WAIT, t0 + 7500, L_FX_H2, S_FX_EVWAIT, 500,
 		  0, 0);
+	}
+	for (int r = 0; fx_twins && r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		int i = r % 2;
+		E(fx[1 - i], FMT_FUTEX_WAKE, t0 + 7790, L_FX_T1, S_FX_WAKE, 1,
+		  0, 0);
+		E(fx[i], FMT_FUTEX_WAIT, t0 + 7800, L_FX_T1, S_FX_WAIT, 1000, 0,
+		  0);
+		E(fx[2 - i], FMT_FUTEX_WAKE, t0 + 8790, L_FX_T2, S_FX_POST, 1,
+		  0, 0);
+		E(fx[1 + i], FMT_FUTEX_WAIT, t0 + 8800, L_FX_T2, S_FX_WAIT2,
+		  1000, 0, 0);
 	}
 }
 
@@ -1419,6 +1440,8 @@ int main(int argc, char **argv)
 			fx_uneven = true;
 		else if (!strcmp(a, "--fx-heap"))
 			fx_heap = true;
+		else if (!strcmp(a, "--fx-twins"))
+			fx_twins = true;
 		else if (!strcmp(a, "--alloc-lock-addr"))
 			alloc_lock_addr = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--two-callers"))
@@ -1721,6 +1744,12 @@ int main(int argc, char **argv)
 		           FMT_KIND_FUTEX, FMT_LOCKF_STATIC);
 		m_lock_new(a[0], L_FX_EVENT, 0x7040, FMT_KIND_FUTEX,
 		           FMT_LOCKF_STATIC);
+		if (fx_twins) {
+			m_lock_new(a[0], L_FX_T1, 0x7080, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+			m_lock_new(a[0], L_FX_T2, 0x70c0, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+		}
 		if (fx_heap) {
 			m_lock_new(a[0], L_FX_H1, 0x31000008, FMT_KIND_FUTEX,
 			           FMT_LOCKF_STATIC);

@@ -219,6 +219,21 @@ check("fx_lock" in hsec and "fx_event" not in hsec and
       "the text finding shows the lock words' waiters and wakers only, "
       "and its classes: %r" % hsec)
 
+# Two futex_lock findings on words with one label (--fx-twins: both
+# "first waited on in fx_lock", woken in fx_unlock and in fx_event_post:
+# two families) are told apart by the first frame where their waiters'
+# stacks part (fx_worker, fx_flush).
+dt = report_json(mktrace("futex", "twins.trace", "--fx-twins", "--rounds",
+                         R)[0])
+names = sorted(f["lock_name"] for f in dt["findings"]
+               if f["kind"] == "futex_lock" and
+               f["lock_name"].startswith("futex word first waited on"))
+eq(len(names), 2, "two findings on unnamed words: %r" % names)
+check(len(set(names)) == 2 and any("waited on in fx_worker" in n
+                                   for n in names) and
+      any("waited on in fx_flush" in n for n in names),
+      "their labels part at the first frame that differs: %r" % names)
+
 # The same trace with only its process-level chunks (PROCESS, MODULE...):
 # the shim ran and no hook was called. The header says what that means.
 import struct
