@@ -17,6 +17,7 @@
 #include "thresholds.h"
 #include "trace_format.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -389,22 +390,33 @@ void find_nested_locks(model_t *m, findings_t *out)
 			         order);
 			continue;
 		}
-		if (o->ninst > 1 || f->members_total > 1) {
+		uint32_t nin =
+		    f->members_total > 1 ? f->members_total : in->ninst;
+		if (o->ninst > 1 || nin > 1) {
 			/* Stripes or per-object locks on one side: one lock
 			 * for both would serialise what they keep apart. */
+			char on[64] = "", inn[64] = "";
+			if (o->ninst > 1)
+				snprintf(on, sizeof on,
+				         "One of %u instances of ", o->ninst);
+			if (nin > 1)
+				snprintf(inn, sizeof inn,
+				         "one of %u inner locks, the worst ",
+				         nin);
 			snprintf(
 			    f->advice, sizeof f->advice,
-			    "One of %u instances of %s is held while one of "
-			    "%u inner locks (%s the worst) is taken: a lock "
-			    "hierarchy, and one lock for both would serialise "
-			    "what the instances keep apart. Keep the order; "
-			    "shorten what is done under the inner lock while "
-			    "the outer one is held, or release the outer one "
-			    "first where the inner work does not need it.",
-			    o->ninst,
-			    lock_label(m, &m->lock[o->rep], b, sizeof b),
-			    f->members_total > 1 ? f->members_total : in->ninst,
-			    lock_label(m, &m->lock[in->rep], a, sizeof a));
+			    "%s%s is held while %s%s is taken: a lock "
+			    "hierarchy, and one lock for both would "
+			    "serialise what the instances keep apart. Keep "
+			    "the order; shorten what is done under the "
+			    "inner lock while the outer one is held, or "
+			    "release the outer one first where the inner "
+			    "work does not need it.",
+			    on, lock_label(m, &m->lock[o->rep], b, sizeof b),
+			    inn, lock_label(m, &m->lock[in->rep], a, sizeof a));
+			if (!*on)
+				f->advice[0] =
+				    (char)toupper((unsigned char)f->advice[0]);
 			continue;
 		}
 		snprintf(f->advice, sizeof f->advice,
