@@ -95,6 +95,135 @@ static void slow_path_of(const model_t *m, const char **path, const char **fix)
 	}
 }
 
+/* Where the allocator in use stops serving blocks from a per-thread cache
+ * (bytes; 0: not known), with the sentence for blocks above it. */
+static uint64_t cache_limit(const model_t *m, const char **what,
+                            const char **means)
+{
+	const char *alloc = model_allocator(m);
+	if (strcmp(alloc, "tcmalloc") == 0) {
+		*what = "tcmalloc's largest size class (256 KiB)";
+		*means = "no thread cache holds them: each comes from the page "
+		         "heap under its global lock (pageheap_lock), so "
+		         "larger thread caches do not help";
+		return 256 * 1024;
+	}
+	if (strcmp(alloc, "jemalloc") == 0) {
+		*what = "jemalloc's thread cache limit (tcache_max, 32 KiB by "
+		        "default)";
+		*means = "they come from the arena's extents (raise tcache_max "
+		         "in MALLOC_CONF to cache them)";
+		return 32 * 1024;
+	}
+	if (strcmp(alloc, "glibc") == 0) {
+		*what = "glibc's mmap threshold (128 KiB by default; frees of "
+		        "mapped blocks raise it up to 32 MiB)";
+		*means =
+		    "each may be mapped and unmapped (raise "
+		    "glibc.malloc.mmap_threshold in GLIBC_TUNABLES to keep "
+		    "them in the heap)";
+		return 128 * 1024;
+	}
+	return 0;
+}
+
+static const char *bytes_text(char *buf, size_t len, uint64_t b)
+{
+	if (b >= 1024 * 1024 && b % (1024 * 1024) == 0)
+		snprintf(buf, len, "%llu MiB", (unsigned long long)(b >> 20));
+	else if (b >= 1024 && b % 1024 == 0)
+		snprintf(buf, len, "%llu KiB", (unsigned long long)(b >> 10));
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)b);
+	return buf;
+}
+
+/*
+ * slow_alloc's advice from what the site shows: its share of reallocs (a
+ * growing buffer), its block sizes against where the allocator in use
+ * stops caching per thread, and how many threads allocate there (one
+ * thread competes with no one: no arena or cache-size advice). When the
+ * sizes straddle that limit, it says so and what to check. Redis's
+ * growing reallocs in one thread were told "more arenas"; MariaDB's 2 MB
+ * buffers on tcmalloc "larger thread caches".
+ */
+static void slow_advice(const model_t *m, finding_t *f, const site_t *s, int h,
+                        const char *slow_path, const char *slow_fix)
+{
+	char sn[256], a[32], b[32], often[96];
+	finding_site_name(f, sn, sizeof sn);
+	double share = ratio((double)s->slow_n[h], (double)s->calls[h]);
+	if (share >= 0.1)
+		snprintf(often, sizeof often, "often take the slow path");
+	else
+		snprintf(often, sizeof often,
+		         "take the slow path in %.1f%% of the calls",
+		         100 * share);
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (int i = 0; i < SITE_SIZES; i++)
+		if (s->size_n[i]) {
+			lo = s->size[i] < lo ? s->size[i] : lo;
+			hi = s->size[i] > hi ? s->size[i] : hi;
+		}
+	double re =
+	    ratio((double)s->reallocs, (double)(s->allocs + s->reallocs));
+	const char *what = NULL, *means = NULL;
+	uint64_t lim = cache_limit(m, &what, &means);
+	int nthr = nthreads(s->athr);
+	finding_put(f, "realloc_share", re);
+	finding_put(f, "allocating_threads", nthr);
+	finding_put(f, "size_min", lo == UINT64_MAX ? 0 : (double)lo);
+	finding_put(f, "size_max", (double)hi);
+	const char *locked = h ? " while a lock is held" : "";
+	if (s->reallocs && 2 * s->reallocs >= s->slow_n[h]) {
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "Allocator calls for %s %s%s, and it grows blocks with "
+		    "realloc (%llu reallocs for %llu slow calls): growth "
+		    "copies are the likely slow calls; reserve the final "
+		    "size up front, or grow by doubling%s.",
+		    sn, often, locked, (unsigned long long)s->reallocs,
+		    (unsigned long long)s->slow_n[h],
+		    h ? ", before taking the lock" : "");
+	} else if (lim && hi && lo > lim) {
+		snprintf(f->advice, sizeof f->advice,
+		         "Allocator calls for %s %s%s: its blocks "
+		         "(%s%s%s) are above %s, so %s; reuse the blocks (one "
+		         "per thread or per object) or allocate them once.",
+		         sn, often, locked, bytes_text(a, sizeof a, lo),
+		         hi != lo ? " to " : "",
+		         hi != lo ? bytes_text(b, sizeof b, hi) : "", what,
+		         means);
+	} else if (lim && hi > lim) {
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "Allocator calls for %s %s%s: its blocks "
+		    "range from %s to %s, across %s; the slow calls may be "
+		    "the large ones, which the trace does not tell apart: "
+		    "check the sizes of the slow calls (perf probe on "
+		    "malloc's size) before tuning the allocator.",
+		    sn, often, locked, bytes_text(a, sizeof a, lo),
+		    bytes_text(b, sizeof b, hi), what);
+	} else if (h) {
+		snprintf(f->advice, sizeof f->advice,
+		         "Allocator calls for %s %s while a lock "
+		         "is held: allocate before locking, or pre-allocate.",
+		         sn, often);
+	} else if (nthr <= 1) {
+		snprintf(f->advice, sizeof f->advice,
+		         "Allocator calls for %s %s (%s), made by "
+		         "one thread, which competes with no other for the "
+		         "allocator: they are refills of its caches; reuse "
+		         "objects or reserve capacity.",
+		         sn, often, slow_path);
+	} else {
+		snprintf(f->advice, sizeof f->advice,
+		         "Allocator calls for %s %s (%s): reuse "
+		         "objects, reserve capacity, or %s.",
+		         sn, often, slow_path, slow_fix);
+	}
+}
+
 void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 {
 	double dur_s = (double)model_recorded_ns(m) / 1e9;
@@ -207,22 +336,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			            (double)s->slow_lw_ns[h]);
 			finding_put(f, "threshold_ns", TH_SLOW_ALLOC_NS);
 			finding_put(f, "stacks", f->stacks_total);
-			if (h)
-				snprintf(
-				    f->advice, sizeof f->advice,
-				    "Allocator calls for %s often take the "
-				    "slow path while a lock is held: "
-				    "allocate before locking, or "
-				    "pre-allocate.",
-				    finding_site_name(f, sn, sizeof sn));
-			else
-				snprintf(
-				    f->advice, sizeof f->advice,
-				    "Allocator calls for %s often take the "
-				    "slow path (%s): reuse objects, reserve "
-				    "capacity, or %s.",
-				    finding_site_name(f, sn, sizeof sn),
-				    slow_path, slow_fix);
+			slow_advice(m, f, s, h, slow_path, slow_fix);
 		}
 	}
 }

@@ -105,10 +105,57 @@ static const char *side_label(model_t *m, uint32_t si, uint32_t other,
 	return frame_label(&a[k], buf, len);
 }
 
+/* Two futex_lock findings whose words carry one label (both "first
+ * waited on in" one function) are told apart by the first frame where
+ * their waiters' stacks part, else their wakers': added to the named
+ * word's label. */
+static void part_labels(model_t *m, findings_t *out, size_t from)
+{
+	frame_t a[SIDE_DEPTH], b[SIDE_DEPTH];
+	char la[700], lb[700], fr[512], nl[900];
+	for (size_t i = from; i < out->n; i++)
+		for (size_t j = i + 1; j < out->n; j++) {
+			finding_t *x = &out->v[i], *y = &out->v[j];
+			lock_t *lx = &m->lock[x->lock], *ly = &m->lock[y->lock];
+			if (lx->name || ly->name ||
+			    strcmp(lock_label(m, lx, la, sizeof la),
+			           lock_label(m, ly, lb, sizeof lb)) != 0)
+				continue;
+			for (int side = 0; side < 2; side++) {
+				uint32_t sx = side ? x->stack2 : x->stack,
+				         sy = side ? y->stack2 : y->stack;
+				int na = stack_view(m, sx, a, SIDE_DEPTH);
+				int nb = stack_view(m, sy, b, SIDE_DEPTH);
+				int k = 0;
+				while (k < na && k < nb &&
+				       same_function(&a[k], &b[k]))
+					k++;
+				if (k >= na && k >= nb)
+					continue; /* no frame parts them */
+				const char *how =
+				    side ? "woken in" : "waited on in";
+				if (k < na) {
+					snprintf(
+					    nl, sizeof nl, "%s, %s %s", la, how,
+					    frame_label(&a[k], fr, sizeof fr));
+					lx->label = arena_strdup(&m->arena, nl);
+				}
+				if (k < nb) {
+					snprintf(
+					    nl, sizeof nl, "%s, %s %s", lb, how,
+					    frame_label(&b[k], fr, sizeof fr));
+					ly->label = arena_strdup(&m->arena, nl);
+				}
+				break;
+			}
+		}
+}
+
 void find_futex_locks(model_t *m, findings_t *out)
 {
 	if (!m->ncls)
 		return;
+	size_t from = out->n;
 	fword_t *v = xcalloc(m->ncls, sizeof *v);
 	for (uint32_t i = 0; i < m->ncls; i++)
 		v[i].top = v[i].stk[0] = v[i].stk[1] = NONE32;
@@ -129,7 +176,55 @@ void find_futex_locks(model_t *m, findings_t *out)
 		    l->s.wait_ns > m->lock[w->top].s.wait_ns)
 			w->top = (uint32_t)i;
 	}
-	/* Threads, each once per class however many of its words it used:
+	side_stacks(m, v, LS_WAITER, 0);
+	side_stacks(m, v, LS_HOLDER, 1);
+	/* Families: the classes whose words are waited on at one site and
+	 * woken at one site (the latches of one lock type, MariaDB's InnoDB
+	 * words were 5 of its top 7 findings) are one finding, summed into
+	 * the first class, its lead; each keeps its own wait for the list. */
+	uint32_t *fam = xmalloc((m->ncls + 1) * sizeof *fam);
+	uint64_t *own = xmalloc((m->ncls + 1) * sizeof *own);
+	uint32_t *own_top = xmalloc((m->ncls + 1) * sizeof *own_top);
+	uint32_t *nfam = xcalloc(m->ncls + 1, sizeof *nfam);
+	u64map_t fm = {0};
+	for (uint32_t c = 0; c < m->ncls; c++) {
+		fam[c] = c;
+		own[c] = v[c].wait_ns;
+		own_top[c] = v[c].top;
+		uint64_t a = stack_site_pc(m, v[c].stk[0]),
+		         b = stack_site_pc(m, v[c].stk[1]);
+		if (!v[c].words || !a)
+			continue;
+		int added;
+		uint32_t *x = u64map_put(
+		    &fm, (a * 0x9e3779b97f4a7c15ull ^ b) & ~(1ull << 63),
+		    &added);
+		if (added)
+			*x = c;
+		fam[c] = *x;
+		nfam[*x]++;
+		if (*x == c)
+			continue;
+		fword_t *L = &v[*x], *w = &v[c];
+		L->words += w->words;
+		L->waits += w->waits;
+		L->wait_ns += w->wait_ns;
+		L->wakes += w->wakes;
+		L->woken += w->woken;
+		if (w->wait_max > L->wait_max)
+			L->wait_max = w->wait_max;
+		if (m->lock[w->top].s.wait_ns > m->lock[L->top].s.wait_ns)
+			L->top = w->top;
+		for (int k = 0; k < 2; k++) {
+			L->nstk[k] += w->nstk[k];
+			if (w->stk_v[k] > L->stk_v[k]) {
+				L->stk[k] = w->stk[k];
+				L->stk_v[k] = w->stk_v[k];
+			}
+		}
+	}
+	u64map_free(&fm);
+	/* Threads, each once per family however many of its words it used:
 	 * bit 0 waited, bit 1 woke. */
 	u64map_t thr = {0};
 	for (size_t i = 0; i < m->nlt; i++) {
@@ -138,26 +233,25 @@ void find_futex_locks(model_t *m, findings_t *out)
 		if (!l->futex_lockish || l->cls == NONE32)
 			continue;
 		int added;
-		uint32_t *seen = u64map_put(
-		    &thr, (uint64_t)l->cls << 32 | lt->thread, &added);
+		uint32_t fc = fam[l->cls];
+		uint32_t *seen =
+		    u64map_put(&thr, (uint64_t)fc << 32 | lt->thread, &added);
 		if (added)
 			*seen = 0;
 		if (lt->contended && !(*seen & 1)) {
-			v[l->cls].waiters++;
+			v[fc].waiters++;
 			*seen |= 1;
 		}
 		if (lt->futex_wakes && !(*seen & 2)) {
-			v[l->cls].wakers++;
+			v[fc].wakers++;
 			*seen |= 2;
 		}
 	}
 	u64map_free(&thr);
-	side_stacks(m, v, LS_WAITER, 0);
-	side_stacks(m, v, LS_HOLDER, 1);
 	uint64_t dur = model_recorded_ns(m);
 	for (uint32_t c = 0; c < m->ncls; c++) {
 		const fword_t *w = &v[c];
-		if (!w->words || w->waits < TH_FUTEX_MIN_WAITS ||
+		if (fam[c] != c || !w->words || w->waits < TH_FUTEX_MIN_WAITS ||
 		    (double)w->wait_ns * 1e6 <
 		        (double)TH_FUTEX_MIN_LOST_PPM * (double)dur)
 			continue;
@@ -165,10 +259,19 @@ void find_futex_locks(model_t *m, findings_t *out)
 		if (dur && score > (double)dur)
 			score = (double)dur;
 		finding_t *f = finding_add(out, m, FK_FUTEX_LOCK, score);
-		f->cls = c;
+		/* A family is shown by the class of its heaviest word. */
+		f->cls = m->lock[w->top].cls;
 		f->lock = w->top;
 		f->stack = w->stk[0];
 		f->stack2 = w->stk[1];
+		if (nfam[c] > 1) {
+			f->member_unit = "lock_wait_ns";
+			for (uint32_t k = c; k < m->ncls; k++)
+				if (fam[k] == k ? k == c : fam[k] == c)
+					finding_add_member(f, own_top[k],
+					                   (double)own[k]);
+			finding_put(f, "lock_word_classes", nfam[c]);
+		}
 		finding_put(f, "lock_words", (double)w->words);
 		finding_put(f, "futex_waits", (double)w->waits);
 		finding_put(f, "lock_wait_ns", (double)w->wait_ns);
@@ -195,5 +298,10 @@ void find_futex_locks(model_t *m, findings_t *out)
 		    side_label(m, f->stack2, f->stack, "the wakers' code", b,
 		               sizeof b));
 	}
+	part_labels(m, out, from);
+	free(fam);
+	free(own);
+	free(own_top);
+	free(nfam);
 	free(v);
 }

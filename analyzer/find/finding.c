@@ -92,6 +92,25 @@ void finding_add_stack(finding_t *f, uint32_t si, double v)
 	f->nstacks = n + 1;
 }
 
+void finding_add_member(finding_t *f, uint32_t li, double v)
+{
+	f->members_total++;
+	uint32_t n = f->nmembers, i = n;
+	if (n == FINDING_MEMBERS) {
+		if (v <= f->member_v[n - 1])
+			return;
+		i = --n;
+	}
+	while (i > 0 && f->member_v[i - 1] < v) {
+		f->member[i] = f->member[i - 1];
+		f->member_v[i] = f->member_v[i - 1];
+		i--;
+	}
+	f->member[i] = li;
+	f->member_v[i] = v;
+	f->nmembers = n + 1;
+}
+
 const char *finding_site_name(const finding_t *f, char *buf, size_t len)
 {
 	frame_t fr;
@@ -181,9 +200,33 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         human_ns(b, sizeof b, ev(f, "allocator_ns")));
 		break;
 	case FK_NESTED_LOCK: {
-		char o[128], i[128];
+		char o[128], i[320];
 		lock_label(m, &m->lock[m->cls[f->cls].rep], o, sizeof o);
 		lock_label(m, &m->lock[m->cls[f->cls2].rep], i, sizeof i);
+		if (f->members_total > 1) {
+			char one[128];
+			snprintf(one, sizeof one, "%.120s", i);
+			snprintf(i, sizeof i, "%u inner locks (the worst: %s)",
+			         f->members_total, one);
+		}
+		if (f->cls == f->cls2) {
+			snprintf(
+			    buf, len,
+			    "%.0f acquisitions of an instance of %s while "
+			    "holding another one (%.0f at a higher address, "
+			    "%.0f at a lower); %s waited on the inner instance "
+			    "meanwhile; the outer ones were waited on for %s "
+			    "(%.1f%% of their hold time is spent holding an "
+			    "inner one).",
+			    ev(f, "nested_acquisitions"), i,
+			    ev(f, "nested_ascending_address"),
+			    ev(f, "nested_descending_address"),
+			    human_ns(a, sizeof a,
+			             ev(f, "inner_wait_ns_while_outer_held")),
+			    human_ns(b, sizeof b, ev(f, "outer_wait_ns")),
+			    100 * ev(f, "outer_hold_share_in_inner"));
+			break;
+		}
 		snprintf(
 		    buf, len,
 		    "%.0f acquisitions of %s while holding %s; %s waited on "

@@ -51,6 +51,7 @@ typedef struct evidence {
  * callers is one finding, with its stacks, the heaviest first, as evidence. */
 #define FINDING_STACKS 4
 #define FINDING_LINES 6
+#define FINDING_MEMBERS 4
 
 typedef struct finding {
 	int kind, severity;
@@ -69,6 +70,13 @@ typedef struct finding {
 	uint32_t lines[FINDING_LINES];   /* the site's lines, when several */
 	uint32_t nlines;
 	const char *stack_unit; /* what stack_v counts (a JSON member name) */
+	/* One finding for one phenomenon: the lock instances it groups (a
+	 * lock hierarchy's inner locks, a family of futex words), the worst
+	 * first by member_v (member_unit: a JSON member name). */
+	uint32_t member[FINDING_MEMBERS];
+	double member_v[FINDING_MEMBERS];
+	uint32_t nmembers, members_total;
+	const char *member_unit;
 	evidence_t ev[EV_MAX];
 	int nev;
 	char advice[1024];
@@ -95,6 +103,9 @@ void finding_add_stack(finding_t *f, uint32_t si, double v);
  * its module and offset when unnamed, "this site" when it has neither:
  * the site an advice sentence names. */
 const char *finding_site_name(const finding_t *f, char *buf, size_t len);
+/* Counts lock instance li among the members f groups and keeps it,
+ * valued v, among the heaviest FINDING_MEMBERS (f->member). */
+void finding_add_member(finding_t *f, uint32_t li, double v);
 /* Copies a site's lines (ascending) into f when there are several. */
 void finding_set_lines(finding_t *f, const uint32_t *line, uint32_t n);
 

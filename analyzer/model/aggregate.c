@@ -713,6 +713,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 		uint32_t li = model_lock(m, r->f[FMT_COND_WAIT_LOCK]);
 		m->lock[ci].is_cond = true;
 		m->lock[ci].s.cond_waits++;
+		m->lock[ci].cond_mutex = li + 1;
 		m->lock[li].queue_cond = true;
 		m->lock[li].s.cond_waits++;
 		/* The thread waited for the lock only to find no work: that
@@ -757,6 +758,9 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 		m->lock[ci].is_cond = true;
 		m->lock[ci].s.cond_signals++;
 		t->cond_signals++;
+		if (m->lock[ci].cond_mutex)
+			lockthr(m, t, ti, m->lock[ci].cond_mutex - 1)
+			    ->signals++;
 		break;
 	}
 	case FMT_ALLOC_LOCK_WAIT: {

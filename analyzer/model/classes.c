@@ -9,6 +9,8 @@
 #include "trace_format.h"
 
 #include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,11 +76,117 @@ bool stack_owner(model_t *m, uint32_t si, frame_t *out)
 	return false;
 }
 
+/* A raw stack's frames from its first user frame (the one stack_site_pc
+ * returns) on: their number, *fr pointing into m->frames. */
+static uint32_t user_frames(const model_t *m, uint32_t si, const uint64_t **fr)
+{
+	const stack_t *st = &m->stk[si];
+	uint32_t i = 0;
+	for (; i < st->n; i++) {
+		const frame_t *f;
+		int k = sym_addr((model_t *)m, m->frames[st->off + i], &f);
+		if (f[k - 1].fold == SYM_USER)
+			break;
+	}
+	if (i == st->n)
+		i = 0;
+	*fr = &m->frames[st->off + i];
+	return st->n - i;
+}
+
+/*
+ * Where the code that made lock l's object called the lock's init: for a
+ * lock inside a heap block, the first frame of its init stack (past the
+ * site) that the block's allocation stack shares is the creator's caller
+ * (*caller), and the init frame just below it the creator's call of the
+ * constructor (*made). HotSpot makes every Mutex with `new Mutex(...)`:
+ * os::malloc, then the constructor, both called from the line that defines
+ * that lock (Heap_lock, Threads_lock...), so the init stacks of different
+ * locks differ first there, below a shared factory (the constructor), and
+ * a function that mallocs and initialises a lock (make_lock) shares its
+ * own frame with the block: its caller tells its locks apart. Locks made
+ * in one loop share both. False when l is in no block or the two stacks
+ * share no frame (cut by the recorded depth).
+ */
+static bool lock_maker(const model_t *m, const lock_t *l, uint64_t *made,
+                       uint64_t *caller)
+{
+	if (!l->in_block || l->init_stack == NONE32 || l->blk_stack == NONE32 ||
+	    !m->stk[l->init_stack].defined || !m->stk[l->blk_stack].defined)
+		return false;
+	const uint64_t *in, *bl;
+	uint32_t ni = user_frames(m, l->init_stack, &in);
+	uint32_t nb = user_frames(m, l->blk_stack, &bl);
+	for (uint32_t i = 1; i < ni; i++)
+		for (uint32_t j = 0; j < nb; j++)
+			if (in[i] == bl[j]) {
+				*made = in[i - 1];
+				*caller = in[i];
+				return true;
+			}
+	return false;
+}
+
 static bool lock_used(const lock_t *l)
 {
 	return l->s.acq || l->s.internal_waits || l->s.futex_waits ||
 	       l->s.futex_wakes || l->s.try_fail || l->s.cond_wakes ||
 	       l->s.holds || l->defined || l->name;
+}
+
+/* The classes one factory made for different callers (one base key, told
+ * apart by lock_maker) show as their owner the maker frame that tells
+ * them apart: the creator's call of the constructor, or the creator's
+ * caller when another class shares that call (make_lock's callers). */
+static void maker_owners(model_t *m)
+{
+	u64map_t by_base = {0}, by_made = {0};
+	uint32_t *nbase = xcalloc(m->ncls + 1, sizeof *nbase);
+	uint32_t *nmade = xcalloc(m->ncls + 1, sizeof *nmade);
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < m->ncls; i++) {
+			lockclass_t *c = &m->cls[i];
+			if (!c->has_maker)
+				continue;
+			uint64_t mk = (c->base_key ^
+			               (c->made_addr * 0x9e3779b97f4a7c15ull)) &
+			              ~(1ull << 63);
+			int added;
+			uint32_t *b = u64map_put(&by_base, c->base_key, &added);
+			if (added)
+				*b = (uint32_t)i;
+			uint32_t *d = u64map_put(&by_made, mk, &added);
+			if (added)
+				*d = (uint32_t)i;
+			if (pass == 0) {
+				nbase[*b]++;
+				nmade[*d]++;
+				continue;
+			}
+			if (nbase[*b] < 2)
+				continue; /* the factory made one class */
+			c->has_owner = true;
+			c->by_maker = true;
+			c->owner_addr =
+			    nmade[*d] < 2 ? c->made_addr : c->caller_addr;
+			c->owner_inl = 0;
+		}
+	free(nbase);
+	free(nmade);
+	u64map_free(&by_base);
+	u64map_free(&by_made);
+	/* Their instances' labels name the maker, not only the block (one
+	 * os::malloc site holds them all). */
+	char buf[700], own[512];
+	for (size_t i = 0; i < m->nlock; i++) {
+		lock_t *l = &m->lock[i];
+		if (l->name || l->cls == NONE32 || !m->cls[l->cls].by_maker ||
+		    !class_owner_label(m, l->cls, own, sizeof own))
+			continue;
+		snprintf(buf, sizeof buf, "%s at +0x%x of an object made in %s",
+		         lock_kind_word(l->kind), l->blk_off, own);
+		l->label = arena_strdup(&m->arena, buf);
+	}
 }
 
 void classes_build(model_t *m)
@@ -128,6 +236,17 @@ void classes_build(model_t *m)
 		if (has_own)
 			pc = (pc ^ (own.address * 0x9e3779b97f4a7c15ull)) &
 			     ~(1ull << 63);
+		/* Locks made by one factory for different callers (a
+		 * constructor, a make function) are told apart by where their
+		 * object was made (lock_maker). */
+		uint64_t made = 0, caller = 0;
+		bool has_maker =
+		    by_init && pc && lock_maker(m, l, &made, &caller);
+		uint64_t base = pc;
+		if (has_maker)
+			pc = (pc ^ (made * 0xc2b2ae3d27d4eb4full) ^
+			      (caller * 0x165667b19e3779f9ull)) &
+			     ~(1ull << 63);
 		/* Instances without a site get a key of their own: the top
 		 * bit marks it so it cannot equal a code address. */
 		uint64_t key = pc ? pc : (1ull << 63) | i;
@@ -149,6 +268,10 @@ void classes_build(model_t *m)
 					if (fr[k].function == own.function)
 						c->owner_inl = (uint8_t)k;
 			}
+			c->base_key = base;
+			c->has_maker = has_maker;
+			c->made_addr = made;
+			c->caller_addr = caller;
 			c->rep = (uint32_t)i;
 			c->kind = l->kind;
 			*v = (uint32_t)m->ncls++;
@@ -179,6 +302,7 @@ void classes_build(model_t *m)
 			c->kind = l->kind;
 	}
 	u64map_free(&by_key);
+	maker_owners(m);
 }
 
 bool class_owner(model_t *m, uint32_t c, frame_t *out)
@@ -189,6 +313,23 @@ bool class_owner(model_t *m, uint32_t c, frame_t *out)
 	int nf = sym_addr(m, m->cls[c].owner_addr, &fr);
 	*out = fr[m->cls[c].owner_inl < nf ? m->cls[c].owner_inl : nf - 1];
 	return true;
+}
+
+const char *class_owner_label(model_t *m, uint32_t c, char *buf, size_t len)
+{
+	frame_t own;
+	if (!class_owner(m, c, &own))
+		return NULL;
+	frame_label(&own, buf, len);
+	if (m->cls[c].by_maker && !(own.file && own.line) && own.module) {
+		/* One function makes several of these classes: its call
+		 * sites' offsets tell them apart without line numbers. */
+		const char *fn = frame_name(&own);
+		if (fn)
+			snprintf(buf, len, "%s (%s+0x%" PRIx64 ")", fn,
+			         path_base(own.module), own.offset);
+	}
+	return buf;
 }
 
 void thread_activity(model_t *m)

@@ -36,6 +36,12 @@ bool stack_owner(model_t *m, uint32_t si, struct frame *out);
  * different owners are different classes. False when the site owns them. */
 bool class_owner(model_t *m, uint32_t c, struct frame *out);
 
+/* class_owner's frame as a label into buf ("fn (file:line)"); when one
+ * factory made several classes (lockclass_t.by_maker) and the frame has
+ * no line, with its module offset ("fn (module+0x1f2c)"). NULL without an
+ * owner. */
+const char *class_owner_label(model_t *m, uint32_t c, char *buf, size_t len);
+
 /* Sets each thread's activity (thread_t.role, a static string): main,
  * consumer (waits on a condition), producer (signals one), worker (takes
  * locks, or only allocates), idle. Starvation's peer roles are another

@@ -140,13 +140,30 @@ const char *blind_text(const model_t *m, char *buf, size_t len)
 			    "contention");
 		return buf;
 	}
-	for (size_t i = 0; i < m->nlock; i++) {
+	bool seen = false;
+	for (size_t i = 0; i < m->nlock && !seen; i++) {
 		const lockstat_t *s = &m->lock[i].s;
-		if (s->acq || s->try_fail || s->cond_waits || s->cond_wakes ||
-		    s->cond_signals || s->futex_waits || s->futex_wakes ||
-		    s->internal_waits || s->holds || s->unmatched_rel)
-			return buf;
+		seen = s->acq || s->try_fail || s->cond_waits ||
+		       s->cond_wakes || s->cond_signals || s->futex_waits ||
+		       s->futex_wakes || s->internal_waits || s->holds ||
+		       s->unmatched_rel;
 	}
+	/* A JVM: its VM's locks are pthread locks, its Java monitors not. */
+	for (size_t i = 0; seen && i < m->nmod; i++)
+		if (m->mod[i].path &&
+		    strcmp(path_base(m->mod[i].path), "libjvm.so") == 0) {
+			snprintf(
+			    buf, len,
+			    "mallock sees this JVM's pthread locks (HotSpot's "
+			    "Mutex and Monitor locks, each thread's ParkEvent) "
+			    "and its malloc calls, not its Java monitors "
+			    "(synchronized, java.util.concurrent): taken in "
+			    "JIT code, their contention shows only as "
+			    "ParkEvent condition waits");
+			return buf;
+		}
+	if (seen)
+		return buf;
 	snprintf(buf, len,
 	         "mallock saw no lock of this program: no pthread lock or "
 	         "condition call, no futex wait made through syscall(); locks "

@@ -44,7 +44,8 @@ const char *recording_text(const model_t *m, char *buf, size_t len);
  * the program's threads ran but no lock of theirs was seen at all (no
  * pthread lock, condition or futex word), or no event at all was
  * recorded, one plain sentence saying so (invisible, not uncontended);
- * "" otherwise. */
+ * for a JVM (libjvm.so loaded), which locks it sees (the VM's pthread
+ * locks) and which not (Java monitors); "" otherwise. */
 const char *blind_text(const model_t *m, char *buf, size_t len);
 
 #endif

@@ -110,6 +110,8 @@ typedef struct lock {
 	uint32_t last_owner;  /* thread index + 1 */
 	uint32_t last_holder; /* LS_HOLDER pair index + 1 */
 	uint32_t hist;        /* lockhist index + 1 (lock_hist), 0: none */
+	uint32_t cond_mutex;  /* a condition: the mutex its waits release
+	                         (lock index + 1), 0 until one was seen */
 	lockstat_t s;
 } lock_t;
 
@@ -192,6 +194,8 @@ typedef struct lockthr {
 	uint64_t acq, wakes, contended, wait_ns, try_fail, timeouts;
 	uint64_t sleep_ns;    /* condition waits with this lock, until woken */
 	uint64_t futex_wakes; /* FUTEX_WAKEs of this word by this thread */
+	uint64_t signals;     /* signals and broadcasts of the conditions
+	                         waited on with this lock, by this thread */
 } lockthr_t;
 
 #define THREAD_FIRST_STACKS 4
@@ -279,6 +283,12 @@ typedef struct lockclass {
 	bool has_owner;
 	uint8_t owner_inl;
 	uint64_t owner_addr;
+	/* Where the lock's object was made (classes.c, lock_maker): the
+	 * creator's call of the constructor and the creator's caller, part
+	 * of the key; by_maker: the owner shown is one of them, as the
+	 * factory (base_key, the key without them) made several classes. */
+	bool has_maker, by_maker;
+	uint64_t base_key, made_addr, caller_addr;
 } lockclass_t;
 
 /* Totals of one process. X(name, json name) */

@@ -592,6 +592,14 @@ static void findings_json(jw_t *w, const report_t *r)
 		jw_kstr(w, "kind", finding_kind_name(f->kind));
 		jw_kstr(w, "severity", severity_name(f->severity));
 		jw_knum(w, "score", f->score);
+		{
+			uint64_t rec = model_recorded_ns(m);
+			jw_key(w, "share_of_recorded_time");
+			if (rec)
+				jw_num(w, f->score / (double)rec);
+			else
+				jw_null(w);
+		}
 		uint32_t li = finding_lock(f);
 		jw_key(w, "lock");
 		if (li != NONE32)
@@ -628,6 +636,23 @@ static void findings_json(jw_t *w, const report_t *r)
 				jw_obj(w);
 				jw_knum(w, "value", f->stack_v[k]);
 				stack_json(w, m, "stack", f->stacks[k]);
+				jw_end(w, '}');
+			}
+			jw_end(w, ']');
+		}
+		if (f->members_total) {
+			/* The lock instances one finding groups. */
+			jw_kstr(w, "members_unit", f->member_unit);
+			jw_ku64(w, "members_total", f->members_total);
+			jw_key(w, "members");
+			jw_arr(w);
+			for (uint32_t k = 0; k < f->nmembers; k++) {
+				const lock_t *ml = &m->lock[f->member[k]];
+				jw_obj(w);
+				jw_ku64(w, "lock", report_lock_id(r, m, ml));
+				jw_kstr(w, "lock_name",
+				        lock_label(m, ml, a, sizeof a));
+				jw_knum(w, "value", f->member_v[k]);
 				jw_end(w, '}');
 			}
 			jw_end(w, ']');

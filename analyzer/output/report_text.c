@@ -373,6 +373,19 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	fprintf(out, "\n#%zu %s [%s] score %s", i + 1,
 	        finding_kind_name(f->kind), severity_name(f->severity),
 	        human_ns(a, sizeof a, f->score));
+	/* The severity's ground: the share of the recorded time the score
+	 * is (what a fix could give back at most). */
+	uint64_t rec = model_recorded_ns(m);
+	if (rec) {
+		char b[32];
+		double pct = 100.0 * f->score / (double)rec;
+		fprintf(out, " = %s%.*f%% of %s recorded", pct > 100 ? ">" : "",
+		        pct >= 10 || pct == 0 ? 0
+		        : pct >= 1            ? 1
+		                              : 2,
+		        pct > 100 ? 100.0 : pct,
+		        human_ns(b, sizeof b, (double)rec));
+	}
 	if (r->nm > 1)
 		fprintf(out, "  (pid %" PRIu64 ")", m->pid);
 	fputc('\n', out);
@@ -388,14 +401,11 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 		if (f->cls2 != NONE32)
 			fprintf(out, "   inner  %s\n",
 			        class_label(m, f->cls2, lab, sizeof lab));
-		frame_t fr, own;
+		frame_t fr;
 		if (sym_stack_site(m, m->cls[c].site, &fr)) {
-			char ob[600] = "";
-			if (class_owner(m, c, &own)) {
-				char o[512];
-				snprintf(ob, sizeof ob, ", called from %s",
-				         frame_label(&own, o, sizeof o));
-			}
+			char ob[600] = "", o[512];
+			if (class_owner_label(m, c, o, sizeof o))
+				snprintf(ob, sizeof ob, ", called from %s", o);
 			fprintf(out, "   %-6s %s%s\n",
 			        m->cls[c].by_init ? "init" : "site",
 			        frame_label(&fr, buf, sizeof buf), ob);
@@ -414,6 +424,26 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	if (f->cls != NONE32 && f->kind != FK_CROSS_THREAD_FREE &&
 	    f->kind != FK_ALLOC_CHURN && f->kind != FK_SLOW_ALLOC)
 		print_points(out, m, f->cls, 3, f->kind == FK_FUTEX_LOCK);
+	if (f->members_total > 1) {
+		fprintf(out, "   %-6s %u %s in this finding; the worst:\n",
+		        f->kind == FK_FUTEX_LOCK ? "words" : "inner",
+		        f->members_total,
+		        f->kind == FK_FUTEX_LOCK ? "word classes"
+		                                 : "inner lock classes");
+		for (uint32_t k = 0; k < f->nmembers; k++) {
+			char line[700];
+			snprintf(line, sizeof line, "          %9s  %s",
+			         human_ns(a, sizeof a, f->member_v[k]),
+			         lock_label(m, &m->lock[f->member[k]], lab,
+			                    sizeof lab));
+			if (strlen(line) > WIDTH)
+				strcpy(line + WIDTH - 3, "...");
+			fprintf(out, "%s\n", line);
+		}
+		if (f->members_total > f->nmembers)
+			fprintf(out, "          ... %u more\n",
+			        f->members_total - f->nmembers);
+	}
 	wrap_print(out, 10, "   what   ", finding_summary(f, buf, sizeof buf));
 	wrap_print(out, 10, "   fix    ", f->advice);
 }
@@ -511,6 +541,22 @@ static int by_lost_wait(const void *a, const void *b)
 	return by_wait(a, b);
 }
 
+/* A futex word whose waits were all waiting for work (a signal word, not
+ * a lock): the lock table ranks them after every lock. */
+static bool signal_word(const lockclass_t *c)
+{
+	return c->kind == FMT_KIND_FUTEX && lost_wait(c) == 0;
+}
+
+static int by_lock_rank(const void *a, const void *b)
+{
+	const lockclass_t *x = *(lockclass_t *const *)a;
+	const lockclass_t *y = *(lockclass_t *const *)b;
+	if (signal_word(x) != signal_word(y))
+		return signal_word(x) ? 1 : -1;
+	return by_wait(a, b);
+}
+
 #define LOCK_ROWS 25
 
 static void print_locks(FILE *out, const report_t *r, model_t *m)
@@ -521,7 +567,7 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		if ((m->cls[i].s.acq || m->cls[i].s.wait_ns) &&
 		    report_class_matches(r, m, (uint32_t)i))
 			v[n++] = &m->cls[i];
-	qsort(v, n, sizeof *v, by_wait);
+	qsort(v, n, sizeof *v, by_lock_rank);
 	fprintf(out, "\nLocks (classes by wait%s):\n", r->nm > 1 ? "" : "");
 	fprintf(out, "  %-34s %7s %6s %9s %9s %9s %9s %6s\n", "lock (site)",
 	        "acq", "cont%", "wait", "max wait", "hold", "max hold",
@@ -537,8 +583,11 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		else
 			site[0] = 0;
 		char col[512];
-		snprintf(col, sizeof col, "%s%s%s%s", c->queue ? "*" : "", name,
-		         c->ninst > 1 ? " x" : "", "");
+		snprintf(col, sizeof col, "%s%s%s%s",
+		         signal_word(c) ? "~"
+		         : c->queue     ? "*"
+		                        : "",
+		         name, c->ninst > 1 ? " x" : "", "");
 		if (c->ninst > 1)
 			snprintf(col + strlen(col), sizeof col - strlen(col),
 			         "%u", c->ninst);
@@ -573,8 +622,10 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		        n - LOCK_ROWS);
 	if (n)
 		fprintf(out,
-		        "  (* queue-like; alloc%% = share of hold time spent "
-		        "in the allocator)\n");
+		        "  (* queue-like; ~ futex signal word, waiting for "
+		        "work, after the locks;\n"
+		        "   alloc%% = share of hold time spent in the "
+		        "allocator)\n");
 	for (size_t i = 0; i < n; i++)
 		if (v[i]->kind == FMT_KIND_FUTEX) {
 			fprintf(out,

@@ -53,6 +53,16 @@
  *             fx_event_wait < fx_worker, which only "fx-post" wakes (3
  *             waiters) at t0 + 5290 in fx_event_post < fx_poster (a
  *             signal word: waiting for work).
+ *   factory   locks in heap blocks made by one constructor
+ *             (scenario_factory): 1000 in one loop, three defined one by
+ *             one, four through a make function from two callers; two
+ *             threads nest two of the defined ones and two buckets.
+ *   lifo      a most-recently-idle pool, one condition per worker, its
+ *             acceptor on a worker thread (scenario_lifo): uneven wakes
+ *             by design, no starvation.
+ *   striped   a lock hierarchy of stripes: 64 item locks of one class
+ *             over 8 static LRU locks, each its own class by its first
+ *             acquisition (scenario_striped).
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -75,6 +85,12 @@
  *                     second (a signal word) fx-2 waits 500 ns at
  *                     t0 + 7500 in fx_event_wait, woken by fx-post 10 ns
  *                     before in fx_event_post
+ *   --fx-twins        futex: two more lock words at 0x7080 and 0x70c0 (no
+ *                     symbol: both named "first waited on in fx_lock"),
+ *                     per round waited on 1000 ns by fx-0/fx-1 in fx_lock <
+ *                     fx_worker (woken by the other in fx_unlock) and by
+ *                     fx-1/fx-2 in fx_lock < fx_flush (woken by the other
+ *                     in fx_event_post): two families
  *   --no-module       no MODULE record (frames stay addresses: golden
  *                     files that do not depend on this binary)
  *   --chunk BYTES     payload size at which a thread's chunk is flushed
@@ -102,6 +118,10 @@
  *                     library: libtcmalloc.so.4...), mapped nowhere used
  *   --slow-outside    cascade: every 10th allocation outside the locks
  *                     (the 32-byte blocks) takes 5000 ns, not 150
+ *   --slow-size N     cascade: those blocks are N bytes (default 32)
+ *   --slow-realloc    cascade: the slow ones are fast allocations grown by
+ *                     a 5000 ns realloc to twice their size
+ *   --slow-one-thread cascade: only the first producer makes them
  *   --churn-size N    mixed: the churn blocks are N bytes (default 16)
  *   --two-lines       cascade: the producers allocate under "queue" from
  *                     tree_insert, at one line in even rounds and at
@@ -184,6 +204,40 @@ FRAME_FN(fx_event_post)
 FRAME_FN(fx_poster)
 FRAME_FN(fx_flush)
 FRAME_FN(fx_table_new)
+FRAME_FN(os_malloc)
+FRAME_FN(mon_ctor)
+FRAME_FN(table_new)
+FRAME_FN(vm_init)
+FRAME_FN(make_lock)
+FRAME_FN(site_a)
+FRAME_FN(site_b)
+FRAME_FN(vm_use)
+FRAME_FN(bucket_op)
+
+/* factory: one function defining three locks (HotSpot's mutex_init): each
+ * `new Lock` is an allocation, then a constructor call, at return
+ * addresses of their own; dm_ret[2 j] and dm_ret[2 j + 1] for lock j. */
+static uint64_t dm_ret[6];
+__attribute__((noinline)) static void dm_mark(int i)
+{
+	dm_ret[i] = (uint64_t)(uintptr_t)__builtin_return_address(0);
+}
+__attribute__((noinline, used)) void vm_mutex_init(void);
+__attribute__((noinline, used)) void vm_mutex_init(void)
+{
+	dm_mark(0); /* Heap_lock: its allocation, its constructor */
+	sink += 1;
+	dm_mark(1);
+	sink += 2;
+	dm_mark(2); /* Threads_lock */
+	sink += 3;
+	dm_mark(3);
+	sink += 4;
+	dm_mark(4); /* Compile_lock */
+	sink += 5;
+	dm_mark(5);
+	sink += 6;
+}
 
 /* --static-tcmalloc: gperftools' hook caller, the leaf of the stacks of
  * allocations recorded through MallocHook (a C++ name: its mangled label
@@ -577,6 +631,8 @@ enum {
 	L_FX_H1 = 14,
 	L_FX_H2 = 15,
 	L_FX_H3 = 16,
+	L_FX_T1 = 17,
+	L_FX_T2 = 18,
 	L_MALLOC = 50
 };
 
@@ -586,12 +642,16 @@ static bool unknown_free;                 /* --unknown-free */
 static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 static bool slow_outside;        /* --slow-outside */
+static uint64_t slow_size = 32;  /* --slow-size */
+static bool slow_realloc;        /* --slow-realloc */
+static bool slow_one_thread;     /* --slow-one-thread */
 static bool static_tcmalloc;     /* --static-tcmalloc */
 static uint64_t churn_size = 16; /* --churn-size */
 static bool unnamed, global_stats, global_past, heap_queue, two_lines, wrapped;
 static tw_t *idle[2];  /* --idle-waiters */
 static bool fx_uneven; /* --fx-uneven */
 static bool fx_heap;   /* --fx-heap */
+static bool fx_twins;  /* --fx-twins */
 
 static void define_stacks(tw_t *t)
 {
@@ -730,10 +790,21 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 			if (precise)
 				E(t, FMT_ALLOC, a + 1350, ptr, 48, S_PUT_ALLOC,
 				  200, FMT_FN_NEW);
-			E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000, 32,
-			  S_WORK_ALLOC,
-			  slow_outside && r % 10 == 0 ? 5000 : 150,
-			  FMT_FN_MALLOC);
+			if (slow_one_thread && i > 0)
+				continue;
+			bool slow = slow_outside && r % 10 == 0;
+			if (slow && slow_realloc) {
+				/* grown in place by a slow realloc */
+				E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000,
+				  slow_size, S_WORK_ALLOC, 150, FMT_FN_MALLOC);
+				E(t, FMT_REALLOC, a + 1420, ptr + 0x1000000,
+				  ptr + 0x1000000, 2 * slow_size, S_WORK_ALLOC,
+				  5000);
+			} else {
+				E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000,
+				  slow_size, S_WORK_ALLOC, slow ? 5000 : 150,
+				  FMT_FN_MALLOC);
+			}
 			E(t, FMT_FREE, a + 1450, ptr + 0x1000000, 150, 0, 0, 0);
 		}
 		uint64_t w = t0 + 5000;
@@ -859,6 +930,18 @@ static void scenario_futex(tw_t **fx, tw_t *post_t, int rounds,
 		  0);
 		E(fx[2], FMT_FUTEX_WAIT, t0 + 7500, L_FX_H2, S_FX_EVWAIT, 500,
 		  0, 0);
+	}
+	for (int r = 0; fx_twins && r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		int i = r % 2;
+		E(fx[1 - i], FMT_FUTEX_WAKE, t0 + 7790, L_FX_T1, S_FX_WAKE, 1,
+		  0, 0);
+		E(fx[i], FMT_FUTEX_WAIT, t0 + 7800, L_FX_T1, S_FX_WAIT, 1000, 0,
+		  0);
+		E(fx[2 - i], FMT_FUTEX_WAKE, t0 + 8790, L_FX_T2, S_FX_POST, 1,
+		  0, 0);
+		E(fx[1 + i], FMT_FUTEX_WAIT, t0 + 8800, L_FX_T2, S_FX_WAIT2,
+		  1000, 0, 0);
 	}
 }
 
@@ -1051,6 +1134,211 @@ static void scenario_locks(tw_t **c, uint64_t nlocks)
 }
 
 /*
+ * factory: locks in heap blocks, all made by one constructor (mon_ctor),
+ * as HotSpot makes every Mutex with `new Mutex(...)` (os::malloc, then the
+ * constructor); main (thread PID) makes, at T0 + 1000 on, 100 ns apart:
+ *   - 1000 "bucket" locks in one loop of table_new < vm_init (blocks of 64
+ *     bytes at 0x40000000 + 64 k, each lock at +8; ids 5000 + k): one
+ *     class;
+ *   - three locks defined one by one in vm_mutex_init < vm_init, each its
+ *     own allocation and constructor call (0x41000000 + 0x100 j, +8; ids
+ *     6000 + j): three classes;
+ *   - four locks made by make_lock (it allocates and constructs), two
+ *     called from site_a, two from site_b (0x42000000 + 0x100 j, +8; ids
+ *     6100 + j): two classes.
+ * Per round r (t0 = T0 + 200000 + r * 10000), "vm-1" takes lock 6000 at
+ * t0, then lock 6001 at t0 + 100 (nested), releases it at t0 + 300 and
+ * 6000 at t0 + 1000; "vm-2" takes 6000 at t0 + 1000 after a 500 ns wait
+ * (released at t0 + 1100). Then vm-1 takes bucket b = r % 999 at
+ * t0 + 2000 and bucket b + 1 (the next address) at t0 + 2100, releases
+ * both at t0 + 2300 and 2400; vm-2 takes bucket b + 1 at t0 + 2300 after
+ * a 200 ns wait, released at t0 + 2350.
+ */
+enum {
+	S_FAC_TBL_A = 200,
+	S_FAC_TBL_I,
+	S_FAC_DEF_A, /* + 2 j: allocation, + 2 j + 1: init, j = 0..2 */
+	S_FAC_MK_A = S_FAC_DEF_A + 6, /* site_a: alloc, init; site_b: +2 */
+	S_FAC_USE = S_FAC_MK_A + 4,
+	S_FAC_USE2,
+	S_FAC_BUCKET
+};
+static void scenario_factory(tw_t *proc, tw_t *mt, tw_t *w1, tw_t *w2,
+                             int rounds)
+{
+	uint64_t f[4];
+	vm_mutex_init();
+	f[0] = fa(os_malloc), f[1] = fa(table_new), f[2] = fa(vm_init);
+	m_stack(proc, S_FAC_TBL_A, 3, f);
+	f[0] = fa(mon_ctor), f[1] = fa(table_new) + 4;
+	m_stack(proc, S_FAC_TBL_I, 3, f);
+	for (int j = 0; j < 3; j++) {
+		f[0] = fa(os_malloc), f[1] = dm_ret[2 * j];
+		f[2] = fa(vm_init) + 4;
+		m_stack(proc, S_FAC_DEF_A + 2 * (uint64_t)j, 3, f);
+		f[0] = fa(mon_ctor), f[1] = dm_ret[2 * j + 1];
+		m_stack(proc, S_FAC_DEF_A + 2 * (uint64_t)j + 1, 3, f);
+	}
+	for (int j = 0; j < 2; j++) {
+		f[0] = fa(os_malloc), f[1] = fa(make_lock);
+		f[2] = fa(j ? site_b : site_a);
+		m_stack(proc, S_FAC_MK_A + 2 * (uint64_t)j, 3, f);
+		f[0] = fa(mon_ctor), f[1] = fa(make_lock) + 4;
+		m_stack(proc, S_FAC_MK_A + 2 * (uint64_t)j + 1, 3, f);
+	}
+	f[0] = fa(vm_use), f[1] = fa(mallock_test_thread_start);
+	m_stack(proc, S_FAC_USE, 2, f);
+	f[0] = fa(vm_use) + 4;
+	m_stack(proc, S_FAC_USE2, 2, f);
+	f[0] = fa(bucket_op);
+	m_stack(proc, S_FAC_BUCKET, 2, f);
+	tw_flush(proc);
+	uint64_t t = T0 + 1000;
+	typedef struct {
+		uint64_t id, ptr, astk, istk;
+	} mk_t;
+	static mk_t mk[1007];
+	int n = 0;
+	for (uint64_t k = 0; k < 1000; k++)
+		mk[n++] = (mk_t){5000 + k, 0x40000000 + 64 * k, S_FAC_TBL_A,
+		                 S_FAC_TBL_I};
+	for (uint64_t j = 0; j < 3; j++)
+		mk[n++] = (mk_t){6000 + j, 0x41000000 + 0x100 * j,
+		                 S_FAC_DEF_A + 2 * j, S_FAC_DEF_A + 2 * j + 1};
+	for (uint64_t j = 0; j < 4; j++)
+		mk[n++] = (mk_t){6100 + j, 0x42000000 + 0x100 * j,
+		                 S_FAC_MK_A + 2 * (j / 2),
+		                 S_FAC_MK_A + 2 * (j / 2) + 1};
+	for (int i = 0; i < n; i++, t += 100) {
+		E(mt, FMT_ALLOC, t, mk[i].ptr, 64, mk[i].astk, 100, FMT_FN_NEW);
+		m_lock_new(mt, mk[i].id, mk[i].ptr + 8, FMT_KIND_MUTEX,
+		           FMT_LOCKF_INIT);
+		E(mt, FMT_LOCK_INIT, t + 50, mk[i].id, mk[i].istk, 0, 0, 0);
+	}
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 200000 + (uint64_t)r * 10000;
+		uint64_t b = 5000 + (uint64_t)(r % 999);
+		E(w1, FMT_ACQ, t0, 6000, S_FAC_USE, 0, 0, 0);
+		E(w1, FMT_ACQ, t0 + 100, 6001, S_FAC_USE2, 0, 0, 0);
+		E(w1, FMT_REL, t0 + 300, 6001, 0, 0, 0, 0);
+		E(w1, FMT_REL_CONTENDED, t0 + 1000, 6000, S_FAC_USE, 0, 0, 0);
+		E(w2, FMT_ACQ_WAIT, t0 + 1000, 6000, S_FAC_USE, 500, 1, 0);
+		E(w2, FMT_REL, t0 + 1100, 6000, 0, 0, 0, 0);
+		E(w1, FMT_ACQ, t0 + 2000, b, S_FAC_BUCKET, 0, 0, 0);
+		E(w1, FMT_ACQ, t0 + 2100, b + 1, S_FAC_BUCKET, 0, 0, 0);
+		E(w1, FMT_REL_CONTENDED, t0 + 2300, b + 1, S_FAC_BUCKET, 0, 0,
+		  0);
+		E(w1, FMT_REL, t0 + 2400, b, 0, 0, 0, 0);
+		E(w2, FMT_ACQ_WAIT, t0 + 2300, b + 1, S_FAC_BUCKET, 200, 1, 0);
+		E(w2, FMT_REL, t0 + 2350, b + 1, 0, 0, 0, 0);
+	}
+}
+
+/*
+ * lifo: a pool that hands each task to the most recently idle worker, one
+ * condition variable per worker, its acceptor a task on a worker thread
+ * (varnish's): "wrk-5" (tid 506, the acceptor) and "wrk-k" (501 + k,
+ * k = 0..4) all run pool_take < pool_worker. In round r (t0 = T0 + 100000
+ * + r * 10000) the acceptor takes the pool lock "pool" (7000) and
+ * signals worker k's own condition (7100 + k) when r % 2^k == 0 (a = t0 +
+ * 100 k: ACQ a, SIGNAL a + 10, REL a + 20); wrk-k is woken at a + 30,
+ * releases at a + 40, works 1000 ns, takes the lock again at a + 1040 and
+ * waits on its condition (+10). The workers sleep most of their lives,
+ * woken 1, 1/2, 1/4, 1/8, 1/16 times per round; the acceptor is woken
+ * never (one wait at its start) and takes the lock 1 to 5 times per
+ * round; no thread ever waits for the lock: no starvation.
+ */
+static void scenario_lifo(tw_t *acc, tw_t **w, int rounds)
+{
+	for (int k = 0; k < 5; k++) {
+		uint64_t a = T0 + 1000 + 10 * (uint64_t)k;
+		E(w[k], FMT_ACQ, a, 7000, S_POOL, 0, 0, 0);
+		E(w[k], FMT_COND_WAIT, a + 5, 7100 + (uint64_t)k, 7000, 0, 0,
+		  0);
+	}
+	E(acc, FMT_ACQ, T0 + 1100, 7000, S_POOL, 0, 0, 0);
+	E(acc, FMT_COND_WAIT, T0 + 1105, 7105, 7000, 0, 0, 0);
+	E(acc, FMT_COND_WAKE, T0 + 1200, 7105, 7000, 0, 0, 0);
+	E(acc, FMT_REL, T0 + 1210, 7000, 0, 0, 0, 0);
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int k = 0; k < 5; k++) {
+			if (r % (1 << k))
+				continue;
+			uint64_t a = t0 + 100 * (uint64_t)k;
+			tw_t *t = w[k];
+			E(acc, FMT_ACQ, a, 7000, S_POOL, 0, 0, 0);
+			E(acc, FMT_COND_SIGNAL, a + 10, 7100 + (uint64_t)k, 0,
+			  0, 0, 0);
+			E(acc, FMT_REL, a + 20, 7000, 0, 0, 0, 0);
+			E(t, FMT_COND_WAKE, a + 30, 7100 + (uint64_t)k, 7000, 0,
+			  0, 0);
+			E(t, FMT_REL, a + 40, 7000, 0, 0, 0, 0);
+			E(t, FMT_ACQ, a + 1040, 7000, S_POOL, 0, 0, 0);
+			E(t, FMT_COND_WAIT, a + 1050, 7100 + (uint64_t)k, 7000,
+			  0, 0, 0);
+		}
+	}
+	/* The acceptor's last event: its life spans the rounds. */
+	uint64_t end = T0 + 100000 + (uint64_t)rounds * 10000;
+	E(acc, FMT_ACQ, end, 7000, S_POOL, 0, 0, 0);
+	E(acc, FMT_REL, end + 10, 7000, 0, 0, 0, 0);
+}
+
+/*
+ * striped: a lock hierarchy of stripes (memcached's item locks under its
+ * LRU locks): 64 "item" locks made in one loop (ids 8000 + i, at
+ * 0x61000000 + 64 i, initialised at S_INIT: one class) and 8 static LRU
+ * locks nobody named or initialised (ids 8100 + j, at 0x62000 + 40 j),
+ * each first taken at a function of its own (queue_put, queue_take, ...:
+ * 8 classes by first acquisition). Per round r (t0 = T0 + 100000 +
+ * r * 10000), thread "mc-k" (k = 0..3, a = t0 + 2000 k) takes item
+ * (r + 16 k) % 64 at a, LRU lock (r + k) % 8 at a + 100 (after a 300 ns
+ * wait when k > 0), releases it at a + 600 and the item at a + 800.
+ */
+static void scenario_striped(tw_t **t, int rounds)
+{
+	static void (*const first[8])(void) = {
+	    queue_put, queue_take, stats_update, outer_op,
+	    inner_op,  starved_op, churn_op,     worker_main};
+	uint64_t f[2];
+	for (int j = 0; j < 8; j++) {
+		f[0] = fa(first[j]), f[1] = fa(mallock_test_thread_start);
+		m_stack(t[0], 300 + (uint64_t)j, 2, f);
+	}
+	for (uint64_t i = 0; i < 64; i++) {
+		m_lock_new(t[0], 8000 + i, 0x61000000 + 64 * i, FMT_KIND_MUTEX,
+		           FMT_LOCKF_INIT);
+		E(t[0], FMT_LOCK_INIT, T0 + 1000 + 10 * i, 8000 + i, S_INIT, 0,
+		  0, 0);
+	}
+	for (uint64_t j = 0; j < 8; j++)
+		m_lock_new(t[0], 8100 + j, 0x62000 + 40 * j, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
+	bool seen[8] = {0};
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		for (int k = 0; k < 4; k++) {
+			uint64_t a = t0 + 2000 * (uint64_t)k;
+			uint64_t item = 8000 + (uint64_t)((r + 16 * k) % 64);
+			int j = (r + k) % 8;
+			uint64_t site = seen[j] ? S_OUTER : 300 + (uint64_t)j;
+			seen[j] = true;
+			E(t[k], FMT_ACQ, a, item, S_PUT_SITE, 0, 0, 0);
+			if (k)
+				E(t[k], FMT_ACQ_WAIT, a + 100,
+				  8100 + (uint64_t)j, site, 300, 1, 0);
+			else
+				E(t[k], FMT_ACQ, a + 100, 8100 + (uint64_t)j,
+				  site, 0, 0, 0);
+			E(t[k], FMT_REL, a + 600, 8100 + (uint64_t)j, 0, 0, 0,
+			  0);
+			E(t[k], FMT_REL, a + 800, item, 0, 0, 0, 0);
+		}
+	}
+}
+
+/*
  * big: T threads, each looping: ACQ lock (t % 4), ALLOC (stack t % 8),
  * REL, FREE of the block allocated 64 iterations before. 4 events per
  * iteration plus a few per round; live blocks stay at 64 per thread.
@@ -1152,6 +1440,8 @@ int main(int argc, char **argv)
 			fx_uneven = true;
 		else if (!strcmp(a, "--fx-heap"))
 			fx_heap = true;
+		else if (!strcmp(a, "--fx-twins"))
+			fx_twins = true;
 		else if (!strcmp(a, "--alloc-lock-addr"))
 			alloc_lock_addr = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--two-callers"))
@@ -1184,6 +1474,12 @@ int main(int argc, char **argv)
 			module = v, i++;
 		else if (!strcmp(a, "--slow-outside"))
 			slow_outside = true;
+		else if (!strcmp(a, "--slow-size"))
+			slow_size = strtoull(v ? v : "32", NULL, 0), i++;
+		else if (!strcmp(a, "--slow-realloc"))
+			slow_realloc = true;
+		else if (!strcmp(a, "--slow-one-thread"))
+			slow_one_thread = true;
 		else if (!strcmp(a, "--idle-waiters"))
 			idle[0] = idle[1] = &thr[0]; /* made below */
 		else if (!strcmp(a, "--wrapped"))
@@ -1277,6 +1573,56 @@ int main(int argc, char **argv)
 			m_thread_name(proc, 300 + (uint64_t)i, name);
 		}
 		scenario_locks(c, nlocks);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
+		return 0;
+	}
+	if (!strcmp(sc, "lifo")) {
+		define_stacks(proc);
+		tw_t *acc = tw_new(506), *w[5];
+		m_thread_name(proc, 506, "wrk-5");
+		char name[32];
+		for (int k = 0; k < 5; k++) {
+			w[k] = tw_new(501 + (uint32_t)k);
+			snprintf(name, sizeof name, "wrk-%d", k);
+			m_thread_name(proc, 501 + (uint64_t)k, name);
+		}
+		scenario_lifo(acc, w, rounds);
+		m_lock_new(acc, 7000, 0x7000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+		m_lock_name(acc, 7000, 0, "pool");
+		for (int k = 0; k < 6; k++)
+			m_lock_new(acc, 7100 + (uint64_t)k,
+			           0x7100 + 0x40 * (uint64_t)k, FMT_KIND_COND,
+			           0);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
+		return 0;
+	}
+	if (!strcmp(sc, "striped")) {
+		define_stacks(proc);
+		tw_t *t[4];
+		char name[32];
+		for (int k = 0; k < 4; k++) {
+			t[k] = tw_new(601 + (uint32_t)k);
+			snprintf(name, sizeof name, "mc-%d", k);
+			m_thread_name(proc, 601 + (uint64_t)k, name);
+		}
+		scenario_striped(t, rounds);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
+		return 0;
+	}
+	if (!strcmp(sc, "factory")) {
+		tw_t *mt = tw_new(PID), *w1 = tw_new(401), *w2 = tw_new(402);
+		m_thread_name(proc, 401, "vm-1");
+		m_thread_name(proc, 402, "vm-2");
+		E(mt, FMT_THREAD_START, T0 + 10, 1, 0, 0, 0, 0);
+		E(w1, FMT_THREAD_START, T0 + 20, PID, 0, 0, 0, 0);
+		E(w2, FMT_THREAD_START, T0 + 30, PID, 0, 0, 0, 0);
+		scenario_factory(proc, mt, w1, w2, rounds);
 		m_end(proc, nevents);
 		finish_file();
 		fclose(out);
@@ -1398,6 +1744,12 @@ int main(int argc, char **argv)
 		           FMT_KIND_FUTEX, FMT_LOCKF_STATIC);
 		m_lock_new(a[0], L_FX_EVENT, 0x7040, FMT_KIND_FUTEX,
 		           FMT_LOCKF_STATIC);
+		if (fx_twins) {
+			m_lock_new(a[0], L_FX_T1, 0x7080, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+			m_lock_new(a[0], L_FX_T2, 0x70c0, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+		}
 		if (fx_heap) {
 			m_lock_new(a[0], L_FX_H1, 0x31000008, FMT_KIND_FUTEX,
 			           FMT_LOCKF_STATIC);

@@ -75,6 +75,13 @@ row = [l for l in out.splitlines() if l.strip().startswith("mktrace_fx_word")]
 check(row and row[0].split()[1:3] == ["-", "-"] and
       row[0].split()[-3:] == ["-", "-", "-"],
       "the lock table shows - for what is not seen: %r" % row)
+tab = out[out.find("Locks (classes"):out.find("Contention in the top")]
+rows = [l.strip() for l in tab.splitlines()[2:] if l.startswith("  ") and
+        not l.startswith("  (") and not l.startswith("   ")]
+check(len(rows) == 2 and rows[0].startswith("mktrace_fx_word") and
+      rows[1].startswith("~futex word first waited on in"),
+      "the lock table ranks the signal word, marked ~, after the lock "
+      "word, though it waited more: %r" % rows)
 sec = out[out.find("Contention in the top locks"):]
 check(0 <= sec.find("mktrace_fx_word (futex word, a lock word") <
       sec.find("a signal word: waiting for work"),
@@ -168,40 +175,64 @@ eq(([x["function"] for x in f.get("stack", [])][:2],
 # One class of three words in blocks from one site (--fx-heap): two lock
 # words (fx-0 and fx-1 wait 100 ns, on the other 50 ns, each per round and
 # wake each other, at the same stacks) and a signal word (fx-2 waits
-# 500 ns, only fx-post wakes it). The finding counts the lock words alone,
-# each thread and stack once, names the heavier lock word, not the class's
-# heaviest word (the signal one), and shows the lock words' stacks only.
+# 500 ns, only fx-post wakes it). Its lock words wait in fx_lock and are
+# woken in fx_unlock, as mktrace_fx_word: one family, one finding, its
+# classes listed inside, the heavier first; each class counts its lock
+# words alone and is named by its heavier lock word, not the class's
+# heaviest word (the signal one); the finding shows lock words' stacks
+# only.
 dh = report_json(mktrace("futex", "heap.trace", "--fx-heap", "--rounds",
                          R)[0])
 hl = {l["id"]: l for l in dh["locks"]}
-fh = [f for f in dh["findings"] if f["kind"] == "futex_lock" and
-      f["lock_name"] != "mktrace_fx_word"]
-eq(len(fh), 1, "one finding for the heap words' class")
+fh = [f for f in dh["findings"] if f["kind"] == "futex_lock"]
+eq(len(fh), 1, "one finding for the family of lock words")
 f = fh[0] if fh else {"evidence": {}}
-eq((f.get("score"), hl.get(f.get("lock"), {}).get("futex_lock_word"),
-    hl.get(f.get("lock"), {}).get("wait_ns")),
-   (300 * R, True, 200 * R), "the lock words' waits only, and the heavier")
-check(f.get("lock_name", "").startswith("futex word at +0x8 in a block "
-                                        "from fx_table_new"),
-      "named by the block: %r" % f.get("lock_name"))
+eq((f.get("score"), f.get("lock_name"), f.get("members_total")),
+   (900 * R, "mktrace_fx_word", 2), "the family's waits, its heaviest word")
+mem = f.get("members") or [{}, {}]
+eq([m.get("value") for m in mem], [600 * R, 300 * R],
+   "each class's lock words' waits, heaviest first")
+hw = hl.get(mem[-1].get("lock"), {})
+eq((hw.get("futex_lock_word"), hw.get("wait_ns")), (True, 200 * R),
+   "the heap class is named by its heavier lock word")
+check(mem[-1].get("lock_name", "").startswith(
+    "futex word at +0x8 in a block from fx_table_new"),
+    "named by the block: %r" % mem[-1].get("lock_name"))
 eq({k: f["evidence"].get(k) for k in ("lock_words", "futex_waits",
                                       "wait_max_ns", "waiting_threads",
                                       "waking_threads", "waiter_stacks",
-                                      "waker_stacks")},
-   {"lock_words": 2, "futex_waits": 4 * R, "wait_max_ns": 100,
-    "waiting_threads": 2, "waking_threads": 2, "waiter_stacks": 1,
-    "waker_stacks": 1}, "no evidence from the signal word")
+                                      "waker_stacks", "lock_word_classes")},
+   {"lock_words": 3, "futex_waits": 7 * R, "wait_max_ns": 200,
+    "waiting_threads": 3, "waking_threads": 3, "waiter_stacks": 2,
+    "waker_stacks": 2, "lock_word_classes": 2},
+   "no evidence from the signal word")
 eq(([x["function"] for x in f.get("stack", [])][:1],
     [x["function"] for x in f.get("waker_stack") or []][:1]),
    (["fx_lock"], ["fx_unlock"]), "the lock words' stacks")
-check(f.get("summary", "").startswith("waiters lost 30.0 us on these 2 "
-                                      "futex lock words: 400 waits"),
-      "the summary counts the class's lock words: %r" % f.get("summary"))
+check(f.get("summary", "").startswith("waiters lost 90.0 us on these 3 "
+                                      "futex lock words: 700 waits"),
+      "the summary counts the family's lock words: %r" % f.get("summary"))
 rc, hout, err = run("report", os.path.join(TMP, "heap.trace"))
-hsec = hout[hout.find("#2 futex_lock"):hout.find("Locks (classes")]
-check("fx_lock" in hsec and "fx_event" not in hsec,
-      "the text finding shows the lock word's waiters and wakers only: %r"
-      % hsec)
+hsec = hout[hout.find("#1 futex_lock"):hout.find("Locks (classes")]
+check("fx_lock" in hsec and "fx_event" not in hsec and
+      "words  2 word classes in this finding" in hsec and "fx_table_new" in hsec,
+      "the text finding shows the lock words' waiters and wakers only, "
+      "and its classes: %r" % hsec)
+
+# Two futex_lock findings on words with one label (--fx-twins: both
+# "first waited on in fx_lock", woken in fx_unlock and in fx_event_post:
+# two families) are told apart by the first frame where their waiters'
+# stacks part (fx_worker, fx_flush).
+dt = report_json(mktrace("futex", "twins.trace", "--fx-twins", "--rounds",
+                         R)[0])
+names = sorted(f["lock_name"] for f in dt["findings"]
+               if f["kind"] == "futex_lock" and
+               f["lock_name"].startswith("futex word first waited on"))
+eq(len(names), 2, "two findings on unnamed words: %r" % names)
+check(len(set(names)) == 2 and any("waited on in fx_worker" in n
+                                   for n in names) and
+      any("waited on in fx_flush" in n for n in names),
+      "their labels part at the first frame that differs: %r" % names)
 
 # The same trace with only its process-level chunks (PROCESS, MODULE...):
 # the shim ran and no hook was called. The header says what that means.

@@ -77,6 +77,41 @@ check("for worker_main" in a and "MallocHook" not in a,
 a = slow_advice("--module", "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2")
 check("jemalloc" in a and "central free list" not in a, "jemalloc: " + a)
 
+# The advice follows the evidence: block size against where the allocator
+# stops caching per thread, reallocs, the number of allocating threads;
+# "often" only for a large share of slow calls (5% here).
+TCM = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4"
+JEM = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+check("often" not in a and "in 5.0% of the calls" in a,
+      "a small share is stated, not called often: " + a)
+a = slow_advice("--module", TCM, "--slow-size", 2 << 20)
+check("2 MiB" in a and "256 KiB" in a and "page heap" in a and
+      "larger thread caches do not help" in a and
+      "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES" not in a,
+      "tcmalloc, 2 MiB blocks no thread cache holds: " + a)
+a = slow_advice("--slow-size", 256 << 10)
+check("mmap threshold" in a and "arena_max" not in a,
+      "glibc, 256 KiB blocks: the mmap threshold: " + a)
+a = slow_advice("--module", JEM, "--slow-size", 64 << 10)
+check("tcache_max" in a and "narenas" not in a,
+      "jemalloc, 64 KiB blocks: beyond its thread cache: " + a)
+a = slow_advice("--module", JEM, "--slow-realloc", "--slow-one-thread")
+check("realloc" in a and "doubling" in a and "arenas" not in a,
+      "jemalloc, one thread growing blocks with realloc: " + a)
+# A JVM (libjvm.so loaded): the header says which locks mallock sees (the
+# VM's pthread locks) and which it cannot (Java monitors), in one line.
+p, _ = mktrace("cascade", "jvm.trace", "--module",
+               "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so")
+bs = report_json(p)["trace"]["blind_spot"] or ""
+check("pthread locks" in bs and "Java monitors" in bs,
+      "a JVM's header names the locks seen and not seen: %r" % bs)
+p, _ = mktrace("cascade", "nojvm.trace")
+eq(report_json(p)["trace"]["blind_spot"], None, "no JVM, no such line")
+
+a = slow_advice("--slow-one-thread")
+check("one thread" in a and "arena_max" not in a,
+      "glibc, one allocating thread: no arena advice: " + a)
+
 
 # Churn: node-sized blocks suggest a node-based container, 32 KiB buffers
 # do not.

@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""One phenomenon, one finding: a lock hierarchy of stripes (mktrace
+striped: 64 item locks of one class over 8 static LRU locks, each its own
+class by its first acquisition, memcached's shape) is one nested_lock
+finding listing its inner locks, and its advice is not to merge them.
+
+usage: test_striped.py MALLOCK MKTRACE SRCDIR"""
+import common
+from common import check, eq
+
+path, _ = common.mktrace("striped", "striped.trace", "--rounds", 400)
+d = common.report_json(path)
+nested = [f for f in d["findings"] if f["kind"] == "nested_lock"]
+eq(len(nested), 1, "nested_lock findings of one hierarchy")
+if nested:
+    f = nested[0]
+    eq(f.get("members_total"), 8, "inner locks listed in it")
+    eq(len(f.get("members", [])), 4, "the worst inner locks shown")
+    check(all(m["lock"] >= 8100 for m in f.get("members", [])),
+          "members are the LRU locks")
+    eq(f["evidence"].get("nested_acquisitions"), 1600,
+       "nestings of the whole hierarchy")
+    eq(f["evidence"].get("inner_wait_ns_while_outer_held"), 360000,
+       "inner wait of the whole hierarchy")
+    check("use one lock" not in f["advice"] and "hierarchy" in f["advice"],
+          "advice for a hierarchy: " + f["advice"])
+common.done("test_striped")
