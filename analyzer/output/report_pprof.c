@@ -302,7 +302,7 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 		}
 		break;
 	case METRIC_CAUSED:
-		if (e->kind == REPLAY_ALLOC ||
+		if ((e->kind != REPLAY_HOLD && e->kind != REPLAY_WAIT) ||
 		    !report_class_matches(p->r, m, m->lock[e->lock].cls))
 			break;
 		if (e->kind == REPLAY_HOLD && e->contended) {
