@@ -58,7 +58,7 @@ echo
 echo "== the same trace for the tools people already use"
 "$BIN"/mallock report --format=pprof --metric=wait -o "$OUT"/tree.wait.pb.gz "$OUT"/tree.trace
 "$BIN"/mallock report --format=pprof --metric=caused -o "$OUT"/tree.caused.pb.gz "$OUT"/tree.trace
-"$BIN"/mallock report --format=perfetto --lock=svcqueue.lock --to=0.5 -o "$OUT"/tree.pftrace "$OUT"/tree.trace
+"$BIN"/mallock report --format=perfetto -o "$OUT"/tree.pftrace "$OUT"/tree.trace
 "$BIN"/mallock report --format=html -o "$OUT"/tree.html "$OUT"/tree.trace
 echo "pprof:    go tool pprof -http=: $OUT/tree.wait.pb.gz   (and tree.caused.pb.gz)"
 echo "Perfetto: open $OUT/tree.pftrace in https://ui.perfetto.dev"
