@@ -19,6 +19,7 @@ typedef struct rheld {
 } rheld_t;
 
 typedef struct rthr {
+	uint32_t cond_site1; /* aggregate.c's thread_t.cond_site1 */
 	rheld_t *h;
 	uint32_t *locks; /* the held locks' indexes, for replay_ev_t.held */
 	size_t n, cap, capl;
@@ -198,12 +199,24 @@ static void on_event(rstate_t *s, uint32_t ti, const fmt_record_t *r)
 		break;
 	}
 	case FMT_COND_WAIT:
-		if ((li = lock_of(m, r->f[FMT_COND_WAIT_LOCK])) != NONE32)
+		/* The hold re-taken at the wake continues this one: it gets
+		 * its site (aggregate.c does the same). */
+		if ((li = lock_of(m, r->f[FMT_COND_WAIT_LOCK])) != NONE32) {
+			rthr_t *t = &s->thr[ti];
+			t->cond_site1 = 0;
+			for (size_t k = t->n; k-- > 0;)
+				if (t->h[k].lock == li) {
+					t->cond_site1 = t->h[k].site + 1;
+					break;
+				}
 			pop(s, ti, li, r->tsc, false, NONE32);
+		}
 		break;
 	case FMT_COND_WAKE:
-		if ((li = lock_of(m, r->f[FMT_COND_WAKE_LOCK])) != NONE32)
-			push(s, ti, li, NONE32, r->tsc);
+		if ((li = lock_of(m, r->f[FMT_COND_WAKE_LOCK])) != NONE32) {
+			push(s, ti, li, s->thr[ti].cond_site1 - 1, r->tsc);
+			s->thr[ti].cond_site1 = 0;
+		}
 		break;
 	case FMT_ALLOC_LOCK_WAIT: {
 		li = lock_of(m, r->f[FMT_ALLOC_LOCK_WAIT_LOCK]);

@@ -32,8 +32,9 @@ typedef struct replay_ev {
 	int kind;
 	uint32_t thread; /* model thread index */
 	uint32_t lock;   /* model lock index (WAIT, HOLD) */
-	/* WAIT: the waiter's stack; HOLD: the acquisition site (NONE32 after
-	 * a condition wake); ALLOC: the allocation stack (NONE32 for a free) */
+	/* WAIT: the waiter's stack; HOLD: the acquisition site (after a
+	 * condition wake, that of the hold the wait ended, which the re-taken
+	 * hold continues); ALLOC: the allocation stack (NONE32 for a free) */
 	uint32_t stack;
 	/* HOLD: the holder's stack at a contended release, else NONE32.
 	 * WAIT: the last contended release of this lock, which the model
