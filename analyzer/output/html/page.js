@@ -361,7 +361,8 @@
     var KNAME = ["hold", "wait", "allocator call", "wait on the allocator's lock"];
     tl.appendChild(el("p", { class: "note", id: "tl-legend", text: T.lock + ": each thread's holds (blue), " +
       "waits for it (red), allocator calls in its holds (orange) and, inside them, waits on the " +
-      "allocator's own lock (purple). Exact in the window where waiting on it cost most (" +
+      "allocator's own lock (purple). Exact in the window where the cascade cost most, the " +
+      "wait on the lock while its holders were in the allocator (" +
       fmtNs(Wn.from_ns) + " to " + fmtNs(Wn.to_ns) + ": " + fmtNs(Wn.wait_ns) + " waited, " +
       fmtNs(Wn.allocator_ns) + " in the allocator in holds, " + fmtNs(Wn.allocator_lock_wait_ns) +
       " of it on the allocator's lock" + (Wn.cut ? "; slices past the page's limit left out" : "") +
@@ -389,6 +390,12 @@
       var m = raw / p;
       return p * (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10);
     }
+    /* t in the unit of its size, with as many decimals as the step needs */
+    function tickLabel(t, step) {
+      var u = t >= 1e9 ? [1e9, "s"] : t >= 1e6 ? [1e6, "ms"] : t >= 1e3 ? [1e3, "us"] : [1, "ns"];
+      var d = Math.max(0, Math.min(9, Math.ceil(Math.log10(u[0] / step) - 1e-9)));
+      return (t / u[0]).toFixed(d) + " " + u[1];
+    }
     function svgEl(tag, attrs) {
       var e = document.createElementNS(NS, tag);
       for (var k in attrs) e.setAttribute(k, attrs[k]);
@@ -406,10 +413,11 @@
       for (var t = Math.ceil(v0 / step) * step; t <= v1; t += step) {
         var x = X(t);
         svg.appendChild(svgEl("line", { x1: x, x2: x, y1: axisH - 8, y2: axisH + T.threads.length * rowH, stroke: "#e4e4e4", class: "tick" }));
-        var lab = svgEl("text", { x: x + 2, y: axisH - 10, class: "tick-label" });
-        lab.textContent = fmtNs(Math.round(t));
-        svg.appendChild(lab);
         ticks++;
+        if (x + 70 > left + PW + 10) continue; /* no room for its label */
+        var lab = svgEl("text", { x: x + 2, y: axisH - 10, class: "tick-label" });
+        lab.textContent = tickLabel(t, step);
+        svg.appendChild(lab);
       }
       T.threads.forEach(function (name, i) {
         var tx = svgEl("text", { x: 4, y: axisH + i * rowH + 15 });
