@@ -8,7 +8,8 @@
  *     so each lock's holds get their own track, where they do nest;
  *   - wait slices "wait LOCK", hold slices "LOCK", and the allocator calls
  *     made in a hold as slices nested in the innermost hold ("alloc 64 B",
- *     "free"), with sizes and times as debug annotations;
+ *     "free"), the waiter count and the contended release as debug
+ *     annotations (a slice's duration is its wait, hold or call time);
  *   - a flow from each contended release (the holder's hold slice) to the
  *     hold of the waiter that acquired the lock next;
  *   - a counter track "waiters LOCK" per lock that was waited for;
@@ -19,7 +20,9 @@
  * deltas on an incremental clock (64) tied by a clock snapshot to
  * CLOCK_MONOTONIC at the trace's first event (so the trace lines up with a
  * perf capture of the same run), and no annotation repeats a slice's
- * duration: about 25 bytes per slice.
+ * duration: about 30 bytes a slice; deflated in runs of PF_CHUNK bytes
+ * (compressed_packets, as Perfetto's tracing service writes them), 4 to
+ * 5 bytes a slice.
  * --from/--to (a window in seconds from the trace's first event) and --lock
  * bound its size. With no --from/--to the whole trace is written when it
  * has at most PF_MAX_SLICES slices, else the window with the most wait that
