@@ -58,8 +58,12 @@ echo
 echo "== the same trace for the tools people already use"
 "$BIN"/mallock report --format=pprof --metric=wait -o "$OUT"/tree.wait.pb.gz "$OUT"/tree.trace
 "$BIN"/mallock report --format=pprof --metric=caused -o "$OUT"/tree.caused.pb.gz "$OUT"/tree.trace
-"$BIN"/mallock report --format=perfetto --lock=svcqueue.lock --to=0.5 -o "$OUT"/tree.pftrace "$OUT"/tree.trace
+# The fixed run's profiles too, for pprof's -diff_base.
+"$BIN"/mallock report --format=pprof --metric=wait -o "$OUT"/heap.wait.pb.gz "$OUT"/heap.trace
+"$BIN"/mallock report --format=pprof --metric=caused -o "$OUT"/heap.caused.pb.gz "$OUT"/heap.trace
+"$BIN"/mallock report --format=perfetto -o "$OUT"/tree.pftrace "$OUT"/tree.trace
 "$BIN"/mallock report --format=html -o "$OUT"/tree.html "$OUT"/tree.trace
 echo "pprof:    go tool pprof -http=: $OUT/tree.wait.pb.gz   (and tree.caused.pb.gz)"
+echo "          the fix against the bug: go tool pprof -top -diff_base=$OUT/tree.wait.pb.gz $OUT/heap.wait.pb.gz"
 echo "Perfetto: open $OUT/tree.pftrace in https://ui.perfetto.dev"
 echo "HTML report: $(realpath "$OUT"/tree.html)"

@@ -353,6 +353,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case O_FROM: /* the timeline's window */
 		case O_TO:
+			r.window = true;
 			if (parse_time(optarg,
 			               c == O_FROM ? &r.from_ns : &r.to_ns)) {
 				fprintf(stderr,

@@ -264,6 +264,7 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
 	h->snap = (uint32_t)(t->nsnap - 1);
 	h->tsc = tsc;
 	h->wait_ns = 0;
+	h->resite1 = 0;
 	return h;
 }
 
@@ -341,8 +342,9 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 	if (hold > l->s.hold_max)
 		l->s.hold_max = hold;
 	hist_add(lock_hist(m, l, 1), hold);
-	if (h.site != NONE32) {
-		lspair_t *p = model_pair(m, LS_ACQSITE, li, h.site);
+	uint32_t site = h.site != NONE32 ? h.site : h.resite1 - 1;
+	if (h.site != NONE32 || h.resite1) {
+		lspair_t *p = model_pair(m, LS_ACQSITE, li, site);
 		p->n++;
 		p->ns += hold;
 	}
@@ -364,7 +366,8 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
  * (lock, stack) pair of the ALLOC_PAIR_LOCKS innermost holds. O(1) in the
  * number of locks held. */
 static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
-                         uint64_t lw_ns, uint64_t lw_n, bool slow, bool alloc)
+                         uint64_t lw_ns, uint64_t lw_n, bool slow, bool alloc,
+                         uint64_t size)
 {
 	m->tot.alloc_calls_in_holds++;
 	holdsum_t *c = &t->snap[0]; /* allocated by push_hold: t holds one */
@@ -383,6 +386,7 @@ static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
 		p->ns2 += lw_ns;
 		p->n2 += alloc;
 		p->n3 += slow;
+		p->bytes += size;
 	}
 }
 
@@ -512,7 +516,8 @@ static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 		m->tot.untracked_calls++;
 		bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
 		if (t->nheld)
-			charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true);
+			charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true,
+			             size);
 		return;
 	}
 	double w;
@@ -541,7 +546,7 @@ static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	t->bytes += nb;
 	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
 	if (t->nheld)
-		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true);
+		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true, size);
 	if (ptr)
 		block_new(m, ptr, size, tsc, stack, ti, ns);
 }
@@ -566,7 +571,7 @@ static void on_free(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	s->lw_n += lw_n;
 	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
 	if (t->nheld)
-		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, false);
+		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, false, 0);
 }
 
 /* A REALLOC's free of its old block, given at the call's start when it
@@ -718,10 +723,14 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 		m->lock[li].s.cond_waits++;
 		/* The thread waited for the lock only to find no work: that
 		 * wait was waiting for work, not time lost to the holders. */
+		t->cond_site1 = 0;
 		for (size_t k = t->nheld; k-- > 0;)
 			if (t->held[k].lock == li) {
 				m->lock[li].s.idle_wait_ns +=
 				    t->held[k].wait_ns;
+				t->cond_site1 = t->held[k].site != NONE32
+				                    ? t->held[k].site + 1
+				                    : t->held[k].resite1;
 				break;
 			}
 		release(m, t, li, r->tsc);
@@ -750,7 +759,10 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 			lt->sleep_ns += slept;
 		}
 		t->cond_sleep_tsc = 0;
-		push_hold(m, t, ti, li, NONE32, r->tsc);
+		held_t *h = push_hold(m, t, ti, li, NONE32, r->tsc);
+		if (h)
+			h->resite1 = t->cond_site1;
+		t->cond_site1 = 0;
 		break;
 	}
 	case FMT_COND_SIGNAL: {

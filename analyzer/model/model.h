@@ -169,6 +169,7 @@ enum ls_kind {
 typedef struct lspair {
 	uint32_t lock, stack; /* lock: its site's first instance (model_pair) */
 	uint64_t n, ns, ns2, n2, n3;
+	uint64_t bytes; /* LS_ALLOC: bytes asked for by its allocations */
 } lspair_t;
 
 typedef struct lstab {
@@ -206,6 +207,10 @@ typedef struct held {
 	uint32_t snap;       /* thread's sums at acquire: index in snap[] */
 	uint64_t tsc;
 	uint64_t wait_ns; /* the acquisition's wait */
+	/* Re-taken by a condition wake: the site of the hold the wait ended
+	 * (+1; 0 none), which the hold continues: the hold's site for the
+	 * acquisition-site statistics. */
+	uint32_t resite1;
 } held_t;
 
 /* A thread's allocator calls made while it held at least one lock, summed
@@ -235,7 +240,8 @@ typedef struct thread {
 	holdsum_t *snap;
 	size_t nsnap, capsnap;
 	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAITs before next call */
-	uint32_t lt_lock, lt_idx;       /* one-entry cache into lockthr */
+	uint32_t cond_site1;      /* at a condition wait: its hold's site + 1 */
+	uint32_t lt_lock, lt_idx; /* one-entry cache into lockthr */
 	/* Its first distinct whole stacks (of contended acquisitions and
 	 * allocations; an uncontended acquisition records only its call
 	 * site): the thread's entry function, its role for starvation, is

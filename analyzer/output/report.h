@@ -38,6 +38,7 @@ typedef struct report {
 	bool per_process;
 	uint64_t from_ns, to_ns; /* --from/--to (timeline window;
 	                            to_ns 0: the end) */
+	bool window;             /* --from or --to was given */
 	bool all; /* --all: list every lock instance and class (JSON) */
 } report_t;
 

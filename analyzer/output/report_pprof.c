@@ -8,15 +8,19 @@
  *                     delay/nanoseconds, hold/nanoseconds (Go's mutex
  *                     profile)
  *   hold              acquisition sites; holds/count, hold/nanoseconds
- *   alloc-under-lock  allocator calls inside holds by allocation stack;
+ *   alloc-under-lock  allocator calls inside holds by allocation stack (a
+ *                     free by its block's), as folded and text count them;
  *                     alloc_objects/count, alloc_space/bytes,
  *                     allocator_calls/count, allocator_time/nanoseconds
  *   cross-thread      blocks freed on another thread, by allocation stack;
  *                     cross_thread_frees/count, cross_thread_bytes/bytes
- * Samples carry the labels `lock` and `thread` (and `pid` with several
- * traces). Locations are the symbolized, user-facing frames (symbols.h
- * stack_view); inlined calls are several lines of one location, callee
- * first. Mappings come from the trace's MODULE records, with build-ids.
+ * Samples carry the labels `lock` and `thread` (not alloc-under-lock's)
+ * and `pid` with several traces. A hold re-taken after a condition wait
+ * counts under the site of the hold the wait ended (replay.h), as in
+ * JSON's lock holds and the folded output. Locations are the symbolized,
+ * user-facing frames (symbols.h stack_view); inlined calls are several lines of
+ * one location, callee first. Mappings come from the trace's MODULE records,
+ * with build-ids.
  *
  * The lock metrics need each event's thread, which the model does not
  * keep: they come from a second pass over the trace (replay.h), whose sums
@@ -77,6 +81,7 @@ enum {
 	FN_NAME = 2,
 	FN_SYSTEM_NAME = 3,
 	FN_FILENAME = 4,
+	FN_START_LINE = 5,
 };
 
 /* A function: (name, file) string ids. A location: (trace, address,
@@ -167,6 +172,7 @@ static uint64_t function_id(pp_t *p, const frame_t *f)
 	const char *name =
 	    f->function ? f->function : frame_label(f, buf, sizeof buf);
 	fnkey_t k = {str_id(p, name), str_id(p, f->file)};
+	uint32_t start_line = f->start_line;
 	int added;
 	uint32_t *v =
 	    probe(&p->fnmap, fnv(&k, sizeof k, 7), &added, fn_eq, p, &k);
@@ -179,6 +185,8 @@ static uint64_t function_id(pp_t *p, const frame_t *f)
 		pb_u64(&p->b, FN_NAME, k.name);
 		pb_u64(&p->b, FN_SYSTEM_NAME, k.name);
 		pb_u64(&p->b, FN_FILENAME, k.file);
+		if (start_line)
+			pb_u64(&p->b, FN_START_LINE, start_line);
 		pb_close(&p->b, mk);
 	}
 	return *v + 1u;
@@ -302,7 +310,7 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 		}
 		break;
 	case METRIC_CAUSED:
-		if (e->kind == REPLAY_ALLOC ||
+		if ((e->kind != REPLAY_HOLD && e->kind != REPLAY_WAIT) ||
 		    !report_class_matches(p->r, m, m->lock[e->lock].cls))
 			break;
 		if (e->kind == REPLAY_HOLD && e->contended) {
@@ -316,21 +324,28 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 			    ->v[1] += e->ns;
 		}
 		break;
-	case METRIC_ALLOC_UNDER_LOCK:
-		if (e->kind != REPLAY_ALLOC)
-			break;
-		for (uint32_t i = 0; i < e->nheld; i++) {
-			if (!report_class_matches(p->r, m,
-			                          m->lock[e->held[i]].cls))
-				continue;
-			psample_t *s =
-			    sample(p, e->stack, e->held[i], e->thread);
-			s->v[0] += e->is_alloc;
-			s->v[1] += e->size;
-			s->v[2]++;
-			s->v[3] += e->ns;
-		}
-		break;
+	}
+}
+
+/* alloc-under-lock: the model's (lock, allocation stack) pairs, as the
+ * folded and text outputs count them: a free is charged to the stack that
+ * allocated its block (which the replay does not know), and pairs are
+ * kept for the innermost holds (aggregate.c's ALLOC_PAIR_LOCKS). No
+ * thread label: the pairs do not keep the thread. */
+static void alloc_pairs(pp_t *p, model_t *m)
+{
+	const lstab_t *t = &m->ls[LS_ALLOC];
+	for (size_t i = 0; i < t->n; i++) {
+		const lspair_t *q = &t->v[i];
+		const lock_t *l = &m->lock[q->lock];
+		if (l->kind == FMT_KIND_FUTEX ||
+		    !report_class_matches(p->r, m, l->cls))
+			continue;
+		psample_t *s = sample(p, q->stack, q->lock, NONE32);
+		s->v[0] += q->n2;
+		s->v[1] += q->bytes;
+		s->v[2] += q->n;
+		s->v[3] += q->ns;
 	}
 }
 
@@ -350,11 +365,7 @@ static void write_samples(pp_t *p, model_t *m, uint32_t t)
 		psample_t *s = &p->s[i];
 		if (s->t != t)
 			continue;
-		const char *none = p->r->metric == METRIC_ALLOC_UNDER_LOCK
-		                       ? "[free: the block's stack is not kept]"
-		                       : "[no stack]";
-		if (p->r->metric == METRIC_CROSS_THREAD)
-			none = "[no stack]";
+		const char *none = "[no stack]";
 		int n = stack_locations(p, m, s->stack, none, locs);
 		size_t mk = pb_open(&p->b, PROF_SAMPLE);
 		pb_packed(&p->b, SAMPLE_LOCATION_ID, locs, (size_t)n);
@@ -391,8 +402,13 @@ static void write_mappings(pp_t *p, model_t *m, uint32_t t)
 		pb_u64(&p->b, MAP_ID, p->mapping_base[t] + i + 1);
 		pb_u64(&p->b, MAP_START, mo->lo);
 		pb_u64(&p->b, MAP_LIMIT, mo->hi);
-		pb_u64(&p->b, MAP_OFFSET,
-		       mo->lo > mo->bias ? mo->lo - mo->bias : 0);
+		/* the file offset of the mapping's first address */
+		uint64_t seg = 0, off = 0;
+		if (!sym_module_load(m, mo, &seg, &off) || seg > mo->lo) {
+			seg = mo->lo;
+			off = 0;
+		}
+		pb_u64(&p->b, MAP_OFFSET, off + (mo->lo - seg));
 		pb_u64(&p->b, MAP_FILENAME, str_id(p, mo->path));
 		pb_u64(&p->b, MAP_BUILD_ID, str_id(p, mo->build_id_hex));
 		bool sym = mo->status == 1;
@@ -493,6 +509,8 @@ int report_pprof(const report_t *r, FILE *out)
 				x->v[0] += s->xfree_n;
 				x->v[1] += s->xfree_bytes;
 			}
+		} else if (r->metric == METRIC_ALLOC_UNDER_LOCK) {
+			alloc_pairs(&p, m);
 		} else {
 			rc = replay(m, on_replay, &p);
 		}

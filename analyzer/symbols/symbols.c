@@ -463,6 +463,15 @@ static const char *intern_name(symtab_t *s, const char *name)
 {
 	if (!name)
 		return NULL;
+	/* An ELF symbol version (__libc_start_main@@GLIBC_2.34) is not part
+	 * of the function's name; it also keeps a C++ name from demangling. */
+	char plain[1024];
+	const char *at = strchr(name, '@');
+	if (at && at > name && (size_t)(at - name) < sizeof plain) {
+		memcpy(plain, name, (size_t)(at - name));
+		plain[at - name] = 0;
+		name = plain;
+	}
 	if (name[0] == '_' && name[1] == 'Z') {
 		int st = 0;
 		char *d = __cxa_demangle(name, NULL, NULL, &st);
@@ -608,6 +617,11 @@ static int resolve(model_t *m, uint64_t addr, frame_t *fr, int max)
 		f->function = intern_name(s, name);
 		f->file = cur_file ? arena_strdup(&s->arena, cur_file) : NULL;
 		f->line = (uint32_t)(cur_line > 0 ? cur_line : 0);
+		int decl = 0;
+		f->start_line =
+		    dwarf_decl_line(&scopes[i], &decl) == 0 && decl > 0
+		        ? (uint32_t)decl
+		        : 0;
 		if (!f->inlined)
 			break;
 		Dwarf_Attribute a;
@@ -646,6 +660,32 @@ static int resolve(model_t *m, uint64_t addr, frame_t *fr, int max)
 }
 
 #define MAX_INLINE 16
+
+bool sym_module_load(model_t *m, const module_t *md, uint64_t *start,
+                     uint64_t *file_offset)
+{
+	symtab_t *s = m->sym;
+	if (!s || !s->dwfl || md->status != 1)
+		return false;
+	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, md->lo);
+	GElf_Addr bias = 0;
+	Elf *elf = dm ? dwfl_module_getelf(dm, &bias) : NULL;
+	size_t n = 0;
+	if (!elf || elf_getphdrnum(elf, &n) != 0)
+		return false;
+	bool found = false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (!found || ph.p_vaddr < *start - md->bias) {
+			*start = md->bias + ph.p_vaddr;
+			*file_offset = ph.p_offset;
+			found = true;
+		}
+	}
+	return found;
+}
 
 int sym_addr(model_t *m, uint64_t addr, const frame_t **out)
 {

@@ -40,6 +40,8 @@ typedef struct frame {
 	const shortname_t *sn; /* its short form, NULL: the same */
 	const char *file;      /* NULL when unknown */
 	uint32_t line;         /* 0 when unknown */
+	uint32_t start_line;   /* the function's first line (DW_AT_decl_line),
+	                          0 when unknown */
 	const char *module;    /* path; NULL when outside every module */
 	uint64_t address;      /* the recorded return address */
 	uint64_t offset;       /* address - the module's bias */
@@ -66,6 +68,10 @@ void sym_close(model_t *m);
  * m->sym, valid until sym_close().
  */
 int sym_addr(model_t *m, uint64_t addr, const frame_t **out);
+/* The address and file offset of md's first PT_LOAD segment, from its
+ * ELF file; false when the file was not opened. */
+bool sym_module_load(model_t *m, const module_t *md, uint64_t *start,
+                     uint64_t *file_offset);
 
 /*
  * The user-facing frames of stack index si: symbolized, with shim frames

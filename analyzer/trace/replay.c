@@ -19,6 +19,7 @@ typedef struct rheld {
 } rheld_t;
 
 typedef struct rthr {
+	uint32_t cond_site1; /* aggregate.c's thread_t.cond_site1 */
 	rheld_t *h;
 	uint32_t *locks; /* the held locks' indexes, for replay_ev_t.held */
 	size_t n, cap, capl;
@@ -108,15 +109,23 @@ static void pop(rstate_t *s, uint32_t ti, uint32_t li, uint64_t tsc,
 	s->fn(s->ctx, &ev);
 }
 
+/* The indexes of the locks ti holds, innermost last. */
+static const uint32_t *held_locks(rstate_t *s, uint32_t ti)
+{
+	rthr_t *t = &s->thr[ti];
+	VEC_RESERVE(t->locks, t->capl, t->n);
+	for (size_t i = 0; i < t->n; i++)
+		t->locks[i] = t->h[i].lock;
+	return t->locks;
+}
+
 static void alloc(rstate_t *s, uint32_t ti, uint64_t tsc, uint64_t stack_id,
                   uint64_t size, uint64_t ticks, bool is_alloc)
 {
 	rthr_t *t = &s->thr[ti];
 	if (!t->n)
 		return;
-	VEC_RESERVE(t->locks, t->capl, t->n);
-	for (size_t i = 0; i < t->n; i++)
-		t->locks[i] = t->h[i].lock;
+	held_locks(s, ti);
 	replay_ev_t ev = {.kind = REPLAY_ALLOC,
 	                  .thread = ti,
 	                  .lock = NONE32,
@@ -190,13 +199,43 @@ static void on_event(rstate_t *s, uint32_t ti, const fmt_record_t *r)
 		break;
 	}
 	case FMT_COND_WAIT:
-		if ((li = lock_of(m, r->f[FMT_COND_WAIT_LOCK])) != NONE32)
+		/* The hold re-taken at the wake continues this one: it gets
+		 * its site (aggregate.c does the same). */
+		if ((li = lock_of(m, r->f[FMT_COND_WAIT_LOCK])) != NONE32) {
+			rthr_t *t = &s->thr[ti];
+			t->cond_site1 = 0;
+			for (size_t k = t->n; k-- > 0;)
+				if (t->h[k].lock == li) {
+					t->cond_site1 = t->h[k].site + 1;
+					break;
+				}
 			pop(s, ti, li, r->tsc, false, NONE32);
+		}
 		break;
 	case FMT_COND_WAKE:
-		if ((li = lock_of(m, r->f[FMT_COND_WAKE_LOCK])) != NONE32)
-			push(s, ti, li, NONE32, r->tsc);
+		if ((li = lock_of(m, r->f[FMT_COND_WAKE_LOCK])) != NONE32) {
+			push(s, ti, li, s->thr[ti].cond_site1 - 1, r->tsc);
+			s->thr[ti].cond_site1 = 0;
+		}
 		break;
+	case FMT_ALLOC_LOCK_WAIT: {
+		li = lock_of(m, r->f[FMT_ALLOC_LOCK_WAIT_LOCK]);
+		if (li == NONE32 || !s->thr[ti].n)
+			break;
+		replay_ev_t ev = {.kind = REPLAY_ALLOC_WAIT,
+		                  .thread = ti,
+		                  .lock = li,
+		                  .stack = NONE32,
+		                  .holder_stack = NONE32,
+		                  .holder_thread = NONE32,
+		                  .held = held_locks(s, ti),
+		                  .nheld = (uint32_t)s->thr[ti].n};
+		ev.ns = dur_ns(m, r->f[FMT_ALLOC_LOCK_WAIT_WAIT]);
+		ev.t1 = at_ns(m, r->tsc);
+		ev.t0 = ev.t1 > ev.ns ? ev.t1 - ev.ns : 0;
+		s->fn(s->ctx, &ev);
+		break;
+	}
 	case FMT_THREAD_EXIT:
 		s->thr[ti].n = 0;
 		break;

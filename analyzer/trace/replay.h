@@ -22,21 +22,27 @@ enum replay_kind {
 	REPLAY_WAIT,  /* a contended acquisition */
 	REPLAY_HOLD,  /* a hold ended (release, contended release, cond wait) */
 	REPLAY_ALLOC, /* an allocator call made while the thread held a lock */
+	/* a wait on the allocator's own lock (ALLOC_LOCK_WAIT), inside an
+	 * allocator call made while the thread held a lock; lock is the
+	 * allocator lock's index, held the thread's locks */
+	REPLAY_ALLOC_WAIT,
 };
 
 typedef struct replay_ev {
 	int kind;
 	uint32_t thread; /* model thread index */
 	uint32_t lock;   /* model lock index (WAIT, HOLD) */
-	/* WAIT: the waiter's stack; HOLD: the acquisition site (NONE32 after
-	 * a condition wake); ALLOC: the allocation stack (NONE32 for a free) */
+	/* WAIT: the waiter's stack; HOLD: the acquisition site (after a
+	 * condition wake, that of the hold the wait ended, which the re-taken
+	 * hold continues); ALLOC: the allocation stack (NONE32 for a free) */
 	uint32_t stack;
 	/* HOLD: the holder's stack at a contended release, else NONE32.
 	 * WAIT: the last contended release of this lock, which the model
 	 * charges with this wait (stack and thread; NONE32 when none). */
 	uint32_t holder_stack, holder_thread;
 	/* ns since the trace's first event: WAIT from the wait's start to the
-	 * acquisition; HOLD acquisition to release; ALLOC the call. */
+	 * acquisition; HOLD acquisition to release; ALLOC the call;
+	 * ALLOC_WAIT the wait, which ends at its record's time. */
 	uint64_t t0, t1;
 	uint64_t ns;      /* WAIT wait, HOLD hold, ALLOC allocator time */
 	uint64_t size;    /* ALLOC: bytes asked for (0 for a free) */
@@ -44,7 +50,8 @@ typedef struct replay_ev {
 	bool contended;   /* HOLD: released with REL_CONTENDED */
 	bool matched;     /* HOLD: its acquisition was seen (else t0 == t1) */
 	bool is_alloc;    /* ALLOC: an allocation or realloc, not a free */
-	const uint32_t *held; /* ALLOC: lock indexes held, innermost last */
+	const uint32_t *held; /* ALLOC, ALLOC_WAIT: lock indexes held,
+	                         innermost last */
 	uint32_t nheld;
 } replay_ev_t;
 

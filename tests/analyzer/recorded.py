@@ -14,9 +14,11 @@ ATTEMPTS = 5
 
 
 def record_svcqueue(mallock, workdir, duration="0.6", min_contended=5,
-                    extra=()):
+                    extra=(), env_extra=None):
     """(trace, JSON report). MALLOCK_TEST_TRACE names a trace to reuse
-    instead (for trying mutations of the code under test quickly)."""
+    instead (for trying mutations of the code under test quickly).
+    env_extra: variables set for the app (the demo's
+    TCMALLOC_TRANSFER_NUM_OBJ=1)."""
     trace = os.environ.get("MALLOCK_TEST_TRACE")
     if trace:
         r = subprocess.run([mallock, "report", "--format=json", trace],
@@ -27,6 +29,7 @@ def record_svcqueue(mallock, workdir, duration="0.6", min_contended=5,
     trace = os.path.join(workdir, "svcqueue.trace")
     env = dict(os.environ)
     env.pop("TCMALLOC_TRANSFER_NUM_OBJ", None)
+    env.update(env_extra or {})
     last = None
     for attempt in range(ATTEMPTS):
         if os.path.exists(trace):

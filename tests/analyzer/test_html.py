@@ -7,8 +7,8 @@ Records svcqueue, writes the HTML report and loads it in headless Chromium
 (Debian chromium, installed when missing; exit 77 only when that install
 fails), with the URL hash selecting what a user would click. The page must
 load with no error, name the top finding's lock and function, draw a flame
-graph whose totals are the JSON report's, draw more than 10 frames for
-hold time, change when the metric selector changes, turn bottom-up,
+graph whose totals are the JSON report's, draw for hold time every frame
+of at least 1% of it (frames under half a pixel are not drawn), change when the metric selector changes, turn bottom-up,
 find a function by search, show the lock table and the timeline, and need
 no network. A screenshot is written next to the report."""
 import os
@@ -84,7 +84,20 @@ check(int(a.get("timeline-slices", 0)) > 0, "the timeline has slices")
 
 h, dom_h = load("metric=hold")
 eq(h.get("metric"), "hold", "the selector took hold")
-check(int(h.get("frames", 0)) > 10, "hold: more than 10 frames (%s)"
+rc, fo, err = run("report", "--format=folded", "--metric=hold", trace)
+node = {}
+for line in fo.splitlines():
+    st, n = line.rsplit(" ", 1)
+    fr = st.split(";")
+    for i in range(1, len(fr) + 1):
+        node[tuple(fr[:i])] = node.get(tuple(fr[:i]), 0) + int(n)
+total = sum(v for k, v in node.items() if len(k) == 1)
+big = {k[-1] for k, v in node.items() if v >= total / 100}
+drawn = set(re.findall(r'<g class="frame[^"]*" name="([^"]*)"', dom_h))
+drawn = {d.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">")
+         for d in drawn}
+eq(sorted(big - drawn), [], "hold: every frame of >= 1% drawn")
+check(int(h.get("frames", 0)) > 3, "hold: frames drawn (%s)"
       % h.get("frames"))
 b, dom_b = load("metric=allocator-time")
 eq(b.get("metric"), "allocator-time", "the selector took allocator-time")

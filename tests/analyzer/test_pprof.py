@@ -9,7 +9,14 @@ missing; exit 77 only when that install fails). Each metric's totals must
 equal what the JSON report and the folded stacks say of the same trace, the
 holder stacks of the queue lock must be the JSON report's contending points,
 and the samples, mappings, functions and labels must be what pprof needs
-(build-ids, file:line, lock and thread labels, -tagfocus)."""
+(build-ids, file:line, lock and thread labels, -tagfocus).
+
+The formats agree on the trace's totals: pprof, folded, JSON and text count
+the same waits, the same holds (those re-taken after a condition wait too,
+under the site of the hold the wait ended), and put the same allocator time
+under the same stacks (a free under the stack that allocated its block, not
+under a pseudo frame); function names carry no ELF symbol version, and
+functions their first line."""
 import os
 import re
 import subprocess
@@ -151,6 +158,15 @@ check(q["contending_points"], "svcqueue.lock has contending points")
 types, samples, locs, maps, out = raw(profile("hold"))
 eq(types, ["holds/count", "hold/nanoseconds"], "hold sample types")
 eq(totals(samples, 2)[1], folded_sum("hold"), "hold: ns vs folded")
+check(q["cond_waits"] > 0, "svcqueue.lock had condition waits (%d)"
+      % q["cond_waits"])
+qs = [s for s in samples if s["labels"].get("lock") == "svcqueue.lock"]
+eq(totals(qs, 2), [q["holds"], q["hold_ns"]], "hold: svcqueue.lock's holds "
+   "and hold_ns, re-taken holds included, as JSON counts them")
+rc, fo, err = run("report", "--format=folded", "--metric=hold", trace)
+eq(sum(int(l.rsplit(" ", 1)[1]) for l in fo.splitlines()
+       if l.endswith("]" + l[l.rfind(" "):]) and "[hold svcqueue.lock]" in l),
+   q["hold_ns"], "hold: folded svcqueue.lock = JSON hold_ns")
 
 # ---- alloc-under-lock ---------------------------------------------------
 types, samples, locs, maps, out = raw(profile("alloc-under-lock"))
@@ -163,10 +179,72 @@ eq(ns, sum(l["allocator_ns_in_holds"] for l in locks), "allocator_time")
 eq(ns, folded_sum("alloc-under-lock"), "allocator_time vs folded")
 check(q["allocs_in_holds"] > 0 and space >= 16 * q["allocs_in_holds"] // 2,
       "alloc_space %d for %d allocations" % (space, q["allocs_in_holds"]))
+check(not any("[free" in l[0] for l in locs.values()),
+      "alloc-under-lock: no pseudo frame for frees: %r" % [
+          l for l in locs.values() if "[free" in l[0]][:2])
+
+
+def fn_of(line):
+    m = re.match(r"(?:0x[0-9a-f]+ )?(?:M=\d+ )?(\S+)", line)
+    return m.group(1)
+
+
+# the same allocator time under the same function paths as folded
+pp = {}
+for smp in samples:
+    path = []
+    for lid in smp["locs"]:
+        path += [fn_of(x) for x in locs[lid]]  # callee first, inlined too
+    key = (";".join(reversed(path)), smp["labels"].get("lock"))
+    pp[key] = pp.get(key, 0) + smp["v"][3]
+rc, fo, err = run("report", "--format=folded", "--metric=alloc-under-lock",
+                  trace)
+fd = {}
+for l in fo.splitlines():
+    st, n = l.rsplit(" ", 1)
+    fr = st.split(";")
+    lock = re.match(r"\[alloc under (.*)\]$", fr[-1]).group(1)
+    key = (";".join(fr[:-1]), lock)
+    fd[key] = fd.get(key, 0) + int(n)
+eq(pp, fd, "alloc-under-lock: pprof and folded, stack by stack")
 top = pprof("-top", "-sample_index=alloc_objects", "-tagfocus=lock=svcqueue",
             profile("alloc-under-lock"))
 check("tree_insert" in top or "svcqueue_put" in top,
       "alloc-under-lock -top names the insert: %s" % top[:600])
+
+# ---- names: no ELF symbol version; functions' first lines ----------------
+types, samples, locs, maps, out = raw(profile("wait"))
+check("@@" not in out and not re.search(r"\w@GLIBC", out),
+      "no symbol version in pprof names: %r" % re.findall(r"\S*@\S*", out)[:3])
+rc, fo, err = run("report", "--format=folded", "--metric=wait", trace)
+check("@" not in fo, "no symbol version in folded names")
+starts = re.findall(r"svcqueue_put \S+svcqueue\.c:(\d+) s=(\d+)", out)
+check(starts and all(0 < int(b) <= int(a) for a, b in starts),
+      "svcqueue_put's start line before its lines: %r" % starts[:3])
+offs = re.findall(r"^\d+: 0x[0-9a-f]+/0x[0-9a-f]+/(0x[0-9a-f]+) ", "\n".join(maps),
+                  re.M)
+check(offs, "mappings with a file offset: %r" % maps[:2])
+
+# ---- text agrees with JSON and pprof on the totals -------------------------
+rc, text, err = run("report", "--top=1", trace)
+m = re.search(r"([\d.]+[kM]?) lock acquisitions, ([\d.]+[kM]?) contended "
+              r"\([^)]*\), ([\d.]+) (ns|us|ms|s) waited", text)
+check(m, "text totals line: %r" % text[:600])
+if m:
+    def num(v):
+        k = {"k": 1e3, "M": 1e6}.get(v[-1], 1)
+        return float(v.rstrip("kM")) * k
+    unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[m.group(4)]
+    types, samples, locs, maps, out = raw(profile("wait"))
+    cont, delay = totals(samples, 2)
+    check(abs(num(m.group(2)) - cont) <= 0.001 * cont + 50,
+          "text contended %s vs pprof %d" % (m.group(2), cont))
+    check(abs(float(m.group(3)) * unit - delay) <= 0.001 * delay + 0.05 * unit,
+          "text waited %s %s vs pprof %d" % (m.group(3), m.group(4), delay))
+    check(abs(num(m.group(1)) - j["totals"]["lock_acquisitions"]) <=
+          0.001 * j["totals"]["lock_acquisitions"] + 50,
+          "text acquisitions %s vs JSON %d" % (m.group(1),
+                                               j["totals"]["lock_acquisitions"]))
 
 # ---- cross-thread -------------------------------------------------------
 types, samples, locs, maps, out = raw(profile("cross-thread"))
