@@ -665,9 +665,9 @@ bool sym_module_load(model_t *m, const module_t *md, uint64_t *start,
                      uint64_t *file_offset)
 {
 	symtab_t *s = m->sym;
-	if (!s || !s->dwfl || md->status != 1)
+	if (!s || md->status != 1)
 		return false;
-	Dwfl_Module *dm = dwfl_addrmodule(s->dwfl, md->lo);
+	Dwfl_Module *dm = dwfl_of(m, md);
 	GElf_Addr bias = 0;
 	Elf *elf = dm ? dwfl_module_getelf(dm, &bias) : NULL;
 	size_t n = 0;
