@@ -19,6 +19,14 @@
  *   keys of one stream never go back: a thread's free starts after its
  *   previous record was stamped, and a forged one that does not is keyed
  *   as that record.
+ * - An ALLOC_LOCK_WAIT is stamped inside the allocator call it belongs to
+ *   (the record after it in its stream), when its futex wait ended: a free
+ *   that waits on tcmalloc's central list lock for its second batch has
+ *   already handed its own block over in the first. Keyed at that stamp,
+ *   it pushed the free's key past the block's next malloc on another
+ *   thread. It is keyed at its call's start instead (read ahead in its
+ *   chunk), or as its stream's previous record when the call is in the
+ *   next chunk; both precede the call.
  * - A REALLOC that frees its old block (reader_realloc_frees) frees it
  *   inside the call and allocates its new block before it returns: the
  *   old block, like a FREE's, may go to another thread's malloc before
@@ -435,6 +443,32 @@ static int load_chunk(reader_t *r, rd_stream_t *s, uint32_t c)
 	return 0;
 }
 
+/* The start of the allocator call after s's head (an ALLOC_LOCK_WAIT),
+ * read ahead in its chunk: the first core record that is not another wait.
+ * UINT64_MAX when that record is not an allocator call, 0 when the chunk
+ * ends first (or is malformed: advance() reports it). */
+static uint64_t call_start(const rd_stream_t *s)
+{
+	fmt_dec_t d = s->dec;
+	fmt_record_t rec;
+	size_t eo;
+	while (fmt_decode(&d, &rec, &eo) > 0) {
+		uint64_t ticks;
+		if (FMT_IS_META(rec.type) || rec.type == FMT_ALLOC_LOCK_WAIT)
+			continue;
+		if (rec.type == FMT_ALLOC)
+			ticks = rec.f[FMT_ALLOC_TICKS];
+		else if (rec.type == FMT_FREE)
+			ticks = rec.f[FMT_FREE_TICKS];
+		else if (rec.type == FMT_REALLOC)
+			ticks = rec.f[FMT_REALLOC_TICKS];
+		else
+			return UINT64_MAX;
+		return rec.tsc - (ticks < rec.tsc ? ticks : 0);
+	}
+	return 0;
+}
+
 /* Advances s to its next record. Returns 1, 0 when the stream is done, -1
  * on a malformed record or read error (the reader is then marked). */
 static int advance(reader_t *r, rd_stream_t *s)
@@ -454,6 +488,11 @@ static int advance(reader_t *r, rd_stream_t *s)
 			}
 			uint64_t key =
 			    s->rec.tsc - (back < s->rec.tsc ? back : 0);
+			if (s->rec.type == FMT_ALLOC_LOCK_WAIT) {
+				uint64_t start = call_start(s);
+				if (start < key)
+					key = start;
+			}
 			if (key >
 			    s->key) /* a forged free may start too early */
 				s->key = key;

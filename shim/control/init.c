@@ -80,7 +80,13 @@ int hook_enter_slow(tls_t *t)
 	if (unlikely(t->flush_gen !=
 	             atomic_load_explicit(&g_flush_gen, memory_order_relaxed)))
 		pause_flush(t);
-	if (off)
+	/* A pending request alone (SHIM_OFF_CTL) does not stop recording: it
+	 * is set again while another thread serves (that thread holds the
+	 * serve, and answers the page last), so at a window's start the
+	 * threads that came here passed their calls through, recording on,
+	 * until the serve ended: an unlock lost there left its hold open for
+	 * the whole window, and its thread's allocator calls counted twice. */
+	if (off & ~SHIM_OFF_CTL)
 		return 0;
 	/* Recording, and this call served a request or a flush: record it
 	 * as the fast path would (a call lost here could be the release of

@@ -376,7 +376,13 @@ uint8_t *writer_soft_end(const tls_t *t)
 }
 
 /* Starts a new chunk in the owner's buffer. Caller holds wb->flush_lock
- * or is the only user of wb. */
+ * or is the only user of wb.
+ * Its tsc_base is the last record's tsc, not the clock now: a hook reads
+ * its clock before it encodes, and its encoding can flush first (the
+ * pending acquisition's record, a STACK); a base read after that flush
+ * (a write preempted under load took 95 us) clamped the record's tsc
+ * forward to it, so a free seemed to start after the next malloc of its
+ * block on another thread returned. */
 static void chunk_start(tls_t *t)
 {
 	wbuf_t *wb = t->wb;
@@ -384,7 +390,8 @@ static void chunk_start(tls_t *t)
 	t->pos = payload;
 	t->end = payload + wb->cap;
 	t->soft_end = writer_soft_end(t);
-	t->chunk_tsc0 = prim_tsc();
+	uint64_t now = prim_tsc(), last = t->enc.last_tsc;
+	t->chunk_tsc0 = last && last <= now ? last : now;
 	t->enc.last_tsc = t->chunk_tsc0;
 	t->enc.last_ptr = 0;
 	t->chunk_events = 0;

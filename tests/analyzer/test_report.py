@@ -181,20 +181,58 @@ recs2 = [l for l in out2.splitlines() if not l.startswith("#")]
 eq(len(recs), len(recs2), "dump and merged dump: same records")
 
 
-def merge_keys(lines):
-    """Each record's time; a FREE's is its start (tsc - ticks), but never
-    before its thread's previous record (reader.c)."""
-    last = {}
-    for line in lines:
-        f = line.split()
-        tsc = int(f[1][4:])
-        if f[2] == "FREE":
-            tsc -= int(f[4][len("ticks="):])
-        last[f[0]] = max(tsc, last.get(f[0], 0))
-        yield last[f[0]]
+CALLS = {"ALLOC", "FREE", "REALLOC"}
 
 
-tscs = list(merge_keys(recs2))
+def stream_keys(dump):
+    """Each thread's merge keys, in its stream's order (reader.c): a
+    record's time; a FREE's (and a freeing REALLOC's first) is its start,
+    tsc - ticks; an ALLOC_LOCK_WAIT's is the start of the allocator call
+    after it in its chunk (the thread's previous key when the chunk ends
+    first); never before the thread's previous key."""
+    chunks = {}  # tid -> list of chunks, each a list of dump lines
+    for line in dump.splitlines():
+        if line.startswith("# chunk"):
+            tid = line.split("tid=")[1].split()[0]
+            chunks.setdefault(tid, []).append([])
+        elif not line.startswith("#"):
+            tid = line.split()[0][4:]
+            chunks.setdefault(tid, [[]])[-1].append(line.split())
+    keys = {}
+    for tid, cs in chunks.items():
+        last, out = 0, []
+        for c in cs:
+            for i, f in enumerate(c):
+                tsc = int(f[1][4:])
+                key = tsc
+                if f[2] == "FREE":
+                    key = tsc - int(f[4][len("ticks="):])
+                elif f[2] == "ALLOC_LOCK_WAIT":
+                    key = 0
+                    for g in c[i + 1:]:
+                        if g[2] == "ALLOC_LOCK_WAIT" or g[2] in META:
+                            continue
+                        key = tsc
+                        if g[2] in CALLS:
+                            t = [x for x in g if x.startswith("ticks=")]
+                            key = min(tsc, int(g[1][4:]) -
+                                      int(t[0][len("ticks="):]))
+                        break
+                last = max(key, last)
+                out.append(last)
+        keys["tid=" + tid] = out
+    return keys
+
+
+META = {"PROCESS", "MODULE", "STACK", "LOCK_NEW", "LOCK_NAME", "THREAD_NAME",
+        "END", "NOTE"}
+per = stream_keys(out)
+at = {}
+tscs = []
+for line in recs2:
+    t = line.split()[0]
+    tscs.append(per[t][at.get(t, 0)])
+    at[t] = at.get(t, 0) + 1
 check(tscs == sorted(tscs), "merged dump in time order")
 
 # starvation: five peers of one role (client_main; four of them known by

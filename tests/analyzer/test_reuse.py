@@ -110,4 +110,55 @@ for addr, life in (("0x1100", 390), ("0x2200", 300), ("0x3300", 200),
         eq((a["frees"], a["live"], a["cross_thread_frees"],
             a["lifetime_max_ns"]), (1, 0, 0, life),
            "realloc: site %s (frees, live, cross-thread, lifetime)" % addr)
+
+# A free preempted inside the allocator: tcmalloc hands the freed block to
+# its central free list in a first batch, then waits on that list's lock
+# (its holder preempted) for the next batch. The wait is recorded
+# (ALLOC_LOCK_WAIT) when it ends, inside the free, before the FREE: keyed
+# at that stamp, it pushed the free past the churn thread's malloc of the
+# block, which had returned meanwhile, and the free was matched to the new
+# block (1 unknown free). The wait is keyed at its call's start:
+#   thread 7: 1010 ALLOC p (stack 100)
+#   thread 8: 1100 ACQ queue; 1300 ALLOC_LOCK_WAIT (100 ns); 1400 FREE p
+#             (300 ns: began at 1100); 1410 REL queue
+#   thread 9: 1200 ALLOC p (stack 200, 10 ns); 1500 FREE p
+# The second form puts the free in the thread's next chunk (a flush came
+# between the wait and the free).
+alw = lambda dt: b"\x0e" + uv(dt) + uv(6) + uv(100)
+
+
+def chunk_seq(tid, seq, payload, base):
+    tail = struct.pack("<IIIQQQ", tid, seq, 0, base, base + 10, base + 10)
+    return (struct.pack("<III", 0x434B4C4D, len(payload),
+                        zlib.crc32(tail + payload)) + tail + payload)
+
+
+acq = b"\x04" + uv(100) + uv(1) + uv(300)                   # 1100 ACQ 1
+t7 = alloc(10, 100, 10)                                      # 1010
+t9 = alloc(200, 200, 10) + free(300, 20)                     # 1200, 1500
+freep = b"\x02" + uv(100) + uv(zz(P)) + uv(300)             # 1400 FREE
+rel = b"\x09" + uv(10) + uv(1)                              # 1410 REL
+one = chunk(8, acq + alw(200) + freep + rel)
+two = (chunk_seq(8, 0, acq + alw(200), 1000) +
+       chunk_seq(8, 1, b"\x02" + uv(100) + uv(zz(P)) + uv(300) + rel, 1300))
+for form, t8 in (("one chunk", one), ("next chunk", two)):
+    path = os.path.join(TMP, "preempted.trace")
+    with open(path, "wb") as f:
+        f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+        f.write(chunk(0, proc) + chunk(7, t7) + t8 + chunk(9, t9))
+    d = report_json("--no-symbols", "--all", path)
+    eq(d["totals"]["unknown_frees"], 0, f"preempted free ({form}): unknown "
+       "frees")
+    eq(d["totals"]["cross_thread_frees"], 1,
+       f"preempted free ({form}): cross-thread frees (the consumer's)")
+    eq(d["totals"]["allocator_lock_waits"], 1,
+       f"preempted free ({form}): allocator lock waits")
+    q = lock_by_name(d, "queue")
+    eq(q["allocator_lock_wait_ns_in_holds"], 100,
+       f"preempted free ({form}): the wait in queue's hold")
+    by = {a["site"]["address"]: a for a in d["alloc_sites"]}
+    for addr in ("0x1100", "0x2200"):
+        a = by.get(addr, {})
+        eq((a.get("frees"), a.get("live")), (1, 0),
+           f"preempted free ({form}): site {addr} (frees, live)")
 done("analyzer_reuse")

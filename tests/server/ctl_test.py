@@ -106,10 +106,14 @@ def one_window(path, what):
           abs(tot["allocator_calls_in_holds"] - 2 * m["holds"]) <= 6,
           "%s: allocator calls in holds match the holds (%d calls, %d holds)"
           % (what, m["allocations_in_holds"], m["holds"]))
-    # A hold matched across an edge would last longer than the window
-    # (0.6 s); a holder descheduled on a busy machine lasts 100-200 ms.
-    check(m["hold_max_ns"] < 600_000_000,
-          "%s: no hold spans an edge (max %d ns)" % (what, m["hold_max_ns"]))
+    # A hold matched across an edge would last longer than the window, as
+    # the trace measured it (recorded_ns): not the test's 0.6 s sleep, which
+    # a busy machine stretched to 2.15 s, with a hold of 1.13 s inside it
+    # (a flush's write under the lock, blocked that long).
+    win = rep["trace"]["recorded_ns"]
+    check(m["hold_max_ns"] < win,
+          "%s: no hold spans an edge (max %d ns, window %d ns)"
+          % (what, m["hold_max_ns"], win))
     return rep
 
 

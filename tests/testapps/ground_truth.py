@@ -332,7 +332,9 @@ def cascade_numbers(ctx, app, churn):
                               findings(j, "alloc_under_lock",
                                        "svcqueue.lock")}),
          "unknown_frees": j["totals"]["unknown_frees"],
-         "frees": j["totals"]["frees"]}
+         "frees": j["totals"]["frees"],
+         "dropped": j["totals"]["dropped_events"],
+         "truncated": bool(j["trace"].get("truncated"))}
     gt(ctx.case, app=app, churn=churn, **n)
     ctx.done(j)
     return n
@@ -372,15 +374,25 @@ def case_svcqueue_cascade(ctx):
     # freed under it, taken by the churn thread's malloc before that free
     # returned, was charged to churn_alloc_main ("alloc_under_lock
     # svcqueue.lock @ churn_alloc_main", and "@ -" for the frees it left
-    # unmatched: 0.08% to 0.75% of the frees were unknown, 0 to 12 in
-    # millions since); a free is merged at its start (analyzer/trace/reader.c).
+    # unmatched); a free is merged at its start, and so is an allocator
+    # lock wait inside it (analyzer/trace/reader.c). Under load a free
+    # stamped after a flush made in its own hook (shim/core/writer.c,
+    # chunk_start) still left up to 1560 of 2.9M frees unknown.
+    # The bound is the trace's promise, not a share: the app allocates
+    # every block it frees while recording, so a free is unknown only when
+    # its block's ALLOC was lost, a dropped event (dropped_events) or a
+    # truncation, and each loss leaves at most one.
     for n in (ch1, gl1):
         check(n["aul_sites"] == ["tree_insert"],
               f"alloc_under_lock on svcqueue.lock at {n['aul_sites']}, "
               f"not only tree_insert")
-        check(n["unknown_frees"] * 10000 <= n["frees"],
+        check(not n["truncated"], "the trace is truncated: its unknown "
+              "frees have no bound")
+        check(n["unknown_frees"] <= n["dropped"],
               f"{n['unknown_frees']} unknown frees of {n['frees']}: over "
-              f"0.01% (every block is allocated while recording)")
+              f"the trace's bound, its {n['dropped']} dropped events "
+              f"(every block is allocated while recording: only a lost "
+              f"ALLOC leaves its free unknown)")
 
 
 # ---- xthread: tasks freed on another thread -------------------------------
