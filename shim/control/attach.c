@@ -66,6 +66,7 @@
  * only this file needs them, and only once.
  */
 #include "attach.h"
+#include "attach_elf.h"
 
 #include "config.h"
 #include "control.h"
@@ -89,14 +90,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#define ATTACH_R_JUMP_SLOT R_X86_64_JUMP_SLOT
-#define ATTACH_R_GLOB_DAT R_X86_64_GLOB_DAT
-#elif defined(__aarch64__)
-#define ATTACH_R_JUMP_SLOT R_AARCH64_JUMP_SLOT
-#define ATTACH_R_GLOB_DAT R_AARCH64_GLOB_DAT
-#endif
-
 int g_attached;
 
 static char attach_output[CONFIG_PATH_MAX];
@@ -105,17 +98,6 @@ static _Atomic int attach_started;
 static char attach_msg[CONFIG_PATH_MAX + 3000];
 
 /* ---- is the shim preloaded or loaded late? ---- */
-
-static int segment_has(const struct dl_phdr_info *info, uintptr_t a)
-{
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && a >= lo && a < lo + ph->p_memsz)
-			return 1;
-	}
-	return 0;
-}
 
 struct order {
 	uintptr_t self, libc;
@@ -126,9 +108,9 @@ static int order_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct order *o = arg;
 	(void)size;
-	if (o->self_idx < 0 && segment_has(info, o->self))
+	if (o->self_idx < 0 && attach_segment_has(info, o->self))
 		o->self_idx = o->idx;
-	if (o->libc_idx < 0 && segment_has(info, o->libc))
+	if (o->libc_idx < 0 && attach_segment_has(info, o->libc))
 		o->libc_idx = o->idx;
 	o->idx++;
 	return 0;
@@ -319,48 +301,34 @@ typedef struct slot {
 	uintptr_t to, from;
 } slot_t;
 
-/* d_ptr values: relocated in place by ld.so, except in a read-only dynamic
- * section (the vDSO's), which keeps link-time values. */
-static uintptr_t dyn_ptr(uintptr_t v, uintptr_t base)
-{
-	return v < base ? v + base : v;
-}
+typedef attach_module_t module_t;
 
-static void scan_relocs(run_t *r, const ElfW(Rela) * rel, size_t n,
-                        const ElfW(Sym) * symtab, const char *strtab,
-                        uintptr_t base, uintptr_t lo, uintptr_t hi,
-                        const char *modname, slot_t *out, size_t *nout)
+static void scan_relocs(run_t *r, const module_t *m, const ElfW(Rela) * rel,
+                        size_t n, slot_t *out, size_t *nout)
 {
-#ifdef ATTACH_R_JUMP_SLOT
+	uintptr_t base = m->base, lo = m->lo, hi = m->hi;
 	for (size_t i = 0; i < n; i++) {
-		unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
-		size_t si = ELF64_R_SYM(rel[i].r_info);
-		if ((type != ATTACH_R_JUMP_SLOT && type != ATTACH_R_GLOB_DAT) ||
-		    si == 0)
+		attach_reloc_t rc;
+		if (!attach_reloc_get(m, &rel[i], &rc))
 			continue;
-		const ElfW(Sym) *sym = &symtab[si];
-		const target_t *tg = target_find(r, strtab + sym->st_name);
+		const target_t *tg = target_find(r, rc.name);
 		if (!tg || tg->phase != r->phase)
 			continue;
-		uintptr_t *at = (uintptr_t *)(base + rel[i].r_offset);
-		uintptr_t v = __atomic_load_n(at, __ATOMIC_RELAXED);
+		uintptr_t v = __atomic_load_n(rc.at, __ATOMIC_RELAXED);
 		/* After the attach, a module dlopen'ed meanwhile may not be
 		 * relocated yet: its slots still hold link-time values (an
 		 * offset inside the module, or 0). Leave it for a later
 		 * pass. */
 		if ((r->fresh || !r->late) && base &&
-		    ((type == ATTACH_R_JUMP_SLOT && v < hi - lo) ||
-		     (type == ATTACH_R_GLOB_DAT && v == 0))) {
+		    ((rc.jump_slot && v < hi - lo) ||
+		     (!rc.jump_slot && v == 0))) {
 			r->mod_not_ready = 1;
 			*nout = 0;
 			return;
 		}
-		/* Not bound yet: the slot points into the module's own PLT
-		 * (libc.so.6 itself has such slots for realloc and calloc
-		 * until first used), not at its own definition. */
-		int lazy =
-		    type == ATTACH_R_JUMP_SLOT && v >= lo && v < hi &&
-		    !(sym->st_shndx != SHN_UNDEF && v == base + sym->st_value);
+		/* Not bound yet: the slot points into the module's own PLT,
+		 * not at its own definition. */
+		int lazy = attach_slot_lazy(m, &rc, v);
 		int ok = v == tg->expect || (tg->alias && v == tg->alias) ||
 		         (tg->lazy_ok && lazy);
 		if (v == tg->hook)
@@ -370,108 +338,30 @@ static void scan_relocs(run_t *r, const ElfW(Rela) * rel, size_t n,
 				r->skip_name = tg->name;
 				r->skip_value = v;
 				snprintf(r->skip_module, sizeof r->skip_module,
-				         "%s", modname);
+				         "%s", m->name);
 			}
 			r->skipped++;
 			r->mod_skipped++;
 			continue;
 		}
 		if (*nout < ATTACH_MAX_SLOTS) {
-			out[*nout].at = at;
+			out[*nout].at = rc.at;
 			out[*nout].to = tg->hook;
 			out[*nout].from = v;
 			(*nout)++;
 		}
 	}
-#else
-	(void)r, (void)rel, (void)n, (void)symtab, (void)strtab, (void)base;
-	(void)lo, (void)hi, (void)modname, (void)out, (void)nout;
-#endif
 }
 
-/* A module's dynamic section, as ld.so relocated it. */
-typedef struct module {
-	uintptr_t base, lo, hi, relro_lo, relro_hi;
-	const ElfW(Sym) * symtab;
-	const char *strtab;
-	const ElfW(Rela) * jmprel, *rela;
-	size_t njmp, nrela;
-	const char *name;
-} module_t;
-
 /* 0 when the module is not looked at (the shim, ld.so, the vDSO, no
- * dynamic section or symbol table). */
+ * dynamic section or symbol table, a corrupt one). */
 static int module_parse(const run_t *r, struct dl_phdr_info *info, module_t *m)
 {
-	memset(m, 0, sizeof *m);
 	uintptr_t base = info->dlpi_addr;
-	if (segment_has(info, r->self_fn) || (r->ldso && base == r->ldso) ||
-	    (r->vdso && base == r->vdso))
+	if (attach_segment_has(info, r->self_fn) ||
+	    (r->ldso && base == r->ldso) || (r->vdso && base == r->vdso))
 		return 0;
-	const ElfW(Dyn) *dyn = NULL;
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	m->base = base;
-	m->lo = UINTPTR_MAX;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t a = base + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD) {
-			if (a < m->lo)
-				m->lo = a;
-			if (a + ph->p_memsz > m->hi)
-				m->hi = a + ph->p_memsz;
-		} else if (ph->p_type == PT_DYNAMIC) {
-			dyn = (const ElfW(Dyn) *)a;
-		} else if (ph->p_type == PT_GNU_RELRO) {
-			/* As ld.so's _dl_protect_relro: both ends rounded
-			 * down (the last partial page stays writable). */
-			m->relro_lo = a & ~(page - 1);
-			m->relro_hi = (a + ph->p_memsz) & ~(page - 1);
-		}
-	}
-	if (!dyn)
-		return 0;
-	size_t jmpsz = 0, relasz = 0;
-	long pltrel = DT_RELA;
-	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
-		switch (d->d_tag) {
-		case DT_SYMTAB:
-			m->symtab =
-			    (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, base);
-			break;
-		case DT_STRTAB:
-			m->strtab = (const char *)dyn_ptr(d->d_un.d_ptr, base);
-			break;
-		case DT_JMPREL:
-			m->jmprel =
-			    (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
-			break;
-		case DT_PLTRELSZ:
-			jmpsz = d->d_un.d_val;
-			break;
-		case DT_PLTREL:
-			pltrel = (long)d->d_un.d_val;
-			break;
-		case DT_RELA:
-			m->rela =
-			    (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
-			break;
-		case DT_RELASZ:
-			relasz = d->d_un.d_val;
-			break;
-		default:
-			break;
-		}
-	}
-	if (!m->symtab || !m->strtab)
-		return 0;
-	if (pltrel != DT_RELA)
-		m->jmprel = NULL;
-	m->njmp = m->jmprel ? jmpsz / sizeof *m->jmprel : 0;
-	m->nrela = m->rela ? relasz / sizeof *m->rela : 0;
-	m->name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
-	                                                : "the executable";
-	return 1;
+	return attach_module_parse(info, m);
 }
 
 /* ---- the survey of the allocator families (before anything else) ---- */
@@ -487,27 +377,17 @@ static int family_find(const family_t *f, const char *name)
 static void survey_relocs(run_t *r, const module_t *m, const ElfW(Rela) * rel,
                           size_t n)
 {
-#ifdef ATTACH_R_JUMP_SLOT
 	for (size_t i = 0; i < n; i++) {
-		unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
-		size_t si = ELF64_R_SYM(rel[i].r_info);
-		if ((type != ATTACH_R_JUMP_SLOT && type != ATTACH_R_GLOB_DAT) ||
-		    si == 0)
+		attach_reloc_t rc;
+		if (!attach_reloc_get(m, &rel[i], &rc))
 			continue;
-		const ElfW(Sym) *sym = &m->symtab[si];
-		const char *name = m->strtab + sym->st_name;
 		for (int k = 0; k < 2; k++) {
 			family_t *f = &r->fam[k];
-			int j = family_find(f, name);
+			int j = family_find(f, rc.name);
 			if (j < 0)
 				continue;
-			uintptr_t *at =
-			    (uintptr_t *)(m->base + rel[i].r_offset);
-			uintptr_t v = __atomic_load_n(at, __ATOMIC_RELAXED);
-			int lazy = type == ATTACH_R_JUMP_SLOT && v >= m->lo &&
-			           v < m->hi &&
-			           !(sym->st_shndx != SHN_UNDEF &&
-			             v == m->base + sym->st_value);
+			uintptr_t v = __atomic_load_n(rc.at, __ATOMIC_RELAXED);
+			int lazy = attach_slot_lazy(m, &rc, v);
 			f->slots++;
 			if (lazy || v == 0 || v == f->global[j] ||
 			    (f->stub[j] && v == f->stub[j]))
@@ -521,9 +401,6 @@ static void survey_relocs(run_t *r, const module_t *m, const ElfW(Rela) * rel,
 			f->mixed = 1;
 		}
 	}
-#else
-	(void)r, (void)m, (void)rel, (void)n;
-#endif
 }
 
 static int survey_module(struct dl_phdr_info *info, size_t size, void *arg)
@@ -757,7 +634,6 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	module_t m;
 	if (!module_parse(r, info, &m))
 		return 0;
-	uintptr_t base = m.base, lo = m.lo, hi = m.hi;
 	uintptr_t relro_lo = m.relro_lo, relro_hi = m.relro_hi;
 	const char *modname = m.name;
 	slot_t slots[ATTACH_MAX_SLOTS];
@@ -766,11 +642,9 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	r->fresh = r->late && idx >= r->known;
 	r->mod_not_ready = 0;
 	if (m.jmprel)
-		scan_relocs(r, m.jmprel, m.njmp, m.symtab, m.strtab, base, lo,
-		            hi, modname, slots, &n);
+		scan_relocs(r, &m, m.jmprel, m.njmp, slots, &n);
 	if (m.rela && !r->mod_not_ready)
-		scan_relocs(r, m.rela, m.nrela, m.symtab, m.strtab, base, lo,
-		            hi, modname, slots, &n);
+		scan_relocs(r, &m, m.rela, m.nrela, slots, &n);
 	if (r->mod_not_ready) {
 		r->not_ready = 1; /* this one at the next flush; others now */
 		r->unready = modname;
