@@ -17,7 +17,7 @@
  * What the hooks forward to. A shim dlopen'ed after libc resolves real.X to
  * libc's (dlsym(RTLD_NEXT) searches the shim's own dependencies) and finds
  * no C++ operator. The allocator families (the malloc family; operator
- * new/delete in all forms) are therefore first surveyed (family_survey):
+ * new/delete in all forms) are therefore first surveyed (attach_survey.c):
  * when every slot of every module for each function of the family is bound
  * to that function's definition in the global scope (dlsym(RTLD_DEFAULT):
  * the late shim is RTLD_LOCAL, not in it), or not bound yet, the hooks of
@@ -67,6 +67,7 @@
  */
 #include "attach.h"
 #include "attach_elf.h"
+#include "attach_survey.h"
 
 #include "config.h"
 #include "control.h"
@@ -155,39 +156,11 @@ typedef struct target {
 	int phase;        /* 0: releasing functions, 1: the others */
 } target_t;
 
-/* ---- the allocator families: what the program's slots are bound to ---- */
-
-/* The malloc family is real.h's REAL_FUNCS_MALLOC; the C++ operators are
- * cxx_ops.h's CXX_OPS. */
-#define ATTACH_NAME_(sym, ...) #sym,
-static const char *const fam_malloc_names[] = {REAL_FUNCS_MALLOC(ATTACH_NAME_)};
-static const char *const fam_cxx_names[] = {CXX_OPS(ATTACH_NAME_)};
-#undef ATTACH_NAME_
-
-#define FAM_MALLOC_N (sizeof fam_malloc_names / sizeof *fam_malloc_names)
-#define FAM_CXX_N (sizeof fam_cxx_names / sizeof *fam_cxx_names)
-
-typedef struct family {
-	const char *label;
-	const char *const *names;
-	unsigned n;
-	uintptr_t global[FAM_CXX_N]; /* dlsym(RTLD_DEFAULT), per name */
-	uintptr_t stub[FAM_CXX_N];   /* the executable's canonical PLT stub
-	                                dlsym returned instead, or 0 */
-	unsigned slots;              /* bound or lazy slots seen */
-	int mixed;                   /* a slot bound to another definition */
-	int adopted;                 /* the hooks forward to global[] */
-	/* The first slot bound elsewhere. */
-	const char *odd_name;
-	uintptr_t odd_value;
-	char odd_module[256];
-} family_t;
-
 typedef struct run {
 	target_t tg[ATTACH_MAX_TARGETS];
 	family_t fam[2]; /* 0: the malloc family, 1: the C++ operators */
 	int ntg;
-	uintptr_t self_fn, self_base, ldso, vdso;
+	attach_self_t self;
 	int phase;
 	unsigned idx;            /* the module's place in the walk */
 	unsigned char hit[1024]; /* modules with a slot redirected */
@@ -353,188 +326,6 @@ static void scan_relocs(run_t *r, const module_t *m, const ElfW(Rela) * rel,
 	}
 }
 
-/* 0 when the module is not looked at (the shim, ld.so, the vDSO, no
- * dynamic section or symbol table, a corrupt one). */
-static int module_parse(const run_t *r, struct dl_phdr_info *info, module_t *m)
-{
-	uintptr_t base = info->dlpi_addr;
-	if (attach_segment_has(info, r->self_fn) ||
-	    (r->ldso && base == r->ldso) || (r->vdso && base == r->vdso))
-		return 0;
-	return attach_module_parse(info, m);
-}
-
-/* ---- the survey of the allocator families (before anything else) ---- */
-
-static int family_find(const family_t *f, const char *name)
-{
-	for (unsigned i = 0; i < f->n; i++)
-		if (name[0] == f->names[i][0] && !strcmp(name, f->names[i]))
-			return (int)i;
-	return -1;
-}
-
-static void survey_relocs(run_t *r, const module_t *m, const ElfW(Rela) * rel,
-                          size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		attach_reloc_t rc;
-		if (!attach_reloc_get(m, &rel[i], &rc))
-			continue;
-		for (int k = 0; k < 2; k++) {
-			family_t *f = &r->fam[k];
-			int j = family_find(f, rc.name);
-			if (j < 0)
-				continue;
-			uintptr_t v = __atomic_load_n(rc.at, __ATOMIC_RELAXED);
-			int lazy = attach_slot_lazy(m, &rc, v);
-			f->slots++;
-			if (lazy || v == 0 || v == f->global[j] ||
-			    (f->stub[j] && v == f->stub[j]))
-				continue;
-			if (!f->mixed) {
-				f->odd_name = f->names[j];
-				f->odd_value = v;
-				snprintf(f->odd_module, sizeof f->odd_module,
-				         "%s", m->name);
-			}
-			f->mixed = 1;
-		}
-	}
-}
-
-static int survey_module(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	run_t *r = arg;
-	module_t m;
-	(void)size;
-	if (!module_parse(r, info, &m))
-		return 0;
-	if (m.jmprel)
-		survey_relocs(r, &m, m.jmprel, m.njmp);
-	if (m.rela)
-		survey_relocs(r, &m, m.rela, m.nrela);
-	return 0;
-}
-
-/* Looks for a module (not the shim, not skip's) that defines name itself,
- * in load order (the global scope's order for the modules loaded at
- * start). */
-typedef struct def_find {
-	const char *name;
-	uintptr_t skip_base, self_base, found;
-} def_find_t;
-
-static int def_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	def_find_t *d = arg;
-	(void)size;
-	if (d->found || !info->dlpi_name || !info->dlpi_name[0] ||
-	    (uintptr_t)info->dlpi_addr == d->skip_base ||
-	    (uintptr_t)info->dlpi_addr == d->self_base)
-		return 0;
-	void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return 0;
-	void *p = dlsym(h, d->name);
-	Dl_info pi;
-	const ElfW(Sym) *ps = NULL;
-	/* dlsym searches the module's dependencies too: only its own. */
-	if (p && dladdr1(p, &pi, (void **)&ps, RTLD_DL_SYMENT) &&
-	    pi.dli_saddr == p && ps && ps->st_shndx != SHN_UNDEF &&
-	    (uintptr_t)pi.dli_fbase == (uintptr_t)info->dlpi_addr)
-		d->found = fn_addr(p);
-	real.dlclose(h);
-	return d->found != 0;
-}
-
-/*
- * The global scope's definition of name as an address, g, or the real
- * one when g is a canonical PLT entry: a non-PIE executable that takes a
- * function's address (Debian's node: `U realloc` and an R_X86_64_64 to
- * it) has the loader bind every other module's references to a stub in
- * its own PLT, which jumps to libc's function. No symbol starts at such a
- * stub (dladdr); the definition is then the first module, in load order,
- * that defines name itself.
- */
-static uintptr_t global_def(run_t *r, const char *name, void *g,
-                            uintptr_t *stub)
-{
-	Dl_info gi;
-	const ElfW(Sym) *gs = NULL;
-	*stub = 0;
-	/* A definition: a symbol starts at g and is defined there (the
-	 * stub's symbol is undefined, with the stub's address as value). */
-	if (!g || (dladdr1(g, &gi, (void **)&gs, RTLD_DL_SYMENT) &&
-	           gi.dli_saddr == g && gs && gs->st_shndx != SHN_UNDEF))
-		return fn_addr(g);
-	def_find_t d = {.name = name,
-	                .skip_base =
-	                    dladdr(g, &gi) ? (uintptr_t)gi.dli_fbase : 0,
-	                .self_base = r->self_base};
-	/* The executable's base is 0 for a non-PIE one: the stub's module
-	 * is skipped by its name ("") in def_cb. */
-	dl_iterate_phdr(def_cb, &d);
-	if (d.found)
-		*stub = fn_addr(g);
-	return d.found ? d.found : fn_addr(g);
-}
-
-/*
- * Decides what the allocator hooks forward to (see the top of the file).
- * Called with real usable, before the shim starts and before any slot is
- * redirected (no hook has run: the table is not in use yet).
- */
-static void family_survey(run_t *r)
-{
-	static const char *const labels[2] = {"malloc family",
-	                                      "C++ operators new/delete"};
-	r->fam[0].names = fam_malloc_names;
-	r->fam[0].n = FAM_MALLOC_N;
-	r->fam[1].names = fam_cxx_names;
-	r->fam[1].n = FAM_CXX_N;
-	for (int k = 0; k < 2; k++) {
-		family_t *f = &r->fam[k];
-		f->label = labels[k];
-		for (unsigned i = 0; i < f->n; i++) {
-			void *g = prim_dlsym_default(f->names[i]);
-			Dl_info gi;
-			f->global[i] =
-			    global_def(r, f->names[i], g, &f->stub[i]);
-			/* The shim in the global scope (dlopen'ed
-			 * RTLD_GLOBAL by someone): its hooks would forward
-			 * to themselves. Not adopted. */
-			if (g && dladdr(g, &gi) &&
-			    gi.dli_fbase == (void *)r->self_base)
-				f->mixed = 1;
-		}
-	}
-	dl_iterate_phdr(survey_module, r);
-	family_t *mf = &r->fam[0];
-	if (!mf->mixed && mf->global[0] && mf->global[1] && mf->global[2] &&
-	    mf->global[3]) {
-#define ATTACH_ADOPT_(sym, ...)                                                \
-	{                                                                      \
-		int j_ = family_find(mf, #sym);                                \
-		void *g_ = (void *)mf->global[j_];                             \
-		if (g_)                                                        \
-			memcpy(&real.sym, &g_, sizeof g_);                     \
-	}
-		REAL_FUNCS_MALLOC(ATTACH_ADOPT_)
-#undef ATTACH_ADOPT_
-		atomic_thread_fence(memory_order_release);
-		mf->adopted = 1;
-	}
-	family_t *cf = &r->fam[1];
-	if (!cf->mixed && cf->slots) {
-		for (unsigned i = 0; i < cf->n; i++)
-			if (cf->global[i])
-				cxx_next_bind(cf->names[i],
-				              (void *)cf->global[i]);
-		cf->adopted = 1;
-	}
-}
-
 /* ---- the slots as they were, for detach ---- */
 
 /* One redirected slot: where, what it held, what it was given, and the
@@ -632,7 +423,7 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	unsigned idx = r->idx++;
 	module_t m;
-	if (!module_parse(r, info, &m))
+	if (!attach_module_get(&r->self, info, &m))
 		return 0;
 	uintptr_t relro_lo = m.relro_lo, relro_hi = m.relro_hi;
 	const char *modname = m.name;
@@ -780,15 +571,15 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	run_t *r = &g_run;
 	memset(r, 0, sizeof *r);
 	int (*self_fn)(void) = attach_loaded_late;
-	memcpy(&r->self_fn, &self_fn, sizeof r->self_fn);
+	memcpy(&r->self.self_fn, &self_fn, sizeof r->self.self_fn);
 	Dl_info self_info;
 	if (dladdr((void *)(uintptr_t)mallock_attach_impl, &self_info))
-		r->self_base = (uintptr_t)self_info.dli_fbase;
-	r->ldso = (uintptr_t)getauxval(AT_BASE);
-	r->vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+		r->self.self_base = (uintptr_t)self_info.dli_fbase;
+	r->self.ldso = (uintptr_t)getauxval(AT_BASE);
+	r->self.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
 	/* Before the shim starts: what the allocator hooks forward to. */
 	if (real_usable())
-		family_survey(r);
+		attach_family_survey(r->fam, &r->self);
 	if (shim_boot() != 0) {
 		last_note[0] = 0;
 		note_take(keep_note, NULL);
@@ -836,7 +627,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 			continue;
 		const char *where = prim_object_of((void *)f->odd_value);
 		const char *glob = prim_object_of(
-		    (void *)f->global[family_find(f, f->odd_name)]);
+		    (void *)f->global[attach_family_find(f, f->odd_name)]);
 		n += snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
 		              "%cthe program's %s is bound to two allocators "
 		              "(%s in %s is bound to %s, the global scope's to "
