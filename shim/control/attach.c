@@ -17,7 +17,7 @@
  * What the hooks forward to. A shim dlopen'ed after libc resolves real.X to
  * libc's (dlsym(RTLD_NEXT) searches the shim's own dependencies) and finds
  * no C++ operator. The allocator families (the malloc family; operator
- * new/delete in all forms) are therefore first surveyed (family_survey):
+ * new/delete in all forms) are therefore first surveyed (attach_survey.c):
  * when every slot of every module for each function of the family is bound
  * to that function's definition in the global scope (dlsym(RTLD_DEFAULT):
  * the late shim is RTLD_LOCAL, not in it), or not bound yet, the hooks of
@@ -66,6 +66,8 @@
  * only this file needs them, and only once.
  */
 #include "attach.h"
+#include "attach_elf.h"
+#include "attach_survey.h"
 
 #include "config.h"
 #include "control.h"
@@ -89,14 +91,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#if defined(__x86_64__)
-#define ATTACH_R_JUMP_SLOT R_X86_64_JUMP_SLOT
-#define ATTACH_R_GLOB_DAT R_X86_64_GLOB_DAT
-#elif defined(__aarch64__)
-#define ATTACH_R_JUMP_SLOT R_AARCH64_JUMP_SLOT
-#define ATTACH_R_GLOB_DAT R_AARCH64_GLOB_DAT
-#endif
-
 int g_attached;
 
 static char attach_output[CONFIG_PATH_MAX];
@@ -105,17 +99,6 @@ static _Atomic int attach_started;
 static char attach_msg[CONFIG_PATH_MAX + 3000];
 
 /* ---- is the shim preloaded or loaded late? ---- */
-
-static int segment_has(const struct dl_phdr_info *info, uintptr_t a)
-{
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && a >= lo && a < lo + ph->p_memsz)
-			return 1;
-	}
-	return 0;
-}
 
 struct order {
 	uintptr_t self, libc;
@@ -126,9 +109,9 @@ static int order_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct order *o = arg;
 	(void)size;
-	if (o->self_idx < 0 && segment_has(info, o->self))
+	if (o->self_idx < 0 && attach_segment_has(info, o->self))
 		o->self_idx = o->idx;
-	if (o->libc_idx < 0 && segment_has(info, o->libc))
+	if (o->libc_idx < 0 && attach_segment_has(info, o->libc))
 		o->libc_idx = o->idx;
 	o->idx++;
 	return 0;
@@ -173,39 +156,11 @@ typedef struct target {
 	int phase;        /* 0: releasing functions, 1: the others */
 } target_t;
 
-/* ---- the allocator families: what the program's slots are bound to ---- */
-
-/* The malloc family is real.h's REAL_FUNCS_MALLOC; the C++ operators are
- * cxx_ops.h's CXX_OPS. */
-#define ATTACH_NAME_(sym, ...) #sym,
-static const char *const fam_malloc_names[] = {REAL_FUNCS_MALLOC(ATTACH_NAME_)};
-static const char *const fam_cxx_names[] = {CXX_OPS(ATTACH_NAME_)};
-#undef ATTACH_NAME_
-
-#define FAM_MALLOC_N (sizeof fam_malloc_names / sizeof *fam_malloc_names)
-#define FAM_CXX_N (sizeof fam_cxx_names / sizeof *fam_cxx_names)
-
-typedef struct family {
-	const char *label;
-	const char *const *names;
-	unsigned n;
-	uintptr_t global[FAM_CXX_N]; /* dlsym(RTLD_DEFAULT), per name */
-	uintptr_t stub[FAM_CXX_N];   /* the executable's canonical PLT stub
-	                                dlsym returned instead, or 0 */
-	unsigned slots;              /* bound or lazy slots seen */
-	int mixed;                   /* a slot bound to another definition */
-	int adopted;                 /* the hooks forward to global[] */
-	/* The first slot bound elsewhere. */
-	const char *odd_name;
-	uintptr_t odd_value;
-	char odd_module[256];
-} family_t;
-
 typedef struct run {
 	target_t tg[ATTACH_MAX_TARGETS];
 	family_t fam[2]; /* 0: the malloc family, 1: the C++ operators */
 	int ntg;
-	uintptr_t self_fn, self_base, ldso, vdso;
+	attach_self_t self;
 	int phase;
 	unsigned idx;            /* the module's place in the walk */
 	unsigned char hit[1024]; /* modules with a slot redirected */
@@ -319,48 +274,34 @@ typedef struct slot {
 	uintptr_t to, from;
 } slot_t;
 
-/* d_ptr values: relocated in place by ld.so, except in a read-only dynamic
- * section (the vDSO's), which keeps link-time values. */
-static uintptr_t dyn_ptr(uintptr_t v, uintptr_t base)
-{
-	return v < base ? v + base : v;
-}
+typedef attach_module_t module_t;
 
-static void scan_relocs(run_t *r, const ElfW(Rela) * rel, size_t n,
-                        const ElfW(Sym) * symtab, const char *strtab,
-                        uintptr_t base, uintptr_t lo, uintptr_t hi,
-                        const char *modname, slot_t *out, size_t *nout)
+static void scan_relocs(run_t *r, const module_t *m, const ElfW(Rela) * rel,
+                        size_t n, slot_t *out, size_t *nout)
 {
-#ifdef ATTACH_R_JUMP_SLOT
+	uintptr_t base = m->base, lo = m->lo, hi = m->hi;
 	for (size_t i = 0; i < n; i++) {
-		unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
-		size_t si = ELF64_R_SYM(rel[i].r_info);
-		if ((type != ATTACH_R_JUMP_SLOT && type != ATTACH_R_GLOB_DAT) ||
-		    si == 0)
+		attach_reloc_t rc;
+		if (!attach_reloc_get(m, &rel[i], &rc))
 			continue;
-		const ElfW(Sym) *sym = &symtab[si];
-		const target_t *tg = target_find(r, strtab + sym->st_name);
+		const target_t *tg = target_find(r, rc.name);
 		if (!tg || tg->phase != r->phase)
 			continue;
-		uintptr_t *at = (uintptr_t *)(base + rel[i].r_offset);
-		uintptr_t v = __atomic_load_n(at, __ATOMIC_RELAXED);
+		uintptr_t v = __atomic_load_n(rc.at, __ATOMIC_RELAXED);
 		/* After the attach, a module dlopen'ed meanwhile may not be
 		 * relocated yet: its slots still hold link-time values (an
 		 * offset inside the module, or 0). Leave it for a later
 		 * pass. */
 		if ((r->fresh || !r->late) && base &&
-		    ((type == ATTACH_R_JUMP_SLOT && v < hi - lo) ||
-		     (type == ATTACH_R_GLOB_DAT && v == 0))) {
+		    ((rc.jump_slot && v < hi - lo) ||
+		     (!rc.jump_slot && v == 0))) {
 			r->mod_not_ready = 1;
 			*nout = 0;
 			return;
 		}
-		/* Not bound yet: the slot points into the module's own PLT
-		 * (libc.so.6 itself has such slots for realloc and calloc
-		 * until first used), not at its own definition. */
-		int lazy =
-		    type == ATTACH_R_JUMP_SLOT && v >= lo && v < hi &&
-		    !(sym->st_shndx != SHN_UNDEF && v == base + sym->st_value);
+		/* Not bound yet: the slot points into the module's own PLT,
+		 * not at its own definition. */
+		int lazy = attach_slot_lazy(m, &rc, v);
 		int ok = v == tg->expect || (tg->alias && v == tg->alias) ||
 		         (tg->lazy_ok && lazy);
 		if (v == tg->hook)
@@ -370,291 +311,18 @@ static void scan_relocs(run_t *r, const ElfW(Rela) * rel, size_t n,
 				r->skip_name = tg->name;
 				r->skip_value = v;
 				snprintf(r->skip_module, sizeof r->skip_module,
-				         "%s", modname);
+				         "%s", m->name);
 			}
 			r->skipped++;
 			r->mod_skipped++;
 			continue;
 		}
 		if (*nout < ATTACH_MAX_SLOTS) {
-			out[*nout].at = at;
+			out[*nout].at = rc.at;
 			out[*nout].to = tg->hook;
 			out[*nout].from = v;
 			(*nout)++;
 		}
-	}
-#else
-	(void)r, (void)rel, (void)n, (void)symtab, (void)strtab, (void)base;
-	(void)lo, (void)hi, (void)modname, (void)out, (void)nout;
-#endif
-}
-
-/* A module's dynamic section, as ld.so relocated it. */
-typedef struct module {
-	uintptr_t base, lo, hi, relro_lo, relro_hi;
-	const ElfW(Sym) * symtab;
-	const char *strtab;
-	const ElfW(Rela) * jmprel, *rela;
-	size_t njmp, nrela;
-	const char *name;
-} module_t;
-
-/* 0 when the module is not looked at (the shim, ld.so, the vDSO, no
- * dynamic section or symbol table). */
-static int module_parse(const run_t *r, struct dl_phdr_info *info, module_t *m)
-{
-	memset(m, 0, sizeof *m);
-	uintptr_t base = info->dlpi_addr;
-	if (segment_has(info, r->self_fn) || (r->ldso && base == r->ldso) ||
-	    (r->vdso && base == r->vdso))
-		return 0;
-	const ElfW(Dyn) *dyn = NULL;
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	m->base = base;
-	m->lo = UINTPTR_MAX;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t a = base + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD) {
-			if (a < m->lo)
-				m->lo = a;
-			if (a + ph->p_memsz > m->hi)
-				m->hi = a + ph->p_memsz;
-		} else if (ph->p_type == PT_DYNAMIC) {
-			dyn = (const ElfW(Dyn) *)a;
-		} else if (ph->p_type == PT_GNU_RELRO) {
-			/* As ld.so's _dl_protect_relro: both ends rounded
-			 * down (the last partial page stays writable). */
-			m->relro_lo = a & ~(page - 1);
-			m->relro_hi = (a + ph->p_memsz) & ~(page - 1);
-		}
-	}
-	if (!dyn)
-		return 0;
-	size_t jmpsz = 0, relasz = 0;
-	long pltrel = DT_RELA;
-	for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
-		switch (d->d_tag) {
-		case DT_SYMTAB:
-			m->symtab =
-			    (const ElfW(Sym) *)dyn_ptr(d->d_un.d_ptr, base);
-			break;
-		case DT_STRTAB:
-			m->strtab = (const char *)dyn_ptr(d->d_un.d_ptr, base);
-			break;
-		case DT_JMPREL:
-			m->jmprel =
-			    (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
-			break;
-		case DT_PLTRELSZ:
-			jmpsz = d->d_un.d_val;
-			break;
-		case DT_PLTREL:
-			pltrel = (long)d->d_un.d_val;
-			break;
-		case DT_RELA:
-			m->rela =
-			    (const ElfW(Rela) *)dyn_ptr(d->d_un.d_ptr, base);
-			break;
-		case DT_RELASZ:
-			relasz = d->d_un.d_val;
-			break;
-		default:
-			break;
-		}
-	}
-	if (!m->symtab || !m->strtab)
-		return 0;
-	if (pltrel != DT_RELA)
-		m->jmprel = NULL;
-	m->njmp = m->jmprel ? jmpsz / sizeof *m->jmprel : 0;
-	m->nrela = m->rela ? relasz / sizeof *m->rela : 0;
-	m->name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name
-	                                                : "the executable";
-	return 1;
-}
-
-/* ---- the survey of the allocator families (before anything else) ---- */
-
-static int family_find(const family_t *f, const char *name)
-{
-	for (unsigned i = 0; i < f->n; i++)
-		if (name[0] == f->names[i][0] && !strcmp(name, f->names[i]))
-			return (int)i;
-	return -1;
-}
-
-static void survey_relocs(run_t *r, const module_t *m, const ElfW(Rela) * rel,
-                          size_t n)
-{
-#ifdef ATTACH_R_JUMP_SLOT
-	for (size_t i = 0; i < n; i++) {
-		unsigned type = (unsigned)ELF64_R_TYPE(rel[i].r_info);
-		size_t si = ELF64_R_SYM(rel[i].r_info);
-		if ((type != ATTACH_R_JUMP_SLOT && type != ATTACH_R_GLOB_DAT) ||
-		    si == 0)
-			continue;
-		const ElfW(Sym) *sym = &m->symtab[si];
-		const char *name = m->strtab + sym->st_name;
-		for (int k = 0; k < 2; k++) {
-			family_t *f = &r->fam[k];
-			int j = family_find(f, name);
-			if (j < 0)
-				continue;
-			uintptr_t *at =
-			    (uintptr_t *)(m->base + rel[i].r_offset);
-			uintptr_t v = __atomic_load_n(at, __ATOMIC_RELAXED);
-			int lazy = type == ATTACH_R_JUMP_SLOT && v >= m->lo &&
-			           v < m->hi &&
-			           !(sym->st_shndx != SHN_UNDEF &&
-			             v == m->base + sym->st_value);
-			f->slots++;
-			if (lazy || v == 0 || v == f->global[j] ||
-			    (f->stub[j] && v == f->stub[j]))
-				continue;
-			if (!f->mixed) {
-				f->odd_name = f->names[j];
-				f->odd_value = v;
-				snprintf(f->odd_module, sizeof f->odd_module,
-				         "%s", m->name);
-			}
-			f->mixed = 1;
-		}
-	}
-#else
-	(void)r, (void)m, (void)rel, (void)n;
-#endif
-}
-
-static int survey_module(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	run_t *r = arg;
-	module_t m;
-	(void)size;
-	if (!module_parse(r, info, &m))
-		return 0;
-	if (m.jmprel)
-		survey_relocs(r, &m, m.jmprel, m.njmp);
-	if (m.rela)
-		survey_relocs(r, &m, m.rela, m.nrela);
-	return 0;
-}
-
-/* Looks for a module (not the shim, not skip's) that defines name itself,
- * in load order (the global scope's order for the modules loaded at
- * start). */
-typedef struct def_find {
-	const char *name;
-	uintptr_t skip_base, self_base, found;
-} def_find_t;
-
-static int def_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	def_find_t *d = arg;
-	(void)size;
-	if (d->found || !info->dlpi_name || !info->dlpi_name[0] ||
-	    (uintptr_t)info->dlpi_addr == d->skip_base ||
-	    (uintptr_t)info->dlpi_addr == d->self_base)
-		return 0;
-	void *h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-	if (!h)
-		return 0;
-	void *p = dlsym(h, d->name);
-	Dl_info pi;
-	const ElfW(Sym) *ps = NULL;
-	/* dlsym searches the module's dependencies too: only its own. */
-	if (p && dladdr1(p, &pi, (void **)&ps, RTLD_DL_SYMENT) &&
-	    pi.dli_saddr == p && ps && ps->st_shndx != SHN_UNDEF &&
-	    (uintptr_t)pi.dli_fbase == (uintptr_t)info->dlpi_addr)
-		d->found = fn_addr(p);
-	real.dlclose(h);
-	return d->found != 0;
-}
-
-/*
- * The global scope's definition of name as an address, g, or the real
- * one when g is a canonical PLT entry: a non-PIE executable that takes a
- * function's address (Debian's node: `U realloc` and an R_X86_64_64 to
- * it) has the loader bind every other module's references to a stub in
- * its own PLT, which jumps to libc's function. No symbol starts at such a
- * stub (dladdr); the definition is then the first module, in load order,
- * that defines name itself.
- */
-static uintptr_t global_def(run_t *r, const char *name, void *g,
-                            uintptr_t *stub)
-{
-	Dl_info gi;
-	const ElfW(Sym) *gs = NULL;
-	*stub = 0;
-	/* A definition: a symbol starts at g and is defined there (the
-	 * stub's symbol is undefined, with the stub's address as value). */
-	if (!g || (dladdr1(g, &gi, (void **)&gs, RTLD_DL_SYMENT) &&
-	           gi.dli_saddr == g && gs && gs->st_shndx != SHN_UNDEF))
-		return fn_addr(g);
-	def_find_t d = {.name = name,
-	                .skip_base =
-	                    dladdr(g, &gi) ? (uintptr_t)gi.dli_fbase : 0,
-	                .self_base = r->self_base};
-	/* The executable's base is 0 for a non-PIE one: the stub's module
-	 * is skipped by its name ("") in def_cb. */
-	dl_iterate_phdr(def_cb, &d);
-	if (d.found)
-		*stub = fn_addr(g);
-	return d.found ? d.found : fn_addr(g);
-}
-
-/*
- * Decides what the allocator hooks forward to (see the top of the file).
- * Called with real usable, before the shim starts and before any slot is
- * redirected (no hook has run: the table is not in use yet).
- */
-static void family_survey(run_t *r)
-{
-	static const char *const labels[2] = {"malloc family",
-	                                      "C++ operators new/delete"};
-	r->fam[0].names = fam_malloc_names;
-	r->fam[0].n = FAM_MALLOC_N;
-	r->fam[1].names = fam_cxx_names;
-	r->fam[1].n = FAM_CXX_N;
-	for (int k = 0; k < 2; k++) {
-		family_t *f = &r->fam[k];
-		f->label = labels[k];
-		for (unsigned i = 0; i < f->n; i++) {
-			void *g = prim_dlsym_default(f->names[i]);
-			Dl_info gi;
-			f->global[i] =
-			    global_def(r, f->names[i], g, &f->stub[i]);
-			/* The shim in the global scope (dlopen'ed
-			 * RTLD_GLOBAL by someone): its hooks would forward
-			 * to themselves. Not adopted. */
-			if (g && dladdr(g, &gi) &&
-			    gi.dli_fbase == (void *)r->self_base)
-				f->mixed = 1;
-		}
-	}
-	dl_iterate_phdr(survey_module, r);
-	family_t *mf = &r->fam[0];
-	if (!mf->mixed && mf->global[0] && mf->global[1] && mf->global[2] &&
-	    mf->global[3]) {
-#define ATTACH_ADOPT_(sym, ...)                                                \
-	{                                                                      \
-		int j_ = family_find(mf, #sym);                                \
-		void *g_ = (void *)mf->global[j_];                             \
-		if (g_)                                                        \
-			memcpy(&real.sym, &g_, sizeof g_);                     \
-	}
-		REAL_FUNCS_MALLOC(ATTACH_ADOPT_)
-#undef ATTACH_ADOPT_
-		atomic_thread_fence(memory_order_release);
-		mf->adopted = 1;
-	}
-	family_t *cf = &r->fam[1];
-	if (!cf->mixed && cf->slots) {
-		for (unsigned i = 0; i < cf->n; i++)
-			if (cf->global[i])
-				cxx_next_bind(cf->names[i],
-				              (void *)cf->global[i]);
-		cf->adopted = 1;
 	}
 }
 
@@ -755,9 +423,8 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	unsigned idx = r->idx++;
 	module_t m;
-	if (!module_parse(r, info, &m))
+	if (!attach_module_get(&r->self, info, &m))
 		return 0;
-	uintptr_t base = m.base, lo = m.lo, hi = m.hi;
 	uintptr_t relro_lo = m.relro_lo, relro_hi = m.relro_hi;
 	const char *modname = m.name;
 	slot_t slots[ATTACH_MAX_SLOTS];
@@ -766,11 +433,9 @@ static int patch_module(struct dl_phdr_info *info, size_t size, void *arg)
 	r->fresh = r->late && idx >= r->known;
 	r->mod_not_ready = 0;
 	if (m.jmprel)
-		scan_relocs(r, m.jmprel, m.njmp, m.symtab, m.strtab, base, lo,
-		            hi, modname, slots, &n);
+		scan_relocs(r, &m, m.jmprel, m.njmp, slots, &n);
 	if (m.rela && !r->mod_not_ready)
-		scan_relocs(r, m.rela, m.nrela, m.symtab, m.strtab, base, lo,
-		            hi, modname, slots, &n);
+		scan_relocs(r, &m, m.rela, m.nrela, slots, &n);
 	if (r->mod_not_ready) {
 		r->not_ready = 1; /* this one at the next flush; others now */
 		r->unready = modname;
@@ -906,15 +571,15 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	run_t *r = &g_run;
 	memset(r, 0, sizeof *r);
 	int (*self_fn)(void) = attach_loaded_late;
-	memcpy(&r->self_fn, &self_fn, sizeof r->self_fn);
+	memcpy(&r->self.self_fn, &self_fn, sizeof r->self.self_fn);
 	Dl_info self_info;
 	if (dladdr((void *)(uintptr_t)mallock_attach_impl, &self_info))
-		r->self_base = (uintptr_t)self_info.dli_fbase;
-	r->ldso = (uintptr_t)getauxval(AT_BASE);
-	r->vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+		r->self.self_base = (uintptr_t)self_info.dli_fbase;
+	r->self.ldso = (uintptr_t)getauxval(AT_BASE);
+	r->self.vdso = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
 	/* Before the shim starts: what the allocator hooks forward to. */
 	if (real_usable())
-		family_survey(r);
+		attach_family_survey(r->fam, &r->self);
 	if (shim_boot() != 0) {
 		last_note[0] = 0;
 		note_take(keep_note, NULL);
@@ -962,7 +627,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 			continue;
 		const char *where = prim_object_of((void *)f->odd_value);
 		const char *glob = prim_object_of(
-		    (void *)f->global[family_find(f, f->odd_name)]);
+		    (void *)f->global[attach_family_find(f, f->odd_name)]);
 		n += snprintf(attach_msg + n, sizeof attach_msg - (size_t)n,
 		              "%cthe program's %s is bound to two allocators "
 		              "(%s in %s is bound to %s, the global scope's to "

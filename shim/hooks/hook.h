@@ -39,7 +39,7 @@
  *     computation, no lock, no allocation)
  *   - lock-free lookups glibc keeps for this: _dl_find_object (libunwind's
  *     unwind-table lookup, stack.c), getauxval, sysconf(_SC_PAGESIZE)
- *     (attach.c's walk of late libraries)
+ *     (attach_elf.c: the walk of late libraries)
  *
  * Never from a hook: pthread_getattr_np (stack bounds are learned at
  * thread start or lock-free: thread.h), stdio streams, strerror,
