@@ -46,9 +46,16 @@ void lock_names(model_t *m)
 		lock_t *l = &m->lock[i];
 		if (l->name || l->is_cond || l->kind == FMT_KIND_COND)
 			continue;
-		uint64_t off = 0;
+		uint64_t off = 0, tc = 0;
 		const char *sym = l->addr ? sym_data(m, l->addr, &off) : NULL;
-		if (sym) {
+		if (l->addr && sym_tc_central(m, l->addr, &tc)) {
+			/* The size class's byte size is tcmalloc's run-time
+			 * size map: not in the file, not shown. */
+			snprintf(buf, sizeof buf,
+			         "tcmalloc::Static::central_cache_[%" PRIu64
+			         "]",
+			         tc);
+		} else if (sym) {
 			if (off)
 				snprintf(buf, sizeof buf, "%s+0x%" PRIx64, sym,
 				         off);

@@ -593,8 +593,21 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 			         "%u", c->ninst);
 		snprintf(col + strlen(col), sizeof col - strlen(col), "%s",
 		         site);
-		if (strlen(col) > 34)
-			strcpy(col + 31, "...");
+		if (strlen(col) > 34) {
+			/* An array element's index ends the name (as in
+			 * tcmalloc::Static::central_cache_[5]): keep it. */
+			size_t len = strlen(col);
+			const char *br = strrchr(col, '[');
+			size_t tail = br && col[len - 1] == ']'
+			                  ? len - (size_t)(br - col)
+			                  : 0;
+			if (tail && tail <= 8) {
+				memmove(col + 31 - tail, br, tail + 1);
+				memcpy(col + 28 - tail, "...", 3);
+			} else {
+				strcpy(col + 31, "...");
+			}
+		}
 		double hold = (double)c->s.hold_ns;
 		if (c->kind == FMT_KIND_FUTEX) {
 			/* Only waits that reached the kernel are seen: no

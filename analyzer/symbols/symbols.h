@@ -98,6 +98,13 @@ const char *sym_module_path(model_t *m, uint64_t addr);
  * is not symbolized). Owned by m->sym. */
 const char *sym_data(model_t *m, uint64_t addr, uint64_t *off);
 
+/* 1 with *index when addr is the lock of element *index of tcmalloc's
+ * (gperftools) Static::central_cache_ in the recorded module holding it,
+ * the array found from Static::InitStaticVars()'s code (its symbol is
+ * not exported); 0 otherwise. The index is the size class; its size in
+ * bytes is tcmalloc's run-time size map, not in the file. */
+int sym_tc_central(model_t *m, uint64_t addr, uint64_t *index);
+
 /* The function's name for text: short (no parameter list, std::string,
  * no default template arguments; with the parameter list, its types
  * short, where overloads meet); NULL when unknown.

@@ -23,6 +23,7 @@ on, so repeated runs can be summarised (docs/testapps.md).
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -334,7 +335,11 @@ def cascade_numbers(ctx, app, churn):
          "unknown_frees": j["totals"]["unknown_frees"],
          "frees": j["totals"]["frees"],
          "dropped": j["totals"]["dropped_events"],
-         "truncated": bool(j["trace"].get("truncated"))}
+         "truncated": bool(j["trace"].get("truncated")),
+         "alloc_locks": sorted((l.get("label") or "", int(l["address"], 16),
+                                l.get("allocator_internal_waits", 0))
+                               for l in j["locks"]
+                               if l.get("kind") == "allocator-internal")}
     gt(ctx.case, app=app, churn=churn, **n)
     ctx.done(j)
     return n
@@ -355,6 +360,30 @@ def case_svcqueue_cascade(ctx):
     check(ch1["evidence_alw_ns"] > 0,
           f"churn 1: the alloc_under_lock finding's allocator_lock_wait_ns "
           f"is 0 (the lock's figure: {ch1['alw_ns']} ns)")
+    # The churn pair's size class is one of tcmalloc's central free lists
+    # (Static::central_cache_, an array by size class; its symbol is not
+    # exported): its lock is named by the array and the index, and two
+    # elements' addresses are as far apart as their indexes say (one
+    # element size for every pair).
+    central = {}
+    for label, addr, waits in ch1["alloc_locks"]:
+        m = re.fullmatch(r"tcmalloc::Static::central_cache_\[(\d+)\]",
+                         label)
+        check(m or "central_cache_" not in label,
+              f"churn 1: allocator lock label {label!r}")
+        if m:
+            check(0 < int(m.group(1)) < 256,
+                  f"churn 1: size class out of range in {label!r}")
+            check(int(m.group(1)) not in central,
+                  f"churn 1: two allocator locks labelled {label!r}")
+            central[int(m.group(1))] = addr
+    check(central, f"churn 1: no allocator-internal lock is named "
+          f"tcmalloc::Static::central_cache_[N]: {ch1['alloc_locks']}")
+    idx = sorted(central)
+    steps = {(central[b] - central[a]) / (b - a)
+             for a, b in zip(idx, idx[1:])}
+    check(len(steps) <= 1 and all(s > 0 and s == int(s) for s in steps),
+          f"churn 1: central_cache_ elements at {central} have no one size")
     check(ch1["alw_ns"] > 10 * ch0["alw_ns"],
           f"churn 1 vs 0: allocator_lock_wait_ns_in_holds {ch1['alw_ns']} "
           f"not > 10 x {ch0['alw_ns']}")
