@@ -576,6 +576,58 @@ def case_reportqueue(ctx):
           f"{describe(s)}")
     no_starvation(s)
     ctx.done(s)
+    nested_alloc(ctx)
+
+
+def folded(ctx, j, metric):
+    """The folded report of j's trace: {stack;leaf: count}."""
+    r = subprocess.run([os.path.join(ctx.bin, "mallock"), "report",
+                        "--format=folded", "--metric=" + metric, j["_trace"]],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"mallock report --format=folded "
+          f"--metric={metric}: exit {r.returncode}: {r.stderr}")
+    out = {}
+    for line in r.stdout.splitlines():
+        stack, _, n = line.rpartition(" ")
+        out[stack] = out.get(stack, 0) + int(n)
+    return out
+
+
+def nested_alloc(ctx):
+    """--inner=list: inner_add allocates a node holding both the monitor
+    and the inner lock, so each of those allocations is charged to both:
+    the same stacks, with the same allocator time, under each lock."""
+    j = ctx.record("reportqueue", ["--locking=nested", "--inner=list"] +
+                   REPORTQUEUE, tag="nested-list")
+    f = folded(ctx, j, "alloc-under-lock")
+    under = {}
+    for key, n in f.items():
+        stack, _, leaf = key.rpartition(";")
+        if "inner_add" not in stack.split(";"):
+            continue
+        for lock in ("reportqueue.monitor", "reportqueue.inner"):
+            if leaf.startswith(f"[alloc under {lock}"):
+                under.setdefault(lock, {})[stack] = n
+    mon = under.get("reportqueue.monitor", {})
+    inner = under.get("reportqueue.inner", {})
+    gt(ctx.case, variant="nested-list", inner_stacks=len(inner),
+       monitor_stacks=len(mon), inner_ns=sum(inner.values()),
+       monitor_ns=sum(mon.values()))
+    check(inner, f"{j['_cmd']}: no allocation at inner_add under "
+          f"reportqueue.inner: {sorted(f)[:8]}")
+    check(mon == inner,
+          f"{j['_cmd']}: the allocations at inner_add under "
+          f"reportqueue.monitor (the outer lock: {len(mon)} stacks, "
+          f"{sum(mon.values())} ns) are not those under reportqueue.inner "
+          f"({len(inner)} stacks, {sum(inner.values())} ns)")
+    ml = lock_by_name(j, "reportqueue.monitor")
+    il = lock_by_name(j, "reportqueue.inner")
+    # The monitor's holds contain every inner hold of the producers, and
+    # the worker's inner holds allocate nothing.
+    check(ml["allocs_in_holds"] >= il["allocs_in_holds"] > 0,
+          f"{j['_cmd']}: allocations in holds: monitor "
+          f"{ml['allocs_in_holds']}, inner {il['allocs_in_holds']}")
+    ctx.done(j)
 
 
 # ---- admission: unlucky clients --------------------------------------------
