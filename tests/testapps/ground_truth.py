@@ -24,6 +24,7 @@ on, so repeated runs can be summarised (docs/testapps.md).
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -60,8 +61,10 @@ class Ctx:
         self.n = 0
         self.keep = []
 
-    def record(self, app, args, env=None, tag=None):
-        """Record APP ARGS under the shim, return the JSON report."""
+    def record(self, app, args, env=None, tag=None, exe=None, report=()):
+        """Record APP ARGS under the shim (the program exe, or APP in
+        BINDIR), return the JSON report (mallock report's extra options
+        `report`)."""
         self.n += 1
         tag = tag or app
         trace = os.path.join(self.work,
@@ -72,14 +75,14 @@ class Ctx:
         e.pop("TCMALLOC_TRANSFER_NUM_OBJ", None)
         e.update(env or {})
         cmd = [os.path.join(self.bin, "mallock"), "record", "-o", trace, "--",
-               os.path.join(self.bin, app)] + args
+               exe or os.path.join(self.bin, app)] + args
         t0 = time.monotonic()
         p = subprocess.run(cmd, env=e, capture_output=True, text=True,
                            timeout=60)
         if p.returncode != 0:
             raise Fail(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr}")
         r = subprocess.run([os.path.join(self.bin, "mallock"), "report",
-                            "--format=json", trace],
+                            "--format=json", *report, trace],
                            capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             raise Fail(f"mallock report {trace}: exit {r.returncode}\n"
@@ -684,6 +687,63 @@ def case_admission(ctx):
     ctx.done(e)
 
 
+# ---- a stripped app: the missing symbols, and how to get them ------------
+
+def case_stripped(ctx):
+    """xthread's binary stripped of its symbols and DWARF (strip --strip-all
+    keeps the build-id): its frames stay addresses, and the report names
+    the module in missing_symbols with a hint; the hint's debug-file path,
+    filled with the unstripped build's DWARF (objcopy --only-keep-debug),
+    names them again."""
+    exe = os.path.join(ctx.work, f"xthread-stripped.{os.getpid()}")
+    shutil.copy(os.path.join(ctx.bin, "xthread"), exe)
+    subprocess.run(["strip", "--strip-all", exe], check=True, timeout=60)
+    j = ctx.record("xthread", ["--tasks=heap"] + XTHREAD, tag="stripped",
+                   exe=exe)
+    def missing(d):
+        return [m for t in d.get("traces", [])
+                for m in t.get("missing_symbols", [])]
+
+    ms = [m for m in missing(j) if m.get("module") == exe]
+    gt(ctx.case, variant="stripped", missing=[
+        (os.path.basename(m["module"]), m.get("frames")) for m in missing(j)])
+    check(ms, f"{j['_cmd']}: missing_symbols does not name the stripped "
+          f"program {exe}: {missing(j)}")
+    m = ms[0]
+    check(m.get("frames", 0) > 0 and m.get("package") is None,
+          f"missing_symbols entry: {m}")
+    bid = m.get("build_id") or ""
+    check(len(bid) > 2, f"the stripped program's build_id: {bid!r}")
+    rel = f".build-id/{bid[:2]}/{bid[2:]}.debug"
+    hint = m.get("hint") or ""
+    check("--debug-dir" in hint and "DIR/" + rel in hint,
+          f"the hint does not say where a debug file goes (DIR/{rel}): "
+          f"{hint!r}")
+    check(not [f for f in findings(j, "cross_thread_free")
+               if short(fn(f.get("site"))) == "task_create"],
+          f"{j['_cmd']}: task_create named without symbols")
+    # Follow the hint: the debug file where it says, --debug-dir DIR.
+    ddir = os.path.join(ctx.work, f"debug.{os.getpid()}")
+    os.makedirs(os.path.dirname(os.path.join(ddir, rel)), exist_ok=True)
+    subprocess.run(["objcopy", "--only-keep-debug",
+                    os.path.join(ctx.bin, "xthread"), os.path.join(ddir, rel)],
+                   check=True, timeout=60)
+    r = subprocess.run([os.path.join(ctx.bin, "mallock"), "report",
+                        "--format=json", "--debug-dir=" + ddir, j["_trace"]],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"mallock report --debug-dir: exit "
+          f"{r.returncode}: {r.stderr}")
+    d = json.loads(r.stdout)
+    left = [m for m in missing(d) if m.get("module") == exe]
+    check(not left, f"with --debug-dir {ddir}: still missing: {left}")
+    check([f for f in d["findings"] if f["kind"] == "cross_thread_free" and
+           short(fn(f.get("site"))) == "task_create"],
+          f"with --debug-dir {ddir}: no cross_thread_free at task_create")
+    shutil.rmtree(ddir)
+    os.remove(exe)
+    ctx.done(j)
+
+
 CASES = {
     "svcqueue": case_svcqueue,
     "svcqueue_cxx": case_svcqueue_cxx,
@@ -692,6 +752,7 @@ CASES = {
     "batcher": case_batcher,
     "reportqueue": case_reportqueue,
     "admission": case_admission,
+    "stripped": case_stripped,
 }
 
 
