@@ -24,6 +24,11 @@
  *                  retry, which keeps its old deadline, wins over a fresh
  *                  request.
  *
+ * --warmup=1 has the clients make their first request alone, in index order,
+ * each answered before the next client starts (a mutex "admission.turn" and
+ * its condition variable): every client is served at least once, and then
+ * they compete as without it. The default, 0, starts them all at once.
+ *
  * Output: one line per client (successes, rejections, timeouts), the seed's
  * one-line list of successes per client, and min/max/mean/stddev of it.
  *
@@ -36,6 +41,9 @@
  *         analyzer that needs lock wait time may see nothing; more traffic
  *         (--service-us=2000 --backoff-us=20) gives it some.
  *   edf:  no starvation finding: per-client successes within a few percent.
+ *   lifo --warmup=1: starvation as above with every client answered at
+ *         least once (no peer without service): found on the spread of the
+ *         clients' rates alone.
  *   Neither variant allocates per request.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -59,6 +67,7 @@ struct options {
 	int service_us;
 	int backoff_us;
 	int timeout_ms;
+	int warmup;
 	double duration;
 };
 
@@ -199,12 +208,47 @@ static void bump(uint64_t *counter)
 	__atomic_store_n(counter, *counter + 1, __ATOMIC_RELAXED);
 }
 
+/* --warmup: the client whose turn it is (turn_lock) is the only one. */
+static pthread_mutex_t turn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t turn_next = PTHREAD_COND_INITIALIZER;
+static int turn;
+
+/* --warmup: c's first request, made alone in index order and retried (a
+ * new request) until it is answered. */
+APP_NOINLINE static void warmup(struct client *c)
+{
+	uint64_t timeout_ns = (uint64_t)opt.timeout_ms * 1000000u;
+
+	pthread_mutex_lock(&turn_lock);
+	while (turn != c->index && !app_stopping()) {
+		struct timespec ts = app_timespec_after(10000000u);
+
+		pthread_cond_timedwait(&turn_next, &turn_lock, &ts);
+	}
+	pthread_mutex_unlock(&turn_lock);
+	while (!app_stopping()) {
+		c->deadline = app_now_ns() + timeout_ns;
+		if (admission_submit(&queue, c) &&
+		    await_answer(&queue, c) == REQ_DONE) {
+			bump(&c->ok);
+			break;
+		}
+		app_sleep_ns((uint64_t)opt.backoff_us * 1000u);
+	}
+	pthread_mutex_lock(&turn_lock);
+	turn++;
+	pthread_mutex_unlock(&turn_lock);
+	pthread_cond_broadcast(&turn_next);
+}
+
 static void *client_main(void *arg)
 {
 	struct client *c = arg;
 	uint64_t timeout_ns = (uint64_t)opt.timeout_ms * 1000000u;
 	int fresh = 1, attempt = 0;
 
+	if (opt.warmup)
+		warmup(c);
 	while (!app_stopping()) {
 		enum req_state st;
 
@@ -299,6 +343,9 @@ int main(int argc, char **argv)
 	        "0.5x to 1x of min(2^k, 1000) units"),
 	    app_opt_int("timeout-ms", &opt.timeout_ms, 1, 3600000,
 	                "a request's deadline after its first attempt"),
+	    app_opt_int("warmup", &opt.warmup, 0, 1,
+	                "1: each client's first request is made alone, in "
+	                "turn, so every client is answered once"),
 	    app_opt_double("duration", &opt.duration, 0.01, 86400,
 	                   "seconds to run"),
 	};
@@ -325,12 +372,15 @@ int main(int argc, char **argv)
 	opt.service_us = 10000;
 	opt.backoff_us = 100;
 	opt.timeout_ms = 1000;
+	opt.warmup = 0;
 	opt.duration = 2;
 	app_parse_args(&info, argc, argv);
 
 	pthread_mutex_init(&queue.lock, NULL);
 	pthread_cond_init(&queue.work, NULL);
 	mallock_lock_name(&queue.lock, "admission.queue");
+	if (opt.warmup)
+		mallock_lock_name(&turn_lock, "admission.turn");
 	queue.cap = opt.queue_size;
 	queue.pending = calloc((size_t)opt.queue_size, sizeof(*queue.pending));
 	clients = calloc((size_t)opt.clients, sizeof(*clients));

@@ -21,6 +21,11 @@
  *   --locking=single  (the fix) one mutex "reportqueue.lock" and one
  *                     condition variable guard everything.
  *
+ * --inner=list (nested only) makes the inner queue a linked list, as a
+ * LinkedBlockingQueue is: inner_add allocates the datanode's node while it
+ * holds both locks, and inner_poll frees it after its unlock. The default,
+ * --inner=ring, allocates nothing per report.
+ *
  * --rate=R (reports/s in total, 0 = as fast as possible) paces the producers
  * in a burst every millisecond, as the seed's second table does.
  *
@@ -33,7 +38,8 @@
  *           "rq-prod-N" threads; the monitor is contended.
  *   single: no nested_lock (no lock is ever taken while another is held).
  *   No variant allocates per report (reports move by value through rings
- *   allocated once).
+ *   allocated once), unless --inner=list: then every allocation at
+ *   inner_add is made under both reportqueue.monitor and reportqueue.inner.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "common.h"
@@ -46,12 +52,15 @@
 
 enum { LOCKING_NESTED, LOCKING_SINGLE };
 static const char *const locking_names[] = {"nested", "single", NULL};
+enum { INNER_RING, INNER_LIST };
+static const char *const inner_names[] = {"ring", "list", NULL};
 
 #define DATANODES_PER_PRODUCER 100
 #define POLL_TIMEOUT_NS 1000000u
 
 struct options {
 	int locking;
+	int inner;
 	int producers;
 	int capacity;
 	double rate;
@@ -98,12 +107,26 @@ static void ring_pop(struct ring *r, void *v)
 
 /* ---- nested (the bug): Java's monitor plus a LinkedBlockingQueue ------- */
 
+/* A node of the --inner=list queue. */
+struct inner_node {
+	struct inner_node *next;
+	uint32_t datanode;
+};
+
 struct inner_queue {
 	pthread_mutex_t lock; /* "reportqueue.inner" */
 	pthread_cond_t nonempty;
 	int waiting;
+	int list;          /* --inner=list: nodes, not the ring */
 	struct ring uuids; /* the ordering queue: datanode ids */
+	struct inner_node *first, **last;
+	size_t nodes;
 };
+
+static size_t inner_count(const struct inner_queue *q)
+{
+	return q->list ? q->nodes : ring_count(&q->uuids);
+}
 
 struct nested_queue {
 	pthread_mutex_t monitor; /* "reportqueue.monitor": guards reports */
@@ -116,7 +139,19 @@ APP_NOINLINE static void inner_add(struct inner_queue *q, uint32_t datanode)
 	int wake;
 
 	pthread_mutex_lock(&q->lock);
-	ring_push(&q->uuids, &datanode);
+	if (q->list) {
+		struct inner_node *n = malloc(sizeof(*n));
+
+		if (!n)
+			app_die("out of memory");
+		n->next = NULL;
+		n->datanode = datanode;
+		*q->last = n;
+		q->last = &n->next;
+		q->nodes++;
+	} else {
+		ring_push(&q->uuids, &datanode);
+	}
 	wake = q->waiting;
 	pthread_mutex_unlock(&q->lock);
 	if (wake)
@@ -128,10 +163,11 @@ APP_NOINLINE static int inner_poll(struct inner_queue *q, uint64_t timeout_ns,
                                    uint32_t *datanode)
 {
 	struct timespec deadline = app_timespec_after(timeout_ns);
+	struct inner_node *n = NULL;
 	int got = 0;
 
 	pthread_mutex_lock(&q->lock);
-	while (ring_count(&q->uuids) == 0) {
+	while (inner_count(q) == 0) {
 		int rc;
 
 		q->waiting++;
@@ -140,11 +176,20 @@ APP_NOINLINE static int inner_poll(struct inner_queue *q, uint64_t timeout_ns,
 		if (rc == ETIMEDOUT)
 			break;
 	}
-	if (ring_count(&q->uuids) > 0) {
+	if (inner_count(q) > 0 && q->list) {
+		n = q->first;
+		q->first = n->next;
+		if (!q->first)
+			q->last = &q->first;
+		q->nodes--;
+		*datanode = n->datanode;
+		got = 1;
+	} else if (inner_count(q) > 0) {
 		ring_pop(&q->uuids, datanode);
 		got = 1;
 	}
 	pthread_mutex_unlock(&q->lock);
+	free(n);
 	return got;
 }
 
@@ -378,6 +423,10 @@ int main(int argc, char **argv)
 	        "locking", &opt.locking, locking_names,
 	        "nested: a monitor around an inner queue with its own "
 	        "lock (bug); single: one lock and one condition (fix)"),
+	    app_opt_choice(
+	        "inner", &opt.inner, inner_names,
+	        "nested only: ring: the inner queue is a ring allocated "
+	        "once; list: a node allocated per report under both locks"),
 	    app_opt_int("producers", &opt.producers, 1, 256,
 	                "threads offering reports (100 datanodes each)"),
 	    app_opt_int("capacity", &opt.capacity, 1, 1 << 24,
@@ -408,6 +457,7 @@ int main(int argc, char **argv)
 	int i;
 
 	opt.locking = LOCKING_NESTED;
+	opt.inner = INNER_RING;
 	opt.producers = 4;
 	opt.capacity = 100000;
 	opt.rate = 0;
@@ -422,8 +472,11 @@ int main(int argc, char **argv)
 		mallock_lock_name(&nested.inner.lock, "reportqueue.inner");
 		ring_init(&nested.reports, sizeof(struct report),
 		          (size_t)opt.capacity);
-		ring_init(&nested.inner.uuids, sizeof(uint32_t),
-		          (size_t)opt.capacity);
+		nested.inner.list = opt.inner == INNER_LIST;
+		nested.inner.last = &nested.inner.first;
+		if (!nested.inner.list)
+			ring_init(&nested.inner.uuids, sizeof(uint32_t),
+			          (size_t)opt.capacity);
 	} else {
 		pthread_mutex_init(&single.lock, NULL);
 		app_cond_init_monotonic(&single.nonempty);
@@ -477,6 +530,12 @@ int main(int argc, char **argv)
 	if (opt.locking == LOCKING_NESTED) {
 		free(nested.reports.slots);
 		free(nested.inner.uuids.slots);
+		while (nested.inner.first) {
+			struct inner_node *n = nested.inner.first;
+
+			nested.inner.first = n->next;
+			free(n);
+		}
 	} else {
 		free(single.reports.slots);
 	}

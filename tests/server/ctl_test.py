@@ -12,7 +12,9 @@ CASE:
            trace, each worker's trace holds the window
   dropfail workers that drop to uid 65534 cannot create their traces: their
            status says so (not "stopped (mallock ctl start)")
-  refuse   forged, stale and foreign state is refused, and no signal
+  refuse   forged, stale and foreign state is refused (a directory of
+           another user even at mode 0700, to root and to a caller that
+           can read it), and no signal
            reaches the processes named (they block all signals and count
            the pending ones)
 
@@ -40,8 +42,13 @@ if os.geteuid() != 0 or not shutil.which("setpriv"):
 
 
 def as_user(uid, cmd):
+    """cmd as uid, or as uid[0] keeping the capability uid[1] ("+name")."""
+    caps = []
+    if isinstance(uid, tuple):
+        uid, cap = uid
+        caps = ["--inh-caps=" + cap, "--ambient-caps=" + cap]
     return ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid,
-            "--clear-groups", *cmd]
+            "--clear-groups", *caps, *cmd]
 
 
 def env(**kw):
@@ -294,7 +301,31 @@ elif CASE == "refuse":
     rc, out = ctl("start", str(w.pid), uid=OTHER)
     check(rc != 0 and "not as you" in out, "foreign user refused: "
           + out.strip())
-    # 5. A directory another user owns (MALLOCK_CTL_DIR named by the
+    # 5. A directory another user owns with mode 0700: its owner is the
+    # only thing wrong with it, for whoever can open it.
+    mine = os.path.join(TMP, "other0700")
+    os.makedirs(mine)
+    os.chown(mine, OTHER, OTHER)
+    os.chmod(mine, 0o700)
+    # (a) The shim of a root process (root opens it) puts no page there,
+    # and says why; ctl finds no page the process maps.
+    r = start(["--block", "6"], MALLOCK_CTL_DIR=mine)
+    rc, out = ctl("status", str(r.pid))
+    check(rc != 0 and "maps no control page" in out,
+          "a root process with a 0700 directory of another user has no "
+          "control page: " + out.strip())
+    # (b) ctl, run as the target's user with CAP_DAC_READ_SEARCH (it can
+    # open the directory), does not take a page of that user found there.
+    f = start(["--block", "6"], uid=NOBODY, MALLOCK_CTL_DIR=mine)
+    forge(f.pid, int(open("/proc/%d/stat" % f.pid).read().rsplit(")", 1)[1]
+                     .split()[19]), uid=NOBODY, where=mine)
+    rc, out = ctl("start", str(f.pid),
+                  uid=(NOBODY, "+dac_read_search"))
+    check(rc != 0 and "%s belongs to another user" % mine in out,
+          "a 0700 directory of another user refused for its owner, to a "
+          "caller that can read it: " + out.strip())
+    os.unlink(os.path.join(mine, "%d.page" % f.pid))
+    # 6. A directory another user owns (MALLOCK_CTL_DIR named by the
     # target's environment) is refused, by the shim and by ctl.
     evil = os.path.join(TMP, "evil")
     os.makedirs(evil)
@@ -307,7 +338,16 @@ elif CASE == "refuse":
     check(rc != 0 and "another user" in out,
           "a directory of another user refused: " + out.strip())
     # Nobody received a signal.
-    for name, proc in (("V", v), ("W", w), ("E", e), ("X", x)):
+    rout, err = r.communicate(timeout=30)
+    check(not r.returncode, "R exits 0 (%s)" % err.strip()[-300:])
+    check([l for l in rout.splitlines() if "pending" in l]
+          == ["pid %d pending 0" % r.pid], "R got no signal: " + rout)
+    check("control directory %s (MALLOCK_CTL_DIR) belongs to another user"
+          % mine in err,
+          "the shim says why it refused the directory: " + err.strip())
+    check(not os.listdir(mine),
+          "no page in the other user's directory: %s" % os.listdir(mine))
+    for name, proc in (("V", v), ("W", w), ("E", e), ("X", x), ("F", f)):
         out, _ = proc.communicate(timeout=30)
         pend = [l for l in out.splitlines() if "pending" in l]
         check(pend == ["pid %d pending 0" % proc.pid],

@@ -24,6 +24,7 @@ on, so repeated runs can be summarised (docs/testapps.md).
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -60,8 +61,10 @@ class Ctx:
         self.n = 0
         self.keep = []
 
-    def record(self, app, args, env=None, tag=None):
-        """Record APP ARGS under the shim, return the JSON report."""
+    def record(self, app, args, env=None, tag=None, exe=None, report=()):
+        """Record APP ARGS under the shim (the program exe, or APP in
+        BINDIR), return the JSON report (mallock report's extra options
+        `report`)."""
         self.n += 1
         tag = tag or app
         trace = os.path.join(self.work,
@@ -72,14 +75,14 @@ class Ctx:
         e.pop("TCMALLOC_TRANSFER_NUM_OBJ", None)
         e.update(env or {})
         cmd = [os.path.join(self.bin, "mallock"), "record", "-o", trace, "--",
-               os.path.join(self.bin, app)] + args
+               exe or os.path.join(self.bin, app)] + args
         t0 = time.monotonic()
         p = subprocess.run(cmd, env=e, capture_output=True, text=True,
                            timeout=60)
         if p.returncode != 0:
             raise Fail(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr}")
         r = subprocess.run([os.path.join(self.bin, "mallock"), "report",
-                            "--format=json", trace],
+                            "--format=json", *report, trace],
                            capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             raise Fail(f"mallock report {trace}: exit {r.returncode}\n"
@@ -576,6 +579,58 @@ def case_reportqueue(ctx):
           f"{describe(s)}")
     no_starvation(s)
     ctx.done(s)
+    nested_alloc(ctx)
+
+
+def folded(ctx, j, metric):
+    """The folded report of j's trace: {stack;leaf: count}."""
+    r = subprocess.run([os.path.join(ctx.bin, "mallock"), "report",
+                        "--format=folded", "--metric=" + metric, j["_trace"]],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"mallock report --format=folded "
+          f"--metric={metric}: exit {r.returncode}: {r.stderr}")
+    out = {}
+    for line in r.stdout.splitlines():
+        stack, _, n = line.rpartition(" ")
+        out[stack] = out.get(stack, 0) + int(n)
+    return out
+
+
+def nested_alloc(ctx):
+    """--inner=list: inner_add allocates a node holding both the monitor
+    and the inner lock, so each of those allocations is charged to both:
+    the same stacks, with the same allocator time, under each lock."""
+    j = ctx.record("reportqueue", ["--locking=nested", "--inner=list"] +
+                   REPORTQUEUE, tag="nested-list")
+    f = folded(ctx, j, "alloc-under-lock")
+    under = {}
+    for key, n in f.items():
+        stack, _, leaf = key.rpartition(";")
+        if "inner_add" not in stack.split(";"):
+            continue
+        for lock in ("reportqueue.monitor", "reportqueue.inner"):
+            if leaf.startswith(f"[alloc under {lock}"):
+                under.setdefault(lock, {})[stack] = n
+    mon = under.get("reportqueue.monitor", {})
+    inner = under.get("reportqueue.inner", {})
+    gt(ctx.case, variant="nested-list", inner_stacks=len(inner),
+       monitor_stacks=len(mon), inner_ns=sum(inner.values()),
+       monitor_ns=sum(mon.values()))
+    check(inner, f"{j['_cmd']}: no allocation at inner_add under "
+          f"reportqueue.inner: {sorted(f)[:8]}")
+    check(mon == inner,
+          f"{j['_cmd']}: the allocations at inner_add under "
+          f"reportqueue.monitor (the outer lock: {len(mon)} stacks, "
+          f"{sum(mon.values())} ns) are not those under reportqueue.inner "
+          f"({len(inner)} stacks, {sum(inner.values())} ns)")
+    ml = lock_by_name(j, "reportqueue.monitor")
+    il = lock_by_name(j, "reportqueue.inner")
+    # The monitor's holds contain every inner hold of the producers, and
+    # the worker's inner holds allocate nothing.
+    check(ml["allocs_in_holds"] >= il["allocs_in_holds"] > 0,
+          f"{j['_cmd']}: allocations in holds: monitor "
+          f"{ml['allocs_in_holds']}, inner {il['allocs_in_holds']}")
+    ctx.done(j)
 
 
 # ---- admission: unlucky clients --------------------------------------------
@@ -630,6 +685,126 @@ def case_admission(ctx):
           f"(score {se['score'] if se else 0}, lifo's {st['score']}):\n"
           f"{describe(e)}")
     ctx.done(e)
+    admission_all_served(ctx)
+
+
+def app_cv(j):
+    for l in j["_stdout"].splitlines():
+        if l.startswith("Stddev/mean:"):
+            return float(l.split(":")[1])
+    return 0.0
+
+
+def threshold(ctx, name):
+    r = subprocess.run([os.path.join(ctx.bin, "mallock"), "report",
+                        "--thresholds"], capture_output=True, text=True,
+                       timeout=30)
+    for l in r.stdout.splitlines():
+        f = l.split()
+        if f and f[0] == name:
+            return float(f[1])
+    raise Fail(f"mallock report --thresholds names no {name}:\n{r.stdout}")
+
+
+# The app's own stddev/mean of the successes per client with --warmup=1 was
+# 0.69 to 0.86 in 6 recordings (2026-12-01, load about 10), the analyzer's
+# rate CV within 0.02 of it; a recording below this (0.1 above the
+# analyzer's 50%) is made again: nearly even shares are not the property
+# under test.
+ALL_SERVED_MIN_CV = 0.6
+
+
+def admission_all_served(ctx):
+    """lifo with --warmup=1: every client is answered once before they
+    compete, so no peer goes without service; the shares are still uneven
+    (the app's stddev/mean), and the starvation must be found on the
+    coefficient of variation of the rates alone, at or above the
+    analyzer's STARVE_CV_PCT."""
+    def lifo():
+        j = ctx.record("admission", ["--policy=lifo", "--warmup=1"] +
+                       ADMISSION, tag="lifo-warmup")
+        succ = app_successes(j)
+        gt(ctx.case, variant="lifo-warmup", successes=succ,
+           app_cv=app_cv(j), **starvation_numbers(j)[1])
+        check(succ and min(succ) >= 1,
+              f"{j['_cmd']}: a client was never answered: {succ}")
+        need(app_cv(j) >= ALL_SERVED_MIN_CV,
+             f"the clients' successes {succ} have stddev/mean "
+             f"{app_cv(j)} < {ALL_SERVED_MIN_CV}: shares nearly even")
+        return j
+
+    j = with_precondition(ctx, "lifo-warmup", lifo)
+    st, _ = starvation_numbers(j)
+    check(st, f"{j['_cmd']}: successes {app_successes(j)} (stddev/mean "
+          f"{app_cv(j)}), but no starvation on admission.queue:\n"
+          f"{describe(j)}")
+    e = st["evidence"]
+    pct = threshold(ctx, "STARVE_CV_PCT")
+    check(e["threads_with_no_acquisition"] == 0 and e["service_min"] >= 1,
+          f"starvation counts {e['threads_with_no_acquisition']} clients "
+          f"without service (least {e['service_min']}): every client was "
+          f"answered")
+    check(e["threads"] == 8 and e["acquisitions_cv"] * 100 >= pct,
+          f"starvation over {e['threads']} peers with CV "
+          f"{e['acquisitions_cv']} (threshold {pct}%)")
+    ctx.done(j)
+
+
+# ---- a stripped app: the missing symbols, and how to get them ------------
+
+def case_stripped(ctx):
+    """xthread's binary stripped of its symbols and DWARF (strip --strip-all
+    keeps the build-id): its frames stay addresses, and the report names
+    the module in missing_symbols with a hint; the hint's debug-file path,
+    filled with the unstripped build's DWARF (objcopy --only-keep-debug),
+    names them again."""
+    exe = os.path.join(ctx.work, f"xthread-stripped.{os.getpid()}")
+    shutil.copy(os.path.join(ctx.bin, "xthread"), exe)
+    subprocess.run(["strip", "--strip-all", exe], check=True, timeout=60)
+    j = ctx.record("xthread", ["--tasks=heap"] + XTHREAD, tag="stripped",
+                   exe=exe)
+    def missing(d):
+        return [m for t in d.get("traces", [])
+                for m in t.get("missing_symbols", [])]
+
+    ms = [m for m in missing(j) if m.get("module") == exe]
+    gt(ctx.case, variant="stripped", missing=[
+        (os.path.basename(m["module"]), m.get("frames")) for m in missing(j)])
+    check(ms, f"{j['_cmd']}: missing_symbols does not name the stripped "
+          f"program {exe}: {missing(j)}")
+    m = ms[0]
+    check(m.get("frames", 0) > 0 and m.get("package") is None,
+          f"missing_symbols entry: {m}")
+    bid = m.get("build_id") or ""
+    check(len(bid) > 2, f"the stripped program's build_id: {bid!r}")
+    rel = f".build-id/{bid[:2]}/{bid[2:]}.debug"
+    hint = m.get("hint") or ""
+    check("--debug-dir" in hint and "DIR/" + rel in hint,
+          f"the hint does not say where a debug file goes (DIR/{rel}): "
+          f"{hint!r}")
+    check(not [f for f in findings(j, "cross_thread_free")
+               if short(fn(f.get("site"))) == "task_create"],
+          f"{j['_cmd']}: task_create named without symbols")
+    # Follow the hint: the debug file where it says, --debug-dir DIR.
+    ddir = os.path.join(ctx.work, f"debug.{os.getpid()}")
+    os.makedirs(os.path.dirname(os.path.join(ddir, rel)), exist_ok=True)
+    subprocess.run(["objcopy", "--only-keep-debug",
+                    os.path.join(ctx.bin, "xthread"), os.path.join(ddir, rel)],
+                   check=True, timeout=60)
+    r = subprocess.run([os.path.join(ctx.bin, "mallock"), "report",
+                        "--format=json", "--debug-dir=" + ddir, j["_trace"]],
+                       capture_output=True, text=True, timeout=120)
+    check(r.returncode == 0, f"mallock report --debug-dir: exit "
+          f"{r.returncode}: {r.stderr}")
+    d = json.loads(r.stdout)
+    left = [m for m in missing(d) if m.get("module") == exe]
+    check(not left, f"with --debug-dir {ddir}: still missing: {left}")
+    check([f for f in d["findings"] if f["kind"] == "cross_thread_free" and
+           short(fn(f.get("site"))) == "task_create"],
+          f"with --debug-dir {ddir}: no cross_thread_free at task_create")
+    shutil.rmtree(ddir)
+    os.remove(exe)
+    ctx.done(j)
 
 
 CASES = {
@@ -640,6 +815,7 @@ CASES = {
     "batcher": case_batcher,
     "reportqueue": case_reportqueue,
     "admission": case_admission,
+    "stripped": case_stripped,
 }
 
 
