@@ -93,14 +93,20 @@ static int (*lazy_fn)(void);
 static uint32_t lazy_opener; /* tid running lazy_fn (it re-enters) */
 
 /* The writer's locks this thread holds or waits for (bits), and the
- * buffer whose flush_lock it holds. A bit is set before the lock is taken
- * and cleared after it is released: a signal handler in between sees it
- * set, and skips a lock it could have taken (safe), never the reverse. */
+ * buffers whose flush_lock it holds. A bit (or an entry) is set before the
+ * lock is taken and cleared after it is released: a signal handler in
+ * between sees it set, and skips a lock it could have taken (safe), never
+ * the reverse. The buffers are a stack, not one slot: an exit() from a
+ * handler that interrupted this thread's own flush takes and releases
+ * other buffers' locks, and must still know, at the last buffer of its
+ * pass, that the interrupted flush holds that one. */
 #define W_REG 1u
 #define W_PROC 2u
-#define W_FLUSH 4u
+#define W_HELD_MAX 4u
 static __thread unsigned w_held __attribute__((tls_model("initial-exec")));
-static __thread wbuf_t *w_held_wb __attribute__((tls_model("initial-exec")));
+static __thread wbuf_t *w_held_wb[W_HELD_MAX]
+    __attribute__((tls_model("initial-exec")));
+static __thread unsigned w_nheld __attribute__((tls_model("initial-exec")));
 
 static void wlock(pthread_mutex_t *m, unsigned bit)
 {
@@ -116,16 +122,31 @@ static void wunlock(pthread_mutex_t *m, unsigned bit)
 	w_held &= ~bit;
 }
 
+/* Nonzero when this thread holds (or is about to take) wb's flush_lock. */
+static int wb_held(const wbuf_t *wb)
+{
+	for (unsigned i = 0; i < w_nheld && i < W_HELD_MAX; i++)
+		if (w_held_wb[i] == wb)
+			return 1;
+	return 0;
+}
+
 static void flock_wb(wbuf_t *wb)
 {
-	w_held_wb = wb;
-	wlock(&wb->flush_lock, W_FLUSH);
+	unsigned n = w_nheld;
+	if (n < W_HELD_MAX)
+		w_held_wb[n] = wb;
+	atomic_signal_fence(memory_order_seq_cst);
+	w_nheld = n + 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	real.pthread_mutex_lock(&wb->flush_lock);
 }
 
 static void funlock_wb(wbuf_t *wb)
 {
-	wunlock(&wb->flush_lock, W_FLUSH);
-	w_held_wb = NULL;
+	real.pthread_mutex_unlock(&wb->flush_lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	w_nheld--;
 }
 
 /* The trace fd, checked: g_fd when it is still the trace file; else the
@@ -719,7 +740,7 @@ static const char *flush_all(int close)
 		       "the writer: no thread's buffer written";
 	wlock(&reg_lock, W_REG);
 	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next) {
-		if (wb == w_held_wb) {
+		if (wb_held(wb)) {
 			skipped = "exit or exec from a signal handler that "
 			          "interrupted a flush: that thread's buffer "
 			          "not written";
@@ -799,7 +820,7 @@ int writer_exec(tls_t *self, const char *why)
 {
 	if (!writer_owner())
 		return -1;
-	if (self && self->wb && !(w_held & W_FLUSH))
+	if (self && self->wb && !w_nheld)
 		writer_flush(self);
 	flush_all_end(0, why, 0);
 	return 0;
@@ -967,7 +988,7 @@ void writer_fork_child(tls_t *t)
 	memcpy(&lazy_lock, &mutex_init_value, sizeof lazy_lock);
 	memcpy(&proc_lock, &mutex_init_value, sizeof proc_lock);
 	w_held = 0;
-	w_held_wb = NULL;
+	w_nheld = 0;
 	atomic_store(&fd_fixer, 0);
 	compress_fork_child();
 	/* Other threads do not exist here: their buffers become free ones,
