@@ -24,6 +24,7 @@
 #include "control.h"
 #include "cxx_hooks.h"
 #include "event.h"
+#include "exit_hooks.h"
 #include "fatal.h"
 #include "hook.h"
 #include "init.h"
@@ -309,6 +310,8 @@ int shim_boot(void)
 	if (ok) {
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
 		fatal_install();
+		if (!g_attached)
+			exit_hooks_install();
 		/* MALLOCK_START=paused; the control signal from here on only
 		 * sets SHIM_OFF_CTL, which the stores below keep. */
 		bits = ctl_init();
@@ -333,7 +336,7 @@ __attribute__((constructor)) static void shim_ctor(void)
 	shim_boot();
 }
 
-__attribute__((destructor)) static void shim_dtor(void)
+void shim_end(const char *how)
 {
 	if (!writer_active() || (atomic_load(&g_off) & SHIM_OFF_STOPPED)) {
 		ctl_exit(); /* a stopped shim's page goes too */
@@ -352,8 +355,15 @@ __attribute__((destructor)) static void shim_dtor(void)
 		if (t->wb)
 			acq_pend_flush(t);
 	}
+	if (how)
+		shim_info("%s: the trace was written before it", how);
 	writer_final();
 	process_drop_unrecorded();
 	ctl_exit();
 	t->gate = GATE_DEAD;
+}
+
+__attribute__((destructor)) static void shim_dtor(void)
+{
+	shim_end(NULL);
 }
