@@ -1007,15 +1007,35 @@ int writer_exec(tls_t *self, const char *why)
 
 /*
  * The fatal-signal flush (fatal.c). Async-signal-safe: only trylocks (a lock
- * held by the interrupted code, or by a thread that is mid-flush, is
- * skipped), no allocation, no stdio; write() and clock reads only. Writes
+ * held by the interrupted code is skipped; one held by a thread that is
+ * mid-flush is tried again for about 50 ms, then skipped), no allocation,
+ * no stdio; write(), sched_yield and clock reads only. Writes
  * self's committed records first, then every other buffer's committed
  * records, closes them, and ends with a NOTE (why) and an END without
  * FMT_ENDF_CLEAN.
  */
+/* A trylock that waits a little (about 50 ms of yields) for a lock that
+ * another thread holds while it writes a chunk: that thread finishes, the
+ * signal's default action has not run yet. Never for a lock this thread
+ * holds (the interrupted code's). 0 when taken. */
+static int fatal_trylock(pthread_mutex_t *m)
+{
+	uint64_t until = 0;
+	for (;;) {
+		if (real.pthread_mutex_trylock(m) == 0)
+			return 0;
+		uint64_t now = prim_mono_ns();
+		if (!until)
+			until = now + 50000000u;
+		else if (now > until)
+			return -1;
+		prim_yield();
+	}
+}
+
 static void fatal_flush_one(wbuf_t *wb)
 {
-	if (real.pthread_mutex_trylock(&wb->flush_lock) != 0)
+	if (wb_held(wb) || fatal_trylock(&wb->flush_lock) != 0)
 		return;
 	flush_other(wb, 1);
 	real.pthread_mutex_unlock(&wb->flush_lock);
@@ -1030,7 +1050,7 @@ void writer_fatal(tls_t *self, const char *why)
 	atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
 	if (self->wb)
 		fatal_flush_one(self->wb);
-	if (real.pthread_mutex_trylock(&reg_lock) == 0) {
+	if (!(w_held & W_REG) && fatal_trylock(&reg_lock) == 0) {
 		for (wbuf_t *wb = active.next; wb != &active; wb = wb->next)
 			if (wb != self->wb)
 				fatal_flush_one(wb);
