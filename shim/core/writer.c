@@ -91,6 +91,7 @@ static _Atomic int lazy_open;
 static pthread_mutex_t lazy_lock = PTHREAD_MUTEX_INITIALIZER;
 static int (*lazy_fn)(void);
 static uint32_t lazy_opener; /* tid running lazy_fn (it re-enters) */
+static uint32_t lazy_pid;    /* the process whose file it is */
 
 /* The writer's locks this thread holds or waits for (bits), and the
  * buffers whose flush_lock it holds. A bit (or an entry) is set before the
@@ -242,6 +243,7 @@ int writer_active(void)
 void writer_open_lazily(int (*open_fn)(void))
 {
 	lazy_fn = open_fn;
+	lazy_pid = prim_getpid();
 	atomic_store(&lazy_open, 1);
 }
 
@@ -993,6 +995,19 @@ int writer_owner(void)
 {
 	return atomic_load(&g_fd) >= 0 && !atomic_load(&g_write_failed) &&
 	       prim_getpid() == g_file_pid;
+}
+
+int writer_ends_here(const tls_t *t)
+{
+	if (writer_owner())
+		return 1;
+	/* A forked child whose file is not created yet: only when it has
+	 * recorded something (a child that _exits at once leaves no file),
+	 * and not in a vfork child of it (another pid, the same memory). */
+	return atomic_load(&lazy_open) == 1 && lazy_pid == prim_getpid() &&
+	       t->wb &&
+	       (atomic_load_explicit(&t->wb->committed, memory_order_acquire) ||
+	        t->drops);
 }
 
 int writer_exec(tls_t *self, const char *why)

@@ -149,6 +149,11 @@ void writer_cred_drop(uint32_t uid);
  * not a forked child before its first write, no write failure). */
 int writer_owner(void);
 
+/* Nonzero when a final flush by this process would write its own trace:
+ * writer_owner(), or a forked child before its first write whose thread t
+ * holds recorded events (its file is then created). */
+int writer_ends_here(const tls_t *t);
+
 /* The fatal-signal flush: async-signal-safe (trylocks only, no
  * allocation). Writes self's and then the other threads' committed records,
  * a NOTE(why) and an END without FMT_ENDF_CLEAN, and stops recording.

@@ -14,7 +14,8 @@
  * Invariants:
  * - A process that does not own the trace file does nothing here (a vfork
  *   child shares its parent's memory and TLS: its _exit must not touch the
- *   parent's buffers; a forked child before its first write has no file).
+ *   parent's buffers), nor a forked child that recorded nothing (it leaves
+ *   no file); a forked child that recorded creates its file now.
  * - Async-signal-safe as far as the final flush is (writer.c): these calls
  *   may come from a signal handler, and one that interrupted a hook of this
  *   thread gets the nested final flush, which skips what the thread holds.
@@ -38,7 +39,8 @@ static int quick_registered;
 
 static void end_by(const char *how)
 {
-	if (!writer_owner() || (atomic_load(&g_off) & SHIM_OFF_INIT))
+	if (!writer_ends_here(&shim_tls) ||
+	    (atomic_load(&g_off) & SHIM_OFF_INIT))
 		return;
 	shim_end(how);
 }

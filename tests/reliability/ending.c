@@ -23,6 +23,9 @@
  *                  0 to 9 ms while main makes one round every 1 ms (run with
  *                  a short MALLOCK_FLUSH_MS: sweeps meet the workers'
  *                  own writes); prints "made N" and calls exit(0)
+ *   children       1000 rounds; a vfork child _exits at once; a forked
+ *                  child makes 500 rounds and _exits; another _exits at
+ *                  once; 1000 rounds, exit(0)
  *   sigexit        a SIGTERM handler calls exit(0); a second thread
  *                  allocates under a mutex forever; main prints "ready",
  *                  then loops malloc(200)/free forever
@@ -38,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,6 +181,29 @@ int main(int argc, char **argv)
 	const char *way = argv[1];
 	if (!strcmp(way, "sigexit"))
 		return sc_sigexit();
+	if (!strcmp(way, "children")) {
+		int st;
+		churn(1000);
+		pid_t c = vfork();
+		if (c == 0)
+			_exit(3);
+		if (c < 0 || waitpid(c, &st, 0) != c || WEXITSTATUS(st) != 3)
+			return 95;
+		c = fork();
+		if (c == 0) {
+			churn(500);
+			_exit(4);
+		}
+		if (c < 0 || waitpid(c, &st, 0) != c || WEXITSTATUS(st) != 4)
+			return 96;
+		c = fork();
+		if (c == 0)
+			_exit(5);
+		if (c < 0 || waitpid(c, &st, 0) != c || WEXITSTATUS(st) != 5)
+			return 97;
+		churn(1000);
+		return 0;
+	}
 	if (pipe(idle_pipe) != 0)
 		return 93;
 	char line[64];

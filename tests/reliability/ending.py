@@ -20,6 +20,11 @@ same.
       after the sweep were encoded again, not lost or misread).
       And flicker (ending.c) with MALLOCK_FLUSH_MS=3, 5 runs: sweeps that
       meet the workers' own writes lose nothing either.
+  children
+      a vfork child that _exits touches nothing of its parent's (the
+      parent's trace is clean, 2000 allocations and libc's), a forked child
+      that recorded 500 allocations and _exits leaves a clean trace of
+      exactly those, one that recorded nothing leaves none.
   sigexit
       exit() from a SIGTERM handler while main loops malloc(200)/free and a
       second thread allocates under a mutex: 60 runs, each must exit 0
@@ -97,6 +102,19 @@ def sigexit():
 
 if way == "sigexit":
     sigexit()
+    c.done()
+
+if way == "children":
+    d = c.tmpdir("ending_children")
+    st, out, err, reps = one("children", d)
+    c.check(st == 0, "status %s, stderr %r" % (st, err[:300]))
+    got = sorted((allocations(r), r["trace"]["clean_exit"],
+                  r["trace"]["dropped_events"]) for r in reps)
+    print("children: traces (allocations, END, dropped): %s" % got)
+    c.check(len(got) == 2 and got[0] == (500, True, 0) and
+            2000 <= got[1][0] <= 2010 and got[1][1:] == (True, 0),
+            "children: traces %s, expected the child's (500, END) and "
+            "the parent's (2000 and libc's, END)" % got)
     c.done()
 
 
