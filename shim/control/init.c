@@ -78,9 +78,11 @@ int hook_enter_slow(tls_t *t)
 		ctl_serve(t);
 		off = atomic_load_explicit(&g_off, memory_order_relaxed);
 	}
-	if (unlikely(t->flush_gen !=
-	             atomic_load_explicit(&g_flush_gen, memory_order_relaxed)))
+	uint32_t gen = atomic_load_explicit(&g_flush_gen, memory_order_relaxed);
+	if (unlikely(t->flush_gen != gen))
 		pause_flush(t);
+	if (unlikely(off & SHIM_OFF_PAUSED) && gen)
+		writer_sweep_stopped(t, gen);
 	/* A pending request alone (SHIM_OFF_CTL) does not stop recording: it
 	 * is set again while another thread serves (that thread holds the
 	 * serve, and answers the page last), so at a window's start the

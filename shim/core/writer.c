@@ -831,6 +831,35 @@ static void sweep_one(wbuf_t *wb)
 	w_nheld = n;
 }
 
+/* One pass over the other threads' buffers: those whose chunk is older
+ * than age ticks at tsc (age 0: every one). 0, or -1 when the registry is
+ * busy. */
+static int sweep_pass(tls_t *t, uint64_t tsc, uint64_t age)
+{
+	w_held |= W_REG;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (real.pthread_mutex_trylock(&reg_lock) != 0) {
+		w_held &= ~W_REG;
+		return -1;
+	}
+	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next) {
+		if (wb == t->wb)
+			continue;
+		size_t len =
+		    atomic_load_explicit(&wb->committed, memory_order_acquire);
+		uint64_t base =
+		    __atomic_load_n(&wb->tsc_base, __ATOMIC_RELAXED);
+		if (!len || (age && (tsc < base || tsc - base <= age)) ||
+		    len <= __atomic_load_n(&wb->done_len, __ATOMIC_RELAXED))
+			continue;
+		sweep_one(wb);
+	}
+	real.pthread_mutex_unlock(&reg_lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	w_held &= ~W_REG;
+	return 0;
+}
+
 void writer_sweep(tls_t *t, uint64_t tsc)
 {
 	static _Atomic uint64_t next;
@@ -841,27 +870,22 @@ void writer_sweep(tls_t *t, uint64_t tsc)
 	if (!atomic_compare_exchange_strong(&next, &due,
 	                                    tsc + g_flush_ticks / 4))
 		return; /* another thread sweeps */
-	w_held |= W_REG;
-	atomic_signal_fence(memory_order_seq_cst);
-	if (real.pthread_mutex_trylock(&reg_lock) != 0) {
-		w_held &= ~W_REG;
+	sweep_pass(t, tsc, g_flush_ticks);
+}
+
+void writer_sweep_stopped(tls_t *t, uint32_t gen)
+{
+	static _Atomic uint32_t done;
+	uint32_t d = atomic_load_explicit(&done, memory_order_relaxed);
+	if (d == gen || g_flush_ticks == UINT64_MAX || t->gate != GATE_READY ||
+	    tls_holds_lock(t) || w_held || w_nheld || !writer_owner())
 		return;
-	}
-	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next) {
-		if (wb == t->wb)
-			continue;
-		size_t len =
-		    atomic_load_explicit(&wb->committed, memory_order_acquire);
-		uint64_t base =
-		    __atomic_load_n(&wb->tsc_base, __ATOMIC_RELAXED);
-		if (!len || tsc < base || tsc - base <= g_flush_ticks ||
-		    len <= __atomic_load_n(&wb->done_len, __ATOMIC_RELAXED))
-			continue;
-		sweep_one(wb);
-	}
-	real.pthread_mutex_unlock(&reg_lock);
-	atomic_signal_fence(memory_order_seq_cst);
-	w_held &= ~W_REG;
+	if (!atomic_compare_exchange_strong(&done, &d, gen))
+		return; /* another thread sweeps */
+	uint8_t gate = gate_hold(t);
+	if (sweep_pass(t, 0, 0) != 0)
+		atomic_store(&done, d); /* the next hook tries again */
+	gate_restore(t, gate);
 }
 
 /* A NOTE (warning) and an END with the counts not yet reported by an

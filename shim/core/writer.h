@@ -115,6 +115,13 @@ int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len);
  */
 void writer_sweep(tls_t *t, uint64_t tsc);
 
+/* The same after a window stopped (gen: g_flush_gen): every other
+ * thread's committed records, whatever their age, once per stop, from a
+ * hook entry while paused (hook_enter_slow): an idle thread's tail of the
+ * window reaches the file without waiting for its own next call. Nothing
+ * when the caller holds a lock of the host's (a later hook does it). */
+void writer_sweep_stopped(tls_t *t, uint32_t gen);
+
 /* The final flush (process exit): writes every thread's committed records,
  * closes the buffers, writes END. Stops recording first. */
 void writer_final(void);

@@ -23,6 +23,11 @@
  *                  0 to 9 ms while main makes one round every 1 ms (run with
  *                  a short MALLOCK_FLUSH_MS: sweeps meet the workers'
  *                  own writes); prints "made N" and calls exit(0)
+ *   paused         as exit_group's first part, then main stops recording
+ *                  (mallock_recording(0)), makes one malloc+free every
+ *                  TICK_MS for 100 ms (not recorded), and ends by a raw
+ *                  exit_group: the idle workers' tails are written by
+ *                  main's calls after the stop
  *   children       1000 rounds; a vfork child _exits at once; a forked
  *                  child makes 500 rounds and _exits; another _exits at
  *                  once; 1000 rounds, exit(0)
@@ -34,6 +39,8 @@
  * before it ends.
  */
 #define _GNU_SOURCE
+#include "mallock.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -259,6 +266,15 @@ int main(int argc, char **argv)
 		kill(getpid(), SIGTERM);
 		for (;;)
 			pause();
+	}
+	if (!strcmp(way, "paused")) {
+		if (mallock_recording(0) == 0) /* -1 without the shim */
+			return 98;
+		for (int ms = 0; ms < 100; ms += TICK_MS) {
+			sleep_ms(TICK_MS);
+			churn(1);
+		}
+		raw_exit_group(0);
 	}
 	if (!strcmp(way, "exit_group") || !strcmp(way, "raw_exit_group")) {
 		int ticks = 0;
