@@ -29,6 +29,8 @@ ALLOWED = {
         "the setuid family moves the control page to the new owner",
     ("hooks/exec_hooks.c", "control.h"):
         "an exec removes the control page first (a new one if it fails)",
+    ("hooks/exit_hooks.c", "init.h"):
+        "_exit, _Exit, quick_exit run the destructor's final flush (shim_end)",
 }
 
 

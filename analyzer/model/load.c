@@ -117,20 +117,46 @@ const char *recording_text(const model_t *m, char *buf, size_t len)
 		         "%swindow closed by ctl at %s; no END record yet: the "
 		         "process was still running",
 		         n ? "; " : "", when(m, m->pause_tsc, t, sizeof t));
+	else if (m->events)
+		snprintf(buf + n, len - n,
+		         "%sno END record: the process ended without exit() "
+		         "or is still running; events after %s may be missing",
+		         n ? "; " : "", when(m, m->last_tsc, t, sizeof t));
 	else
 		snprintf(buf + n, len - n,
-		         "%sno END record: the process was still running when "
-		         "the trace was read, or did not exit cleanly",
+		         "%sno END record: the process ended without exit() "
+		         "or is still running; no event was written before "
+		         "that",
 		         n ? "; " : "");
 	return buf;
+}
+
+uint64_t unended_after_ns(const model_t *m)
+{
+	if (m->have_end || m->paused || !m->events ||
+	    m->last_tsc <= m->first_tsc)
+		return 0;
+	return (uint64_t)((double)(m->last_tsc - m->first_tsc) *
+	                  m->ns_per_tick);
 }
 
 const char *blind_text(const model_t *m, char *buf, size_t len)
 {
 	buf[0] = 0;
 	if (!m->events) {
-		/* The shim ran (PROCESS) but no hook was ever called. */
-		if (m->exe && !m->info.truncated)
+		/* No END: the calls may have been made, their events still
+		 * buffered when the process ended (a raw exit_group). */
+		if (!m->have_end && !m->paused && m->exe && !m->info.truncated)
+			snprintf(buf, len,
+			         "no event of this program reached the trace, "
+			         "and it has no END record: the process ended "
+			         "without exit() (a raw exit_group, SIGKILL) "
+			         "before its threads' buffers were written, or "
+			         "is still running; the calls may have been "
+			         "made");
+		/* The shim ran (PROCESS) and wrote END, but no hook was ever
+		 * called. */
+		else if (m->exe && !m->info.truncated)
 			snprintf(
 			    buf, len,
 			    "mallock saw no allocation and no lock of this "

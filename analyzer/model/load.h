@@ -40,12 +40,18 @@ const char *truncation_text(const model_t *m, char *buf, size_t len);
  * TIME is the wall clock (UTC) and the offset in the trace. */
 const char *recording_text(const model_t *m, char *buf, size_t len);
 
+/* A trace without END (not a window closed by ctl) that holds events:
+ * the offset in ns of its last event from its first, after which events
+ * may be missing; 0 otherwise. */
+uint64_t unended_after_ns(const model_t *m);
+
 /* What mallock could not see, for the header: when
  * the program's threads ran but no lock of theirs was seen at all (no
  * pthread lock, condition or futex word), or no event at all was
- * recorded, one plain sentence saying so (invisible, not uncontended);
- * for a JVM (libjvm.so loaded), which locks it sees (the VM's pthread
- * locks) and which not (Java monitors); "" otherwise. */
+ * recorded, one plain sentence saying so (invisible, not uncontended; with
+ * no END record, lost in the buffers rather than not made); for a JVM
+ * (libjvm.so loaded), which locks it sees (the VM's pthread locks) and
+ * which not (Java monitors); "" otherwise. */
 const char *blind_text(const model_t *m, char *buf, size_t len);
 
 #endif

@@ -115,6 +115,14 @@ static void trace_json(jw_t *w, const report_t *r, model_t *m)
 	jw_kbool(w, "window_closed", !m->have_end && m->paused);
 	char rec[256];
 	jw_kstr(w, "recording", recording_text(m, rec, sizeof rec));
+	jw_key(w, "ended_without_exit");
+	if (!m->have_end && !m->paused) {
+		jw_obj(w);
+		jw_ku64(w, "after_ns", unended_after_ns(m));
+		jw_end(w, '}');
+	} else {
+		jw_null(w);
+	}
 	char blind[400];
 	jw_kstr(w, "blind_spot",
 	        *blind_text(m, blind, sizeof blind) ? blind : NULL);

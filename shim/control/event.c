@@ -5,7 +5,9 @@
  * window, ctl_capped, and an attached process's late-library walk right
  * after a flush by a thread that holds no lock):
  * - the recording window's end (MALLOCK_DURATION) and the control poll
- *   (ctl_tick, control.c), when the TSC passes g_stop_tsc;
+ *   (ctl_tick, control.c), when the TSC passes g_stop_tsc; with the poll,
+ *   the flush deadline of the threads that make no hooked call
+ *   (writer_sweep: their buffers are written by this thread);
  * - a late-library walk the writer put off in an attached process
  *   (attach.c), once the thread holds no lock;
  * - the flush (writer_flush) when the buffer is nearly full or older than
@@ -28,8 +30,10 @@
 
 void ev_commit_slow(tls_t *t, uint64_t tsc)
 {
-	if (tsc > g_stop_tsc)
+	if (tsc > g_stop_tsc) {
 		ctl_tick(tsc);
+		writer_sweep(t, tsc); /* the flush deadline of idle threads */
+	}
 	if (unlikely(t->attach_due)) {
 		/* A late-library walk writer_flush put off (attached
 		 * processes only): now, if the hold has ended. */

@@ -24,6 +24,7 @@
 #include "control.h"
 #include "cxx_hooks.h"
 #include "event.h"
+#include "exit_hooks.h"
 #include "fatal.h"
 #include "hook.h"
 #include "init.h"
@@ -77,9 +78,11 @@ int hook_enter_slow(tls_t *t)
 		ctl_serve(t);
 		off = atomic_load_explicit(&g_off, memory_order_relaxed);
 	}
-	if (unlikely(t->flush_gen !=
-	             atomic_load_explicit(&g_flush_gen, memory_order_relaxed)))
+	uint32_t gen = atomic_load_explicit(&g_flush_gen, memory_order_relaxed);
+	if (unlikely(t->flush_gen != gen))
 		pause_flush(t);
+	if (unlikely(off & SHIM_OFF_PAUSED) && gen)
+		writer_sweep_stopped(t, gen);
 	/* A pending request alone (SHIM_OFF_CTL) does not stop recording: it
 	 * is set again while another thread serves (that thread holds the
 	 * serve, and answers the page last), so at a window's start the
@@ -309,6 +312,8 @@ int shim_boot(void)
 	if (ok) {
 		pthread_atfork(fork_prepare, fork_parent, fork_child);
 		fatal_install();
+		if (!g_attached)
+			exit_hooks_install();
 		/* MALLOCK_START=paused; the control signal from here on only
 		 * sets SHIM_OFF_CTL, which the stores below keep. */
 		bits = ctl_init();
@@ -333,7 +338,7 @@ __attribute__((constructor)) static void shim_ctor(void)
 	shim_boot();
 }
 
-__attribute__((destructor)) static void shim_dtor(void)
+void shim_end(const char *how)
 {
 	if (!writer_active() || (atomic_load(&g_off) & SHIM_OFF_STOPPED)) {
 		ctl_exit(); /* a stopped shim's page goes too */
@@ -352,8 +357,15 @@ __attribute__((destructor)) static void shim_dtor(void)
 		if (t->wb)
 			acq_pend_flush(t);
 	}
+	if (how)
+		shim_info("%s: the trace was written before it", how);
 	writer_final();
 	process_drop_unrecorded();
 	ctl_exit();
 	t->gate = GATE_DEAD;
+}
+
+__attribute__((destructor)) static void shim_dtor(void)
+{
+	shim_end(NULL);
 }

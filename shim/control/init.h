@@ -11,4 +11,12 @@
  * stays inert (the reason was given by shim_warn). */
 int shim_boot(void);
 
+/* The final flush on the way out (the destructor at exit, and _exit,
+ * _Exit, quick_exit and syscall(SYS_exit_group): exit_hooks.c): every
+ * thread's buffer, thread names, notes (an info one naming how, unless
+ * how is NULL: exit) and a clean END; then the control page goes. Recording
+ * stops. Does nothing when the shim is off or stopped. The caller has checked
+ * that this process owns its trace (writer_owner; not a vfork child). */
+void shim_end(const char *how);
+
 #endif

@@ -24,7 +24,7 @@
 	X(SPIN_NS, spin_ns, 0, 0, 100000)                                       \
 	X(FOLLOW_EXEC, follow_exec, 1, 0, 1)                                   \
 	X(BUFFER_KB, buffer_kb, 64, 4, 16384)                                  \
-	X(FLUSH_MS, flush_ms, 1000, 0, 3600000)                                \
+	X(FLUSH_MS, flush_ms, 200, 0, 3600000)                                \
 	X(VERBOSE, verbose, 0, 0, 2)                                           \
 	X(SAMPLE_BYTES, sample_bytes, 0, 0, 1L << 40)                          \
 	X(DURATION, duration, 0, 0, 31536000)                                  \

@@ -91,16 +91,23 @@ static _Atomic int lazy_open;
 static pthread_mutex_t lazy_lock = PTHREAD_MUTEX_INITIALIZER;
 static int (*lazy_fn)(void);
 static uint32_t lazy_opener; /* tid running lazy_fn (it re-enters) */
+static uint32_t lazy_pid;    /* the process whose file it is */
 
 /* The writer's locks this thread holds or waits for (bits), and the
- * buffer whose flush_lock it holds. A bit is set before the lock is taken
- * and cleared after it is released: a signal handler in between sees it
- * set, and skips a lock it could have taken (safe), never the reverse. */
+ * buffers whose flush_lock it holds. A bit (or an entry) is set before the
+ * lock is taken and cleared after it is released: a signal handler in
+ * between sees it set, and skips a lock it could have taken (safe), never
+ * the reverse. The buffers are a stack, not one slot: an exit() from a
+ * handler that interrupted this thread's own flush takes and releases
+ * other buffers' locks, and must still know, at the last buffer of its
+ * pass, that the interrupted flush holds that one. */
 #define W_REG 1u
 #define W_PROC 2u
-#define W_FLUSH 4u
+#define W_HELD_MAX 4u
 static __thread unsigned w_held __attribute__((tls_model("initial-exec")));
-static __thread wbuf_t *w_held_wb __attribute__((tls_model("initial-exec")));
+static __thread wbuf_t *w_held_wb[W_HELD_MAX]
+    __attribute__((tls_model("initial-exec")));
+static __thread unsigned w_nheld __attribute__((tls_model("initial-exec")));
 
 static void wlock(pthread_mutex_t *m, unsigned bit)
 {
@@ -116,16 +123,31 @@ static void wunlock(pthread_mutex_t *m, unsigned bit)
 	w_held &= ~bit;
 }
 
+/* Nonzero when this thread holds (or is about to take) wb's flush_lock. */
+static int wb_held(const wbuf_t *wb)
+{
+	for (unsigned i = 0; i < w_nheld && i < W_HELD_MAX; i++)
+		if (w_held_wb[i] == wb)
+			return 1;
+	return 0;
+}
+
 static void flock_wb(wbuf_t *wb)
 {
-	w_held_wb = wb;
-	wlock(&wb->flush_lock, W_FLUSH);
+	unsigned n = w_nheld;
+	if (n < W_HELD_MAX)
+		w_held_wb[n] = wb;
+	atomic_signal_fence(memory_order_seq_cst);
+	w_nheld = n + 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	real.pthread_mutex_lock(&wb->flush_lock);
 }
 
 static void funlock_wb(wbuf_t *wb)
 {
-	wunlock(&wb->flush_lock, W_FLUSH);
-	w_held_wb = NULL;
+	real.pthread_mutex_unlock(&wb->flush_lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	w_nheld--;
 }
 
 /* The trace fd, checked: g_fd when it is still the trace file; else the
@@ -221,6 +243,7 @@ int writer_active(void)
 void writer_open_lazily(int (*open_fn)(void))
 {
 	lazy_fn = open_fn;
+	lazy_pid = prim_getpid();
 	atomic_store(&lazy_open, 1);
 }
 
@@ -396,7 +419,9 @@ static void chunk_start(tls_t *t)
 	t->enc.last_ptr = 0;
 	t->chunk_events = 0;
 	wb->drop_recs = wb->drop_vals = 0;
-	wb->tsc_base = t->chunk_tsc0;
+	wb->done_len = 0;
+	/* Read by writer_sweep without the lock (a hint it checks again). */
+	__atomic_store_n(&wb->tsc_base, t->chunk_tsc0, __ATOMIC_RELAXED);
 	atomic_store_explicit(&wb->committed, 0, memory_order_release);
 }
 
@@ -411,7 +436,7 @@ static void wbuf_own(wbuf_t *wb, tls_t *t)
 	wb->tid = t->tid;
 	wb->seq = 0;
 	wb->closed = 0;
-	wb->exec_len = 0;
+	wb->done_len = 0;
 	wb->exec_drops = 0;
 	wb->thread = (uintptr_t)pthread_self();
 	wb->owner = t;
@@ -498,25 +523,152 @@ static pcount_t count_payload(const uint8_t *payload, size_t len)
 	return n;
 }
 
+/* Re-encodes the decoded record r at p with the encoder state e (the
+ * inverse of fmt_decode). Returns the end. */
+static uint8_t *reencode(uint8_t *p, fmt_enc_t *e, const fmt_record_t *r)
+{
+	if (FMT_IS_META(r->type)) {
+		*p++ = (uint8_t)r->type;
+		p = fmt_put_u(p, r->body_len);
+		memcpy(p, r->body, r->body_len);
+		return p + r->body_len;
+	}
+	p = fmt_put_head(p, e, r->type, r->tsc);
+	const char *l = fmt_core_layout(r->type);
+	for (unsigned i = 0; l && l[i] && i < r->nf; i++) {
+		if (l[i] == 'p') {
+			p = fmt_put_ptr(p, e, r->f[i]);
+		} else if (l[i] == 'r' && i) {
+			p = fmt_put_s(p, (int64_t)(r->f[i] - r->f[i - 1]));
+			e->last_ptr = r->f[i];
+		} else {
+			p = fmt_put_u(p, r->f[i]);
+		}
+	}
+	return p;
+}
+
+/* Static buffers in which the tail of a buffer that another thread wrote
+ * the start of is encoded again as chunks of its own (the encoding is
+ * relative to the chunk's start: the tail cannot be written as it is).
+ * Never from the hooked heap; claimed with an atomic flag. */
+#define BOUNCE_SLOTS 4
+#define BOUNCE_CAP (8u << 10)
+static struct bounce {
+	_Atomic int busy;
+	uint8_t chunk[FMT_CHUNK_HEADER_SIZE + BOUNCE_CAP];
+} bounces[BOUNCE_SLOTS];
+static __thread int in_bounce __attribute__((tls_model("initial-exec")));
+
+/* A free slot, waiting a little for one (its holder is writing a chunk),
+ * except in a signal handler that interrupted this thread's own use of
+ * one: then NULL. */
+static struct bounce *bounce_get(void)
+{
+	if (in_bounce)
+		return NULL;
+	for (int tries = 0; tries < 10000; tries++) {
+		for (int i = 0; i < BOUNCE_SLOTS; i++) {
+			int expect = 0;
+			if (!atomic_load_explicit(&bounces[i].busy,
+			                          memory_order_relaxed) &&
+			    atomic_compare_exchange_strong(&bounces[i].busy,
+			                                   &expect, 1)) {
+				in_bounce = 1;
+				return &bounces[i];
+			}
+		}
+		prim_yield();
+	}
+	return NULL;
+}
+
+static void bounce_put(struct bounce *b)
+{
+	in_bounce = 0;
+	atomic_store(&b->busy, 0);
+}
+
+/*
+ * Writes the committed records [from, to) of wb's chunk as chunks of wb's
+ * thread: as it is when from is 0; else encoded again from the decoder's
+ * state at from, through a bounce buffer (a record that cannot be, or no
+ * free buffer: counted as dropped). Caller holds wb->flush_lock.
+ */
+static void write_range(wbuf_t *wb, size_t from, size_t to, int compress)
+{
+	uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
+	if (from >= to)
+		return;
+	if (!from) {
+		pcount_t n = count_payload(payload, to);
+		write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base, to,
+		            n.events, n.lost, compress);
+		wb->seq++;
+		return;
+	}
+	fmt_chunk_header_t h = {0};
+	h.payload_len = (uint32_t)to;
+	h.tsc_base = wb->tsc_base;
+	fmt_dec_t d;
+	fmt_record_t r;
+	size_t off;
+	fmt_dec_init(&d, &h, payload);
+	struct bounce *b = bounce_get();
+	uint8_t *out = b ? b->chunk + FMT_CHUNK_HEADER_SIZE : NULL, *q = out;
+	fmt_enc_t e = {0, 0};
+	uint64_t base = 0, events = 0, lost = 0, unwritten = 0;
+	for (;;) {
+		uint64_t before = d.tsc;
+		size_t at = (size_t)(d.p - d.start);
+		if (fmt_decode(&d, &r, &off) <= 0)
+			break;
+		if (at < from)
+			continue;
+		int meta = FMT_IS_META(r.type);
+		uint64_t stands = meta                 ? 0
+		                  : r.type == FMT_DROP ? r.f[FMT_DROP_COUNT]
+		                                       : 1;
+		size_t need =
+		    meta ? 1 + FMT_VARINT_MAX + r.body_len : FMT_EVENT_MAX;
+		if (!b || need > BOUNCE_CAP) {
+			unwritten += stands;
+			continue;
+		}
+		if (q + need > out + BOUNCE_CAP) {
+			write_chunk(b->chunk, wb->tid, wb->seq, base,
+			            (size_t)(q - out), events, lost, compress);
+			wb->seq++;
+			q = out;
+			events = lost = 0;
+		}
+		if (q == out) {
+			base = before;
+			e.last_tsc = base;
+			e.last_ptr = 0;
+		}
+		q = reencode(q, &e, &r);
+		events += !meta;
+		lost += stands;
+	}
+	if (b && q > out) {
+		write_chunk(b->chunk, wb->tid, wb->seq, base, (size_t)(q - out),
+		            events, lost, compress);
+		wb->seq++;
+	}
+	if (b)
+		bounce_put(b);
+	if (unwritten)
+		atomic_fetch_add(&g_events_dropped, unwritten);
+}
+
 /* The owner's side of an exec that failed (writer_exec): that pass wrote
- * this buffer's first exec_len bytes, and the pending drops it read. What
- * came after cannot be written on its own (the encoding is relative to the
- * chunk's start): it is counted as dropped. Caller: the owner, holding
+ * exec_drops of the owner's pending drops. Caller: the owner, holding
  * wb->flush_lock. */
 static void exec_settle(tls_t *t, wbuf_t *wb)
 {
 	t->drops -= wb->exec_drops < t->drops ? wb->exec_drops : t->drops;
 	wb->exec_drops = 0;
-	if (wb->exec_len) {
-		size_t len =
-		    (size_t)(t->pos - wb->chunk) - FMT_CHUNK_HEADER_SIZE;
-		uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
-		uint64_t all = count_payload(payload, len).lost;
-		uint64_t done = count_payload(payload, wb->exec_len).lost;
-		atomic_fetch_add(&g_events_dropped, all - done);
-		wb->exec_len = 0;
-		chunk_start(t);
-	}
 }
 
 void writer_flush(tls_t *t)
@@ -525,7 +677,7 @@ void writer_flush(tls_t *t)
 	ensure_file();
 	wbuf_t *wb = t->wb;
 	flock_wb(wb);
-	if (unlikely(wb->exec_len || wb->exec_drops))
+	if (unlikely(wb->exec_drops))
 		exec_settle(t, wb);
 	/* Drops go into the chunk written now: emitted at the start of the
 	 * next chunk (as they were), those of a thread's last flush (exit)
@@ -533,7 +685,11 @@ void writer_flush(tls_t *t)
 	if (t->drops && !wb->closed)
 		emit_drop(t);
 	size_t len = (size_t)(t->pos - wb->chunk) - FMT_CHUNK_HEADER_SIZE;
-	if (len && !wb->closed) {
+	if (unlikely(wb->done_len) && !wb->closed) {
+		/* Another thread wrote the start (a sweep, an exec): the
+		 * rest, encoded again as chunks of their own. */
+		write_range(wb, wb->done_len, len, !tls_holds_lock(t));
+	} else if (len && !wb->closed) {
 		/* A flush inside a lock hold writes the chunk as it is:
 		 * compressing it there would lengthen the hold (and every
 		 * waiter's wait) by the compression's time. */
@@ -631,35 +787,105 @@ static uint64_t write_pending_drops(wbuf_t *wb)
 /*
  * Writes another thread's committed records (its owner only appends past
  * `committed`, and cannot reset the buffer while its flush_lock is held
- * here) and its pending drops. Caller holds wb->flush_lock and reg_lock.
- * close: the final flush (nothing more from this buffer); else an exec
- * (the owner goes on if the exec fails: exec_settle).
+ * here) past those already written (done_len), and its pending drops.
+ * Caller holds wb->flush_lock and reg_lock. close: the final flush
+ * (nothing more from this buffer); else an exec (the owner goes on if the
+ * exec fails and writes the rest itself).
  */
 static void flush_other(wbuf_t *wb, int close)
 {
 	size_t len = atomic_load_explicit(&wb->committed, memory_order_acquire);
-	if (len && !wb->closed) {
-		uint8_t *payload = wb->chunk + FMT_CHUNK_HEADER_SIZE;
-		if (wb->exec_len) {
-			/* An earlier exec pass wrote the start of it. */
-			pcount_t all = count_payload(payload, len);
-			pcount_t done = count_payload(payload, wb->exec_len);
-			atomic_fetch_add(&g_events_dropped,
-			                 all.lost - done.lost);
-		} else {
-			pcount_t n = count_payload(payload, len);
-			write_chunk(wb->chunk, wb->tid, wb->seq, wb->tsc_base,
-			            len, n.events, n.lost, 1);
-			wb->seq++;
-		}
+	if (len > wb->done_len && !wb->closed) {
+		write_range(wb, wb->done_len, len, 1);
 		if (!close)
-			wb->exec_len = len;
+			__atomic_store_n(&wb->done_len, len, __ATOMIC_RELAXED);
 	}
 	uint64_t n = write_pending_drops(wb);
 	if (close)
 		wb->closed = 1;
 	else
 		wb->exec_drops += n;
+}
+
+/* The sweep of one idle thread's buffer (writer_sweep): its committed
+ * records past done_len, if its flush_lock is free. Caller holds
+ * reg_lock. */
+static void sweep_one(wbuf_t *wb)
+{
+	unsigned n = w_nheld;
+	if (n < W_HELD_MAX)
+		w_held_wb[n] = wb;
+	atomic_signal_fence(memory_order_seq_cst);
+	w_nheld = n + 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (real.pthread_mutex_trylock(&wb->flush_lock) == 0) {
+		size_t len =
+		    atomic_load_explicit(&wb->committed, memory_order_acquire);
+		if (len > wb->done_len && !wb->closed) {
+			write_range(wb, wb->done_len, len, 1);
+			__atomic_store_n(&wb->done_len, len, __ATOMIC_RELAXED);
+		}
+		real.pthread_mutex_unlock(&wb->flush_lock);
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	w_nheld = n;
+}
+
+/* One pass over the other threads' buffers: those whose chunk is older
+ * than age ticks at tsc (age 0: every one). 0, or -1 when the registry is
+ * busy. */
+static int sweep_pass(tls_t *t, uint64_t tsc, uint64_t age)
+{
+	w_held |= W_REG;
+	atomic_signal_fence(memory_order_seq_cst);
+	if (real.pthread_mutex_trylock(&reg_lock) != 0) {
+		w_held &= ~W_REG;
+		return -1;
+	}
+	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next) {
+		if (wb == t->wb)
+			continue;
+		size_t len =
+		    atomic_load_explicit(&wb->committed, memory_order_acquire);
+		uint64_t base =
+		    __atomic_load_n(&wb->tsc_base, __ATOMIC_RELAXED);
+		if (!len || (age && (tsc < base || tsc - base <= age)) ||
+		    len <= __atomic_load_n(&wb->done_len, __ATOMIC_RELAXED))
+			continue;
+		sweep_one(wb);
+	}
+	real.pthread_mutex_unlock(&reg_lock);
+	atomic_signal_fence(memory_order_seq_cst);
+	w_held &= ~W_REG;
+	return 0;
+}
+
+void writer_sweep(tls_t *t, uint64_t tsc)
+{
+	static _Atomic uint64_t next;
+	uint64_t due = atomic_load_explicit(&next, memory_order_relaxed);
+	if (g_flush_ticks == UINT64_MAX || tsc < due || tls_holds_lock(t) ||
+	    w_held || w_nheld || !writer_owner())
+		return;
+	if (!atomic_compare_exchange_strong(&next, &due,
+	                                    tsc + g_flush_ticks / 4))
+		return; /* another thread sweeps */
+	sweep_pass(t, tsc, g_flush_ticks);
+}
+
+void writer_sweep_stopped(tls_t *t, uint32_t gen)
+{
+	static _Atomic uint32_t done;
+	uint32_t d = atomic_load_explicit(&done, memory_order_relaxed);
+	if (d == gen || g_flush_ticks == UINT64_MAX || t->gate != GATE_READY ||
+	    tls_holds_lock(t) || w_held || w_nheld || !writer_owner())
+		return;
+	if (!atomic_compare_exchange_strong(&done, &d, gen))
+		return; /* another thread sweeps */
+	uint8_t gate = gate_hold(t);
+	if (sweep_pass(t, 0, 0) != 0)
+		atomic_store(&done, d); /* the next hook tries again */
+	gate_restore(t, gate);
 }
 
 /* A NOTE (warning) and an END with the counts not yet reported by an
@@ -719,7 +945,7 @@ static const char *flush_all(int close)
 		       "the writer: no thread's buffer written";
 	wlock(&reg_lock, W_REG);
 	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next) {
-		if (wb == w_held_wb) {
+		if (wb_held(wb)) {
 			skipped = "exit or exec from a signal handler that "
 			          "interrupted a flush: that thread's buffer "
 			          "not written";
@@ -795,11 +1021,24 @@ int writer_owner(void)
 	       prim_getpid() == g_file_pid;
 }
 
+int writer_ends_here(const tls_t *t)
+{
+	if (writer_owner())
+		return 1;
+	/* A forked child whose file is not created yet: only when it has
+	 * recorded something (a child that _exits at once leaves no file),
+	 * and not in a vfork child of it (another pid, the same memory). */
+	return atomic_load(&lazy_open) == 1 && lazy_pid == prim_getpid() &&
+	       t->wb &&
+	       (atomic_load_explicit(&t->wb->committed, memory_order_acquire) ||
+	        t->drops);
+}
+
 int writer_exec(tls_t *self, const char *why)
 {
 	if (!writer_owner())
 		return -1;
-	if (self && self->wb && !(w_held & W_FLUSH))
+	if (self && self->wb && !w_nheld)
 		writer_flush(self);
 	flush_all_end(0, why, 0);
 	return 0;
@@ -807,15 +1046,35 @@ int writer_exec(tls_t *self, const char *why)
 
 /*
  * The fatal-signal flush (fatal.c). Async-signal-safe: only trylocks (a lock
- * held by the interrupted code, or by a thread that is mid-flush, is
- * skipped), no allocation, no stdio; write() and clock reads only. Writes
+ * held by the interrupted code is skipped; one held by a thread that is
+ * mid-flush is tried again for about 50 ms, then skipped), no allocation,
+ * no stdio; write(), sched_yield and clock reads only. Writes
  * self's committed records first, then every other buffer's committed
  * records, closes them, and ends with a NOTE (why) and an END without
  * FMT_ENDF_CLEAN.
  */
+/* A trylock that waits a little (about 50 ms of yields) for a lock that
+ * another thread holds while it writes a chunk: that thread finishes, the
+ * signal's default action has not run yet. Never for a lock this thread
+ * holds (the interrupted code's). 0 when taken. */
+static int fatal_trylock(pthread_mutex_t *m)
+{
+	uint64_t until = 0;
+	for (;;) {
+		if (real.pthread_mutex_trylock(m) == 0)
+			return 0;
+		uint64_t now = prim_mono_ns();
+		if (!until)
+			until = now + 50000000u;
+		else if (now > until)
+			return -1;
+		prim_yield();
+	}
+}
+
 static void fatal_flush_one(wbuf_t *wb)
 {
-	if (real.pthread_mutex_trylock(&wb->flush_lock) != 0)
+	if (wb_held(wb) || fatal_trylock(&wb->flush_lock) != 0)
 		return;
 	flush_other(wb, 1);
 	real.pthread_mutex_unlock(&wb->flush_lock);
@@ -830,7 +1089,7 @@ void writer_fatal(tls_t *self, const char *why)
 	atomic_fetch_or(&g_off, SHIM_OFF_STOPPED);
 	if (self->wb)
 		fatal_flush_one(self->wb);
-	if (real.pthread_mutex_trylock(&reg_lock) == 0) {
+	if (!(w_held & W_REG) && fatal_trylock(&reg_lock) == 0) {
 		for (wbuf_t *wb = active.next; wb != &active; wb = wb->next)
 			if (wb != self->wb)
 				fatal_flush_one(wb);
@@ -967,7 +1226,7 @@ void writer_fork_child(tls_t *t)
 	memcpy(&lazy_lock, &mutex_init_value, sizeof lazy_lock);
 	memcpy(&proc_lock, &mutex_init_value, sizeof proc_lock);
 	w_held = 0;
-	w_held_wb = NULL;
+	w_nheld = 0;
 	atomic_store(&fd_fixer, 0);
 	compress_fork_child();
 	/* Other threads do not exist here: their buffers become free ones,

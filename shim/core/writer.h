@@ -4,8 +4,10 @@
  * Each thread encodes its events into its own buffer (wbuf_t, mmap'd, never
  * from the hooked heap); a full buffer, an old one (MALLOCK_FLUSH_MS), a
  * thread exit or the process exit turns it into one chunk, written with one
- * write() to the O_APPEND trace file. Process-level records (PROCESS, MODULE,
- * NOTE, END) go in chunks of tid 0, built under the process-chunk lock.
+ * write() to the O_APPEND trace file. An idle thread's old buffer is
+ * written by another thread's hook (writer_sweep). Process-level records
+ * (PROCESS, MODULE, NOTE, END) go in chunks of tid 0, built under the
+ * process-chunk lock.
  *
  * Invariants:
  * - wbuf memory is never unmapped while the process runs (a buffer of a
@@ -14,7 +16,9 @@
  *   records) with a release store after each record; a flusher writes only
  *   committed bytes.
  * - wbuf.flush_lock is taken only on flush paths (never on the hot path): by
- *   the owner's flush and by the final flush at exit. After the final flush
+ *   the owner's flush, the sweep (trylock) and the final flush at exit. Only
+ *   the owner resets its buffer; another thread writes the committed bytes
+ *   past done_len and moves done_len. After the final flush
  *   a buffer is closed: its owner's later events are discarded, and the shim
  *   is stopped (g_off) so nothing more is recorded.
  * - Writes happen only in the process that created the file (a forked child
@@ -48,10 +52,11 @@ typedef struct wbuf {
 	/* The DROP records of the chunk being filled and the counts they
 	 * carry (owner's; for END when the chunk cannot be written). */
 	uint64_t drop_recs, drop_vals;
-	/* An exec that failed wrote this buffer's first exec_len committed
-	 * bytes and exec_drops of its owner's pending drops (writer_exec);
-	 * the owner settles both at its next flush. Under flush_lock. */
-	size_t exec_len;
+	/* Another thread wrote this buffer's first done_len committed bytes
+	 * (the sweep of an idle thread's buffer, or an exec that failed),
+	 * and exec_drops of its owner's pending drops (writer_exec); the
+	 * owner writes only the rest at its next flush. Under flush_lock. */
+	size_t done_len;
 	uint64_t exec_drops;
 	uintptr_t thread; /* pthread_self() of the owner */
 	tls_t *owner;     /* its shim_tls (alive while in the active list) */
@@ -99,6 +104,24 @@ void writer_flush(tls_t *t);
  */
 int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len);
 
+/*
+ * The flush deadline for threads that make no hooked call (MALLOCK_FLUSH_MS):
+ * writes the committed records of every other thread's buffer whose chunk
+ * is older than that, as chunks of that thread; the owner writes only what
+ * it added since, at its next flush. Called by any thread's hook from the
+ * control poll (ev_commit_slow, about every 10 ms; it rate-limits itself
+ * to a quarter of the deadline). Only trylocks; nothing when the caller
+ * holds a lock of the host's (the writes would lengthen its hold).
+ */
+void writer_sweep(tls_t *t, uint64_t tsc);
+
+/* The same after a window stopped (gen: g_flush_gen): every other
+ * thread's committed records, whatever their age, once per stop, from a
+ * hook entry while paused (hook_enter_slow): an idle thread's tail of the
+ * window reaches the file without waiting for its own next call. Nothing
+ * when the caller holds a lock of the host's (a later hook does it). */
+void writer_sweep_stopped(tls_t *t, uint32_t gen);
+
 /* The final flush (process exit): writes every thread's committed records,
  * closes the buffers, writes END. Stops recording first. */
 void writer_final(void);
@@ -132,6 +155,11 @@ void writer_cred_drop(uint32_t uid);
 /* Nonzero when this process owns an open trace file (not a vfork child,
  * not a forked child before its first write, no write failure). */
 int writer_owner(void);
+
+/* Nonzero when a final flush by this process would write its own trace:
+ * writer_owner(), or a forked child before its first write whose thread t
+ * holds recorded events (its file is then created). */
+int writer_ends_here(const tls_t *t);
 
 /* The fatal-signal flush: async-signal-safe (trylocks only, no
  * allocation). Writes self's and then the other threads' committed records,

@@ -35,12 +35,16 @@
  * the gate busy (inside another hook, libunwind, the writer), passes
  * through unrecorded, as do calls while recording is off.
  *
+ * syscall(SYS_exit_group, ...) first writes the trace as _exit does
+ * (exit_hooks.c): a program that ends that way through libc keeps its tail.
+ *
  * Every other syscall() passes straight through: the six argument registers
  * are read with va_arg and forwarded (the x86-64 and aarch64 ABIs make that
- * safe for calls with fewer arguments). The non-futex path costs one
- * compare, as before.
+ * safe for calls with fewer arguments). The non-futex path costs a few
+ * compares.
  */
 #include "control.h"
+#include "exit_hooks.h"
 #include "hook.h"
 
 #include <errno.h>
@@ -158,5 +162,7 @@ HOOK_EXPORT long syscall(long nr, ...)
 		ctl_signal_change((int)a1, *(const uintptr_t *)a2);
 	if (unlikely(nr == SYS_close_range))
 		return fd_close_range_syscall(a1, a2, a3);
+	if (unlikely(nr == SYS_exit_group))
+		exit_hooks_exit_group();
 	return real.syscall(nr, a1, a2, a3, a4, a5, a6);
 }

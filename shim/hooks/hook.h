@@ -32,8 +32,8 @@
  *     signal, sysv_signal, sigset, the setuid family, pthread_create,
  *     dlclose, pipe2, dl_iterate_phdr, closefrom and close_range, whose
  *     range the close_range system call closes in pieces around the
- *     shim's fds): it is the call the host made, so whatever lock it
- *     takes, the host asked for
+ *     shim's fds, _exit, _Exit, quick_exit): it is the call the host made,
+ *     so whatever lock it takes, the host asked for
  *   - the real allocator only for the shim's own blocks (gate BUSY)
  *   - zstd compression with the shim's static contexts (compress.h: pure
  *     computation, no lock, no allocation)
@@ -50,7 +50,11 @@
  * calls, made inside the gate, are answered lock-free: stack.c). libunwind
  * sets itself up (its lock, its validation pipe) at init, not in a hook.
  *
- * Known exceptions: dlsym for a C++ operator whose library was loaded
+ * Known exceptions: _exit, _Exit, quick_exit and syscall(SYS_exit_group)
+ * run the destructor's final flush (exit_hooks.c), dl_iterate_phdr
+ * included, unless they interrupted a hook of this thread (then only the
+ * nested flush, which skips what the thread holds); dlsym for a C++
+ * operator whose library was loaded
  * after init (cxx_hooks.c); in a process the shim was attached to, a flush
  * by a thread that holds no lock of the host's walks the modules with
  * dl_iterate_phdr to redirect libraries loaded since (attach.c);

@@ -112,7 +112,7 @@ struct dl_phdr_info;
 	X(pthread_rwlock_clockwrlock, REAL_OPT, NULL, int,                     \
 	  (pthread_rwlock_t *, clockid_t, const struct timespec *))
 
-/* Process-level hooks (fatal.c, exec_hooks.c): resolved with the table, but
+/* Process-level hooks (fatal.c, exec_hooks.c, exit_hooks.c): resolved with the table, but
  * not part of REAL_FUNCS, whose entries `mallock attach` patches into the
  * running program's GOT (attach.c): a late shim leaves the program's
  * signal and exec calls alone. */
@@ -131,7 +131,10 @@ struct dl_phdr_info;
 	  (const char *, char *const[], char *const[]))                        \
 	X(fexecve, REAL_OPT, NULL, int, (int, char *const[], char *const[]))   \
 	X(execveat, REAL_OPT, NULL, int,                                       \
-	  (int, const char *, char *const[], char *const[], int))
+	  (int, const char *, char *const[], char *const[], int))             \
+	X(_exit, REAL_OPT, NULL, void, (int))                                  \
+	X(_Exit, REAL_OPT, NULL, void, (int))                                  \
+	X(quick_exit, REAL_OPT, NULL, void, (int))
 /* clang-format on */
 
 typedef struct real_table {

@@ -37,12 +37,20 @@ check(tr.get("recording", "").startswith("attached at "), "window: JSON recordin
 # says nothing.
 path, _ = mktrace("cascade", "noend.trace", "--rounds", 100, "--no-end")
 t = text(path)
-check("no END record: the process was still running when the trace was "
-      "read, or did not exit cleanly" in t, "no END: both possibilities")
+check("no END record: the process ended without exit() or is still "
+      "running; events after " in t and " may be missing" in t,
+      "no END: both possibilities, and the time after which events may be "
+      "missing")
+tr = report_json(path)["trace"]
+check(tr.get("ended_without_exit") is not None and
+      tr["ended_without_exit"]["after_ns"] > 0,
+      "no END: JSON ended_without_exit.after_ns")
 path, _ = mktrace("cascade", "clean.trace", "--rounds", 100)
 t = text(path)
 check("END record" not in t and "attached" not in t, "clean: no remark")
 eq(report_json(path)["trace"].get("recording"), "", "clean: JSON recording")
+eq(report_json(path)["trace"].get("ended_without_exit", 0), None,
+   "clean: JSON ended_without_exit")
 
 # The cascade is told for the first alloc_under_lock; with --top 0 it was
 # not printed, so the text may not call it "finding #1".

@@ -16,6 +16,7 @@ for sym in $(nm -D --defined-only "$SHIM" | awk '{print $NF}'); do
 done
 for sym in malloc free calloc realloc _Znwm _ZdlPv pthread_mutex_lock \
 	pthread_mutex_unlock pthread_cond_wait pthread_create syscall \
+	_exit _Exit quick_exit \
 	mallock_lock_name_impl mallock_recording_impl; do
 	nm -D --defined-only "$SHIM" | awk '{print $NF}' | grep -q -x "$sym" ||
 		{ echo "exports: missing $sym"; fail=1; }
