@@ -15,14 +15,12 @@
  *   - a counter track "waiters LOCK" per lock that was waited for;
  *   - each wait, hold and allocator call with its stack (the waiter's, the
  *     acquisition site's, the allocation's) as an interned callstack.
- * Size: event names, categories, annotation names, frames and callstacks
- * are interned (InternedData, sent once on the sequence), timestamps are
- * deltas on an incremental clock (64) tied by a clock snapshot to
- * CLOCK_MONOTONIC at the trace's first event (so the trace lines up with a
- * perf capture of the same run), and no annotation repeats a slice's
- * duration: about 30 bytes a slice; deflated in runs of PF_CHUNK bytes
- * (compressed_packets, as Perfetto's tracing service writes them), 4 to
- * 5 bytes a slice.
+ * Size: the packets are encoded compactly (interned strings and
+ * callstacks, incremental timestamps, deflated runs: perfetto_enc.h), the
+ * clock's 0 is CLOCK_MONOTONIC at the trace's first event (so the trace
+ * lines up with a perf capture of the same run), and no annotation repeats
+ * a slice's duration: about 30 bytes a slice before deflating, 4 to 5
+ * after.
  * --from/--to (a window in seconds from the trace's first event) and --lock
  * bound its size. With no --from/--to the whole trace is written when it
  * has at most PF_MAX_SLICES slices, else the window with the most wait that
@@ -34,7 +32,7 @@
  * merged by time, since a slice is known only when it ends.
  */
 #define _GNU_SOURCE /* qsort_r */
-#include "protobuf.h"
+#include "perfetto_enc.h"
 #include "replay.h"
 #include "report.h"
 #include "symbols.h"
@@ -42,125 +40,13 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #define PF_MAX_SLICES 4000000u
 #define PF_BINS 20000u /* for choosing the default window */
-#define PF_FRAMES 128
-#define PF_CLOCK 64u    /* the sequence's incremental clock */
-#define PF_MONOTONIC 3u /* ClockSnapshot.Clock.BuiltinClocks */
-/* Packets are written deflated, as the tracing service does: runs of
- * whole packets of at most this many bytes, each deflated into one
- * compressed_packets packet (which must stay under 512 KiB). */
-#define PF_CHUNK (384u << 10)
-
-/* Perfetto's trace proto field numbers (protos/perfetto/trace/...). */
-enum {
-	TRACE_PACKET = 1,
-	TP_CLOCK_SNAPSHOT = 6,
-	TP_TIMESTAMP = 8,
-	TP_SEQ_ID = 10,
-	TP_TRACK_EVENT = 11,
-	TP_INTERNED_DATA = 12,
-	TP_SEQ_FLAGS = 13,
-	TP_TIMESTAMP_CLOCK_ID = 58,
-	TP_DEFAULTS = 59,
-	TP_TRACK_DESCRIPTOR = 60,
-	CS_CLOCKS = 1,
-	CS_PRIMARY_TRACE_CLOCK = 2,
-	CLK_ID = 1,
-	CLK_TIMESTAMP = 2,
-	CLK_IS_INCREMENTAL = 3,
-	DEF_TIMESTAMP_CLOCK_ID = 58,
-	ID_EVENT_CATEGORIES = 1,
-	ID_EVENT_NAMES = 2,
-	ID_DEBUG_ANNOTATION_NAMES = 3,
-	ID_FUNCTION_NAMES = 5,
-	ID_FRAMES = 6,
-	ID_CALLSTACKS = 7,
-	ID_SOURCE_PATHS = 18,
-	IID = 1,      /* EventName, EventCategory, DebugAnnotationName, ... */
-	IID_NAME = 2, /* their name; InternedString.str */
-	FRAME_FUNCTION_NAME_ID = 2,
-	FRAME_SOURCE_PATH_IID = 5,
-	FRAME_LINE_NUMBER = 6,
-	CALLSTACK_FRAME_IDS = 2,
-	TD_UUID = 1,
-	TD_NAME = 2,
-	TD_PROCESS = 3,
-	TD_THREAD = 4,
-	TD_PARENT_UUID = 5,
-	TD_COUNTER = 8,
-	PD_PID = 1,
-	PD_PROCESS_NAME = 6,
-	THD_PID = 1,
-	THD_TID = 2,
-	THD_THREAD_NAME = 5,
-	TE_CATEGORY_IIDS = 3,
-	TE_DEBUG_ANNOTATIONS = 4,
-	TE_TYPE = 9,
-	TE_NAME_IID = 10,
-	TE_TRACK_UUID = 11,
-	TE_COUNTER_VALUE = 30,
-	TE_FLOW_IDS = 47,
-	TE_TERMINATING_FLOW_IDS = 48,
-	TE_CALLSTACK_IID = 56,
-	DA_NAME_IID = 1,
-	DA_UINT_VALUE = 3,
-	TYPE_SLICE_BEGIN = 1,
-	TYPE_SLICE_END = 2,
-	TYPE_COUNTER = 4,
-	SEQ_INCREMENTAL_STATE_CLEARED = 1,
-	TP_COMPRESSED_PACKETS = 50,
-};
-
-/* Interned strings of one kind (names, categories, function names...):
- * string -> iid (from 1). */
-typedef struct istr {
-	char **s;
-	size_t n, cap;
-	u64map_t map; /* hash (probed) -> index */
-} istr_t;
-
-static uint64_t istr_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
-/* The iid of s; *added when new (then it is to be sent). */
-static uint64_t istr_id(istr_t *t, const char *s, bool *added)
-{
-	for (uint64_t h = istr_hash(s);; h++) {
-		if (h == U64MAP_EMPTY)
-			continue;
-		int a;
-		uint32_t *v = u64map_put(&t->map, h, &a);
-		if (a) {
-			VEC_RESERVE(t->s, t->cap, t->n);
-			t->s[t->n] = xstrdup(s);
-			*v = (uint32_t)t->n++;
-			*added = true;
-			return *v + 1u;
-		}
-		if (!strcmp(t->s[*v], s)) {
-			*added = false;
-			return *v + 1u;
-		}
-	}
-}
-
-static void istr_free(istr_t *t)
-{
-	for (size_t i = 0; i < t->n; i++)
-		free(t->s[i]);
-	free(t->s);
-	u64map_free(&t->map);
-}
 
 enum { SL_WAIT, SL_HOLD, SL_ALLOC, SL_FREE };
+/* What a tev_t is. */
+enum { TEV_BEGIN, TEV_END, TEV_COUNTER };
 
 typedef struct slice {
 	uint64_t t0, t1;
@@ -209,10 +95,6 @@ typedef struct pf {
 	uint64_t next_flow, next_uuid;
 	bool full;
 	uint64_t full_at, cap; /* cap: max_slices() */
-	/* writing: interned data and the incremental clock */
-	istr_t names, cats, anames, fnames, paths, frames;
-	uint32_t *callstack; /* per model stack: its iid, 0 not yet sent */
-	uint64_t ncallstack, last_ts;
 	/* the default window: per bin, slices and wait */
 	uint64_t bin_ns;
 	uint32_t *bin_slices;
@@ -280,7 +162,7 @@ static slice_t *add(pf_t *p, uint8_t kind, uint32_t tr, const replay_ev_t *e)
 static void counter(pf_t *p, uint32_t li, uint64_t ts, int32_t d)
 {
 	VEC_RESERVE(p->cnt, p->capcnt, p->ncnt);
-	p->cnt[p->ncnt] = (tev_t){ts, p->ncnt, li, d, TYPE_COUNTER};
+	p->cnt[p->ncnt] = (tev_t){ts, p->ncnt, li, d, TEV_COUNTER};
 	p->ncnt++;
 }
 
@@ -419,226 +301,87 @@ static void pair_flows(pf_t *p)
 	u64map_free(&out);
 }
 
-/* Sends s as an interned string of InternedData field `field` in the
- * packet being written (id open at mark), once; returns its iid. */
-static uint64_t intern(pb_t *b, istr_t *t, uint32_t field, const char *s,
-                       size_t *id)
+/* The encoder's pfe_frames_fn: a model stack's frames (ctx: the model). */
+static int frames(void *ctx, uint32_t si, frame_t *out, int max)
 {
-	bool added;
-	uint64_t iid = istr_id(t, s, &added);
-	if (added) {
-		if (!*id)
-			*id = pb_open(b, TP_INTERNED_DATA);
-		size_t mk = pb_open(b, field);
-		pb_u64(b, IID, iid);
-		pb_str(b, IID_NAME, s);
-		pb_close(b, mk);
-	}
-	return iid;
+	return stack_view(ctx, si, out, max);
 }
 
-/* The iid of stack si's interned callstack (0: none), its frames and
- * names sent with it the first time. Frames are root first, as
- * Callstack.frame_ids wants. */
-static uint64_t callstack(pf_t *p, pb_t *b, uint32_t si, size_t *id)
-{
-	if (si == NONE32 || si >= p->m->nstk)
-		return 0;
-	if (p->callstack[si])
-		return p->callstack[si];
-	frame_t fr[PF_FRAMES];
-	int n = stack_view(p->m, si, fr, PF_FRAMES);
-	if (n <= 0)
-		return 0;
-	uint64_t fid[PF_FRAMES];
-	char buf[512], key[1200];
-	for (int i = 0; i < n; i++) {
-		const char *fn = fr[i].function
-		                     ? fr[i].function
-		                     : frame_label(&fr[i], buf, sizeof buf);
-		snprintf(key, sizeof key, "%s|%s|%u", fn,
-		         fr[i].file ? fr[i].file : "", fr[i].line);
-		bool added;
-		fid[i] = istr_id(&p->frames, key, &added);
-		if (!added)
-			continue;
-		uint64_t fnid =
-		    intern(b, &p->fnames, ID_FUNCTION_NAMES, fn, id);
-		uint64_t path =
-		    fr[i].file
-		        ? intern(b, &p->paths, ID_SOURCE_PATHS, fr[i].file, id)
-		        : 0;
-		if (!*id)
-			*id = pb_open(b, TP_INTERNED_DATA);
-		size_t mk = pb_open(b, ID_FRAMES);
-		pb_u64(b, IID, fid[i]);
-		pb_u64(b, FRAME_FUNCTION_NAME_ID, fnid);
-		if (path)
-			pb_u64(b, FRAME_SOURCE_PATH_IID, path);
-		if (fr[i].line)
-			pb_u64(b, FRAME_LINE_NUMBER, fr[i].line);
-		pb_close(b, mk);
-	}
-	if (!*id)
-		*id = pb_open(b, TP_INTERNED_DATA);
-	uint64_t cs = ++p->ncallstack;
-	size_t mk = pb_open(b, ID_CALLSTACKS);
-	pb_u64(b, IID, cs);
-	uint64_t root_first[PF_FRAMES];
-	for (int i = 0; i < n; i++)
-		root_first[i] = fid[n - 1 - i];
-	pb_packed(b, CALLSTACK_FRAME_IDS, root_first, (size_t)n);
-	pb_close(b, mk);
-	p->callstack[si] = (uint32_t)cs;
-	return cs;
-}
-
-static void annotation(pb_t *b, uint64_t name_iid, uint64_t v)
-{
-	size_t mk = pb_open(b, TE_DEBUG_ANNOTATIONS);
-	pb_u64(b, DA_NAME_IID, name_iid);
-	pb_u64(b, DA_UINT_VALUE, v);
-	pb_close(b, mk);
-}
-
-/* Writes b's packets deflated into one compressed_packets packet and
- * empties b. Returns 0, or 1 on a write or zlib error. */
-static int flush(pb_t *b, FILE *out)
-{
-	if (!b->n)
-		return 0;
-	uLongf zn = compressBound((uLong)b->n);
-	unsigned char *z = xmalloc(zn);
-	int rc = compress2(z, &zn, b->p, (uLong)b->n, 6) != Z_OK;
-	pb_reset(b);
-	if (!rc) {
-		size_t pk = pb_open(b, TRACE_PACKET);
-		pb_bytes(b, TP_COMPRESSED_PACKETS, z, zn);
-		pb_close(b, pk);
-		rc = fwrite(b->p, 1, b->n, out) != b->n;
-		pb_reset(b);
-	}
-	free(z);
-	return rc;
-}
-
-static void write_descriptors(pf_t *p, pb_t *b, FILE *out, uint64_t proc)
+static void write_descriptors(pf_t *p, pfe_t *e, uint64_t proc)
 {
 	model_t *m = p->m;
 	char buf[256];
 	for (size_t i = 0; i < p->ntr; i++) {
 		const track_t *t = &p->tr[i];
-		size_t pk = pb_open(b, TRACE_PACKET);
-		pb_u64(b, TP_SEQ_ID, 1);
-		size_t td = pb_open(b, TP_TRACK_DESCRIPTOR);
-		pb_u64(b, TD_UUID, t->uuid);
 		if (t->what == 0) {
 			const thread_t *th = &m->thr[t->thread];
-			size_t tt = pb_open(b, TD_THREAD);
-			pb_u64(b, THD_PID, m->pid);
-			pb_u64(b, THD_TID, th->tid);
-			pb_str(b, THD_THREAD_NAME,
-			       th->name ? th->name
-			                : thread_label(th, buf, sizeof buf));
-			pb_close(b, tt);
+			pfe_thread(e, t->uuid, m->pid, th->tid,
+			           th->name
+			               ? th->name
+			               : thread_label(th, buf, sizeof buf));
 		} else {
-			pb_u64(b, TD_PARENT_UUID,
-			       t->what == 3 ? proc : t->parent);
 			if (t->what == 1) {
-				pb_str(b, TD_NAME, "waits");
+				snprintf(buf, sizeof buf, "waits");
 			} else {
 				char name[200];
 				lock_label(m, &m->lock[t->lock], name,
 				           sizeof name);
 				snprintf(buf, sizeof buf, "%s%s",
 				         t->what == 3 ? "waiters " : "", name);
-				pb_str(b, TD_NAME, buf);
 			}
-			if (t->what == 3) {
-				size_t c = pb_open(b, TD_COUNTER);
-				pb_close(b, c);
-			}
+			pfe_track(e, t->uuid, t->what == 3 ? proc : t->parent,
+			          buf, t->what == 3);
 		}
-		pb_close(b, td);
-		pb_close(b, pk);
-		if (b->n > PF_CHUNK)
-			flush(b, out);
+		pfe_chunk(e);
 	}
 }
 
-/* One event's packet. Its timestamp is the delta from the last one on
- * the incremental clock; the names, category, annotation names and
- * callstack it refers to are interned in the same packet when new. */
-static void write_event(pf_t *p, pb_t *b, const tev_t *e)
+/* One event's packet: a slice's begin (its name, category, annotation
+ * and callstack) or end, or a counter value. */
+static void write_event(pf_t *p, pfe_t *e, const tev_t *ev)
 {
 	model_t *m = p->m;
 	char name[256], lk[200];
-	size_t pk = pb_open(b, TRACE_PACKET);
-	pb_u64(b, TP_TIMESTAMP, e->ts - p->last_ts);
-	p->last_ts = e->ts;
-	pb_u64(b, TP_SEQ_ID, 1);
-	size_t id = 0; /* the packet's InternedData, once opened */
-	uint64_t name_iid = 0, cat_iid = 0, cs = 0, a_iid = 0;
-	const slice_t *s = e->type == TYPE_COUNTER ? NULL : &p->s[e->idx];
-	if (s && e->type == TYPE_SLICE_BEGIN) {
-		static const char *const cat[] = {[SL_WAIT] = "wait",
-		                                  [SL_HOLD] = "hold",
-		                                  [SL_ALLOC] = "allocator",
-		                                  [SL_FREE] = "allocator"};
-		lock_label(m, &m->lock[s->lock], lk, sizeof lk);
-		if (s->kind == SL_WAIT)
-			snprintf(name, sizeof name, "wait %s", lk);
-		else if (s->kind == SL_HOLD)
-			snprintf(name, sizeof name, "%s", lk);
-		else if (s->kind == SL_ALLOC)
-			snprintf(name, sizeof name, "alloc %" PRIu64 " B",
-			         s->a);
-		else
-			snprintf(name, sizeof name, "free");
-		name_iid = intern(b, &p->names, ID_EVENT_NAMES, name, &id);
-		cat_iid =
-		    intern(b, &p->cats, ID_EVENT_CATEGORIES, cat[s->kind], &id);
-		cs = callstack(p, b, s->stack, &id);
-		if (s->kind == SL_WAIT)
-			a_iid = intern(b, &p->anames, ID_DEBUG_ANNOTATION_NAMES,
-			               "waiters", &id);
-		else if (s->kind == SL_HOLD && s->b)
-			a_iid = intern(b, &p->anames, ID_DEBUG_ANNOTATION_NAMES,
-			               "contended", &id);
+	if (ev->type == TEV_COUNTER) {
+		pfe_counter(e, ev->ts, p->tr[ev->idx].uuid, ev->value);
+		return;
 	}
-	if (id)
-		pb_close(b, id);
-	size_t te = pb_open(b, TP_TRACK_EVENT);
-	pb_u64(b, TE_TYPE, e->type);
-	if (!s) {
-		pb_u64(b, TE_TRACK_UUID, p->tr[e->idx].uuid);
-		pb_i64(b, TE_COUNTER_VALUE, e->value);
-	} else {
-		pb_u64(b, TE_TRACK_UUID, p->tr[s->track].uuid);
-		if (e->type == TYPE_SLICE_BEGIN) {
-			pb_u64(b, TE_NAME_IID, name_iid);
-			pb_u64(b, TE_CATEGORY_IIDS, cat_iid);
-			if (a_iid)
-				annotation(b, a_iid, s->b);
-			if (cs)
-				pb_u64(b, TE_CALLSTACK_IID, cs);
-			if (s->flow_out)
-				pb_fixed64(b, TE_FLOW_IDS, s->flow_out);
-			if (s->flow_in)
-				pb_fixed64(b, TE_TERMINATING_FLOW_IDS,
-				           s->flow_in);
-		}
+	const slice_t *s = &p->s[ev->idx];
+	if (ev->type == TEV_END) {
+		pfe_slice_end(e, ev->ts, p->tr[s->track].uuid);
+		return;
 	}
-	pb_close(b, te);
-	pb_close(b, pk);
+	static const char *const cat[] = {[SL_WAIT] = "wait",
+	                                  [SL_HOLD] = "hold",
+	                                  [SL_ALLOC] = "allocator",
+	                                  [SL_FREE] = "allocator"};
+	lock_label(m, &m->lock[s->lock], lk, sizeof lk);
+	if (s->kind == SL_WAIT)
+		snprintf(name, sizeof name, "wait %s", lk);
+	else if (s->kind == SL_HOLD)
+		snprintf(name, sizeof name, "%s", lk);
+	else if (s->kind == SL_ALLOC)
+		snprintf(name, sizeof name, "alloc %" PRIu64 " B", s->a);
+	else
+		snprintf(name, sizeof name, "free");
+	const char *aname = s->kind == SL_WAIT           ? "waiters"
+	                    : s->kind == SL_HOLD && s->b ? "contended"
+	                                                 : NULL;
+	pfe_slice_begin(e, &(pfe_slice_t){.ts = ev->ts,
+	                                  .track = p->tr[s->track].uuid,
+	                                  .name = name,
+	                                  .cat = cat[s->kind],
+	                                  .aname = aname,
+	                                  .avalue = s->b,
+	                                  .stack = s->stack,
+	                                  .flow_out = s->flow_out,
+	                                  .flow_in = s->flow_in});
 }
 
-/* The first packet: incremental state cleared, the sequence's default
- * clock the incremental one, and the clock snapshot that ties it (0 at
- * the trace's first event) to CLOCK_MONOTONIC. */
-static void write_clock(pf_t *p, pb_t *b)
+/* CLOCK_MONOTONIC at the trace's first event (0 when the trace does not
+ * say). */
+static uint64_t first_mono(const model_t *m)
 {
-	const model_t *m = p->m;
 	uint64_t mono = 0;
 	if (m->info.have_process) {
 		double d =
@@ -647,26 +390,7 @@ static void write_clock(pf_t *p, pb_t *b)
 		double v = (double)m->info.process.mono_ns + d;
 		mono = v > 0 ? (uint64_t)(v + 0.5) : 0;
 	}
-	size_t pk = pb_open(b, TRACE_PACKET);
-	pb_u64(b, TP_SEQ_ID, 1);
-	pb_u64(b, TP_SEQ_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
-	size_t d = pb_open(b, TP_DEFAULTS);
-	pb_u64(b, DEF_TIMESTAMP_CLOCK_ID, PF_CLOCK);
-	pb_close(b, d);
-	size_t cs = pb_open(b, TP_CLOCK_SNAPSHOT);
-	size_t c = pb_open(b, CS_CLOCKS);
-	pb_u64(b, CLK_ID, PF_MONOTONIC);
-	pb_u64(b, CLK_TIMESTAMP, mono);
-	pb_close(b, c);
-	c = pb_open(b, CS_CLOCKS);
-	pb_u64(b, CLK_ID, PF_CLOCK);
-	pb_u64(b, CLK_TIMESTAMP, 0);
-	pb_u64(b, CLK_IS_INCREMENTAL, 1);
-	pb_close(b, c);
-	pb_u64(b, CS_PRIMARY_TRACE_CLOCK, PF_MONOTONIC);
-	pb_close(b, cs);
-	pb_close(b, pk);
-	p->last_ts = 0;
+	return mono;
 }
 
 /* With no --from/--to: the whole trace when its slices fit, else the
@@ -729,7 +453,7 @@ static int default_window(pf_t *p)
 }
 
 /* Writes one trace's tracks and events. Returns 0 or 1. */
-static int one_trace(pf_t *p, pb_t *b, FILE *out)
+static int one_trace(pf_t *p, pfe_t *e)
 {
 	model_t *m = p->m;
 	if (!p->r->window && default_window(p))
@@ -765,14 +489,14 @@ static int one_trace(pf_t *p, pb_t *b, FILE *out)
 		while (depth && (!s || p->s[stk[depth - 1]].track != s->track ||
 		                 p->s[stk[depth - 1]].t1 <= s->t0)) {
 			uint32_t top = stk[--depth];
-			ev[nev++] = (tev_t){p->s[top].t1, seq++, top, 0,
-			                    TYPE_SLICE_END};
+			ev[nev++] =
+			    (tev_t){p->s[top].t1, seq++, top, 0, TEV_END};
 		}
 		if (!s)
 			break;
 		if (depth && s->t1 > p->s[stk[depth - 1]].t1)
 			s->t1 = p->s[stk[depth - 1]].t1; /* clock rounding */
-		ev[nev++] = (tev_t){s->t0, seq++, ord[k], 0, TYPE_SLICE_BEGIN};
+		ev[nev++] = (tev_t){s->t0, seq++, ord[k], 0, TEV_BEGIN};
 		stk[depth++] = ord[k];
 	}
 	free(stk);
@@ -786,45 +510,29 @@ static int one_trace(pf_t *p, pb_t *b, FILE *out)
 		cur[li] += p->cnt[i].value;
 		ev[nev++] =
 		    (tev_t){p->cnt[i].ts, seq++, track(p, 3, NONE32, li),
-		            cur[li], TYPE_COUNTER};
+		            cur[li], TEV_COUNTER};
 	}
 	free(cur);
 	if (nev)
 		qsort(ev, nev, sizeof *ev, by_time);
 
 	uint64_t proc = ++p->next_uuid;
-	write_clock(p, b);
-	size_t pk = pb_open(b, TRACE_PACKET);
-	pb_u64(b, TP_SEQ_ID, 1);
-	size_t td = pb_open(b, TP_TRACK_DESCRIPTOR);
-	pb_u64(b, TD_UUID, proc);
-	size_t pd = pb_open(b, TD_PROCESS);
-	pb_u64(b, PD_PID, m->pid);
-	pb_str(b, PD_PROCESS_NAME, m->exe ? path_base(m->exe) : "process");
-	pb_close(b, pd);
-	pb_close(b, td);
-	pb_close(b, pk);
-	write_descriptors(p, b, out, proc);
-	p->callstack = xcalloc(m->nstk + 1, sizeof *p->callstack);
+	pfe_sequence(e, first_mono(m), m->nstk, frames, m);
+	pfe_process(e, proc, m->pid, m->exe ? path_base(m->exe) : "process");
+	write_descriptors(p, e, proc);
 	for (size_t i = 0; i < nev && !rc; i++) {
-		write_event(p, b, &ev[i]);
-		if (b->n > PF_CHUNK)
-			rc = flush(b, out);
+		write_event(p, e, &ev[i]);
+		rc = pfe_chunk(e);
 	}
-	free(p->callstack);
-	istr_free(&p->names);
-	istr_free(&p->cats);
-	istr_free(&p->anames);
-	istr_free(&p->fnames);
-	istr_free(&p->paths);
-	istr_free(&p->frames);
+	pfe_sequence_end(e);
 	free(ev);
 	return rc;
 }
 
 int report_perfetto(const report_t *r, FILE *out)
 {
-	pb_t b = {0};
+	pfe_t e;
+	pfe_init(&e, out);
 	int rc = 0;
 	uint64_t uuid = 0, flow = 0;
 	for (uint32_t t = 0; t < r->nm && !rc; t++) {
@@ -836,7 +544,7 @@ int report_perfetto(const report_t *r, FILE *out)
 		          .cap = max_slices(),
 		          .next_uuid = uuid,
 		          .next_flow = flow};
-		rc = one_trace(&p, &b, out);
+		rc = one_trace(&p, &e);
 		uuid = p.next_uuid;
 		flow = p.next_flow;
 		free(p.s);
@@ -844,8 +552,7 @@ int report_perfetto(const report_t *r, FILE *out)
 		free(p.cnt);
 		u64map_free(&p.trmap);
 	}
-	if (flush(&b, out))
+	if (pfe_finish(&e))
 		rc = 1;
-	pb_free(&b);
 	return rc;
 }
