@@ -241,8 +241,12 @@ eq(len(waits), q["contended"], "wait slices")
 eq(sum(s["t1"] - s["ts"] for s in waits), q["wait_ns"], "wait slice spans")
 check(all(s["cats"] == ["wait"] for s in waits), "waits: category wait")
 check(all(ann(s, "waiters") >= 1 for s in waits), "waits: waiters >= 1")
+# The waiter's innermost own frame: a producer's or consumer's svcqueue_*
+# function, or main (which takes the queue lock too: under load a few of
+# the waits, 1 of 3 to 5 in a recording with little contention, are main's).
 check(all(s.get("stack") for s in waits) and
-      sum(1 for s in waits if s["stack"][-1].startswith("svcqueue_")) >=
+      sum(1 for s in waits if s["stack"][-1].startswith("svcqueue_") or
+          s["stack"][-1] == "main") >=
       0.9 * len(waits), "waits carry the waiter's callstack, root first: "
       "%r" % [s.get("stack") for s in waits[:3]])
 check(all(tracks[s["track_uuid"]].get("name") == "waits" and
