@@ -1,8 +1,12 @@
 /*
  * aggregate.c - the per-event loop: folds each merged event into the model
- * (model.h). This is the analyzer's hot path: no allocation per event (the
- * tables only grow when a new lock, stack, pair or live block appears), one
- * hash lookup per lock or allocator event, times converted to ns once.
+ * (model.h), one on_<record>() function per record family: lock,
+ * condition, futex, thread and mark events here, the allocator events
+ * (ALLOC, FREE, REALLOC, the live blocks) in aggregate_alloc.c, the
+ * metadata records in aggregate_meta.c. This is the analyzer's hot path:
+ * no allocation per event (the tables only grow when a new lock, stack,
+ * pair or live block appears), one hash lookup per lock or allocator
+ * event, times converted to ns once.
  *
  * Semantics follow trace_format.h:
  * - ACQ, ACQ_WAIT (and shared forms) and COND_WAKE start a hold on the acting
@@ -32,31 +36,17 @@
  *   last MARK), not of every thread: a MARK costs O(busy threads).
  * - A free of a block the live map does not know (allocated before
  *   recording, or lost in a truncation) is an unknown free, never a
- *   cross-thread one.
+ *   cross-thread one (aggregate_alloc.c).
  */
-#include "aggregate.h"
+#include "aggregate_int.h"
 
 #include "lock_names.h"
 
 #include "meta.h"
 #include "thresholds.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* double -> uint64_t, saturating: a forged count or tick value must not
- * overflow the conversion, which is undefined (found by fuzzing). */
-static inline uint64_t sat_u64(double v)
-{
-	return v < 18446744073709549568.0 ? (v > 0 ? (uint64_t)v : 0)
-	                                  : UINT64_MAX;
-}
-
-static inline uint64_t to_ns(const model_t *m, uint64_t ticks)
-{
-	return sat_u64((double)ticks * m->ns_per_tick + 0.5);
-}
 
 /* The lock with id (created on first use). Index first: model_lock() may
  * move the array. */
@@ -64,49 +54,6 @@ static lock_t *lock_at(model_t *m, uint64_t id)
 {
 	uint32_t i = model_lock(m, id);
 	return &m->lock[i];
-}
-
-static site_t *site_of(model_t *m, uint32_t stack)
-{
-	if (stack == NONE32)
-		return &m->nostack_site;
-	stack_t *s = &m->stk[stack];
-	if (!s->site)
-		s->site = xcalloc(1, sizeof *s->site);
-	return s->site;
-}
-
-/* Counts one call by thread t (index) in a site's small thread table. */
-static void site_thread(uint32_t *thr, uint64_t *cnt, uint32_t t)
-{
-	for (int i = 0; i < SITE_THREADS; i++) {
-		if (thr[i] == t + 1) {
-			cnt[i]++;
-			return;
-		}
-		if (!thr[i]) {
-			thr[i] = t + 1;
-			cnt[i] = 1;
-			return;
-		}
-	}
-	/* table full: counted in the last slot's "others" by convention */
-}
-
-/* Space-saving count of the site's most frequent sizes. */
-static void site_size(site_t *s, uint64_t size)
-{
-	int min = 0;
-	for (int i = 0; i < SITE_SIZES; i++) {
-		if (s->size_n[i] && s->size[i] == size) {
-			s->size_n[i]++;
-			return;
-		}
-		if (s->size_n[i] < s->size_n[min])
-			min = i;
-	}
-	s->size[min] = size;
-	s->size_n[min]++;
 }
 
 static lockthr_t *lockthr(model_t *m, thread_t *t, uint32_t ti, uint32_t lock)
@@ -151,7 +98,7 @@ static uint32_t nest_of(model_t *m, uint32_t outer, uint32_t inner,
 /* Keeps one of the thread's first distinct whole stacks (for its entry
  * function, run.c). An uncontended acquisition records only its call
  * site (a stack of one frame): skipped when already known to be one. */
-static void first_stack(model_t *m, thread_t *t, uint32_t stack)
+void agg_first_stack(model_t *m, thread_t *t, uint32_t stack)
 {
 	if (stack == NONE32 || t->nfirst >= THREAD_FIRST_STACKS ||
 	    (m->stk[stack].defined && m->stk[stack].n < 2))
@@ -268,8 +215,8 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
 	return h;
 }
 
-static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
-                    bool shared, bool waited)
+static void on_acq(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
+                   bool shared, bool waited)
 {
 	uint32_t li = model_lock(m, r->f[FMT_ACQ_LOCK]);
 	lock_t *l = &m->lock[li];
@@ -283,7 +230,7 @@ static void acquire(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 		l->first_site = stack;
 	owner(l, ti);
 	if (t->nfirst < THREAD_FIRST_STACKS)
-		first_stack(m, t, stack);
+		agg_first_stack(m, t, stack);
 	lockthr_t *lt = lockthr(m, t, ti, li);
 	lt->acq++;
 	held_t *h = push_hold(m, t, ti, li, stack, r->tsc);
@@ -353,253 +300,6 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 	return (int64_t)hold;
 }
 
-/* ---- allocator ---- */
-
-/* (lock, allocation stack) pairs are kept for this many innermost holds.
- * Charging every held lock made a forged trace that holds 1024 locks and
- * allocates from a new stack each time create 1024 pairs per 9-byte
- * record (a 23 KB trace needed 500 MB); the lock totals stay exact. */
-#define ALLOC_PAIR_LOCKS 4
-
-/* Charges one allocator call to the locks t holds: to every one's totals
- * (through the running sums t->snap[0], see charge_hold), and to the
- * (lock, stack) pair of the ALLOC_PAIR_LOCKS innermost holds. O(1) in the
- * number of locks held. */
-static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
-                         uint64_t lw_ns, uint64_t lw_n, bool slow, bool alloc,
-                         uint64_t size)
-{
-	m->tot.alloc_calls_in_holds++;
-	holdsum_t *c = &t->snap[0]; /* allocated by push_hold: t holds one */
-	c->calls++;
-	c->allocs += alloc;
-	c->ns += ns;
-	c->slow += slow;
-	c->lw_ns += lw_ns;
-	c->lw_n += lw_n;
-	size_t lo =
-	    t->nheld > ALLOC_PAIR_LOCKS ? t->nheld - ALLOC_PAIR_LOCKS : 0;
-	for (size_t i = lo; i < t->nheld; i++) {
-		lspair_t *p = model_pair(m, LS_ALLOC, t->held[i].lock, stack);
-		p->n++;
-		p->ns += ns;
-		p->ns2 += lw_ns;
-		p->n2 += alloc;
-		p->n3 += slow;
-		p->bytes += size;
-	}
-}
-
-/* Common accounting of one allocator call; returns whether it was slow. */
-static bool alloc_call(model_t *m, thread_t *t, site_t *s, uint64_t ticks,
-                       uint64_t ns, uint64_t lw_ns)
-{
-	bool slow = ticks > m->slow_ticks;
-	bool held = t->nheld != 0;
-	m->tot.alloc_ns += ns;
-	t->alloc_ns += ns;
-	hist_add(&m->alloc_hist, ns);
-	s->calls[held]++;
-	if (slow) {
-		m->tot.alloc_slow++;
-		s->slow_n[held]++;
-		s->slow_ns[held] += ns;
-		s->slow_lw_ns[held] += lw_ns;
-	}
-	return slow;
-}
-
-static void block_new(model_t *m, uint64_t ptr, uint64_t size, uint64_t tsc,
-                      uint32_t stack, uint32_t ti, uint64_t ns)
-{
-	int added;
-	if (ptr == U64MAP_EMPTY)
-		return;
-	uint32_t *v = u64map_put(&m->live, ptr, &added);
-	uint32_t slot;
-	if (!added) {
-		slot = *v; /* a free we did not see: reuse the slot */
-	} else if (m->blk_free) {
-		slot = m->blk_free - 1;
-		m->blk_free = m->blk[slot].next_free;
-	} else {
-		VEC_RESERVE(m->blk, m->capblk, m->nblk);
-		slot = (uint32_t)m->nblk++;
-	}
-	*v = slot;
-	block_t *b = &m->blk[slot];
-	b->tsc = tsc;
-	b->size = size;
-	b->stack = stack;
-	b->thread = ti;
-	b->alloc_ns = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-}
-
-/*
- * Sampled traces (PROCESS sample_bytes = N): a sampled block of size s
- * stands for 1 / (1 - exp(-s/N)) allocations (the probability that a
- * byte-countdown of mean N ends inside it, as tcmalloc's sampler). Returns
- * the whole number of allocations to count now; the fraction is carried
- * over, so sums over many samples are unbiased. 1 when not sampled.
- */
-static uint64_t sample_count(model_t *m, uint64_t size, double *w)
-{
-	*w = 1.0;
-	if (!m->sample_bytes)
-		return 1;
-	if (size)
-		*w = 1.0 / -expm1(-(double)size / (double)m->sample_bytes);
-	m->wcarry += *w;
-	uint64_t n = sat_u64(m->wcarry);
-	m->wcarry -= (double)n;
-	return n;
-}
-
-/* Removes ptr's block; returns its stack index (NONE32 when unknown) and
- * accounts its lifetime and who freed it. */
-static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
-                           uint64_t tsc, uint64_t free_ns, bool *known)
-{
-	uint32_t slot;
-	*known = false;
-	if (!u64map_del(&m->live, ptr, &slot)) {
-		/* In a sampled trace a free of an untracked block (recorded
-		 * because a lock was held) is expected, not unknown. */
-		if (!m->sample_bytes)
-			m->tot.unknown_frees++;
-		return NONE32;
-	}
-	*known = true;
-	block_t *b = &m->blk[slot];
-	uint32_t stack = b->stack;
-	site_t *s = site_of(m, stack);
-	uint64_t life = tsc > b->tsc ? to_ns(m, tsc - b->tsc) : 0;
-	double w;
-	uint64_t n = sample_count(m, b->size, &w);
-	s->frees += n;
-	m->free_n = n;
-	s->live--;
-	s->free_ns += free_ns;
-	s->life_ns += life;
-	if (life > s->life_max)
-		s->life_max = life;
-	if (tsc - b->tsc < m->churn_ticks || tsc < b->tsc) {
-		s->short_n += n;
-		s->short_ns += sat_u64((double)(b->alloc_ns + free_ns) * w);
-	}
-	site_thread(s->fthr, s->fthr_n, ti);
-	if (b->thread != ti) {
-		s->xfree_n += n;
-		s->xfree_ns += sat_u64((double)(b->alloc_ns + free_ns) * w);
-		s->xfree_bytes += sat_u64((double)b->size * w + 0.5);
-		m->tot.xfrees += n;
-		t->xfrees += n;
-	}
-	b->next_free = m->blk_free;
-	m->blk_free = slot + 1;
-	return stack;
-}
-
-static void on_alloc(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
-                     uint64_t ptr, uint64_t size, uint64_t stack_id,
-                     uint64_t ticks, bool realloc_)
-{
-	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
-	         lw_n = t->pend_lw_n;
-	t->pend_lw_ns = t->pend_lw_n = 0;
-	uint32_t stack = model_stack(m, stack_id);
-	site_t *s = site_of(m, stack);
-	if (m->sample_bytes && !ptr) {
-		/* Sampled trace: an unsampled allocator call made under a
-		 * lock (pointer 0, the call site as stack). Its time counts
-		 * for the holds; it is not an allocation of the statistics. */
-		m->tot.untracked_calls++;
-		bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
-		if (t->nheld)
-			charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true,
-			             size);
-		return;
-	}
-	double w;
-	uint64_t n = sample_count(m, size, &w);
-	uint64_t nb = m->sample_bytes ? sat_u64((double)size * w + 0.5) : size;
-	if (m->sample_bytes)
-		m->tot.sampled_allocs++;
-	if (realloc_) {
-		s->reallocs += n;
-		m->tot.reallocs += n;
-	} else {
-		s->allocs += n;
-		m->tot.allocs += n;
-	}
-	s->bytes += nb;
-	s->alloc_ns += m->sample_bytes ? sat_u64((double)ns * w) : ns;
-	s->lw_ns += lw_ns;
-	s->lw_n += lw_n;
-	s->live++;
-	site_size(s, size);
-	site_thread(s->athr, s->athr_n, ti);
-	if (t->nfirst < THREAD_FIRST_STACKS)
-		first_stack(m, t, stack);
-	m->tot.bytes += nb;
-	t->allocs += n;
-	t->bytes += nb;
-	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
-	if (t->nheld)
-		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true, size);
-	if (ptr)
-		block_new(m, ptr, size, tsc, stack, ti, ns);
-}
-
-static void on_free(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
-                    uint64_t ptr, uint64_t ticks)
-{
-	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
-	         lw_n = t->pend_lw_n;
-	t->pend_lw_ns = t->pend_lw_n = 0;
-	bool known = false;
-	uint32_t stack =
-	    ptr ? block_free(m, t, ti, ptr, tsc, ns, &known) : NONE32;
-	site_t *s = site_of(m, stack);
-	/* A tracked block counts as many frees as its allocation counted
-	 * (sampled traces); an untracked one of a sampled trace is only an
-	 * allocator call. */
-	uint64_t n = known ? m->free_n : m->sample_bytes ? 0 : 1;
-	m->tot.frees += n;
-	t->frees += n;
-	s->lw_ns += lw_ns;
-	s->lw_n += lw_n;
-	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
-	if (t->nheld)
-		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, false, 0);
-}
-
-/* A REALLOC's free of its old block, given at the call's start when it
- * moved or freed it (READER_REALLOC_FREE, reader.h): another thread may
- * have been given the block before the realloc returned. Its lifetime
- * still ends at the realloc's tsc, as when the record was folded whole. */
-static void on_realloc_free(model_t *m, thread_t *t, uint32_t ti,
-                            const fmt_record_t *r)
-{
-	bool known;
-	block_free(m, t, ti, r->f[FMT_REALLOC_OLD], r->tsc, 0, &known);
-}
-
-/* A REALLOC given whole (it kept its block in place or failed), or the
- * rest of one whose old block on_realloc_free already freed (part). */
-static void on_realloc(model_t *m, thread_t *t, uint32_t ti,
-                       const fmt_record_t *r, reader_part_t part)
-{
-	/* One allocator call: the old block ends, the new one begins; the
-	 * call's time goes to the new block's site. */
-	uint64_t old = r->f[FMT_REALLOC_OLD], new_ = r->f[FMT_REALLOC_NEW];
-	uint64_t size = r->f[FMT_REALLOC_SIZE];
-	if (part == READER_WHOLE && old && (new_ || size == 0))
-		on_realloc_free(m, t, ti, r);
-	on_alloc(m, t, ti, r->tsc, size ? new_ : 0, size,
-	         r->f[FMT_REALLOC_STACK], r->f[FMT_REALLOC_TICKS], true);
-}
-
 /* Lock words and signal words (the file header): a futex word some thread
  * both waited on and woke is a lock word; every other word's waits were
  * waiting for work (idle_wait_ns). */
@@ -635,6 +335,216 @@ static void futex_words(model_t *m)
 	}
 }
 
+/* ---- one function per record family ---- */
+
+static void on_try_fail(model_t *m, thread_t *t, uint32_t ti,
+                        const fmt_record_t *r)
+{
+	uint32_t li = model_lock(m, r->f[FMT_TRY_FAIL_LOCK]);
+	m->lock[li].s.try_fail++;
+	lockthr(m, t, ti, li)->try_fail++;
+}
+
+/* A release whose lock had waiters: the hold counts for the releasing
+ * stack (LS_HOLDER), which the lock's next contended wait is charged to. */
+static void on_rel_contended(model_t *m, thread_t *t, const fmt_record_t *r)
+{
+	uint32_t li = model_lock(m, r->f[FMT_REL_CONTENDED_LOCK]);
+	int64_t hold = release(m, t, li, r->tsc);
+	uint32_t stack = model_stack(m, r->f[FMT_REL_CONTENDED_STACK]);
+	lspair_t *p = model_pair(m, LS_HOLDER, li, stack);
+	p->n++;
+	p->ns += hold > 0 ? (uint64_t)hold : 0;
+	m->lock[li].s.contended_holds++;
+	m->lock[li].last_holder = (uint32_t)(p - m->ls[LS_HOLDER].v) + 1;
+}
+
+/* A condition wait: releases its mutex and starts t's sleep. */
+static void on_cond_wait(model_t *m, thread_t *t, uint32_t ti,
+                         const fmt_record_t *r)
+{
+	uint32_t ci = model_lock(m, r->f[FMT_COND_WAIT_COND]);
+	uint32_t li = model_lock(m, r->f[FMT_COND_WAIT_LOCK]);
+	m->lock[ci].is_cond = true;
+	m->lock[ci].s.cond_waits++;
+	m->lock[ci].cond_mutex = li + 1;
+	m->lock[li].queue_cond = true;
+	m->lock[li].s.cond_waits++;
+	/* The thread waited for the lock only to find no work: that
+	 * wait was waiting for work, not time lost to the holders. */
+	t->cond_site1 = 0;
+	for (size_t k = t->nheld; k-- > 0;)
+		if (t->held[k].lock == li) {
+			m->lock[li].s.idle_wait_ns += t->held[k].wait_ns;
+			t->cond_site1 = t->held[k].site != NONE32
+			                    ? t->held[k].site + 1
+			                    : t->held[k].resite1;
+			break;
+		}
+	release(m, t, li, r->tsc);
+	t->cond_waits++;
+	t->cond_sleep_tsc = r->tsc;
+	busy(m, t, ti);
+}
+
+/* A condition wait's return: ends t's sleep and holds the mutex again,
+ * at the acquisition site of the hold the wait released. */
+static void on_cond_wake(model_t *m, thread_t *t, uint32_t ti,
+                         const fmt_record_t *r)
+{
+	uint32_t ci = model_lock(m, r->f[FMT_COND_WAKE_COND]);
+	uint32_t li = model_lock(m, r->f[FMT_COND_WAKE_LOCK]);
+	lock_t *l = &m->lock[li];
+	m->lock[ci].is_cond = true;
+	m->lock[ci].s.cond_wakes++;
+	l->s.cond_wakes++;
+	if (r->f[FMT_COND_WAKE_FLAGS] & FMT_WAKEF_TIMEDOUT) {
+		l->s.cond_timeouts++;
+		lockthr(m, t, ti, li)->timeouts++;
+	}
+	owner(l, ti);
+	lockthr_t *lt = lockthr(m, t, ti, li);
+	lt->wakes++;
+	if (t->cond_sleep_tsc && r->tsc > t->cond_sleep_tsc) {
+		uint64_t slept = to_ns(m, r->tsc - t->cond_sleep_tsc);
+		t->sleep_ns += slept;
+		lt->sleep_ns += slept;
+	}
+	t->cond_sleep_tsc = 0;
+	held_t *h = push_hold(m, t, ti, li, NONE32, r->tsc);
+	if (h)
+		h->resite1 = t->cond_site1;
+	t->cond_site1 = 0;
+}
+
+static void on_cond_signal(model_t *m, thread_t *t, uint32_t ti,
+                           const fmt_record_t *r)
+{
+	uint32_t ci = model_lock(m, r->f[FMT_COND_SIGNAL_COND]);
+	m->lock[ci].is_cond = true;
+	m->lock[ci].s.cond_signals++;
+	t->cond_signals++;
+	if (m->lock[ci].cond_mutex)
+		lockthr(m, t, ti, m->lock[ci].cond_mutex - 1)->signals++;
+}
+
+/* A wait on the allocator's own lock: counted for that lock, and pending
+ * on t for its next allocator event (aggregate_alloc.c). */
+static void on_alloc_lock_wait(model_t *m, thread_t *t, uint32_t ti,
+                               const fmt_record_t *r)
+{
+	uint64_t w = to_ns(m, r->f[FMT_ALLOC_LOCK_WAIT_WAIT]);
+	lock_t *l = lock_at(m, r->f[FMT_ALLOC_LOCK_WAIT_LOCK]);
+	if (l->kind == LOCK_KIND_UNKNOWN)
+		l->kind = FMT_KIND_ALLOC_INTERNAL;
+	l->s.internal_waits++;
+	l->s.contended++;
+	l->s.wait_ns += w;
+	if (w > l->s.wait_max)
+		l->s.wait_max = w;
+	hist_add(lock_hist(m, l, 0), w);
+	t->pend_lw_ns += w;
+	t->pend_lw_n++;
+	busy(m, t, ti);
+	m->tot.alloc_lw_ns += w;
+	m->tot.alloc_lw_n++;
+}
+
+static void on_futex_wait(model_t *m, thread_t *t, uint32_t ti,
+                          const fmt_record_t *r)
+{
+	uint64_t w = to_ns(m, r->f[FMT_FUTEX_WAIT_WAIT]);
+	uint32_t li = model_lock(m, r->f[FMT_FUTEX_WAIT_LOCK]);
+	uint32_t stack = model_stack(m, r->f[FMT_FUTEX_WAIT_STACK]);
+	lock_t *l = &m->lock[li];
+	if (l->kind == LOCK_KIND_UNKNOWN)
+		l->kind = FMT_KIND_FUTEX;
+	/* Its own histogram (before first_site is set: lock_hist
+	 * would share the first waiter stack's). */
+	hist_add(lock_hist(m, l, 0), w);
+	if (l->first_site == NONE32)
+		l->first_site = stack;
+	l->s.futex_waits++;
+	l->s.wait_ns += w;
+	if (w > l->s.wait_max)
+		l->s.wait_max = w;
+	lspair_t *p = model_pair(m, LS_WAITER, li, stack);
+	p->n++;
+	p->ns += w;
+	lockthr_t *lt = lockthr(m, t, ti, li);
+	lt->contended++;
+	lt->wait_ns += w;
+	t->wait_ns += w;
+	t->futex_waits++;
+	if (t->nfirst < THREAD_FIRST_STACKS)
+		agg_first_stack(m, t, stack);
+	m->tot.futex_waits++;
+	m->tot.futex_wait_ns += w;
+}
+
+static void on_futex_wake(model_t *m, thread_t *t, uint32_t ti,
+                          const fmt_record_t *r)
+{
+	uint32_t li = model_lock(m, r->f[FMT_FUTEX_WAKE_LOCK]);
+	uint32_t stack = model_stack(m, r->f[FMT_FUTEX_WAKE_STACK]);
+	lock_t *l = &m->lock[li];
+	if (l->kind == LOCK_KIND_UNKNOWN)
+		l->kind = FMT_KIND_FUTEX;
+	l->s.futex_wakes++;
+	l->s.futex_woken += r->f[FMT_FUTEX_WAKE_WOKEN];
+	lspair_t *p = model_pair(m, LS_HOLDER, li, stack);
+	p->n++;
+	lockthr(m, t, ti, li)->futex_wakes++;
+	m->tot.futex_wakes++;
+}
+
+/* A thread's exit: the locks it still holds count an unmatched release
+ * each, and its holds end uncounted. */
+static void on_thread_exit(model_t *m, thread_t *t)
+{
+	t->exited = true;
+	for (size_t i = 0; i < t->nheld; i++)
+		m->lock[t->held[i].lock].s.unmatched_rel++;
+	uint64_t cut = 0;
+	cut_holds(m, t, &cut);
+}
+
+static void on_lock_init(model_t *m, const fmt_record_t *r)
+{
+	lock_t *l = lock_at(m, r->f[FMT_LOCK_INIT_LOCK]);
+	if (l->init_stack == NONE32)
+		l->init_stack = model_stack(m, r->f[FMT_LOCK_INIT_STACK]);
+}
+
+/* Recording paused or resumed. A hold open across a mark is not trusted:
+ * its release may have gone unrecorded while paused (a phantom holder), or
+ * its acquisition (then the release is unmatched, counted, never a
+ * negative hold). So every thread's holds end here, uncounted (only
+ * threads on the busy list can have any). */
+static void on_mark(model_t *m, const fmt_record_t *r)
+{
+	if (r->f[FMT_MARK_WHAT] == FMT_MARK_PAUSE) {
+		m->tot.pauses++;
+		if (!m->paused && r->tsc > m->rec_since)
+			m->rec_ticks += r->tsc - m->rec_since;
+		m->paused = true;
+		m->pause_tsc = r->tsc;
+	} else if (r->f[FMT_MARK_WHAT] == FMT_MARK_RESUME) {
+		m->tot.resumes++;
+		if (m->paused)
+			m->rec_since = r->tsc;
+		m->paused = false;
+	}
+	for (size_t i = 0; i < m->nbusy; i++) {
+		thread_t *b = &m->thr[m->busy[i]];
+		cut_holds(m, b, &m->tot.holds_cut);
+		b->pend_lw_ns = b->pend_lw_n = 0;
+		b->cond_sleep_tsc = 0;
+		b->busy = false;
+	}
+	m->nbusy = 0;
+}
+
 /* ---- the loop ---- */
 
 static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
@@ -655,241 +565,77 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 	}
 	if (t->excluded) {
 		/* Keep the live map right for the threads we do report. */
-		uint32_t slot;
-		if (r->type == FMT_ALLOC && r->f[FMT_ALLOC_PTR])
-			block_new(m, r->f[FMT_ALLOC_PTR], r->f[FMT_ALLOC_SIZE],
-			          r->tsc, model_stack(m, r->f[FMT_ALLOC_STACK]),
-			          ti, 0);
-		else if (r->type == FMT_FREE && r->f[FMT_FREE_PTR] &&
-		         u64map_del(&m->live, r->f[FMT_FREE_PTR], &slot)) {
-			m->blk[slot].next_free = m->blk_free;
-			m->blk_free = slot + 1;
-		}
+		agg_on_excluded(m, ti, r);
 		return;
 	}
 	switch (r->type) {
 	case FMT_ALLOC:
-		on_alloc(m, t, ti, r->tsc, r->f[FMT_ALLOC_PTR],
-		         r->f[FMT_ALLOC_SIZE], r->f[FMT_ALLOC_STACK],
-		         r->f[FMT_ALLOC_TICKS], false);
+		agg_on_alloc(m, t, ti, r);
 		break;
 	case FMT_FREE:
-		on_free(m, t, ti, r->tsc, r->f[FMT_FREE_PTR],
-		        r->f[FMT_FREE_TICKS]);
+		agg_on_free(m, t, ti, r);
 		break;
 	case FMT_REALLOC:
-		on_realloc(m, t, ti, r, part);
+		agg_on_realloc(m, t, ti, r, part);
 		break;
 	case FMT_ACQ:
-		acquire(m, t, ti, r, false, false);
+		on_acq(m, t, ti, r, false, false);
 		break;
 	case FMT_ACQ_SHARED:
-		acquire(m, t, ti, r, true, false);
+		on_acq(m, t, ti, r, true, false);
 		break;
 	case FMT_ACQ_WAIT:
-		acquire(m, t, ti, r, false, true);
+		on_acq(m, t, ti, r, false, true);
 		break;
 	case FMT_ACQ_SHARED_WAIT:
-		acquire(m, t, ti, r, true, true);
+		on_acq(m, t, ti, r, true, true);
 		break;
-	case FMT_TRY_FAIL: {
-		uint32_t li = model_lock(m, r->f[FMT_TRY_FAIL_LOCK]);
-		m->lock[li].s.try_fail++;
-		lockthr(m, t, ti, li)->try_fail++;
+	case FMT_TRY_FAIL:
+		on_try_fail(m, t, ti, r);
 		break;
-	}
 	case FMT_REL:
 		release(m, t, model_lock(m, r->f[FMT_REL_LOCK]), r->tsc);
 		break;
-	case FMT_REL_CONTENDED: {
-		uint32_t li = model_lock(m, r->f[FMT_REL_CONTENDED_LOCK]);
-		int64_t hold = release(m, t, li, r->tsc);
-		uint32_t stack = model_stack(m, r->f[FMT_REL_CONTENDED_STACK]);
-		lspair_t *p = model_pair(m, LS_HOLDER, li, stack);
-		p->n++;
-		p->ns += hold > 0 ? (uint64_t)hold : 0;
-		m->lock[li].s.contended_holds++;
-		m->lock[li].last_holder =
-		    (uint32_t)(p - m->ls[LS_HOLDER].v) + 1;
+	case FMT_REL_CONTENDED:
+		on_rel_contended(m, t, r);
 		break;
-	}
-	case FMT_COND_WAIT: {
-		uint32_t ci = model_lock(m, r->f[FMT_COND_WAIT_COND]);
-		uint32_t li = model_lock(m, r->f[FMT_COND_WAIT_LOCK]);
-		m->lock[ci].is_cond = true;
-		m->lock[ci].s.cond_waits++;
-		m->lock[ci].cond_mutex = li + 1;
-		m->lock[li].queue_cond = true;
-		m->lock[li].s.cond_waits++;
-		/* The thread waited for the lock only to find no work: that
-		 * wait was waiting for work, not time lost to the holders. */
-		t->cond_site1 = 0;
-		for (size_t k = t->nheld; k-- > 0;)
-			if (t->held[k].lock == li) {
-				m->lock[li].s.idle_wait_ns +=
-				    t->held[k].wait_ns;
-				t->cond_site1 = t->held[k].site != NONE32
-				                    ? t->held[k].site + 1
-				                    : t->held[k].resite1;
-				break;
-			}
-		release(m, t, li, r->tsc);
-		t->cond_waits++;
-		t->cond_sleep_tsc = r->tsc;
-		busy(m, t, ti);
+	case FMT_COND_WAIT:
+		on_cond_wait(m, t, ti, r);
 		break;
-	}
-	case FMT_COND_WAKE: {
-		uint32_t ci = model_lock(m, r->f[FMT_COND_WAKE_COND]);
-		uint32_t li = model_lock(m, r->f[FMT_COND_WAKE_LOCK]);
-		lock_t *l = &m->lock[li];
-		m->lock[ci].is_cond = true;
-		m->lock[ci].s.cond_wakes++;
-		l->s.cond_wakes++;
-		if (r->f[FMT_COND_WAKE_FLAGS] & FMT_WAKEF_TIMEDOUT) {
-			l->s.cond_timeouts++;
-			lockthr(m, t, ti, li)->timeouts++;
-		}
-		owner(l, ti);
-		lockthr_t *lt = lockthr(m, t, ti, li);
-		lt->wakes++;
-		if (t->cond_sleep_tsc && r->tsc > t->cond_sleep_tsc) {
-			uint64_t slept = to_ns(m, r->tsc - t->cond_sleep_tsc);
-			t->sleep_ns += slept;
-			lt->sleep_ns += slept;
-		}
-		t->cond_sleep_tsc = 0;
-		held_t *h = push_hold(m, t, ti, li, NONE32, r->tsc);
-		if (h)
-			h->resite1 = t->cond_site1;
-		t->cond_site1 = 0;
+	case FMT_COND_WAKE:
+		on_cond_wake(m, t, ti, r);
 		break;
-	}
-	case FMT_COND_SIGNAL: {
-		uint32_t ci = model_lock(m, r->f[FMT_COND_SIGNAL_COND]);
-		m->lock[ci].is_cond = true;
-		m->lock[ci].s.cond_signals++;
-		t->cond_signals++;
-		if (m->lock[ci].cond_mutex)
-			lockthr(m, t, ti, m->lock[ci].cond_mutex - 1)
-			    ->signals++;
+	case FMT_COND_SIGNAL:
+		on_cond_signal(m, t, ti, r);
 		break;
-	}
-	case FMT_ALLOC_LOCK_WAIT: {
-		uint64_t w = to_ns(m, r->f[FMT_ALLOC_LOCK_WAIT_WAIT]);
-		lock_t *l = lock_at(m, r->f[FMT_ALLOC_LOCK_WAIT_LOCK]);
-		if (l->kind == LOCK_KIND_UNKNOWN)
-			l->kind = FMT_KIND_ALLOC_INTERNAL;
-		l->s.internal_waits++;
-		l->s.contended++;
-		l->s.wait_ns += w;
-		if (w > l->s.wait_max)
-			l->s.wait_max = w;
-		hist_add(lock_hist(m, l, 0), w);
-		t->pend_lw_ns += w;
-		t->pend_lw_n++;
-		busy(m, t, ti);
-		m->tot.alloc_lw_ns += w;
-		m->tot.alloc_lw_n++;
+	case FMT_ALLOC_LOCK_WAIT:
+		on_alloc_lock_wait(m, t, ti, r);
 		break;
-	}
-	case FMT_FUTEX_WAIT: {
-		uint64_t w = to_ns(m, r->f[FMT_FUTEX_WAIT_WAIT]);
-		uint32_t li = model_lock(m, r->f[FMT_FUTEX_WAIT_LOCK]);
-		uint32_t stack = model_stack(m, r->f[FMT_FUTEX_WAIT_STACK]);
-		lock_t *l = &m->lock[li];
-		if (l->kind == LOCK_KIND_UNKNOWN)
-			l->kind = FMT_KIND_FUTEX;
-		/* Its own histogram (before first_site is set: lock_hist
-		 * would share the first waiter stack's). */
-		hist_add(lock_hist(m, l, 0), w);
-		if (l->first_site == NONE32)
-			l->first_site = stack;
-		l->s.futex_waits++;
-		l->s.wait_ns += w;
-		if (w > l->s.wait_max)
-			l->s.wait_max = w;
-		lspair_t *p = model_pair(m, LS_WAITER, li, stack);
-		p->n++;
-		p->ns += w;
-		lockthr_t *lt = lockthr(m, t, ti, li);
-		lt->contended++;
-		lt->wait_ns += w;
-		t->wait_ns += w;
-		t->futex_waits++;
-		if (t->nfirst < THREAD_FIRST_STACKS)
-			first_stack(m, t, stack);
-		m->tot.futex_waits++;
-		m->tot.futex_wait_ns += w;
+	case FMT_FUTEX_WAIT:
+		on_futex_wait(m, t, ti, r);
 		break;
-	}
-	case FMT_FUTEX_WAKE: {
-		uint32_t li = model_lock(m, r->f[FMT_FUTEX_WAKE_LOCK]);
-		uint32_t stack = model_stack(m, r->f[FMT_FUTEX_WAKE_STACK]);
-		lock_t *l = &m->lock[li];
-		if (l->kind == LOCK_KIND_UNKNOWN)
-			l->kind = FMT_KIND_FUTEX;
-		l->s.futex_wakes++;
-		l->s.futex_woken += r->f[FMT_FUTEX_WAKE_WOKEN];
-		lspair_t *p = model_pair(m, LS_HOLDER, li, stack);
-		p->n++;
-		lockthr(m, t, ti, li)->futex_wakes++;
-		m->tot.futex_wakes++;
+	case FMT_FUTEX_WAKE:
+		on_futex_wake(m, t, ti, r);
 		break;
-	}
 	case FMT_THREAD_START:
 		t->started = true;
 		t->parent = (uint32_t)r->f[FMT_THREAD_START_PARENT];
 		break;
-	case FMT_THREAD_EXIT: {
-		t->exited = true;
-		for (size_t i = 0; i < t->nheld; i++)
-			m->lock[t->held[i].lock].s.unmatched_rel++;
-		uint64_t cut = 0;
-		cut_holds(m, t, &cut);
+	case FMT_THREAD_EXIT:
+		on_thread_exit(m, t);
 		break;
-	}
 	case FMT_DROP:
 		m->tot.dropped += r->f[FMT_DROP_COUNT];
 		t->dropped += r->f[FMT_DROP_COUNT];
 		break;
-	case FMT_LOCK_INIT: {
-		lock_t *l = lock_at(m, r->f[FMT_LOCK_INIT_LOCK]);
-		if (l->init_stack == NONE32)
-			l->init_stack =
-			    model_stack(m, r->f[FMT_LOCK_INIT_STACK]);
+	case FMT_LOCK_INIT:
+		on_lock_init(m, r);
 		break;
-	}
 	case FMT_LOCK_DESTROY:
 		lock_at(m, r->f[FMT_LOCK_DESTROY_LOCK])->destroyed = true;
 		break;
 	case FMT_MARK:
-		/* Recording paused or resumed. A hold open across a mark is
-		 * not trusted: its release may have gone unrecorded while
-		 * paused (a phantom holder), or its acquisition (then the
-		 * release is unmatched, counted, never a negative hold). So
-		 * every thread's holds end here, uncounted (only threads on
-		 * the busy list can have any). */
-		if (r->f[FMT_MARK_WHAT] == FMT_MARK_PAUSE) {
-			m->tot.pauses++;
-			if (!m->paused && r->tsc > m->rec_since)
-				m->rec_ticks += r->tsc - m->rec_since;
-			m->paused = true;
-			m->pause_tsc = r->tsc;
-		} else if (r->f[FMT_MARK_WHAT] == FMT_MARK_RESUME) {
-			m->tot.resumes++;
-			if (m->paused)
-				m->rec_since = r->tsc;
-			m->paused = false;
-		}
-		for (size_t i = 0; i < m->nbusy; i++) {
-			thread_t *b = &m->thr[m->busy[i]];
-			cut_holds(m, b, &m->tot.holds_cut);
-			b->pend_lw_ns = b->pend_lw_n = 0;
-			b->cond_sleep_tsc = 0;
-			b->busy = false;
-		}
-		m->nbusy = 0;
+		on_mark(m, r);
 		break;
 	default:
 		break;
@@ -930,8 +676,8 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 			 * (READER_REALLOC_REST) at its end. An excluded
 			 * thread's REALLOC leaves the live map alone. */
 			if (!m->thr[ti - 1].excluded)
-				on_realloc_free(m, &m->thr[ti - 1], ti - 1,
-				                rec);
+				agg_on_realloc_free(m, &m->thr[ti - 1], ti - 1,
+				                    rec);
 			continue;
 		}
 		/* A FREE merges at its start (reader.h): tsc may step back. */

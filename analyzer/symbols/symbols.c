@@ -6,8 +6,8 @@
  * Invariants:
  * - Frames are return addresses: lookups use address - 1, so a call that
  *   ends a function still names the caller's line.
- * - One Dwfl per model; results are cached by address, strings live in the
- *   symtab's arena.
+ * - One Dwfl per file, shared by the models of the process (dwpool.c);
+ *   results are cached by address, strings live in the symtab's arena.
  * - A module is used only when its build-id matches the recorded one (or
  *   none was recorded).
  * - Paths come from the trace, which may be forged: a module file is opened
@@ -29,7 +29,9 @@
 
 #include "cxxname.h"
 #include "debugfile.h"
+#include "dwpool.h"
 #include "pkgowner.h"
+#include "tccentral.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -80,163 +82,6 @@ extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len,
 typedef struct cache_ent {
 	uint32_t off, n;
 } cache_ent_t;
-
-static const Dwfl_Callbacks offline_cb = {
-    .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = sym_find_debuginfo,
-    .section_address = dwfl_offline_section_address,
-};
-
-/*
- * The files handed to libdw, shared by every model of the process: a
- * report of many traces (a build's 55 processes) maps the same few
- * binaries, and each Dwfl of its own decoded their debug sections again
- * (libdw inflating libc's and libstdc++'s: 20 MB and 0.4 s per trace). A
- * file is reported once, alone in its own Dwfl at its link addresses
- * (bias 0), and looked up at address - the module's recorded bias. Keyed
- * by path and the file's identity (device, inode, size, mtime), so a file
- * rebuilt between two recordings is a file of its own. Counted by the
- * models that use it; one no model uses is kept for the next trace (a
- * report frees each trace's model before it reads the next), up to
- * POOL_IDLE files, the least recently used freed first.
- */
-#define POOL_IDLE 64
-typedef struct pooled {
-	char *path;
-	uint64_t dev, ino, size, mtime_ns;
-	Dwfl *dwfl;
-	Dwfl_Module *dm; /* NULL: libdw refused it (err says why) */
-	char *err;
-	uint32_t refs;
-	uint64_t idle_since; /* pool_clock when refs fell to 0 */
-	uint32_t next;       /* slot + 1 of the next with the same hash, or 0 */
-} pooled_t;
-
-static pooled_t *pool;
-static size_t npool, cappool;
-static u64map_t pool_map; /* hash -> slot + 1 of the chain's first */
-static uint64_t pool_clock;
-static size_t pool_idle;
-
-static uint64_t pool_hash(const char *path, const struct stat *st)
-{
-	uint64_t h = 14695981039346656037ull ^ (uint64_t)st->st_ino;
-	for (const char *c = path; *c; c++)
-		h = (h ^ (uint8_t)*c) * 1099511628211ull;
-	h ^= (uint64_t)st->st_dev * 0x9e3779b97f4a7c15ull;
-	h ^= (uint64_t)st->st_mtim.tv_nsec + (uint64_t)st->st_size;
-	return h == U64MAP_EMPTY ? h - 1 : h;
-}
-
-/* The pooled file for path (fd open on it, status st), reported to libdw
- * on first use; takes fd (libdw keeps it or it is closed). Returns its
- * slot, with one more reference. */
-static uint32_t pool_get(const char *path, int fd, const struct stat *st)
-{
-	uint64_t h = pool_hash(path, st);
-	int added;
-	uint32_t *first = u64map_put(&pool_map, h, &added);
-	if (added)
-		*first = 0;
-	uint64_t mt = (uint64_t)st->st_mtim.tv_sec * 1000000000u +
-	              (uint64_t)st->st_mtim.tv_nsec;
-	for (uint32_t i = *first; i; i = pool[i - 1].next) {
-		pooled_t *e = &pool[i - 1];
-		if (e->ino == (uint64_t)st->st_ino &&
-		    e->dev == (uint64_t)st->st_dev &&
-		    e->size == (uint64_t)st->st_size && e->mtime_ns == mt &&
-		    strcmp(e->path, path) == 0) {
-			close(fd);
-			if (!e->refs++)
-				pool_idle--;
-			return i - 1;
-		}
-	}
-	size_t slot = npool;
-	for (size_t i = 0; i < npool; i++)
-		if (!pool[i].path) {
-			slot = i;
-			break;
-		}
-	if (slot == npool) {
-		VEC_RESERVE(pool, cappool, npool);
-		npool++;
-	}
-	pooled_t *e = &pool[slot];
-	memset(e, 0, sizeof *e);
-	e->path = xstrdup(path);
-	e->dev = (uint64_t)st->st_dev;
-	e->ino = (uint64_t)st->st_ino;
-	e->size = (uint64_t)st->st_size;
-	e->mtime_ns = mt;
-	e->refs = 1;
-	e->next = *first;
-	*first = (uint32_t)slot + 1;
-	e->dwfl = dwfl_begin(&offline_cb);
-	if (e->dwfl) {
-		dwfl_report_begin(e->dwfl);
-		/* On success libdw owns fd; on failure it is ours. */
-		e->dm = dwfl_report_elf(e->dwfl, path_base(path), path, fd, 0,
-		                        false);
-		if (!e->dm) {
-			e->err = xstrdup(dwfl_errmsg(-1));
-			close(fd);
-		}
-		dwfl_report_end(e->dwfl, NULL, NULL);
-	} else {
-		e->err = xstrdup(dwfl_errmsg(-1));
-		close(fd);
-	}
-	return (uint32_t)slot;
-}
-
-static void pool_free(uint32_t slot);
-
-static void pool_put(uint32_t slot)
-{
-	pooled_t *e = &pool[slot];
-	if (--e->refs)
-		return;
-	e->idle_since = ++pool_clock;
-	if (++pool_idle <= POOL_IDLE)
-		return;
-	size_t old = slot;
-	for (size_t i = 0; i < npool; i++)
-		if (pool[i].path && !pool[i].refs &&
-		    pool[i].idle_since < pool[old].idle_since)
-			old = i;
-	pool_idle--;
-	pool_free((uint32_t)old);
-}
-
-/* Frees an idle slot: its libdw state, its place in the hash's chain. */
-static void pool_free(uint32_t slot)
-{
-	pooled_t *e = &pool[slot];
-	struct stat st = {0};
-	st.st_dev = (dev_t)e->dev;
-	st.st_ino = (ino_t)e->ino;
-	st.st_size = (off_t)e->size;
-	st.st_mtim.tv_sec = (time_t)(e->mtime_ns / 1000000000u);
-	st.st_mtim.tv_nsec = (long)(e->mtime_ns % 1000000000u);
-	uint64_t h = pool_hash(e->path, &st);
-	uint32_t *first = u64map_put(&pool_map, h, &(int){0});
-	for (uint32_t *link = first; *link; link = &pool[*link - 1].next)
-		if (*link == slot + 1) {
-			*link = e->next;
-			break;
-		}
-	uint32_t gone;
-	if (!*first)
-		u64map_del(&pool_map, h, &gone);
-	if (e->dwfl)
-		dwfl_end(e->dwfl);
-	free(e->path);
-	free(e->err);
-	memset(e, 0, sizeof *e);
-	if (slot + 1 == npool)
-		npool--;
-}
 
 struct symtab {
 	bool on;             /* symbolization enabled and a module reported */
@@ -335,20 +180,22 @@ void sym_open(model_t *m, bool enable, const char *const *dirs)
 			continue;
 		}
 		reported++;
-		uint32_t slot = pool_get(md->path, fd, &st);
+		uint32_t slot = dwpool_get(md->path, fd, &st);
 		s->pooled[i] = slot + 1;
-		const pooled_t *e = &pool[slot];
-		if (!e->dm) {
+		Dwfl_Module *dm = dwpool_module(slot);
+		if (!dm) {
 			md->status = -1;
 			note(m,
 			     "analyzer: module %s: %s; its frames are left as "
 			     "addresses",
-			     md->path, e->err ? e->err : "no libdw");
+			     md->path,
+			     dwpool_error(slot) ? dwpool_error(slot)
+			                        : "no libdw");
 			continue;
 		}
 		const unsigned char *bits;
 		GElf_Addr vaddr;
-		int len = dwfl_module_build_id(e->dm, &bits, &vaddr);
+		int len = dwfl_module_build_id(dm, &bits, &vaddr);
 		if (md->build_id_len && len > 0 &&
 		    ((uint32_t)len != md->build_id_len ||
 		     memcmp(bits, md->build_id, (size_t)len) != 0)) {
@@ -379,7 +226,7 @@ static Dwfl_Module *dwfl_of(const model_t *m, const module_t *md)
 	if (!s->pooled || md->status != 1)
 		return NULL;
 	uint32_t slot = s->pooled[md - m->mod];
-	return slot ? pool[slot - 1].dm : NULL;
+	return slot ? dwpool_module(slot - 1) : NULL;
 }
 
 void sym_close(model_t *m)
@@ -389,7 +236,7 @@ void sym_close(model_t *m)
 		return;
 	for (size_t i = 0; s->pooled && i < m->nmod; i++)
 		if (s->pooled[i])
-			pool_put(s->pooled[i] - 1);
+			dwpool_put(s->pooled[i] - 1);
 	free(s->pooled);
 	arena_free(&s->arena);
 	u64map_free(&s->cache);
@@ -815,85 +662,7 @@ const char *sym_data(model_t *m, uint64_t addr, uint64_t *off)
 	return intern_name(s, name);
 }
 
-/* tcmalloc's central free lists (gperftools): Static::central_cache_ is a
- * file-local array of CentralFreeListPadded, one per size class, each
- * starting with its SpinLock. Static::InitStaticVars() (exported) walks
- * it: `lea central_cache_(%rip),%R` then, in the loop that calls
- * CentralFreeList::Init, `add $sizeof(element),%R`. The array's start and
- * element size are read from that code, so a stripped libtcmalloc (no
- * central_cache_ symbol) still names them; an unstripped one names the
- * array by its symbol too (its size / element size = classes). 0 when the
- * module has no InitStaticVars or its code does not show exactly one such
- * (lea, add) pair on one register. */
-#define TC_INIT_SYM "_ZN8tcmalloc6Static14InitStaticVarsEv"
 #define TC_CENTRAL_MAX 256 /* kClassSizesMax is 128 in gperftools 2.x */
-
-static int tc_central_of(Dwfl_Module *dm, uint64_t *base, uint64_t *stride)
-{
-	int n = dwfl_module_getsymtab(dm);
-	GElf_Sym sym;
-	GElf_Addr a;
-	Elf *elf = NULL;
-	int found = 0;
-	for (int i = 0; i < n && !found; i++) {
-		const char *nm =
-		    dwfl_module_getsym_info(dm, i, &sym, &a, NULL, NULL, NULL);
-		if (nm && GELF_ST_TYPE(sym.st_info) == STT_FUNC &&
-		    sym.st_shndx != SHN_UNDEF && strcmp(nm, TC_INIT_SYM) == 0)
-			found = 1;
-	}
-	GElf_Addr bias;
-	if (!found || !(elf = dwfl_module_getelf(dm, &bias)))
-		return 0;
-	/* The function's bytes, from the section (of the main file) that
-	 * holds them: st_value is the ELF file's own address. */
-	uint64_t fv = sym.st_value, fsz = sym.st_size ? sym.st_size : 1024;
-	if (fsz > 4096)
-		fsz = 4096;
-	const unsigned char *b = NULL;
-	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(elf, scn));) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
-		    fv < sh.sh_addr || fv - sh.sh_addr >= sh.sh_size)
-			continue;
-		Elf_Data *d = elf_getdata(scn, NULL);
-		if (!d || !d->d_buf || fv - sh.sh_addr >= d->d_size)
-			return 0;
-		if (fsz > d->d_size - (fv - sh.sh_addr))
-			fsz = d->d_size - (fv - sh.sh_addr);
-		b = (const unsigned char *)d->d_buf + (fv - sh.sh_addr);
-		break;
-	}
-	if (!b || fsz < 14)
-		return 0;
-	uint64_t lea[16] = {0};
-	int pairs = 0;
-	for (uint64_t i = 0; i + 7 <= fsz; i++) {
-		/* lea disp32(%rip),%R: REX.W(.R) 8d, modrm mod 00 rm 101 */
-		if ((b[i] == 0x48 || b[i] == 0x4c) && b[i + 1] == 0x8d &&
-		    (b[i + 2] & 0xc7) == 0x05) {
-			int r = ((b[i + 2] >> 3) & 7) | (b[i] == 0x4c ? 8 : 0);
-			int32_t disp;
-			memcpy(&disp, b + i + 3, 4);
-			lea[r] = fv + i + 7 + (uint64_t)(int64_t)disp;
-			continue;
-		}
-		/* add $imm32,%R: REX.W(.B) 81, modrm mod 11 reg 000 */
-		if ((b[i] == 0x48 || b[i] == 0x49) && b[i + 1] == 0x81 &&
-		    (b[i + 2] & 0xf8) == 0xc0) {
-			int r = (b[i + 2] & 7) | (b[i] == 0x49 ? 8 : 0);
-			int32_t imm;
-			memcpy(&imm, b + i + 3, 4);
-			if (lea[r] && imm >= 64 && imm <= 65536) {
-				*base = lea[r];
-				*stride = (uint64_t)imm;
-				pairs++;
-				lea[r] = 0;
-			}
-		}
-	}
-	return pairs == 1;
-}
 
 int sym_tc_central(model_t *m, uint64_t addr, uint64_t *index)
 {

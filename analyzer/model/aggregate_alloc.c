@@ -1,0 +1,337 @@
+/*
+ * aggregate_alloc.c - the allocator events of the per-event loop
+ * (aggregate.c) into the model: ALLOC, FREE and REALLOC records, the live
+ * block map (m->live, slots in m->blk, freed slots chained from
+ * m->blk_free), the per-site statistics (site_t) and the charging of each
+ * allocator call to the locks its thread holds.
+ *
+ * Invariants:
+ * - No allocation per event: m->blk and the live map grow only when a new
+ *   live block appears; a freed block's slot is reused.
+ * - An allocator call made while locks are held is charged to each of them
+ *   through the thread's running sums (t->snap[0], charge_hold in
+ *   aggregate.c), O(1) however many locks are held; its (lock, allocation
+ *   stack) pair is kept for the ALLOC_PAIR_LOCKS innermost holds only.
+ * - A free of a block the live map does not know (allocated before
+ *   recording, or lost in a truncation) is an unknown free, never a
+ *   cross-thread one; in a sampled trace it is expected and not counted.
+ * - Sampled traces (PROCESS sample_bytes) weigh each sampled block by
+ *   sample_count; the fraction is carried over in m->wcarry.
+ */
+#include "aggregate_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static site_t *site_of(model_t *m, uint32_t stack)
+{
+	if (stack == NONE32)
+		return &m->nostack_site;
+	stack_t *s = &m->stk[stack];
+	if (!s->site)
+		s->site = xcalloc(1, sizeof *s->site);
+	return s->site;
+}
+
+/* Counts one call by thread t (index) in a site's small thread table. */
+static void site_thread(uint32_t *thr, uint64_t *cnt, uint32_t t)
+{
+	for (int i = 0; i < SITE_THREADS; i++) {
+		if (thr[i] == t + 1) {
+			cnt[i]++;
+			return;
+		}
+		if (!thr[i]) {
+			thr[i] = t + 1;
+			cnt[i] = 1;
+			return;
+		}
+	}
+	/* table full: counted in the last slot's "others" by convention */
+}
+
+/* Space-saving count of the site's most frequent sizes. */
+static void site_size(site_t *s, uint64_t size)
+{
+	int min = 0;
+	for (int i = 0; i < SITE_SIZES; i++) {
+		if (s->size_n[i] && s->size[i] == size) {
+			s->size_n[i]++;
+			return;
+		}
+		if (s->size_n[i] < s->size_n[min])
+			min = i;
+	}
+	s->size[min] = size;
+	s->size_n[min]++;
+}
+
+/* (lock, allocation stack) pairs are kept for this many innermost holds.
+ * Charging every held lock made a forged trace that holds 1024 locks and
+ * allocates from a new stack each time create 1024 pairs per 9-byte
+ * record (a 23 KB trace needed 500 MB); the lock totals stay exact. */
+#define ALLOC_PAIR_LOCKS 4
+
+/* Charges one allocator call to the locks t holds: to every one's totals
+ * (through the running sums t->snap[0], see charge_hold), and to the
+ * (lock, stack) pair of the ALLOC_PAIR_LOCKS innermost holds. O(1) in the
+ * number of locks held. */
+static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
+                         uint64_t lw_ns, uint64_t lw_n, bool slow, bool alloc,
+                         uint64_t size)
+{
+	m->tot.alloc_calls_in_holds++;
+	holdsum_t *c = &t->snap[0]; /* allocated by push_hold: t holds one */
+	c->calls++;
+	c->allocs += alloc;
+	c->ns += ns;
+	c->slow += slow;
+	c->lw_ns += lw_ns;
+	c->lw_n += lw_n;
+	size_t lo =
+	    t->nheld > ALLOC_PAIR_LOCKS ? t->nheld - ALLOC_PAIR_LOCKS : 0;
+	for (size_t i = lo; i < t->nheld; i++) {
+		lspair_t *p = model_pair(m, LS_ALLOC, t->held[i].lock, stack);
+		p->n++;
+		p->ns += ns;
+		p->ns2 += lw_ns;
+		p->n2 += alloc;
+		p->n3 += slow;
+		p->bytes += size;
+	}
+}
+
+/* Common accounting of one allocator call; returns whether it was slow. */
+static bool alloc_call(model_t *m, thread_t *t, site_t *s, uint64_t ticks,
+                       uint64_t ns, uint64_t lw_ns)
+{
+	bool slow = ticks > m->slow_ticks;
+	bool held = t->nheld != 0;
+	m->tot.alloc_ns += ns;
+	t->alloc_ns += ns;
+	hist_add(&m->alloc_hist, ns);
+	s->calls[held]++;
+	if (slow) {
+		m->tot.alloc_slow++;
+		s->slow_n[held]++;
+		s->slow_ns[held] += ns;
+		s->slow_lw_ns[held] += lw_ns;
+	}
+	return slow;
+}
+
+static void block_new(model_t *m, uint64_t ptr, uint64_t size, uint64_t tsc,
+                      uint32_t stack, uint32_t ti, uint64_t ns)
+{
+	int added;
+	if (ptr == U64MAP_EMPTY)
+		return;
+	uint32_t *v = u64map_put(&m->live, ptr, &added);
+	uint32_t slot;
+	if (!added) {
+		slot = *v; /* a free we did not see: reuse the slot */
+	} else if (m->blk_free) {
+		slot = m->blk_free - 1;
+		m->blk_free = m->blk[slot].next_free;
+	} else {
+		VEC_RESERVE(m->blk, m->capblk, m->nblk);
+		slot = (uint32_t)m->nblk++;
+	}
+	*v = slot;
+	block_t *b = &m->blk[slot];
+	b->tsc = tsc;
+	b->size = size;
+	b->stack = stack;
+	b->thread = ti;
+	b->alloc_ns = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+/*
+ * Sampled traces (PROCESS sample_bytes = N): a sampled block of size s
+ * stands for 1 / (1 - exp(-s/N)) allocations (the probability that a
+ * byte-countdown of mean N ends inside it, as tcmalloc's sampler). Returns
+ * the whole number of allocations to count now; the fraction is carried
+ * over, so sums over many samples are unbiased. 1 when not sampled.
+ */
+static uint64_t sample_count(model_t *m, uint64_t size, double *w)
+{
+	*w = 1.0;
+	if (!m->sample_bytes)
+		return 1;
+	if (size)
+		*w = 1.0 / -expm1(-(double)size / (double)m->sample_bytes);
+	m->wcarry += *w;
+	uint64_t n = sat_u64(m->wcarry);
+	m->wcarry -= (double)n;
+	return n;
+}
+
+/* Removes ptr's block; returns its stack index (NONE32 when unknown) and
+ * accounts its lifetime and who freed it. */
+static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
+                           uint64_t tsc, uint64_t free_ns, bool *known)
+{
+	uint32_t slot;
+	*known = false;
+	if (!u64map_del(&m->live, ptr, &slot)) {
+		/* In a sampled trace a free of an untracked block (recorded
+		 * because a lock was held) is expected, not unknown. */
+		if (!m->sample_bytes)
+			m->tot.unknown_frees++;
+		return NONE32;
+	}
+	*known = true;
+	block_t *b = &m->blk[slot];
+	uint32_t stack = b->stack;
+	site_t *s = site_of(m, stack);
+	uint64_t life = tsc > b->tsc ? to_ns(m, tsc - b->tsc) : 0;
+	double w;
+	uint64_t n = sample_count(m, b->size, &w);
+	s->frees += n;
+	m->free_n = n;
+	s->live--;
+	s->free_ns += free_ns;
+	s->life_ns += life;
+	if (life > s->life_max)
+		s->life_max = life;
+	if (tsc - b->tsc < m->churn_ticks || tsc < b->tsc) {
+		s->short_n += n;
+		s->short_ns += sat_u64((double)(b->alloc_ns + free_ns) * w);
+	}
+	site_thread(s->fthr, s->fthr_n, ti);
+	if (b->thread != ti) {
+		s->xfree_n += n;
+		s->xfree_ns += sat_u64((double)(b->alloc_ns + free_ns) * w);
+		s->xfree_bytes += sat_u64((double)b->size * w + 0.5);
+		m->tot.xfrees += n;
+		t->xfrees += n;
+	}
+	b->next_free = m->blk_free;
+	m->blk_free = slot + 1;
+	return stack;
+}
+
+static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
+                        uint64_t ptr, uint64_t size, uint64_t stack_id,
+                        uint64_t ticks, bool realloc_)
+{
+	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
+	         lw_n = t->pend_lw_n;
+	t->pend_lw_ns = t->pend_lw_n = 0;
+	uint32_t stack = model_stack(m, stack_id);
+	site_t *s = site_of(m, stack);
+	if (m->sample_bytes && !ptr) {
+		/* Sampled trace: an unsampled allocator call made under a
+		 * lock (pointer 0, the call site as stack). Its time counts
+		 * for the holds; it is not an allocation of the statistics. */
+		m->tot.untracked_calls++;
+		bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
+		if (t->nheld)
+			charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true,
+			             size);
+		return;
+	}
+	double w;
+	uint64_t n = sample_count(m, size, &w);
+	uint64_t nb = m->sample_bytes ? sat_u64((double)size * w + 0.5) : size;
+	if (m->sample_bytes)
+		m->tot.sampled_allocs++;
+	if (realloc_) {
+		s->reallocs += n;
+		m->tot.reallocs += n;
+	} else {
+		s->allocs += n;
+		m->tot.allocs += n;
+	}
+	s->bytes += nb;
+	s->alloc_ns += m->sample_bytes ? sat_u64((double)ns * w) : ns;
+	s->lw_ns += lw_ns;
+	s->lw_n += lw_n;
+	s->live++;
+	site_size(s, size);
+	site_thread(s->athr, s->athr_n, ti);
+	if (t->nfirst < THREAD_FIRST_STACKS)
+		agg_first_stack(m, t, stack);
+	m->tot.bytes += nb;
+	t->allocs += n;
+	t->bytes += nb;
+	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
+	if (t->nheld)
+		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true, size);
+	if (ptr)
+		block_new(m, ptr, size, tsc, stack, ti, ns);
+}
+
+static void free_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
+                       uint64_t ptr, uint64_t ticks)
+{
+	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
+	         lw_n = t->pend_lw_n;
+	t->pend_lw_ns = t->pend_lw_n = 0;
+	bool known = false;
+	uint32_t stack =
+	    ptr ? block_free(m, t, ti, ptr, tsc, ns, &known) : NONE32;
+	site_t *s = site_of(m, stack);
+	/* A tracked block counts as many frees as its allocation counted
+	 * (sampled traces); an untracked one of a sampled trace is only an
+	 * allocator call. */
+	uint64_t n = known ? m->free_n : m->sample_bytes ? 0 : 1;
+	m->tot.frees += n;
+	t->frees += n;
+	s->lw_ns += lw_ns;
+	s->lw_n += lw_n;
+	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
+	if (t->nheld)
+		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, false, 0);
+}
+
+/* A REALLOC's free of its old block, given at the call's start when it
+ * moved or freed it (READER_REALLOC_FREE, reader.h): another thread may
+ * have been given the block before the realloc returned. Its lifetime
+ * still ends at the realloc's tsc, as when the record was folded whole. */
+void agg_on_realloc_free(model_t *m, thread_t *t, uint32_t ti,
+                         const fmt_record_t *r)
+{
+	bool known;
+	block_free(m, t, ti, r->f[FMT_REALLOC_OLD], r->tsc, 0, &known);
+}
+
+/* A REALLOC given whole (it kept its block in place or failed), or the
+ * rest of one whose old block agg_on_realloc_free already freed (part). */
+void agg_on_realloc(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
+                    reader_part_t part)
+{
+	/* One allocator call: the old block ends, the new one begins; the
+	 * call's time goes to the new block's site. */
+	uint64_t old = r->f[FMT_REALLOC_OLD], new_ = r->f[FMT_REALLOC_NEW];
+	uint64_t size = r->f[FMT_REALLOC_SIZE];
+	if (part == READER_WHOLE && old && (new_ || size == 0))
+		agg_on_realloc_free(m, t, ti, r);
+	alloc_event(m, t, ti, r->tsc, size ? new_ : 0, size,
+	            r->f[FMT_REALLOC_STACK], r->f[FMT_REALLOC_TICKS], true);
+}
+
+void agg_on_alloc(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r)
+{
+	alloc_event(m, t, ti, r->tsc, r->f[FMT_ALLOC_PTR], r->f[FMT_ALLOC_SIZE],
+	            r->f[FMT_ALLOC_STACK], r->f[FMT_ALLOC_TICKS], false);
+}
+
+void agg_on_free(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r)
+{
+	free_event(m, t, ti, r->tsc, r->f[FMT_FREE_PTR], r->f[FMT_FREE_TICKS]);
+}
+
+void agg_on_excluded(model_t *m, uint32_t ti, const fmt_record_t *r)
+{
+	uint32_t slot;
+	if (r->type == FMT_ALLOC && r->f[FMT_ALLOC_PTR])
+		block_new(m, r->f[FMT_ALLOC_PTR], r->f[FMT_ALLOC_SIZE], r->tsc,
+		          model_stack(m, r->f[FMT_ALLOC_STACK]), ti, 0);
+	else if (r->type == FMT_FREE && r->f[FMT_FREE_PTR] &&
+	         u64map_del(&m->live, r->f[FMT_FREE_PTR], &slot)) {
+		m->blk[slot].next_free = m->blk_free;
+		m->blk_free = slot + 1;
+	}
+}
