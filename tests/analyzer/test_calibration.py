@@ -20,9 +20,11 @@ So calib also times its sections and allocator calls itself
 - disturbed_share is measured under the shim, so a shim that adds jitter
   inside holds (a flush or an unwinder's walk under the lock) would look
   like a busy machine. After each run that is not quiet, calib runs again
-  without the shim (slowalloc alone): if no shimmed run was quiet while
-  most bare runs were (3 of 5), the shim is the disturbance and the test
-  fails. Only when the bare runs are noisy too is the machine busy: the
+  without the shim (slowalloc alone): if most bare runs were quiet (3 of
+  5) while no shimmed run came within twice the bound, the shim is the
+  disturbance and the test fails (at load 4 to 7 the shims of 44ab1f3
+  and of today alike were disturbed 0.03 to 0.09 beside bare runs of 0.01
+  to 0.08: a shimmed run just over the bound is the machine's noise). Only when the bare runs are noisy too is the machine busy: the
   test says so and is skipped (exit 77) rather than failing on noise.
   analyzer_calibration_forged checks the same arithmetic on forged traces
   in every run; this one prints "recorded form checked in K of 2" (a CI
@@ -104,22 +106,26 @@ skipped = False
 ran = 0
 for cfg in ((2, 18000, 4), (1, 30000, 3)):
     quiet = None
-    bare = []
+    bare, shimmed = [], []
     for attempt in range(1, ATTEMPTS + 1):
         res = calibrate(*cfg, attempt)
         if res is None:
             break
         known, share, observed, disturbed = res
+        shimmed.append(disturbed)
         if disturbed <= QUIET:
             quiet = res
             break
         bare.append(bare_disturbed(*cfg))
         print("%r, run %d without the shim: disturbed %.3f" % (
             cfg, attempt, bare[-1]))
-    if quiet is None and sum(b <= QUIET for b in bare) >= 3:
+    if (quiet is None and sum(b <= QUIET for b in bare) >= 3 and
+            min(shimmed) > 2 * QUIET):
         check(False, "%r: %d of %d runs without the shim were quiet "
-              "(disturbed <= %g) and none under it: the shim disturbs the "
-              "holds" % (cfg, sum(b <= QUIET for b in bare), len(bare), QUIET))
+              "(disturbed <= %g) and none under it came within twice that "
+              "(least %.3f): the shim disturbs the holds"
+              % (cfg, sum(b <= QUIET for b in bare), len(bare), QUIET,
+                 min(shimmed)))
         continue
     if quiet is None:
         print("%r: no quiet run in %d (the machine is busy: %s without "
