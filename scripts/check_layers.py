@@ -14,7 +14,7 @@ import sys
 LAYERS = ["prim", "core", "hooks", "control"]
 # (file, header): why the lower layer calls up.
 ALLOWED = {
-    ("core/writer.c", "attach.h"):
+    ("core/wbuf.c", "attach.h"):
         "an attached process's late-library walk after a flush",
     ("core/writer.c", "control.h"):
         "ctl_capped, ctl_writer_stopped: the byte cap or a lost trace ends "

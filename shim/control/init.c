@@ -349,7 +349,7 @@ void shim_end(const char *how)
 	 * thread (a server's SIGTERM handler hung in the final
 	 * flush): the interrupted code may hold the writer's, the loader's or
 	 * the stack cache's locks. Only the final flush runs, and it skips
-	 * what this thread holds (writer.c). */
+	 * what this thread holds (wbuf.c, writer_proc.c). */
 	int nested = gate_hold(t) == GATE_BUSY;
 	if (!nested) {
 		modules_check();

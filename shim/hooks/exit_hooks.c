@@ -16,7 +16,7 @@
  *   child shares its parent's memory and TLS: its _exit must not touch the
  *   parent's buffers), nor a forked child that recorded nothing (it leaves
  *   no file); a forked child that recorded creates its file now.
- * - Async-signal-safe as far as the final flush is (writer.c): these calls
+ * - Async-signal-safe as far as the final flush is (writer_proc.c): these calls
  *   may come from a signal handler, and one that interrupted a hook of this
  *   thread gets the nested final flush, which skips what the thread holds.
  * - An exit of the real call's: the status is the program's.
