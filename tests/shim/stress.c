@@ -44,7 +44,6 @@ static pthread_mutex_t locks[LOCKS] = {
     PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER,
     PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static void *volatile sink;
 
 static uint64_t next(uint64_t *s)
 {
@@ -106,8 +105,10 @@ static void program(uint64_t seed, int run, plan_t *p)
 			if (op == 6) { /* an allocation inside the hold */
 				p->alloc++, p->free++;
 				if (run) {
-					sink = malloc(size);
-					free(sink);
+					/* A local: a shared one would let
+					 * another worker free this block. */
+					void *volatile b = malloc(size);
+					free(b);
 				}
 			}
 			if (run)
@@ -203,8 +204,9 @@ static int child_main(int argc, char **argv)
 			pid_t pid = fork();
 			if (pid == 0) {
 				for (int i = 0; i < CHILD_ALLOCS; i++) {
-					sink = malloc(100 + (size_t)i);
-					free(sink);
+					void *volatile b =
+					    malloc(100 + (size_t)i);
+					free(b);
 				}
 				exit(0);
 			}
