@@ -136,8 +136,12 @@ uint64_t unended_after_ns(const model_t *m)
 	if (m->have_end || m->paused || !m->events ||
 	    m->last_tsc <= m->first_tsc)
 		return 0;
-	return (uint64_t)((double)(m->last_tsc - m->first_tsc) *
-	                  m->ns_per_tick);
+	/* Saturating: a forged tick rate must not overflow the conversion,
+	 * which is undefined (found by fuzzing). */
+	double ns = (double)(m->last_tsc - m->first_tsc) * m->ns_per_tick;
+	if (!(ns >= 0))
+		return 0;
+	return ns >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)ns;
 }
 
 const char *blind_text(const model_t *m, char *buf, size_t len)
