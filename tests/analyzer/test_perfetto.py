@@ -356,7 +356,9 @@ if m:
     def wait_in(a, b):
         return sum(s["t1"] - s["ts"] for s in waits if a <= s["ts"] < b)
     import bisect
-    width, best = w1 - w0, wait_in(w0, w1)
+    # stderr gives the window's edges to the ms (%.3f s): the chosen
+    # window's wait is counted over its edges widened by that rounding
+    width, best = w1 - w0, wait_in(w0 - 0.5e6, w1 + 0.5e6)
     starts = sorted(s["ts"] for s in slices)
     # no window as wide that fits (with a margin for the bins' edges,
     # 1/20000 of the trace) waited much more
