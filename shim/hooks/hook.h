@@ -44,6 +44,7 @@
  * Never from a hook: pthread_getattr_np (stack bounds are learned at
  * thread start or lock-free: thread.h), stdio streams, strerror,
  * getenv/setenv/unsetenv, getcwd, gethostname (init only: prim.c),
+ * pthread_atfork and at_quick_exit (registered once by shim_boot, init.c),
  * dlsym, dladdr, dlopen (resolved at init: real.c, cxx_init), and
  * dl_iterate_phdr (MODULE records are written at init, dlclose, thread exit
  * and the final flush, never from a flush inside a hook; libunwind's own
