@@ -444,9 +444,13 @@ try:
     c.mouse("mouseMoved", x - 200, y, button="left")
     c.mouse("mouseReleased", x - 200, y, button="left", clickCount=1)
     s6 = state(c)
-    check(int(s6["tlFrom"]) > int(s5["tlFrom"]) and span(s6) == span(s5),
-          "a drag to the left pans later (%s -> %s)" % (s5["tlFrom"],
-                                                       s6["tlFrom"]))
+    # The page publishes its edges rounded to the ns: after the wheel the
+    # span has a fraction, so the two roundings can differ by one.
+    check(int(s6["tlFrom"]) > int(s5["tlFrom"])
+          and abs(span(s6) - span(s5)) <= 1,
+          "a drag to the left pans later, the span kept (%s -> %s, "
+          "span %d -> %d)" % (s5["tlFrom"], s6["tlFrom"], span(s5),
+                              span(s6)))
     c.click("#tl-window")
     eq(state(c).get("tlMode"), "slices", "back to the costliest window")
     c.shot("page-end")
