@@ -37,7 +37,9 @@
  *             recording is paused after the rounds and the workers exit
  *             three times as late (a window closed long before the end):
  *             no starvation above info on "tpool"; on "pstats", taken
- *             after a wait at each wake, starvation within the window.
+ *             after a wait at each wake, longer for the workers woken
+ *             less, starvation within the window; on "pcount", the same
+ *             wait for every worker, none.
  *   locks     --locks N mutexes (default 100000) initialised at one line
  *             (queue_init: one class), each taken once by four "conn-N"
  *             threads, the last of which waits 100 ns: the report's size
@@ -1066,8 +1068,13 @@ static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
  * tpool: worker i (i = 0..4) starts waiting at T0 + 1000 + 100 i (ACQ,
  * COND_WAIT +10); in each round r (t0 = T0 + 100000 + r * 10000) with
  * r % 2^i == 0, at a = t0 + 100 i: COND_WAKE, REL +10, ACQ +100 (a task
- * found queued), REL +120, ACQ_WAIT "pstats" +300 after 1000 ns, REL +320
- * (a real starvation, by acquisitions with waits), and after its work
+ * found queued), REL +120, ACQ_WAIT "pstats" at +120 + w after w = 200 x
+ * 3^i ns, REL 20 later (a real starvation, by acquisitions with waits: the
+ * workers served less also wait a larger share of their life, from 2 % for
+ * worker 0 to 10 % for worker 4), ACQ_WAIT "pcount" at +260 + w after
+ * 100 ns, REL 20 later (no starvation: each worker waits as long each time,
+ * the ones served less a smaller share of their life; what holds them back
+ * is the pool's wakes, not this lock), and after its work
  * (15 % of its time awake, as MariaDB's workers) at b = a + 1500 x 2^i:
  * ACQ "tpool", COND_WAIT +10. Then a PAUSE mark on
  * main 1000 after the last round, and each worker's THREAD_EXIT at three
@@ -1090,9 +1097,15 @@ static void scenario_tpool(tw_t *mainth, tw_t **w, int rounds)
 			E(w[i], FMT_REL, a + 10, L_JOBS, 0, 0, 0, 0);
 			E(w[i], FMT_ACQ, a + 100, L_JOBS, S_POOL, 0, 0, 0);
 			E(w[i], FMT_REL, a + 120, L_JOBS, 0, 0, 0, 0);
-			E(w[i], FMT_ACQ_WAIT, a + 300, L_HEAP, S_POOL, 1000, 1,
-			  0);
-			E(w[i], FMT_REL, a + 320, L_HEAP, 0, 0, 0, 0);
+			uint64_t wt = 200;
+			for (int k = 0; k < i; k++)
+				wt *= 3;
+			E(w[i], FMT_ACQ_WAIT, a + 120 + wt, L_HEAP, S_POOL, wt,
+			  1, 0);
+			E(w[i], FMT_REL, a + 140 + wt, L_HEAP, 0, 0, 0, 0);
+			E(w[i], FMT_ACQ_WAIT, a + 260 + wt, L_CODE, S_POOL, 100,
+			  1, 0);
+			E(w[i], FMT_REL, a + 280 + wt, L_CODE, 0, 0, 0, 0);
 			uint64_t b = a + 1500u * (1u << i);
 			E(w[i], FMT_ACQ, b, L_JOBS, S_POOL, 0, 0, 0);
 			E(w[i], FMT_COND_WAIT, b + 10, C_JOBS, L_JOBS, 0, 0, 0);
@@ -1721,7 +1734,10 @@ int main(int argc, char **argv)
 		m_lock_new(a[0], L_HEAP, 0x60c0, FMT_KIND_MUTEX,
 		           FMT_LOCKF_STATIC);
 		m_lock_name(a[0], L_JOBS, 0, "tpool");
+		m_lock_new(a[0], L_CODE, 0x6100, FMT_KIND_MUTEX,
+		           FMT_LOCKF_STATIC);
 		m_lock_name(a[0], L_HEAP, 0, "pstats");
+		m_lock_name(a[0], L_CODE, 0, "pcount");
 	} else if (!strcmp(sc, "futex")) {
 		tw_t *a[4];
 		for (int i = 0; i < 4; i++) {

@@ -204,10 +204,10 @@ SVCQ = ["--producers=2", "--consumers=2", "--allocs-per-put=4",
 # every recording we made (2026-12-01), the idle one 4 to 456.
 SVCQ_MIN_CONTENDED = 5000
 # svcqueue_cxx with 2/2 ran idle (< 1000 contended) in 2 of 5 tree
-# recordings at load 7 to 8 (2026-12-01), with 3/3 in none of 5 (3012 to
-# 88341 contended) and with 4/2 in none of 5: three of each contend on 2
-# cores even when other jobs take much of the CPU.
-SVCQ_CXX = ["--producers=3", "--consumers=3", "--allocs-per-put=4",
+# recordings at load 7 to 8 (2026-12-01), with 3/3 in none of 5 then but
+# below 5000 in 11 of 12 on a quiet machine (load 1.7), and with 4/2 in none
+# of 5 at load 7 to 8 and none of 6 quiet (17348 to 109470 contended).
+SVCQ_CXX = ["--producers=4", "--consumers=2", "--allocs-per-put=4",
             "--duration=1.2"]
 
 
@@ -263,7 +263,18 @@ def svcqueue_tree_heap(ctx, app, insert_fns, site=None, flags=SVCQ):
                  if short(fn(f.get("site"))) != site]
         check(not other, f"{j['_cmd']}: alloc_under_lock on svcqueue.lock "
               f"at other sites than {site}: {other}")
-    no_starvation(j)
+    if flags is SVCQ:
+        no_starvation(j)
+    else:
+        # Four producers on 2 cores share a mutex that lets a releasing
+        # thread take it again before a woken waiter runs: the producers'
+        # unequal shares are a true starvation (2 of 6 tree recordings,
+        # below alloc_under_lock); nothing else starves.
+        st = [f for f in findings(j, "starvation")
+              if f["severity"] != "info"
+              and "producer_main" not in f.get("advice", "")]
+        check(not st, f"{j['_cmd']}: starvation found on other threads "
+              f"than the producers:\n{describe(j, 8)}")
     ctx.done(j)
 
     def heap():
