@@ -13,10 +13,11 @@ the share by several percent, and on a loaded 2-core machine by much more.
 So calib also times its sections and allocator calls itself
 ("observed_share"), and:
 - in every run the counts must be exact (calls, acquisitions);
-- a run is quiet when its sections took less than 3% of their hold time
-  beyond the median section's (calib measures that: "disturbed_share");
-  one of up to five runs must be quiet, and the report's share in it
-  within 10% of the known one (the truth by construction).
+- a run is quiet when its sections took less of their hold time beyond
+  the median section's (calib measures that: "disturbed_share") than
+  could move the known share by 10% (judgeable: 3.1% for a share of 23%,
+  7.1% for 40%); one of up to five runs must be quiet, and the report's
+  share in it within 10% of the known one (the truth by construction).
 - disturbed_share is measured under the shim, so a shim that adds jitter
   inside holds (a flush or an unwinder's walk under the lock) would look
   like a busy machine. After each run that is not quiet, calib runs again
@@ -41,6 +42,17 @@ SHIM, SLOWALLOC, CALIB = sys.argv[4], sys.argv[5], sys.argv[6]
 TOLERANCE = 0.10
 ATTEMPTS = 5
 QUIET = 0.03
+
+
+def judgeable(share):
+    """The largest disturbance (time beyond the median section, as a share
+    of hold time) that cannot move a known allocator share `share` by more
+    than TOLERANCE even if all of it fell in the allocator:
+    (s + d) / (1 + d) <= s (1 + T). 0.071 for 40 %, 0.031 for 23 %: the
+    2-thread runs under the shim were disturbed 0.032 to 0.037 on a quiet
+    machine (bare 0.021 to 0.024), and a single bound of 0.03 judged none
+    of them."""
+    return TOLERANCE * share / (1 - share - TOLERANCE * share)
 
 
 def calibrate(threads, busy, allocs, attempt):
@@ -113,7 +125,7 @@ for cfg in ((2, 18000, 4), (1, 30000, 3)):
             break
         known, share, observed, disturbed = res
         shimmed.append(disturbed)
-        if disturbed <= QUIET:
+        if disturbed <= judgeable(known):
             quiet = res
             break
         bare.append(bare_disturbed(*cfg))
@@ -128,9 +140,11 @@ for cfg in ((2, 18000, 4), (1, 30000, 3)):
                  min(shimmed)))
         continue
     if quiet is None:
-        print("%r: no quiet run in %d (the machine is busy: %s without "
-              "the shim): the share against the fixed costs was not "
-              "checked" % (cfg, ATTEMPTS, ["%.3f" % b for b in bare]))
+        print("%r: no run in %d disturbed little enough to judge (under "
+              "the shim %s, without it %s): the share against the fixed "
+              "costs was not checked" % (
+                  cfg, ATTEMPTS, ["%.3f" % d for d in shimmed],
+                  ["%.3f" % b for b in bare]))
         skipped = True
         continue
     near(quiet[1], quiet[0], TOLERANCE,
@@ -139,7 +153,7 @@ for cfg in ((2, 18000, 4), (1, 30000, 3)):
 print("analyzer_calibration: recorded form checked in %d of 2 "
       "configurations" % ran)
 if skipped and not common.failures:
-    print("analyzer_calibration: %d checks, 0 failed; skipped: machine busy"
-          % common.total)
+    print("analyzer_calibration: %d checks, 0 failed; skipped: no run "
+          "disturbed little enough to judge the share" % common.total)
     sys.exit(77)
 done("analyzer_calibration")
