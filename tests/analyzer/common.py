@@ -1,7 +1,9 @@
 """Helpers shared by the analyzer's python3 tests: run mktrace and mallock,
 parse JSON, and a tiny CHECK that counts failures like tests/check.h."""
+import atexit
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -12,6 +14,20 @@ MALLOCK, MKTRACE, SRCDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 TMP = tempfile.mkdtemp(prefix="mallock-test-")
 failures = 0
 total = 0
+_passed = False
+
+
+def _cleanup():
+    """The traces a test wrote go with it when it passed (a thousand runs
+    left a gigabyte in /tmp); kept, and named, when it failed or stopped
+    before done() (an exception, SystemExit, a skip that wrote some)."""
+    if _passed or not os.listdir(TMP):
+        shutil.rmtree(TMP, ignore_errors=True)
+    else:
+        print("traces kept: " + TMP, file=sys.stderr)
+
+
+atexit.register(_cleanup)
 
 
 def check(cond, what):
@@ -72,6 +88,8 @@ def lock_by_name(d, name):
 
 
 def done(name):
+    global _passed
+    _passed = not failures
     print("%s: %d checks, %d failed" % (name, total, failures))
     sys.exit(1 if failures else 0)
 
