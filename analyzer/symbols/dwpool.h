@@ -26,6 +26,12 @@ void dwpool_put(uint32_t slot);
  * its last dwpool_put), or NULL when libdw refused the file. */
 Dwfl_Module *dwpool_module(uint32_t slot);
 
+/* dwfl_module_addrname of link address pc in a referenced slot's file,
+ * looked up once per file and pc (owned by the pool, valid until the
+ * slot's last dwpool_put); NULL as libdw says, or when it refused the
+ * file. May allocate. */
+const char *dwpool_addrname(uint32_t slot, Dwarf_Addr pc);
+
 /* Why libdw refused the file of slot (owned by the pool), or NULL. */
 const char *dwpool_error(uint32_t slot);
 

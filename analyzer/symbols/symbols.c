@@ -420,7 +420,7 @@ static int resolve(model_t *m, uint64_t addr, frame_t *fr, int max)
 	Dwfl_Module *dm = dwfl_of(m, md);
 	if (!dm)
 		return 1;
-	const char *sym = dwfl_module_addrname(dm, pc);
+	const char *sym = dwpool_addrname(s->pooled[md - m->mod] - 1, pc);
 	Dwfl_Line *ln = dwfl_module_getsrc(dm, pc);
 	int lineno = 0;
 	const char *file =
