@@ -143,7 +143,9 @@ static const char *bytes_text(char *buf, size_t len, uint64_t b)
  * growing buffer), its block sizes against where the allocator in use
  * stops caching per thread, and how many threads allocate there (one
  * thread competes with no one: no arena or cache-size advice). When the
- * sizes straddle that limit, it says so and what to check. Redis's
+ * sizes straddle that limit, the slow calls' own sizes decide: nine in
+ * ten above it, the large blocks; one in ten or fewer, the advice for
+ * small blocks; in between, both. Redis's
  * growing reallocs in one thread were told "more arenas"; MariaDB's 2 MB
  * buffers on tcmalloc "larger thread caches".
  */
@@ -169,6 +171,14 @@ static void slow_advice(const model_t *m, finding_t *f, const site_t *s, int h,
 	    ratio((double)s->reallocs, (double)(s->allocs + s->reallocs));
 	const char *what = NULL, *means = NULL;
 	uint64_t lim = cache_limit(m, &what, &means);
+	static const uint64_t limits[SITE_BIG_N] = SITE_BIG_LIMITS;
+	uint64_t big = 0, slow = s->slow_n[h];
+	for (int i = 0; i < SITE_BIG_N; i++)
+		if (limits[i] == lim) {
+			big = s->slow_big[h][i];
+			finding_put(f, "slow_calls_above_cache_limit",
+			            (double)big);
+		}
 	int nthr = nthreads(s->athr);
 	finding_put(f, "realloc_share", re);
 	finding_put(f, "allocating_threads", nthr);
@@ -194,16 +204,25 @@ static void slow_advice(const model_t *m, finding_t *f, const site_t *s, int h,
 		         hi != lo ? " to " : "",
 		         hi != lo ? bytes_text(b, sizeof b, hi) : "", what,
 		         means);
-	} else if (lim && hi > lim) {
-		snprintf(
-		    f->advice, sizeof f->advice,
-		    "Allocator calls for %s %s%s: its blocks "
-		    "range from %s to %s, across %s; the slow calls may be "
-		    "the large ones, which the trace does not tell apart: "
-		    "check the sizes of the slow calls (perf probe on "
-		    "malloc's size) before tuning the allocator.",
-		    sn, often, locked, bytes_text(a, sizeof a, lo),
-		    bytes_text(b, sizeof b, hi), what);
+	} else if (lim && hi > lim && 10 * big >= 9 * slow) {
+		snprintf(f->advice, sizeof f->advice,
+		         "Allocator calls for %s %s%s, for blocks of %s to "
+		         "%s: %llu of the %llu slow ones were above %s, so "
+		         "%s; reuse the large blocks (one per thread or per "
+		         "object) or allocate them once.",
+		         sn, often, locked, bytes_text(a, sizeof a, lo),
+		         bytes_text(b, sizeof b, hi), (unsigned long long)big,
+		         (unsigned long long)slow, what, means);
+	} else if (lim && hi > lim && 10 * big > slow) {
+		snprintf(f->advice, sizeof f->advice,
+		         "Allocator calls for %s %s%s, for blocks of %s to "
+		         "%s: %llu of the %llu slow ones were above %s, so "
+		         "%s; the others were smaller blocks (%s): reuse the "
+		         "large blocks or allocate them once, and reuse the "
+		         "small objects or reserve capacity.",
+		         sn, often, locked, bytes_text(a, sizeof a, lo),
+		         bytes_text(b, sizeof b, hi), (unsigned long long)big,
+		         (unsigned long long)slow, what, means, slow_path);
 	} else if (h) {
 		snprintf(f->advice, sizeof f->advice,
 		         "Allocator calls for %s %s while a lock "

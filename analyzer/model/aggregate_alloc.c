@@ -102,10 +102,12 @@ static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
 	}
 }
 
-/* Common accounting of one allocator call; returns whether it was slow. */
+/* Common accounting of one allocator call for a block of size bytes (0:
+ * unknown); returns whether it was slow. */
 static bool alloc_call(model_t *m, thread_t *t, site_t *s, uint64_t ticks,
-                       uint64_t ns, uint64_t lw_ns)
+                       uint64_t ns, uint64_t lw_ns, uint64_t size)
 {
+	static const uint64_t big[SITE_BIG_N] = SITE_BIG_LIMITS;
 	bool slow = ticks > m->slow_ticks;
 	bool held = t->nheld != 0;
 	m->tot.alloc_ns += ns;
@@ -117,6 +119,8 @@ static bool alloc_call(model_t *m, thread_t *t, site_t *s, uint64_t ticks,
 		s->slow_n[held]++;
 		s->slow_ns[held] += ns;
 		s->slow_lw_ns[held] += lw_ns;
+		for (int i = 0; i < SITE_BIG_N; i++)
+			s->slow_big[held][i] += size > big[i];
 	}
 	return slow;
 }
@@ -170,10 +174,12 @@ static uint64_t sample_count(model_t *m, uint64_t size, double *w)
 /* Removes ptr's block; returns its stack index (NONE32 when unknown) and
  * accounts its lifetime and who freed it. */
 static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
-                           uint64_t tsc, uint64_t free_ns, bool *known)
+                           uint64_t tsc, uint64_t free_ns, bool *known,
+                           uint64_t *size)
 {
 	uint32_t slot;
 	*known = false;
+	*size = 0;
 	if (!u64map_del(&m->live, ptr, &slot)) {
 		/* In a sampled trace a free of an untracked block (recorded
 		 * because a lock was held) is expected, not unknown. */
@@ -183,6 +189,7 @@ static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
 	}
 	*known = true;
 	block_t *b = &m->blk[slot];
+	*size = b->size;
 	uint32_t stack = b->stack;
 	site_t *s = site_of(m, stack);
 	uint64_t life = tsc > b->tsc ? to_ns(m, tsc - b->tsc) : 0;
@@ -226,7 +233,7 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 		 * lock (pointer 0, the call site as stack). Its time counts
 		 * for the holds; it is not an allocation of the statistics. */
 		m->tot.untracked_calls++;
-		bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
+		bool slow = alloc_call(m, t, s, ticks, ns, lw_ns, size);
 		if (t->nheld)
 			charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true,
 			             size);
@@ -256,7 +263,7 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	m->tot.bytes += nb;
 	t->allocs += n;
 	t->bytes += nb;
-	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
+	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns, size);
 	if (t->nheld)
 		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true, size);
 	if (ptr)
@@ -270,8 +277,9 @@ static void free_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	         lw_n = t->pend_lw_n;
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	bool known = false;
+	uint64_t size = 0;
 	uint32_t stack =
-	    ptr ? block_free(m, t, ti, ptr, tsc, ns, &known) : NONE32;
+	    ptr ? block_free(m, t, ti, ptr, tsc, ns, &known, &size) : NONE32;
 	site_t *s = site_of(m, stack);
 	/* A tracked block counts as many frees as its allocation counted
 	 * (sampled traces); an untracked one of a sampled trace is only an
@@ -281,7 +289,7 @@ static void free_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	t->frees += n;
 	s->lw_ns += lw_ns;
 	s->lw_n += lw_n;
-	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns);
+	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns, size);
 	if (t->nheld)
 		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, false, 0);
 }
@@ -294,7 +302,8 @@ void agg_on_realloc_free(model_t *m, thread_t *t, uint32_t ti,
                          const fmt_record_t *r)
 {
 	bool known;
-	block_free(m, t, ti, r->f[FMT_REALLOC_OLD], r->tsc, 0, &known);
+	uint64_t size;
+	block_free(m, t, ti, r->f[FMT_REALLOC_OLD], r->tsc, 0, &known, &size);
 }
 
 /* A REALLOC given whole (it kept its block in place or failed), or the

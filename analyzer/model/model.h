@@ -128,12 +128,22 @@ typedef struct lockhist {
 /* Allocation statistics of one stack used as an allocation site. */
 #define SITE_THREADS 6
 #define SITE_SIZES 4
+/* Block sizes above which each allocator stops caching per thread:
+ * jemalloc's tcache_max (32 KiB), glibc's mmap threshold (128 KiB),
+ * tcmalloc's largest size class (256 KiB). site_t.slow_big counts the slow
+ * calls for blocks above each (a free by its block's size). */
+#define SITE_BIG_N 3
+#define SITE_BIG_LIMITS                                                        \
+	{                                                                      \
+		32u << 10, 128u << 10, 256u << 10                              \
+	}
 typedef struct site {
 	uint64_t allocs, reallocs, bytes, frees, live;
 	uint64_t alloc_ns, free_ns, lw_ns, lw_n;
 	uint64_t life_ns, life_max, short_n, short_ns;
 	uint64_t xfree_n, xfree_ns, xfree_bytes;
 	uint64_t calls[2], slow_n[2], slow_ns[2], slow_lw_ns[2]; /* [held] */
+	uint64_t slow_big[2][SITE_BIG_N];              /* [held][limit] */
 	uint64_t size[SITE_SIZES], size_n[SITE_SIZES]; /* most frequent sizes */
 	uint32_t athr[SITE_THREADS], fthr[SITE_THREADS]; /* thread idx + 1 */
 	uint64_t athr_n[SITE_THREADS], fthr_n[SITE_THREADS];

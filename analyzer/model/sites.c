@@ -44,6 +44,8 @@ static void site_merge(site_t *d, const site_t *s)
 		d->slow_n[h] += s->slow_n[h];
 		d->slow_ns[h] += s->slow_ns[h];
 		d->slow_lw_ns[h] += s->slow_lw_ns[h];
+		for (int i = 0; i < SITE_BIG_N; i++)
+			d->slow_big[h][i] += s->slow_big[h][i];
 	}
 	if (s->life_max > d->life_max)
 		d->life_max = s->life_max;

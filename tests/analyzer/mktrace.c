@@ -121,6 +121,7 @@
  *   --slow-outside    cascade: every 10th allocation outside the locks
  *                     (the 32-byte blocks) takes 5000 ns, not 150
  *   --slow-size N     cascade: those blocks are N bytes (default 32)
+ *   --slow-call-size N  cascade: the slow ones of them are N bytes
  *   --slow-realloc    cascade: the slow ones are fast allocations grown by
  *                     a 5000 ns realloc to twice their size
  *   --slow-one-thread cascade: only the first producer makes them
@@ -645,6 +646,7 @@ static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
 static uint64_t nevents;
 static bool slow_outside;        /* --slow-outside */
 static uint64_t slow_size = 32;  /* --slow-size */
+static uint64_t slow_call_size;  /* --slow-call-size (0: slow_size) */
 static bool slow_realloc;        /* --slow-realloc */
 static bool slow_one_thread;     /* --slow-one-thread */
 static bool static_tcmalloc;     /* --static-tcmalloc */
@@ -804,7 +806,9 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 				  5000);
 			} else {
 				E(t, FMT_ALLOC, a + 1400, ptr + 0x1000000,
-				  slow_size, S_WORK_ALLOC, slow ? 5000 : 150,
+				  slow && slow_call_size ? slow_call_size
+				                         : slow_size,
+				  S_WORK_ALLOC, slow ? 5000 : 150,
 				  FMT_FN_MALLOC);
 			}
 			E(t, FMT_FREE, a + 1450, ptr + 0x1000000, 150, 0, 0, 0);
@@ -1489,6 +1493,8 @@ int main(int argc, char **argv)
 			slow_outside = true;
 		else if (!strcmp(a, "--slow-size"))
 			slow_size = strtoull(v ? v : "32", NULL, 0), i++;
+		else if (!strcmp(a, "--slow-call-size"))
+			slow_call_size = strtoull(v ? v : "0", NULL, 0), i++;
 		else if (!strcmp(a, "--slow-realloc"))
 			slow_realloc = true;
 		else if (!strcmp(a, "--slow-one-thread"))

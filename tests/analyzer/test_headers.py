@@ -6,6 +6,7 @@ program", the cascade never refers to a finding that was not printed, the
 slow-path advice names the allocator in use, and only node-sized churn is
 suspected of being a node-based container; one function allocating at two
 lines under one lock is one finding listing both lines."""
+import re
 from common import *
 
 
@@ -97,6 +98,22 @@ check("2 MiB" in a and "256 KiB" in a and "page heap" in a and
       "larger thread caches do not help" in a and
       "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES" not in a,
       "tcmalloc, 2 MiB blocks no thread cache holds: " + a)
+# Sizes on both sides of the limit: the slow calls' own sizes decide.
+# Slow calls of 2 MiB among fast ones of 32 bytes: the large blocks.
+a = slow_advice("--module", TCM, "--slow-call-size", 2 << 20)
+check("32 bytes to 2 MiB" in a and
+      re.search(r"(\d+) of the \1 slow ones were above tcmalloc's largest "
+                r"size class \(256 KiB\)", a) and
+      "larger thread caches do not help" in a and
+      "the trace does not tell" not in a,
+      "tcmalloc, the slow calls are the 2 MiB ones: " + a)
+# Slow calls of 64 bytes among fast ones of 2 MiB: the small blocks'
+# advice, not the page heap's.
+a = slow_advice("--module", TCM, "--slow-size", 2 << 20,
+                "--slow-call-size", 64)
+check("page heap" not in a.split("(")[0] and "pageheap_lock" not in a and
+      "TCMALLOC_MAX_TOTAL_THREAD_CACHE_BYTES" in a,
+      "tcmalloc, the slow calls are the 64-byte ones: " + a)
 a = slow_advice("--slow-size", 256 << 10)
 check("mmap threshold" in a and "arena_max" not in a,
       "glibc, 256 KiB blocks: the mmap threshold: " + a)
