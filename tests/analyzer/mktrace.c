@@ -102,6 +102,7 @@
  *   --version MAJOR   write this major version in the file header
  *   --bad-magic       write a wrong file magic
  *   --alloc-lock-addr A  address of the allocator-internal lock (0x9000)
+ *   --inner-alone     mixed: worker w2 also takes "inner" without "outer"
  *   --two-callers     cascade: the third producer reaches the allocating
  *                     line (queue_put) from another caller (producer_alt):
  *                     two stacks, one allocation site
@@ -640,6 +641,7 @@ enum {
 };
 
 static bool with_module = true;
+static bool inner_alone;                  /* --inner-alone */
 static bool two_callers;                  /* --two-callers */
 static bool unknown_free;                 /* --unknown-free */
 static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
@@ -853,7 +855,8 @@ static void scenario_cascade(tw_t *m, tw_t **p, tw_t *c, int rounds,
 /*
  * mixed extras, per round r from t0 = T0 + 100000 + r * 10000 + 7000:
  *   worker w1: outer lock ACQ_WAIT (400 ns) at t0, inner ACQ_WAIT (200 ns)
- *   at +50, REL inner +250, REL outer +300.
+ *   at +50, REL inner +250, REL outer +300; w2 takes outer at +320 and,
+ *   with --inner-alone, inner alone at +340.
  *   starve lock: w1 acquires 9 times per round, w2 once per 10 rounds,
  *   with 9 TRY_FAILs per round; ACQ_WAIT 100 ns each.
  *   churn: w2 allocates and frees a 16-byte block 5 times per round, each
@@ -871,6 +874,10 @@ static void scenario_mixed(tw_t *w1, tw_t *w2, int rounds)
 		/* the other user of outer and inner, so both are shared */
 		E(w2, FMT_ACQ, t0 + 320, L_OUTER, S_OUTER, 0, 0, 0);
 		E(w2, FMT_REL, t0 + 330, L_OUTER, 0, 0, 0, 0);
+		if (inner_alone) {
+			E(w2, FMT_ACQ, t0 + 340, L_INNER, S_INNER, 0, 0, 0);
+			E(w2, FMT_REL, t0 + 350, L_INNER, 0, 0, 0, 0);
+		}
 		for (int k = 0; k < 9; k++) {
 			uint64_t a = t0 + 400 + 200u * (unsigned)k;
 			E(w1, FMT_ACQ_WAIT, a, L_STARVE, S_STARVE, 100, 2, 0);
@@ -1461,6 +1468,8 @@ int main(int argc, char **argv)
 			fx_twins = true;
 		else if (!strcmp(a, "--alloc-lock-addr"))
 			alloc_lock_addr = strtoull(v, NULL, 0), i++;
+		else if (!strcmp(a, "--inner-alone"))
+			inner_alone = true;
 		else if (!strcmp(a, "--two-callers"))
 			two_callers = true;
 		else if (!strcmp(a, "--unknown-free"))

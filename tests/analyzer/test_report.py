@@ -160,6 +160,21 @@ eq(nest[0]["inner_lock"], inner["id"], "nested inner")
 eq(nest[0]["evidence"]["inner_wait_ns_while_outer_held"], 200 * R, "nested wait")
 check("inner" in nest[0]["advice"] and "outer" in nest[0]["advice"],
       "nested advice names both locks")
+# One lock for both only when the inner lock is not taken without the
+# outer; taken alone too (half its acquisitions), merging would serialise
+# its other users.
+check("use one lock for both" in nest[0]["advice"] and
+      "(0 of its %d acquisitions)" % R in nest[0]["advice"],
+      "inner only under outer: one lock for both: " + nest[0]["advice"])
+p2, _ = mktrace("mixed", "mixed-alone.trace", "--rounds", R, "--inner-alone")
+n2 = [x for x in report_json("--top", "50", p2)["findings"]
+      if x["kind"] == "nested_lock"]
+eq(len(n2), 1, "one nested_lock (inner taken alone too)")
+check(n2 and "use one lock" not in n2[0]["advice"] and
+      "taken without the outer (%d of its %d acquisitions)" % (R, 2 * R)
+      in n2[0]["advice"] and "would serialise" in n2[0]["advice"],
+      "inner also taken alone: no merge advised: %s"
+      % (n2 and n2[0]["advice"]))
 # The "starved" lock's two users are two threads of different roles
 # (worker-a, worker-b; no whole stack reaches a thread start): starvation
 # compares peers of one role only, at least 3.
