@@ -445,6 +445,7 @@ static void on_alloc_lock_wait(model_t *m, thread_t *t, uint32_t ti,
 	hist_add(lock_hist(m, l, 0), w);
 	t->pend_lw_ns += w;
 	t->pend_lw_n++;
+	t->pend_lw_lock = (uint32_t)(l - m->lock) + 1;
 	busy(m, t, ti);
 	m->tot.alloc_lw_ns += w;
 	m->tot.alloc_lw_n++;
@@ -539,6 +540,7 @@ static void on_mark(model_t *m, const fmt_record_t *r)
 		thread_t *b = &m->thr[m->busy[i]];
 		cut_holds(m, b, &m->tot.holds_cut);
 		b->pend_lw_ns = b->pend_lw_n = 0;
+		b->pend_lw_lock = 0;
 		b->cond_sleep_tsc = 0;
 		b->busy = false;
 	}

@@ -102,6 +102,20 @@ static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
 	}
 }
 
+/* The allocator lock t waited on before this call (if any) learns the
+ * call's block size. */
+static void lw_size(model_t *m, thread_t *t, uint64_t size)
+{
+	if (!t->pend_lw_lock || !size)
+		return;
+	lock_t *l = &m->lock[t->pend_lw_lock - 1];
+	uint32_t s = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+	if (!l->lw_size_min || s < l->lw_size_min)
+		l->lw_size_min = s;
+	if (s > l->lw_size_max)
+		l->lw_size_max = s;
+}
+
 /* Common accounting of one allocator call for a block of size bytes (0:
  * unknown); returns whether it was slow. */
 static bool alloc_call(model_t *m, thread_t *t, site_t *s, uint64_t ticks,
@@ -110,6 +124,8 @@ static bool alloc_call(model_t *m, thread_t *t, site_t *s, uint64_t ticks,
 	static const uint64_t big[SITE_BIG_N] = SITE_BIG_LIMITS;
 	bool slow = ticks > m->slow_ticks;
 	bool held = t->nheld != 0;
+	lw_size(m, t, size);
+	t->pend_lw_lock = 0;
 	m->tot.alloc_ns += ns;
 	t->alloc_ns += ns;
 	hist_add(&m->alloc_hist, ns);

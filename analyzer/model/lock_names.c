@@ -50,7 +50,8 @@ void lock_names(model_t *m)
 		const char *sym = l->addr ? sym_data(m, l->addr, &off) : NULL;
 		if (l->addr && sym_tc_central(m, l->addr, &tc)) {
 			/* The size class's byte size is tcmalloc's run-time
-			 * size map: not in the file, not shown. */
+			 * size map, not in the file: the Locks table gives the
+			 * block sizes of the calls that waited on it. */
 			snprintf(buf, sizeof buf,
 			         "tcmalloc::Static::central_cache_[%" PRIu64
 			         "]",

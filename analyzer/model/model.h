@@ -112,6 +112,10 @@ typedef struct lock {
 	uint32_t hist;        /* lockhist index + 1 (lock_hist), 0: none */
 	uint32_t cond_mutex;  /* a condition: the mutex its waits release
 	                         (lock index + 1), 0 until one was seen */
+	/* An allocator's own lock: the least and largest block size of the
+	 * allocator calls that waited on it (0, 0: none known; a central
+	 * free list's waiters are calls of its size class). */
+	uint32_t lw_size_min, lw_size_max;
 	lockstat_t s;
 } lock_t;
 
@@ -250,6 +254,7 @@ typedef struct thread {
 	holdsum_t *snap;
 	size_t nsnap, capsnap;
 	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAITs before next call */
+	uint32_t pend_lw_lock;    /* the last one's lock index + 1, or 0 */
 	uint32_t cond_site1;      /* at a condition wait: its hold's site + 1 */
 	uint32_t lt_lock, lt_idx; /* one-entry cache into lockthr */
 	/* Its first distinct whole stacks (of contended acquisitions and

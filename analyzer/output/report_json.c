@@ -393,6 +393,12 @@ static void locks_json(jw_t *w, const report_t *r)
 			         l->queue_cond || l->queue_named);
 			site_json(w, m, "init_site", l->init_stack);
 			stats_json(w, &l->s);
+			if (l->lw_size_max) {
+				jw_ku64(w, "waiting_call_size_min",
+				        l->lw_size_min);
+				jw_ku64(w, "waiting_call_size_max",
+				        l->lw_size_max);
+			}
 			jw_ku64(w, "pid", m->pid);
 			snprintf(a, sizeof a, "0x%" PRIx64, l->addr);
 			jw_kstr(w, "address", l->addr ? a : NULL);

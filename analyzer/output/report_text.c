@@ -639,6 +639,25 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		        "work, after the locks;\n"
 		        "   alloc%% = share of hold time spent in the "
 		        "allocator)\n");
+	/* An allocator's own locks in the table: the block sizes of the
+	 * calls that waited on them (a central free list's size class). */
+	for (size_t i = 0; i < n && i < LOCK_ROWS; i++) {
+		const lock_t *l = &m->lock[v[i]->rep];
+		char name[256];
+		if (v[i]->ninst > 1 || !l->lw_size_max)
+			continue;
+		lock_label(m, l, name, sizeof name);
+		if (l->lw_size_min == l->lw_size_max)
+			fprintf(out,
+			        "  (%s: waited on by allocator calls for "
+			        "blocks of %u bytes)\n",
+			        name, l->lw_size_min);
+		else
+			fprintf(out,
+			        "  (%s: waited on by allocator calls for "
+			        "blocks of %u to %u bytes)\n",
+			        name, l->lw_size_min, l->lw_size_max);
+	}
 	for (size_t i = 0; i < n; i++)
 		if (v[i]->kind == FMT_KIND_FUTEX) {
 			fprintf(out,

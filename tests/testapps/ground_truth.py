@@ -351,7 +351,9 @@ def cascade_numbers(ctx, app, churn):
          "dropped": j["totals"]["dropped_events"],
          "truncated": bool(j["trace"].get("truncated")),
          "alloc_locks": sorted((l.get("label") or "", int(l["address"], 16),
-                                l.get("allocator_internal_waits", 0))
+                                l.get("allocator_internal_waits", 0),
+                                l.get("waiting_call_size_min", 0),
+                                l.get("waiting_call_size_max", 0))
                                for l in j["locks"]
                                if l.get("kind") == "allocator-internal")}
     gt(ctx.case, app=app, churn=churn, **n)
@@ -379,8 +381,8 @@ def case_svcqueue_cascade(ctx):
     # exported): its lock is named by the array and the index, and two
     # elements' addresses are as far apart as their indexes say (one
     # element size for every pair).
-    central = {}
-    for label, addr, waits in ch1["alloc_locks"]:
+    central, sizes = {}, {}
+    for label, addr, waits, smin, smax in ch1["alloc_locks"]:
         m = re.fullmatch(r"tcmalloc::Static::central_cache_\[(\d+)\]",
                          label)
         check(m or "central_cache_" not in label,
@@ -391,6 +393,7 @@ def case_svcqueue_cascade(ctx):
             check(int(m.group(1)) not in central,
                   f"churn 1: two allocator locks labelled {label!r}")
             central[int(m.group(1))] = addr
+            sizes[int(m.group(1))] = (smin, smax)
     check(central, f"churn 1: no allocator-internal lock is named "
           f"tcmalloc::Static::central_cache_[N]: {ch1['alloc_locks']}")
     idx = sorted(central)
@@ -398,6 +401,15 @@ def case_svcqueue_cascade(ctx):
              for a, b in zip(idx, idx[1:])}
     check(len(steps) <= 1 and all(s > 0 and s == int(s) for s in steps),
           f"churn 1: central_cache_ elements at {central} have no one size")
+    # Each central free list is waited on by calls of its size class only:
+    # the block sizes of its waiters never overlap another list's, and a
+    # larger index holds larger blocks.
+    known = [(i, sizes[i]) for i in idx if sizes[i][1]]
+    check(known, f"churn 1: no central free list knows its waiters' block "
+          f"sizes: {sizes}")
+    check(all(a[1][1] < b[1][0] for a, b in zip(known, known[1:])),
+          f"churn 1: central free lists' waiting call sizes overlap or "
+          f"fall with the index: {known}")
     check(ch1["alw_ns"] > 10 * ch0["alw_ns"],
           f"churn 1 vs 0: allocator_lock_wait_ns_in_holds {ch1['alw_ns']} "
           f"not > 10 x {ch0['alw_ns']}")
