@@ -10,6 +10,8 @@
  */
 #include "detectors.h"
 
+#include "symbols.h"
+
 #include "thresholds.h"
 
 #include <stdio.h>
@@ -243,6 +245,168 @@ static void slow_advice(const model_t *m, finding_t *f, const site_t *s, int h,
 	}
 }
 
+/* The qualified name in a demangled function name, past its return type
+ * ("void std::vector<int>::_M_realloc_insert<int>(...)" ->
+ * "std::vector<int>::..."): the last space at template depth 0 before the
+ * parameters. NULL for NULL. */
+static const char *qualified_name(const char *fn)
+{
+	if (!fn)
+		return NULL;
+	const char *start = fn;
+	int depth = 0;
+	for (const char *c = fn; *c; c++) {
+		if (*c == '<')
+			depth++;
+		else if (*c == '>')
+			depth--;
+		else if (depth == 0 && *c == '(' && c > fn)
+			break;
+		else if (depth == 0 && *c == ' ')
+			start = c + 1;
+	}
+	return start;
+}
+
+/*
+ * The C++ standard container a stack allocates for, from its frames
+ * (inlined ones included), innermost first: "std::map or std::set" and
+ * the other node-based ones (*node true), "std::vector" and the other
+ * contiguous ones (*node false), or NULL when no frame names one. Node's
+ * churn of 24-byte std::vector buffers was "(a node-based container?)"
+ * by their size alone.
+ */
+static const char *stack_container(model_t *m, uint32_t si, bool *node)
+{
+	static const struct {
+		const char *prefix, *name;
+		bool node;
+	} known[] = {
+	    {"std::_Rb_tree<", "std::map or std::set", true},
+	    {"std::_Rb_tree_node<", "std::map or std::set", true},
+	    {"std::__detail::_Hash_node<",
+	     "std::unordered_map or std::unordered_set", true},
+	    {"std::_List_node<", "std::list", true},
+	    {"std::_Fwd_list_node<", "std::forward_list", true},
+	    {"std::map<", "std::map or std::set", true},
+	    {"std::set<", "std::map or std::set", true},
+	    {"std::multimap<", "std::map or std::set", true},
+	    {"std::multiset<", "std::map or std::set", true},
+	    {"std::_Hashtable<", "std::unordered_map or std::unordered_set",
+	     true},
+	    {"std::__detail::_Hash", "std::unordered_map or std::unordered_set",
+	     true},
+	    {"std::__cxx11::list<", "std::list", true},
+	    {"std::__cxx11::_List_base<", "std::list", true},
+	    {"std::list<", "std::list", true},
+	    {"std::_List_base<", "std::list", true},
+	    {"std::forward_list<", "std::forward_list", true},
+	    {"std::_Fwd_list_base<", "std::forward_list", true},
+	    {"std::vector<", "std::vector", false},
+	    {"std::_Vector_base<", "std::vector", false},
+	    {"std::__cxx11::basic_string<", "std::string", false},
+	    {"std::basic_string<", "std::string", false},
+	    {"std::deque<", "std::deque", false},
+	    {"std::_Deque_base<", "std::deque", false},
+	};
+	/* Frames inlined from the standard headers have short names
+	 * ("_M_get_node", "insert"): their header tells the container; the
+	 * outermost one before the caller's code is the most precise
+	 * (stl_multiset.h over stl_tree.h). */
+	static const struct {
+		const char *file, *name;
+		bool node;
+	} hdr[] = {
+	    {"stl_tree.h", "std::map or std::set", true},
+	    {"stl_map.h", "std::map", true},
+	    {"stl_multimap.h", "std::multimap", true},
+	    {"stl_set.h", "std::set", true},
+	    {"stl_multiset.h", "std::multiset", true},
+	    {"hashtable.h", "std::unordered_map or std::unordered_set", true},
+	    {"hashtable_policy.h", "std::unordered_map or std::unordered_set",
+	     true},
+	    {"unordered_map.h", "std::unordered_map", true},
+	    {"unordered_set.h", "std::unordered_set", true},
+	    {"stl_list.h", "std::list", true},
+	    {"forward_list.h", "std::forward_list", true},
+	    {"stl_vector.h", "std::vector", false},
+	    {"vector.tcc", "std::vector", false},
+	    {"basic_string.h", "std::string", false},
+	    {"basic_string.tcc", "std::string", false},
+	    {"stl_deque.h", "std::deque", false},
+	    {"deque.tcc", "std::deque", false},
+	};
+	if (si == NONE32 || !m->stk[si].defined)
+		return NULL;
+	const stack_t *st = &m->stk[si];
+	const char *found = NULL;
+	for (uint32_t i = 0; i < st->n; i++) {
+		const frame_t *fr;
+		int k = sym_addr(m, m->frames[st->off + i], &fr);
+		for (int j = 0; j < k; j++) {
+			const char *file = fr[j].file;
+			if (file && strstr(file, "/include/c++/")) {
+				const char *b = strrchr(file, '/') + 1;
+				for (size_t e = 0; e < sizeof hdr / sizeof *hdr;
+				     e++)
+					if (strcmp(b, hdr[e].file) == 0) {
+						found = hdr[e].name;
+						*node = hdr[e].node;
+					}
+				continue;
+			}
+			if (found)
+				return found;
+			const char *q = qualified_name(fr[j].function);
+			/* An allocator's frame names its value type: a node
+			 * type tells the container; an element type does not.
+			 */
+			static const char *const alloc_pfx[] = {
+			    "std::__new_allocator<",
+			    "__gnu_cxx::new_allocator<", "std::allocator<",
+			    "std::allocator_traits<std::allocator<"};
+			for (size_t e = 0; q && e < 4; e++)
+				if (strncmp(q, alloc_pfx[e],
+				            strlen(alloc_pfx[e])) == 0)
+					q += strlen(alloc_pfx[e]);
+			for (size_t e = 0;
+			     q && e < sizeof known / sizeof *known; e++)
+				if (strncmp(q, known[e].prefix,
+				            strlen(known[e].prefix)) == 0) {
+					*node = known[e].node;
+					return known[e].name;
+				}
+		}
+	}
+	return found;
+}
+
+/* The container of the stacks of group g that made the most of its
+ * short-lived blocks, with their share of them in *share; NULL when no
+ * frame names one. */
+static const char *container_of(model_t *m, const sites_t *S, uint32_t g,
+                                bool *node, double *share)
+{
+	const char *best = NULL;
+	uint64_t n = 0, all = 0;
+	for (uint32_t k = S->start[g]; k < S->start[g + 1]; k++) {
+		uint32_t si = S->order[k];
+		uint64_t v = m->stk[si].site->short_n;
+		bool nd = false;
+		const char *c = v ? stack_container(m, si, &nd) : NULL;
+		all += v;
+		if (!c)
+			continue;
+		if (!best || strcmp(best, c) == 0) {
+			best = c;
+			*node = nd;
+			n += v;
+		}
+	}
+	*share = all ? (double)n / (double)all : 0;
+	return best;
+}
+
 void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 {
 	double dur_s = (double)model_recorded_ns(m) / 1e9;
@@ -308,23 +472,64 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			    ratio((double)s->life_ns, (double)s->frees));
 			finding_put(f, "allocator_ns", (double)s->short_ns);
 			finding_put(f, "stacks", f->stacks_total);
-			/* Node-sized blocks suggest a linked container;
-			 * larger ones a buffer made per call. */
-			bool node = size <= TH_CHURN_NODE_MAX_BYTES;
-			snprintf(
-			    f->advice, sizeof f->advice,
-			    "%llu-byte blocks from %s live less than %.1f ms "
-			    "at %.0f/s %s",
-			    (unsigned long long)size,
-			    finding_site_name(f, sn, sizeof sn),
-			    TH_CHURN_LIFETIME_NS / 1e6,
-			    (double)s->short_n / dur_s,
-			    node ? "(a node-based container?): use open "
-			           "addressing or a pre-allocated pool, or "
-			           "reuse the objects."
-			         : "(a buffer made for each call?): keep one "
-			           "per thread or per object and reuse it, "
-			           "or size it once up front.");
+			/* The container the stack allocates for, when a
+			 * frame names one; else what the size shows, and
+			 * what to check. */
+			bool node = false;
+			double cshare = 0;
+			const char *cont =
+			    container_of(m, S, g, &node, &cshare);
+			char why[256];
+			if (cont && cshare <= 0.5)
+				snprintf(
+				    why, sizeof why,
+				    "(%.0f%% of them a %s's %s, the rest "
+				    "made by the site itself): %s, and keep "
+				    "the others for reuse (a per-thread free "
+				    "list or pool).",
+				    100 * cshare, cont,
+				    node ? "nodes" : "buffers",
+				    node ? "give the container a pool or "
+				           "use open addressing"
+				         : "reserve the container once and "
+				           "reuse it");
+			else if (cont && node)
+				snprintf(
+				    why, sizeof why,
+				    "(the nodes of a %s): use open "
+				    "addressing or a pre-allocated pool, or "
+				    "reuse the objects.",
+				    cont);
+			else if (cont)
+				snprintf(why, sizeof why,
+				         "(a %s's buffer made for each use): "
+				         "keep one and reuse it (clear() keeps "
+				         "its capacity), or reserve it once up "
+				         "front.",
+				         cont);
+			else if (size <= TH_CHURN_NODE_MAX_BYTES)
+				snprintf(
+				    why, sizeof why,
+				    "(small objects; no frame names a "
+				    "container): reuse them through a "
+				    "per-thread free list or pool; if a "
+				    "container makes them, reserve its "
+				    "storage up front (a vector) or give it "
+				    "a pool (a linked container's nodes).");
+			else
+				snprintf(
+				    why, sizeof why,
+				    "(a buffer made for each call?): keep "
+				    "one per thread or per object and reuse "
+				    "it, or size it once up front.");
+			finding_put(f, "node_container", cont && node);
+			snprintf(f->advice, sizeof f->advice,
+			         "%llu-byte blocks from %s live less than %.1f "
+			         "ms at %.0f/s %s",
+			         (unsigned long long)size,
+			         finding_site_name(f, sn, sizeof sn),
+			         TH_CHURN_LIFETIME_NS / 1e6,
+			         (double)s->short_n / dur_s, why);
 		}
 		/* slow_alloc, by whether a lock was held */
 		for (int h = 0; h < 2; h++) {

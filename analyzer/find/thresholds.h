@@ -34,8 +34,8 @@
 	  "alloc_churn: least share of the site's blocks having its most "     \
 	  "frequent size")                                                     \
 	X(CHURN_NODE_MAX_BYTES, 256, "bytes",                                  \
-	  "alloc_churn: blocks this small are node-sized (the advice "         \
-	  "suspects a node-based container; larger: a buffer per call)")      \
+	  "alloc_churn: with no container named in the stack, blocks this "   \
+	  "small are small objects to reuse; larger: a buffer per call")      \
 	X(XFREE_MIN, 100, "frees",                                             \
 	  "cross_thread_free: fewest frees on another thread than the "        \
 	  "allocating one, from one site")                                     \

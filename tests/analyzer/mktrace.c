@@ -103,6 +103,8 @@
  *   --bad-magic       write a wrong file magic
  *   --alloc-lock-addr A  address of the allocator-internal lock (0x9000)
  *   --inner-alone     mixed: worker w2 also takes "inner" without "outer"
+ *   --churn-container vector|tree  mixed: the churn blocks are allocated
+ *                     in a std::vector's or a std::_Rb_tree's code
  *   --two-callers     cascade: the third producer reaches the allocating
  *                     line (queue_put) from another caller (producer_alt):
  *                     two stacks, one allocation site
@@ -184,6 +186,21 @@ FRAME_FN(outer_op)
 FRAME_FN(inner_op)
 FRAME_FN(starved_op)
 FRAME_FN(churn_op)
+/* Two C++ standard library frames by their mangled names (asm labels), as
+ * out-of-line template instances appear in a C++ program's symbol table:
+ * std::vector<int>::_M_realloc_insert<int>(...) and
+ * std::_Rb_tree<int, ...>::_M_get_node() (--churn-container). */
+#define FRAME_ASM(name, sym)                                                   \
+	__attribute__((noinline, used)) void name(void) __asm__(sym);          \
+	__attribute__((noinline, used)) void name(void)                        \
+	{                                                                      \
+		sink += __LINE__;                                              \
+		sink ^= sink >> 5;                                             \
+	}
+FRAME_ASM(cxx_vector_grow, "_ZNSt6vectorIiSaIiEE17_M_realloc_insertIJiEEEvN9_"
+                           "_gnu_cxx17__normal_iteratorIPiS1_EEDpOT_")
+FRAME_ASM(cxx_tree_node, "_ZNSt8_Rb_treeIiiSt9_IdentityIiESt4lessIiESaIiEE11_"
+                         "M_get_nodeEv")
 FRAME_FN(worker_main)
 FRAME_FN(producer_alt)
 FRAME_FN(client_main)
@@ -642,6 +659,7 @@ enum {
 
 static bool with_module = true;
 static bool inner_alone;                  /* --inner-alone */
+static const char *churn_container;       /* --churn-container vector|tree */
 static bool two_callers;                  /* --two-callers */
 static bool unknown_free;                 /* --unknown-free */
 static uint64_t alloc_lock_addr = 0x9000; /* --alloc-lock-addr */
@@ -682,7 +700,12 @@ static void define_stacks(tw_t *t)
 	f[0] = fa(starved_op), f[1] = fa(worker_main);
 	m_stack(t, S_STARVE, 2, f);
 	f[0] = fa(churn_op), f[1] = fa(worker_main);
-	m_stack(t, S_CHURN, 2, f);
+	if (churn_container) {
+		f[2] = f[1], f[1] = f[0];
+		f[0] = churn_container[0] == 'v' ? fa(cxx_vector_grow)
+		                                 : fa(cxx_tree_node);
+	}
+	m_stack(t, S_CHURN, churn_container ? 3 : 2, f);
 	f[0] = fa(queue_put), f[1] = fa(producer_alt);
 	m_stack(t, S_PUT_ALLOC2, 2, f);
 	f[0] = fa(worker_main);
@@ -1468,6 +1491,8 @@ int main(int argc, char **argv)
 			fx_twins = true;
 		else if (!strcmp(a, "--alloc-lock-addr"))
 			alloc_lock_addr = strtoull(v, NULL, 0), i++;
+		else if (!strcmp(a, "--churn-container"))
+			churn_container = v, i++;
 		else if (!strcmp(a, "--inner-alone"))
 			inner_alone = true;
 		else if (!strcmp(a, "--two-callers"))

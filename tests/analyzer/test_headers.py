@@ -138,11 +138,12 @@ check("one thread" in a and "arena_max" not in a,
       "glibc, one allocating thread: no arena advice: " + a)
 
 
-# Churn: node-sized blocks suggest a node-based container, 32 KiB buffers
-# do not.
-def churn_advice(size):
+# Churn: the container a frame names decides; with none, the size says
+# only what to check (node's 24-byte std::vector buffers were "a
+# node-based container?").
+def churn_advice(size, *opts):
     p, _ = mktrace("mixed", "churn.trace", "--rounds", 1000, "--churn-size",
-                   size)
+                   size, *opts)
     d = report_json(p)
     adv = [f["advice"] for f in d["findings"] if f["kind"] == "alloc_churn"
            and f["evidence"]["size"] == size]
@@ -150,9 +151,17 @@ def churn_advice(size):
     return adv[0]
 
 
-check("node-based container" in churn_advice(16), "16-byte churn: node")
+a = churn_advice(16)
+check("no frame names a container" in a and "node-based container?" not in a,
+      "16-byte churn, no container in the stack: no guess: " + a)
+a = churn_advice(16, "--churn-container", "vector")
+check("std::vector's buffer" in a and "open addressing" not in a,
+      "16-byte churn in std::vector's code: its buffer, not nodes: " + a)
+a = churn_advice(16, "--churn-container", "tree")
+check("the nodes of a std::map or std::set" in a and "open addressing" in a,
+      "16-byte churn in std::_Rb_tree's code: its nodes: " + a)
 a = churn_advice(32768)
-check("node-based container" not in a and "buffer" in a,
+check("node" not in a and "buffer" in a,
       "32 KiB churn: a buffer, not a node: " + a)
 
 # One lock and one function allocating at two lines (tree_insert, issue 13

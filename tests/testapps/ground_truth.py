@@ -314,6 +314,21 @@ def case_svcqueue(ctx):
 def case_svcqueue_cxx(ctx):
     svcqueue_tree_heap(ctx, "svcqueue_cxx", {"tree_insert", "svcqueue_put"},
                        site="tree_insert", flags=SVCQ_CXX)
+    # The multiset's nodes are one of the four blocks a put makes at
+    # tree_insert: the churn advice names the container from the frames
+    # inlined from its header (stl_multiset.h), and their share.
+    j = ctx.record("svcqueue_cxx", ["--container=tree"] + SVCQ_CXX,
+                   tag="churn")
+    ch = [f for f in findings(j, "alloc_churn")
+          if short(fn(f.get("site"))) == "tree_insert"]
+    check(ch, f"{j['_cmd']}: no alloc_churn at tree_insert:\n{describe(j)}")
+    for f in ch:
+        m = re.search(r"\((\d+)% of them a std::multiset's nodes",
+                      f["advice"])
+        check(m and 15 <= int(m.group(1)) <= 35,
+              f"{j['_cmd']}: the churn at tree_insert does not name the "
+              f"multiset's share: {f['advice']}")
+    ctx.done(j)
 
 
 # ---- svcqueue: the central-free-list cascade ------------------------------
