@@ -59,6 +59,9 @@
 	X(STARVE_PARTICIPANT_PCT, 10, "%",                                     \
 	  "starvation: a peer is compared when its life in the trace is at "   \
 	  "least this share of the longest-lived peer's")                      \
+	X(STARVE_MIN_WAIT_PCT, 5, "%",                                         \
+	  "starvation (by acquisitions): a peer behind counts only when it "   \
+	  "waited for the lock this share of its life or more")                \
 	X(FUTEX_MIN_WAITS, 10, "waits",                                        \
 	  "futex_lock: fewest waits on a class's lock words (a few sleeps "    \
 	  "in the kernel are no contention)")                                  \

@@ -323,10 +323,10 @@ eq([x for x in st if x["lock"] == lock_by_name(d, "codecache")["id"]], [],
 eq(lock_by_name(d, "codecache")["contended"], 14 * R, "pool: codecache waits")
 eq(lock_by_name(d, "tasks")["cond_wakes"], 1000 + 250 + 63 + 16,
    "pool: tasks wakes")
-# The trampoline is not a role: the GC helpers' is their next frame.
+# The GC helpers take "heap" unequally and barely wait for it (50 ns once
+# in the whole run): nothing held them back on this lock.
 heap = [x for x in st if x["lock"] == lock_by_name(d, "heap")["id"]]
-check(heap and "threads running gc_worker get" in heap[0]["advice"],
-      f"pool: the GC helpers' role is not gc_worker: {heap}")
+eq(heap, [], "pool: GC helpers that hardly waited are not starved")
 
 # An idle pool after an attach (MariaDB's tpool mutex was "starvation
 # [high]" 7.05 s): workers asleep on the pool's condition most of the time,
@@ -346,6 +346,9 @@ eq([x for x in st if x["severity"] != "info" and x["lock"] == tp], [],
 w = 100000 + R * 10000
 ps = [x for x in st if x["lock"] == ps]
 check(len(ps) == 1, f"tpool: no starvation on pstats: {st}")
+# The trampoline is not a role: the workers' is their next frame.
+check(ps and "threads running pool_worker get" in ps[0]["advice"],
+      f"tpool: the workers' role is not pool_worker: {ps}")
 for x in ps:
     e = x["evidence"]
     check(e["covered_ns"] <= w and x["score"] <= w,
