@@ -479,6 +479,8 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			double cshare = 0;
 			const char *cont =
 			    container_of(m, S, g, &node, &cshare);
+			if (cshare < 0.05)
+				cont = NULL; /* a few stray blocks */
 			char why[256];
 			if (cont && cshare <= 0.5)
 				snprintf(
