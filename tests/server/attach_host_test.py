@@ -16,21 +16,15 @@ handles that signal):
 Exits 77 when ptrace is blocked here (decided without mallock).
 """
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
-from srvcheck import SKIP, check, fail, ptrace_blocked
+from srvcheck import attach_workdir, check, fail
 
 MALLOCK, DAEMON, TMP = sys.argv[1:4]
 
-shutil.rmtree(TMP, ignore_errors=True)
-os.makedirs(TMP)
-blocked = ptrace_blocked()
-if blocked:
-    print("SKIP: ptrace is blocked here: " + blocked)
-    sys.exit(SKIP)
+attach_workdir(TMP)
 
 env = {k: v for k, v in os.environ.items()
        if k != "LD_PRELOAD" and not k.startswith("MALLOCK_")}

@@ -13,20 +13,14 @@ Exits 77 when ptrace is blocked here (decided without mallock).
 """
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-from srvcheck import SKIP, check, fail, ptrace_blocked
+from srvcheck import attach_workdir, check, fail
 
 MALLOCK, APP, TMP = sys.argv[1:4]
 
-shutil.rmtree(TMP, ignore_errors=True)
-os.makedirs(TMP)
-blocked = ptrace_blocked()
-if blocked:
-    print("SKIP: ptrace is blocked here: " + blocked)
-    sys.exit(SKIP)
+attach_workdir(TMP)
 
 syms = subprocess.run(["readelf", "--dyn-syms", "-W", APP],
                       capture_output=True, text=True).stdout

@@ -30,18 +30,13 @@ import shutil
 import subprocess
 import sys
 import time
-from srvcheck import SKIP, check, fail, ptrace_blocked  # noqa: F401
+from srvcheck import SKIP, attach_workdir, check, fail, ptrace_blocked  # noqa: F401
 
 MALLOCK, APP, TMP = sys.argv[1:4]
 TCMALLOC = sys.argv[4:5] == ["tcmalloc"]
 
 
-shutil.rmtree(TMP, ignore_errors=True)
-os.makedirs(TMP)
-blocked = ptrace_blocked()
-if blocked:
-    print("SKIP: ptrace is blocked here: " + blocked)
-    sys.exit(SKIP)
+attach_workdir(TMP)
 
 env = {k: v for k, v in os.environ.items()
        if k != "LD_PRELOAD" and not k.startswith("MALLOCK_")}

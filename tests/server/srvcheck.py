@@ -1,6 +1,9 @@
 """What every tests/server/*.py shares: a check that stops the test at its
 first failure (one FAIL line, exit 1), the skip status CTest is told of
-(SKIP_RETURN_CODE 77), and whether ptrace (mallock attach) is blocked."""
+(SKIP_RETURN_CODE 77), and whether ptrace (mallock attach) is blocked,
+with the fresh directory an attach test starts from."""
+import os
+import shutil
 import subprocess
 import sys
 
@@ -62,3 +65,14 @@ def ptrace_blocked():
         return "a bare PTRACE_SEIZE of a child fails: " + \
             (g.stdout + g.stderr).strip()
     return None
+
+
+def attach_workdir(tmp):
+    """A fresh, empty tmp for an attach test, or exit 77 (SKIP) when ptrace
+    is blocked here (ptrace_blocked: decided without mallock)."""
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    blocked = ptrace_blocked()
+    if blocked:
+        print("SKIP: ptrace is blocked here: " + blocked)
+        sys.exit(SKIP)
