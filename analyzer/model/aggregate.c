@@ -657,6 +657,7 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 	m->ns_per_tick = m->info.ns_per_tick;
 	m->slow_ticks = (uint64_t)(TH_SLOW_ALLOC_NS / m->ns_per_tick);
 	m->churn_ticks = (uint64_t)(TH_CHURN_LIFETIME_NS / m->ns_per_tick);
+	m->skew_ticks = (uint64_t)(REUSE_SKEW_NS / m->ns_per_tick);
 	m->thread_filter = thread_filter;
 	m->pid = m->info.have_process ? m->info.process.pid : 0;
 	m->thr_of_stream = xcalloc(ns + 1, sizeof *m->thr_of_stream);

@@ -141,6 +141,33 @@ static bool alloc_call(model_t *m, thread_t *t, site_t *s, uint64_t ticks,
 	return slow;
 }
 
+/* A block slot off the free list, or a new one. */
+static uint32_t block_slot(model_t *m)
+{
+	if (m->blk_free) {
+		uint32_t slot = m->blk_free - 1;
+		m->blk_free = m->blk[slot].next_free;
+		return slot;
+	}
+	VEC_RESERVE(m->blk, m->capblk, m->nblk);
+	return (uint32_t)m->nblk++;
+}
+
+static void block_release(model_t *m, uint32_t slot)
+{
+	m->blk[slot].next_free = m->blk_free;
+	m->blk_free = slot + 1;
+}
+
+/*
+ * An ALLOC of an address still live: its block's free is not merged yet.
+ * The merge orders threads by their CPUs' TSCs, which differ by up to
+ * REUSE_SKEW_NS: the free of the old block, made before this allocation
+ * got the address, can be stamped after it. The old block waits in
+ * m->displaced for that free (block_free); a free that never comes (lost
+ * with dropped events) leaves it there, never freed, as before. An older
+ * displaced block of the same address is dropped the same way.
+ */
 static void block_new(model_t *m, uint64_t ptr, uint64_t size, uint64_t tsc,
                       uint32_t stack, uint32_t ti, uint64_t ns)
 {
@@ -148,16 +175,14 @@ static void block_new(model_t *m, uint64_t ptr, uint64_t size, uint64_t tsc,
 	if (ptr == U64MAP_EMPTY)
 		return;
 	uint32_t *v = u64map_put(&m->live, ptr, &added);
-	uint32_t slot;
 	if (!added) {
-		slot = *v; /* a free we did not see: reuse the slot */
-	} else if (m->blk_free) {
-		slot = m->blk_free - 1;
-		m->blk_free = m->blk[slot].next_free;
-	} else {
-		VEC_RESERVE(m->blk, m->capblk, m->nblk);
-		slot = (uint32_t)m->nblk++;
+		uint32_t old = *v, *d = u64map_put(&m->displaced, ptr, &added);
+		if (!added)
+			block_release(m, *d);
+		*d = old;
 	}
+	uint32_t slot = block_slot(m);
+	/* block_slot may grow m->blk, not m->live: v is still valid */
 	*v = slot;
 	block_t *b = &m->blk[slot];
 	b->tsc = tsc;
@@ -187,16 +212,34 @@ static uint64_t sample_count(model_t *m, uint64_t size, double *w)
 	return n;
 }
 
-/* Removes ptr's block; returns its stack index (NONE32 when unknown) and
- * accounts its lifetime and who freed it. */
+/* Takes ptr's block out of the live map for a free begun at start: the
+ * displaced one when the free comes within the skew of the allocation that
+ * took the address again (block_new). False when no block is known. */
+static bool block_take(model_t *m, uint64_t ptr, uint64_t start, uint32_t *slot)
+{
+	uint32_t old;
+	if (m->displaced.n && u64map_del(&m->displaced, ptr, &old)) {
+		uint32_t *cur = u64map_find(&m->live, ptr);
+		if (cur && start <= m->blk[*cur].tsc + m->skew_ticks) {
+			*slot = old;
+			return true;
+		}
+		block_release(m, old);
+	}
+	return u64map_del(&m->live, ptr, slot) != 0;
+}
+
+/* Removes ptr's block (a free begun at start, ended at tsc); returns its
+ * stack index (NONE32 when unknown) and accounts its lifetime and who
+ * freed it. */
 static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
-                           uint64_t tsc, uint64_t free_ns, bool *known,
-                           uint64_t *size)
+                           uint64_t start, uint64_t tsc, uint64_t free_ns,
+                           bool *known, uint64_t *size)
 {
 	uint32_t slot;
 	*known = false;
 	*size = 0;
-	if (!u64map_del(&m->live, ptr, &slot)) {
+	if (!block_take(m, ptr, start, &slot)) {
 		/* In a sampled trace a free of an untracked block (recorded
 		 * because a lock was held) is expected, not unknown. */
 		if (!m->sample_bytes)
@@ -230,8 +273,7 @@ static uint32_t block_free(model_t *m, thread_t *t, uint32_t ti, uint64_t ptr,
 		m->tot.xfrees += n;
 		t->xfrees += n;
 	}
-	b->next_free = m->blk_free;
-	m->blk_free = slot + 1;
+	block_release(m, slot);
 	return stack;
 }
 
@@ -294,8 +336,10 @@ static void free_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	bool known = false;
 	uint64_t size = 0;
+	uint64_t start = tsc - (ticks < tsc ? ticks : 0);
 	uint32_t stack =
-	    ptr ? block_free(m, t, ti, ptr, tsc, ns, &known, &size) : NONE32;
+	    ptr ? block_free(m, t, ti, ptr, start, tsc, ns, &known, &size)
+	        : NONE32;
 	site_t *s = site_of(m, stack);
 	/* A tracked block counts as many frees as its allocation counted
 	 * (sampled traces); an untracked one of a sampled trace is only an
@@ -318,8 +362,10 @@ void agg_on_realloc_free(model_t *m, thread_t *t, uint32_t ti,
                          const fmt_record_t *r)
 {
 	bool known;
-	uint64_t size;
-	block_free(m, t, ti, r->f[FMT_REALLOC_OLD], r->tsc, 0, &known, &size);
+	uint64_t size, ticks = r->f[FMT_REALLOC_TICKS];
+	block_free(m, t, ti, r->f[FMT_REALLOC_OLD],
+	           r->tsc - (ticks < r->tsc ? ticks : 0), r->tsc, 0, &known,
+	           &size);
 }
 
 /* A REALLOC given whole (it kept its block in place or failed), or the
@@ -355,8 +401,10 @@ void agg_on_excluded(model_t *m, uint32_t ti, const fmt_record_t *r)
 		block_new(m, r->f[FMT_ALLOC_PTR], r->f[FMT_ALLOC_SIZE], r->tsc,
 		          model_stack(m, r->f[FMT_ALLOC_STACK]), ti, 0);
 	else if (r->type == FMT_FREE && r->f[FMT_FREE_PTR] &&
-	         u64map_del(&m->live, r->f[FMT_FREE_PTR], &slot)) {
-		m->blk[slot].next_free = m->blk_free;
-		m->blk_free = slot + 1;
-	}
+	         block_take(m, r->f[FMT_FREE_PTR],
+	                    r->tsc - (r->f[FMT_FREE_TICKS] < r->tsc
+	                                  ? r->f[FMT_FREE_TICKS]
+	                                  : 0),
+	                    &slot))
+		block_release(m, slot);
 }

@@ -28,6 +28,14 @@ static inline uint64_t to_ns(const model_t *m, uint64_t ticks)
 	return sat_u64((double)ticks * m->ns_per_tick + 0.5);
 }
 
+/* How far the merged order may put a free after its block's next
+ * allocation on another CPU: the TSCs of two CPUs differ (up to 110 ns
+ * seen between the two vCPUs of a KVM guest whose kernel marks the TSC
+ * unstable), and the merge orders their threads' records by them. An
+ * ALLOC of a live block's address is taken as that block's free arriving
+ * late when the free comes within this window (aggregate_alloc.c). */
+#define REUSE_SKEW_NS 50000
+
 /* aggregate.c */
 
 /* Keeps stack (a stack index or NONE32) among t's first distinct whole

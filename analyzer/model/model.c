@@ -284,6 +284,7 @@ void model_free(model_t *m)
 	u64map_free(&m->nest_map);
 	u64map_free(&m->lt_map);
 	u64map_free(&m->live);
+	u64map_free(&m->displaced);
 	u64map_free(&m->mod_map);
 	free(m->thr);
 	free(m->thr_of_stream);

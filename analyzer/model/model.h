@@ -354,6 +354,7 @@ typedef struct model {
 	double ns_per_tick;
 	uint64_t slow_ticks;  /* allocator call slower than this is slow */
 	uint64_t churn_ticks; /* block freed sooner than this is short-lived */
+	uint64_t skew_ticks;  /* REUSE_SKEW_NS in ticks */
 	arena_t arena;
 
 	/* process */
@@ -411,6 +412,9 @@ typedef struct model {
 	size_t nblk, capblk;
 	uint32_t blk_free; /* free slot list head + 1 */
 	u64map_t live;
+	/* A live block whose address another ALLOC took: its free is due,
+	 * merged late by the clock skew between CPUs (aggregate_alloc.c). */
+	u64map_t displaced;
 
 	module_t *mod;
 	size_t nmod, capmod;
