@@ -430,13 +430,9 @@ static void on_cond_signal(model_t *m, thread_t *t, uint32_t ti,
 
 /* A wait on the allocator's own lock: counted for that lock, and pending
  * on t for its next allocator event (aggregate_alloc.c). */
-static void on_alloc_lock_wait(model_t *m, thread_t *t, uint32_t ti,
-                               const fmt_record_t *r)
+static void alloc_lock_wait(model_t *m, thread_t *t, uint32_t ti, lock_t *l,
+                            uint64_t w)
 {
-	uint64_t w = to_ns(m, r->f[FMT_ALLOC_LOCK_WAIT_WAIT]);
-	lock_t *l = lock_at(m, r->f[FMT_ALLOC_LOCK_WAIT_LOCK]);
-	if (l->kind == LOCK_KIND_UNKNOWN)
-		l->kind = FMT_KIND_ALLOC_INTERNAL;
 	l->s.internal_waits++;
 	l->s.contended++;
 	l->s.wait_ns += w;
@@ -451,6 +447,15 @@ static void on_alloc_lock_wait(model_t *m, thread_t *t, uint32_t ti,
 	m->tot.alloc_lw_n++;
 }
 
+static void on_alloc_lock_wait(model_t *m, thread_t *t, uint32_t ti,
+                               const fmt_record_t *r)
+{
+	lock_t *l = lock_at(m, r->f[FMT_ALLOC_LOCK_WAIT_LOCK]);
+	if (l->kind == LOCK_KIND_UNKNOWN)
+		l->kind = FMT_KIND_ALLOC_INTERNAL;
+	alloc_lock_wait(m, t, ti, l, to_ns(m, r->f[FMT_ALLOC_LOCK_WAIT_WAIT]));
+}
+
 static void on_futex_wait(model_t *m, thread_t *t, uint32_t ti,
                           const fmt_record_t *r)
 {
@@ -460,6 +465,15 @@ static void on_futex_wait(model_t *m, thread_t *t, uint32_t ti,
 	lock_t *l = &m->lock[li];
 	if (l->kind == LOCK_KIND_UNKNOWN)
 		l->kind = FMT_KIND_FUTEX;
+	/* The allocator's own lock, waited on outside a hooked call
+	 * (tcmalloc returning a thread's cache to its central lists at
+	 * thread exit): a wait on the allocator's lock, not a futex word's
+	 * nor a lock acquisition's (the wait profiles would count it, the
+	 * totals not). */
+	if (l->kind == FMT_KIND_ALLOC_INTERNAL) {
+		alloc_lock_wait(m, t, ti, l, w);
+		return;
+	}
 	/* Its own histogram (before first_site is set: lock_hist
 	 * would share the first waiter stack's). */
 	hist_add(lock_hist(m, l, 0), w);
@@ -491,6 +505,8 @@ static void on_futex_wake(model_t *m, thread_t *t, uint32_t ti,
 	lock_t *l = &m->lock[li];
 	if (l->kind == LOCK_KIND_UNKNOWN)
 		l->kind = FMT_KIND_FUTEX;
+	if (l->kind == FMT_KIND_ALLOC_INTERNAL)
+		return; /* as inside the allocator: wakes are not recorded */
 	l->s.futex_wakes++;
 	l->s.futex_woken += r->f[FMT_FUTEX_WAKE_WOKEN];
 	lspair_t *p = model_pair(m, LS_HOLDER, li, stack);
