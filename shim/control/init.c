@@ -282,9 +282,11 @@ static void fork_child(void)
 	memset(t->site, 0, sizeof t->site);
 	note_reset();
 	modules_fork_child(fork_safe);
-	if (!fork_safe && g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND &&
-	    !stack_unwind_lockfree()) {
-		/* The child is single-threaded: g_cfg may change here. */
+	if (!fork_safe && g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND) {
+		/* Another thread may have been inside unw_step at the fork:
+		 * libunwind's register-state cache lock (stack.c) stays held
+		 * here for good, and the first walk would hang the child.
+		 * The child is single-threaded: g_cfg may change here. */
 		g_cfg.unwind = CONFIG_UNWIND_FP;
 		thread_stack_here(t);
 		shim_info("forked while other threads ran: the child's "

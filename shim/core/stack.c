@@ -75,11 +75,6 @@ static next_t next_fn(int which)
 	return n;
 }
 
-int stack_unwind_lockfree(void)
-{
-	return unw_hi != 0;
-}
-
 __attribute__((visibility("default"))) int
 dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
 {
@@ -102,8 +97,12 @@ int stack_init(void)
 	/* The stack cache's learning walk steps with unw_step, whose DWARF
 	 * register-state cache, under libunwind's default global policy,
 	 * takes a lock and masks all signals (two sigprocmask calls) per
-	 * step. Per thread it needs neither. (unw_backtrace's own fast path
-	 * keeps its frame cache per thread either way.) */
+	 * step. Per thread it needs neither, where libunwind was built with
+	 * per-thread caches; Debian's 1.6 was not, and takes the per-thread
+	 * policy as the global one: its steps still lock (so a child forked
+	 * while other threads ran does not use libunwind, init.c).
+	 * (unw_backtrace's own fast path keeps its frame cache per thread
+	 * either way.) */
 	if (g_cfg.unwind == CONFIG_UNWIND_LIBUNWIND) {
 		/* libunwind's one-time set-up now (the caller holds the
 		 * gate), so that its validation pipe is made here, through

@@ -36,8 +36,6 @@
 /* Maps the table, sets libunwind up (its FDE lookup lock-free when libc
  * has _dl_find_object). Returns 0, or -1 (then every id is 0). */
 int stack_init(void);
-/* 1 when libunwind never takes the loader's lock inside a hook. */
-int stack_unwind_lockfree(void);
 /* Empties the table in place (fork child); empties every thread's
  * stack cache. */
 void stack_reset(void);
