@@ -336,10 +336,9 @@ static void free_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	bool known = false;
 	uint64_t size = 0;
-	uint64_t start = tsc - (ticks < tsc ? ticks : 0);
-	uint32_t stack =
-	    ptr ? block_free(m, t, ti, ptr, start, tsc, ns, &known, &size)
-	        : NONE32;
+	uint32_t stack = ptr ? block_free(m, t, ti, ptr, call_began(tsc, ticks),
+	                                  tsc, ns, &known, &size)
+	                     : NONE32;
 	site_t *s = site_of(m, stack);
 	/* A tracked block counts as many frees as its allocation counted
 	 * (sampled traces); an untracked one of a sampled trace is only an
@@ -362,10 +361,10 @@ void agg_on_realloc_free(model_t *m, thread_t *t, uint32_t ti,
                          const fmt_record_t *r)
 {
 	bool known;
-	uint64_t size, ticks = r->f[FMT_REALLOC_TICKS];
+	uint64_t size;
 	block_free(m, t, ti, r->f[FMT_REALLOC_OLD],
-	           r->tsc - (ticks < r->tsc ? ticks : 0), r->tsc, 0, &known,
-	           &size);
+	           call_began(r->tsc, r->f[FMT_REALLOC_TICKS]), r->tsc, 0,
+	           &known, &size);
 }
 
 /* A REALLOC given whole (it kept its block in place or failed), or the
@@ -402,9 +401,6 @@ void agg_on_excluded(model_t *m, uint32_t ti, const fmt_record_t *r)
 		          model_stack(m, r->f[FMT_ALLOC_STACK]), ti, 0);
 	else if (r->type == FMT_FREE && r->f[FMT_FREE_PTR] &&
 	         block_take(m, r->f[FMT_FREE_PTR],
-	                    r->tsc - (r->f[FMT_FREE_TICKS] < r->tsc
-	                                  ? r->f[FMT_FREE_TICKS]
-	                                  : 0),
-	                    &slot))
+	                    call_began(r->tsc, r->f[FMT_FREE_TICKS]), &slot))
 		block_release(m, slot);
 }

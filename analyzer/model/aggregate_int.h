@@ -28,6 +28,13 @@ static inline uint64_t to_ns(const model_t *m, uint64_t ticks)
 	return sat_u64((double)ticks * m->ns_per_tick + 0.5);
 }
 
+/* When a call stamped tsc after ticks in it began (a forged ticks larger
+ * than tsc: at 0). */
+static inline uint64_t call_began(uint64_t tsc, uint64_t ticks)
+{
+	return tsc - (ticks < tsc ? ticks : 0);
+}
+
 /* How far the merged order may put a free after its block's next
  * allocation on another CPU: the TSCs of two CPUs differ (up to 110 ns
  * seen between the two vCPUs of a KVM guest whose kernel marks the TSC
