@@ -31,8 +31,9 @@
 #define FMT_FILE_MAGIC_LEN 8
 #define FMT_VERSION_MAJOR 1
 /* 1.1: PROCESS flags and trailing fields; 1.2: zstd-compressed chunks;
- * 1.3: FUTEX_WAIT, FUTEX_WAKE, kind futex */
-#define FMT_VERSION_MINOR 3
+ * 1.3: FUTEX_WAIT, FUTEX_WAKE, kind futex; 1.4: PROCESS time_every and
+ * untimed allocator calls (ticks 0) */
+#define FMT_VERSION_MINOR 4
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
@@ -174,7 +175,8 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
 	X(PROCESS, 0x80, "pid u, ppid u, realtime_ns u, tsc u, mono_ns u, "    \
 	                 "tsc_hz u, depth u, unwinder u, flags u, exe str, "   \
 	                 "cmdline str, hostname str, version str, "            \
-	                 "sample_bytes u (1.1), max_bytes u (1.1)")            \
+	                 "sample_bytes u (1.1), max_bytes u (1.1), "           \
+	                 "time_every u (1.4)")                                 \
 	X(MODULE, 0x81, "bias u, lo u, hi u, path str, build_id bytes")        \
 	X(STACK, 0x82, "id u, n u, frame0 u, frame[i] s(vs frame[i-1])")       \
 	X(LOCK_NEW, 0x83, "id u, addr u, kind u, flags u")                     \

@@ -116,27 +116,50 @@ static void lw_size(model_t *m, thread_t *t, uint64_t size)
 		l->lw_size_max = s;
 }
 
+/*
+ * What one allocator call's ticks stand for (PROCESS time_every = N > 1:
+ * the shim timed every call made under a lock and one in N of the others):
+ * 0 for an untimed call (ticks 0: its time is unknown), N for a timed call
+ * outside every hold, 1 for a call under a hold or in a trace that timed
+ * every call. Time sums add ns times the weight, so that they estimate what
+ * all calls took.
+ */
+static uint64_t call_weight(const model_t *m, const thread_t *t, uint64_t ticks)
+{
+	if (m->time_every <= 1)
+		return 1;
+	if (!ticks)
+		return 0;
+	return t->nheld ? 1 : m->time_every;
+}
+
 /* Common accounting of one allocator call for a block of size bytes (0:
- * unknown); returns whether it was slow. */
+ * unknown) that took ns1 (w: its weight, call_weight()); returns whether
+ * it was slow. */
 static bool alloc_call(model_t *m, thread_t *t, site_t *s, uint64_t ticks,
-                       uint64_t ns, uint64_t lw_ns, uint64_t size)
+                       uint64_t w, uint64_t ns1, uint64_t lw_ns, uint64_t size)
 {
 	static const uint64_t big[SITE_BIG_N] = SITE_BIG_LIMITS;
-	bool slow = ticks > m->slow_ticks;
+	bool slow = w && ticks > m->slow_ticks;
 	bool held = t->nheld != 0;
+	uint64_t ns = ns1 * w;
 	lw_size(m, t, size);
 	t->pend_lw_lock = 0;
+	s->calls[held]++;
+	if (!w) {
+		m->tot.untimed_calls++;
+		return false;
+	}
 	m->tot.alloc_ns += ns;
 	t->alloc_ns += ns;
-	hist_add(&m->alloc_hist, ns);
-	s->calls[held]++;
+	hist_add_n(&m->alloc_hist, ns1, w);
 	if (slow) {
-		m->tot.alloc_slow++;
-		s->slow_n[held]++;
+		m->tot.alloc_slow += w;
+		s->slow_n[held] += w;
 		s->slow_ns[held] += ns;
-		s->slow_lw_ns[held] += lw_ns;
+		s->slow_lw_ns[held] += lw_ns * w;
 		for (int i = 0; i < SITE_BIG_N; i++)
-			s->slow_big[held][i] += size > big[i];
+			s->slow_big[held][i] += size > big[i] ? w : 0;
 	}
 	return slow;
 }
@@ -281,8 +304,8 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
                         uint64_t ptr, uint64_t size, uint64_t stack_id,
                         uint64_t ticks, bool realloc_)
 {
-	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
-	         lw_n = t->pend_lw_n;
+	uint64_t tw = call_weight(m, t, ticks), ns1 = to_ns(m, ticks),
+	         ns = ns1 * tw, lw_ns = t->pend_lw_ns, lw_n = t->pend_lw_n;
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	uint32_t stack = model_stack(m, stack_id);
 	site_t *s = site_of(m, stack);
@@ -291,7 +314,7 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 		 * lock (pointer 0, the call site as stack). Its time counts
 		 * for the holds; it is not an allocation of the statistics. */
 		m->tot.untracked_calls++;
-		bool slow = alloc_call(m, t, s, ticks, ns, lw_ns, size);
+		bool slow = alloc_call(m, t, s, ticks, tw, ns1, lw_ns, size);
 		if (t->nheld)
 			charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true,
 			             size);
@@ -321,7 +344,7 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	m->tot.bytes += nb;
 	t->allocs += n;
 	t->bytes += nb;
-	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns, size);
+	bool slow = alloc_call(m, t, s, ticks, tw, ns1, lw_ns, size);
 	if (t->nheld)
 		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true, size);
 	if (ptr)
@@ -331,8 +354,8 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 static void free_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
                        uint64_t ptr, uint64_t ticks)
 {
-	uint64_t ns = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
-	         lw_n = t->pend_lw_n;
+	uint64_t tw = call_weight(m, t, ticks), ns1 = to_ns(m, ticks),
+	         ns = ns1 * tw, lw_ns = t->pend_lw_ns, lw_n = t->pend_lw_n;
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	bool known = false;
 	uint64_t size = 0;
@@ -348,7 +371,7 @@ static void free_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	t->frees += n;
 	s->lw_ns += lw_ns;
 	s->lw_n += lw_n;
-	bool slow = alloc_call(m, t, s, ticks, ns, lw_ns, size);
+	bool slow = alloc_call(m, t, s, ticks, tw, ns1, lw_ns, size);
 	if (t->nheld)
 		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, false, 0);
 }

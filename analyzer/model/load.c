@@ -60,6 +60,18 @@ static void window_notes(model_t *m)
 		    (unsigned long long)m->tot.untracked_calls);
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
+	if (m->tot.untimed_calls) {
+		n = snprintf(
+		    t, sizeof t,
+		    "allocator calls outside critical sections were timed "
+		    "one in %llu (MALLOCK_TIME_EVERY; %llu not timed): "
+		    "their time, slow counts and latency histogram are "
+		    "scaled from the timed ones; calls inside critical "
+		    "sections were all timed",
+		    (unsigned long long)m->time_every,
+		    (unsigned long long)m->tot.untimed_calls);
+		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
+	}
 	if ((m->proc_flags & FMT_PROCF_START_PAUSED) || m->tot.pauses ||
 	    m->tot.resumes) {
 		n = snprintf(t, sizeof t,

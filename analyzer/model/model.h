@@ -38,11 +38,18 @@ typedef struct hist {
 	uint64_t n[HIST_BUCKETS];
 } hist_t;
 
-static inline void hist_add(hist_t *h, uint64_t ns)
+/* Adds k values of ns. */
+static inline void hist_add_n(hist_t *h, uint64_t ns, uint64_t k)
 {
 	unsigned b = ns ? 63u - (unsigned)__builtin_clzll(ns) : 0u;
-	h->n[b < HIST_BUCKETS ? b : HIST_BUCKETS - 1]++;
+	h->n[b < HIST_BUCKETS ? b : HIST_BUCKETS - 1] += k;
 }
+
+static inline void hist_add(hist_t *h, uint64_t ns)
+{
+	hist_add_n(h, ns, 1);
+}
+
 /* The value under which a fraction q of the histogram lies (bucket top). */
 double hist_quantile(const hist_t *h, double q);
 
@@ -335,6 +342,7 @@ typedef struct lockclass {
 	X(holds_cut, "holds_cut_by_pause")                                     \
 	X(sampled_allocs, "sampled_allocations")                               \
 	X(untracked_calls, "unsampled_allocator_calls_in_holds")               \
+	X(untimed_calls, "untimed_allocator_calls")                            \
 	X(futex_waits, "futex_waits")                                          \
 	X(futex_wait_ns, "futex_wait_ns")                                      \
 	X(futex_lost_ns, "futex_lock_wait_ns")                                 \
@@ -362,6 +370,7 @@ typedef struct model {
 	uint64_t proc_flags;   /* PROCESS flags (FMT_PROCF_*) */
 	uint64_t sample_bytes; /* MALLOCK_SAMPLE_BYTES; 0: every allocation */
 	uint64_t max_bytes;    /* MALLOCK_MAX_BYTES; 0: no cap */
+	uint64_t time_every;   /* MALLOCK_TIME_EVERY (call_weight()); 1: all */
 	double wcarry;         /* fraction carried by sample_count() */
 	uint64_t free_n;       /* frees counted by the last block_free() */
 	char *exe, *cmdline, *hostname, *version;

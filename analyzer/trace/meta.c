@@ -55,6 +55,10 @@ int meta_process(const fmt_record_t *r, meta_process_t *m)
 	/* 1.1 fields: absent from a 1.0 trace. */
 	m->sample_bytes = c.p < c.end ? u(&c) : 0;
 	m->max_bytes = c.p < c.end ? u(&c) : 0;
+	/* 1.4: before it, every allocator call was timed. */
+	m->time_every = c.p < c.end ? u(&c) : 1;
+	if (!m->time_every)
+		m->time_every = 1;
 	return c.bad ? -1 : 0;
 }
 

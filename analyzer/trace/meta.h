@@ -21,6 +21,8 @@ typedef struct meta_process {
 	    flags;
 	meta_str_t exe, cmdline, hostname, version;
 	uint64_t sample_bytes, max_bytes; /* 1.1; 0 in a 1.0 trace */
+	uint64_t
+	    time_every; /* 1.4: calls outside locks timed 1 in N; 1 before */
 } meta_process_t;
 
 typedef struct meta_module {
