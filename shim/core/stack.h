@@ -59,6 +59,18 @@ unsigned stack_capture(tls_t *t, uintptr_t *frames, uintptr_t ra, void *fp);
  * frames to skip. */
 uint32_t stack_here_slow(tls_t *t, uintptr_t ra, void *fp);
 
+uint32_t stack_site_slow(tls_t *t, uintptr_t pc);
+
+/* The id of the one-frame stack {pc} (a lock call site), through the
+ * thread's direct-mapped cache: no hashing of deep stacks on the hot path. */
+static inline uint32_t stack_site(tls_t *t, uintptr_t pc)
+{
+	unsigned i = (unsigned)(pc ^ (pc >> 6)) & (TLS_SITE_CACHE - 1);
+	if (likely(t->site[i].pc == pc))
+		return t->site[i].id;
+	return stack_site_slow(t, pc);
+}
+
 /*
  * The full stack id of the hook's caller: capture and intern. Inlined into
  * the hook so that libunwind starts in the hook's own frame: the caller's
@@ -97,19 +109,9 @@ stack_here(tls_t *t, uintptr_t ra, void *fp)
 			return stack_intern(t, (uintptr_t *)(buf + 1),
 			                    (unsigned)got - 1);
 	}
+	if (g_cfg.unwind == CONFIG_UNWIND_NONE)
+		return stack_site(t, ra); /* the same id, through the cache */
 	return stack_here_slow(t, ra, fp);
-}
-
-uint32_t stack_site_slow(tls_t *t, uintptr_t pc);
-
-/* The id of the one-frame stack {pc} (a lock call site), through the
- * thread's direct-mapped cache: no hashing of deep stacks on the hot path. */
-static inline uint32_t stack_site(tls_t *t, uintptr_t pc)
-{
-	unsigned i = (unsigned)(pc ^ (pc >> 6)) & (TLS_SITE_CACHE - 1);
-	if (likely(t->site[i].pc == pc))
-		return t->site[i].id;
-	return stack_site_slow(t, pc);
 }
 
 /* Stacks that could not be interned (table full). */
