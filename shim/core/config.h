@@ -29,7 +29,8 @@
 	X(SAMPLE_BYTES, sample_bytes, 0, 0, 1L << 40)                          \
 	X(DURATION, duration, 0, 0, 31536000)                                  \
 	X(MAX_BYTES, max_bytes, 0, 0, LONG_MAX)                                 \
-	X(COMPRESS, compress, 0, 0, 1)
+	X(COMPRESS, compress, 0, 0, 1)                                         \
+	X(TIME_EVERY, time_every, 16, 1, 1L << 20)
 /* clang-format on */
 
 /* Unwinders, with their PROCESS-record codes from trace_format.h. */

@@ -193,6 +193,7 @@ void process_write_header(void)
 	p = fmt_put_str(p, MALLOCK_VERSION, strlen(MALLOCK_VERSION));
 	p = fmt_put_u(p, (uint64_t)g_cfg.sample_bytes);
 	p = fmt_put_u(p, (uint64_t)g_cfg.max_bytes);
+	p = fmt_put_u(p, (uint64_t)g_cfg.time_every); /* 1.4 */
 
 	writer_proc_begin();
 	writer_proc_meta(FMT_PROCESS, body, (size_t)(p - body));

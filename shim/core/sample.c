@@ -51,6 +51,16 @@ void sample_reset(tls_t *t)
 	t->sample_left = (int64_t)next;
 }
 
+uint32_t sample_time_interval(tls_t *t)
+{
+	if (!t->rng)
+		t->rng = (prim_tsc() ^ ((uint64_t)t->tid << 32) ^
+		          0x9E3779B97F4A7C15ull) |
+		         1;
+	uint64_t n = (uint64_t)g_cfg.time_every;
+	return (uint32_t)(1 + (n > 1 ? rng_next(t) % (2 * n - 1) : 0));
+}
+
 void sample_thread_init(tls_t *t)
 {
 	t->rng = 0;

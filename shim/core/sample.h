@@ -52,6 +52,12 @@ extern _Atomic uint64_t sset_nonempty[(1u << SSET_BITS) / 64];
 void sample_reset(tls_t *t);
 /* Seeds a new thread's countdown (thread_setup). */
 void sample_thread_init(tls_t *t);
+
+/* Calls until the next timed allocator call outside locks (hook.h
+ * call_t0): uniform in 1 .. 2 MALLOCK_TIME_EVERY - 1, mean
+ * MALLOCK_TIME_EVERY, so that a program's periodic pattern of calls (malloc,
+ * free, malloc, ...) is not always timed at the same place. */
+uint32_t sample_time_interval(tls_t *t);
 /* Tracks ptr (a sampled block). Lock-free. */
 void sample_track(const void *ptr);
 /* The slow half of sample_untrack. */

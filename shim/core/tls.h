@@ -67,6 +67,9 @@ typedef struct tls {
 	int64_t sample_left;
 	uint64_t rng;
 	uint32_t nheld, held_epoch;
+	/* Allocator calls outside locks before the next timed one (hook.h
+	 * call_t0); 0 at the thread's start: its first call is timed. */
+	uint32_t time_left;
 	uint32_t flush_gen; /* g_flush_gen when this thread last flushed */
 	uint8_t sc_failed;  /* the stack cache could not be set up */
 	uint8_t attach_due; /* a late-library walk waits for the hold's end */

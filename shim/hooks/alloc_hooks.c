@@ -74,7 +74,7 @@ HOOK_EXPORT void *malloc(size_t n)
 		hook_leave(t);
 		return p;
 	}
-	uint64_t t0 = prim_tsc();
+	uint64_t t0 = call_t0(t);
 	t->in_alloc = 1;
 	void *p = real.malloc(n);
 	t->in_alloc = 0;
@@ -101,11 +101,12 @@ HOOK_EXPORT void free(void *p)
 		hook_leave(t);
 		return;
 	}
-	uint64_t t0 = prim_tsc();
+	uint64_t t0 = call_t0(t), t1 = t0 ? 0 : prim_tsc();
 	t->in_alloc = 1;
 	real.free(p);
 	t->in_alloc = 0;
-	uint64_t t1 = prim_tsc();
+	if (t0)
+		t1 = prim_tsc();
 	rec_free(t, p, t0, t1);
 	hook_leave(t);
 }
@@ -121,7 +122,7 @@ HOOK_EXPORT void *calloc(size_t n, size_t m)
 		hook_leave(t);
 		return p;
 	}
-	uint64_t t0 = prim_tsc();
+	uint64_t t0 = call_t0(t);
 	t->in_alloc = 1;
 	void *p = real.calloc(n, m);
 	t->in_alloc = 0;
@@ -190,7 +191,7 @@ HOOK_EXPORT void *realloc(void *old, size_t n)
 		hook_leave(t);
 		return p;
 	}
-	uint64_t t0 = prim_tsc();
+	uint64_t t0 = call_t0(t);
 	t->in_alloc = 1;
 	void *p = real.realloc(old, n);
 	t->in_alloc = 0;
@@ -236,7 +237,7 @@ HOOK_EXPORT void *reallocarray(void *old, size_t n, size_t m)
 		hook_leave(t);
 		return p;
 	}
-	uint64_t t0 = prim_tsc();
+	uint64_t t0 = call_t0(t);
 	t->in_alloc = 1;
 	void *p = call_reallocarray(old, n, m);
 	t->in_alloc = 0;
@@ -265,7 +266,7 @@ HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		hook_leave(t);
 		return r;
 	}
-	uint64_t t0 = prim_tsc();
+	uint64_t t0 = call_t0(t);
 	t->in_alloc = 1;
 	int r =
 	    real.posix_memalign ? real.posix_memalign(out, align, n) : ENOMEM;
@@ -291,7 +292,7 @@ HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 			hook_leave(t);                                         \
 			return q;                                              \
 		}                                                              \
-		uint64_t t0 = prim_tsc();                                      \
+		uint64_t t0 = call_t0(t);                                      \
 		t->in_alloc = 1;                                               \
 		void *p = real.name ? real.name call_args : NULL;              \
 		t->in_alloc = 0;                                               \

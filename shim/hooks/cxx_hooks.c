@@ -153,7 +153,7 @@ static void gate_cleanup(tls_t **tp)
 		if (unlikely(smp == SAMPLE_SKIP))                              \
 			return call_new(CXX_##idx, n, al_arg, has_al, nt_arg,  \
 			                has_nt);                               \
-		uint64_t t0 = prim_tsc();                                      \
+		uint64_t t0 = call_t0(t);                                      \
 		t->in_alloc = 1;                                               \
 		void *p =                                                      \
 		    call_new(CXX_##idx, n, al_arg, has_al, nt_arg, has_nt);    \
@@ -219,12 +219,13 @@ static inline void call_del(enum cxx_idx i, enum cxx_idx plain, void *p,
 			         al_arg, has_al, nt_arg, has_nt);              \
 			return;                                                \
 		}                                                              \
-		uint64_t t0 = prim_tsc();                                      \
+		uint64_t t0 = call_t0(t), t1 = t0 ? 0 : prim_tsc();            \
 		t->in_alloc = 1;                                               \
 		call_del(CXX_##idx, CXX_##plain, p, sz_arg, has_sz, al_arg,    \
 		         has_al, nt_arg, has_nt);                              \
 		t->in_alloc = 0;                                               \
-		uint64_t t1 = prim_tsc();                                      \
+		if (t0)                                                        \
+			t1 = prim_tsc();                                       \
 		rec_free(t, p, t0, t1);                                        \
 		(void)guard;                                                   \
 	}

@@ -80,7 +80,38 @@
 #define HOOK_RA() ((uintptr_t)__builtin_return_address(0))
 #define HOOK_FP() __builtin_frame_address(0)
 
-/* ALLOC(ptr, size, stack, ticks, fn) at t1; ticks = t1 - t0. */
+/*
+ * Timing of allocator calls. A call made while the thread holds a lock is
+ * timed: the TSC is read before and after it. Of the other calls, one in
+ * MALLOCK_TIME_EVERY is timed (on average: sample.h); the rest read the TSC
+ * once for their stamp (the merge's order) and record 0 ticks: an allocation
+ * after the call (its block exists from then), a free before it (the merge puts
+ * a free at its start: its block may go to another thread before it returns).
+ * Each TSC read costs 10 to 12 ns on the machines measured
+ * (docs/performance.md), most of what a recorded call costs. call_t0() returns
+ * the start of a timed call, or 0; call_ticks() the ticks to record: 0 for an
+ * untimed call, at least 1 for a timed one (TSCs of two CPUs may differ: a call
+ * that migrated may end "before" it began).
+ */
+static inline uint64_t call_t0(tls_t *t)
+{
+	if (likely(t->time_left > 1) && !tls_holds_lock(t)) {
+		t->time_left--;
+		return 0;
+	}
+	if (!tls_holds_lock(t))
+		t->time_left = sample_time_interval(t);
+	return prim_tsc();
+}
+
+static inline uint64_t call_ticks(uint64_t t0, uint64_t t1)
+{
+	if (!t0)
+		return 0;
+	return t1 > t0 ? t1 - t0 : 1;
+}
+
+/* ALLOC(ptr, size, stack, ticks, fn) at t1; ticks = call_ticks(t0, t1). */
 __attribute__((always_inline)) static inline void
 rec_alloc(tls_t *t, void *ptr, size_t size, uint64_t t0, uint64_t t1,
           unsigned fn, uintptr_t ra, void *fp)
@@ -90,17 +121,17 @@ rec_alloc(tls_t *t, void *ptr, size_t size, uint64_t t0, uint64_t t1,
 	p = fmt_put_ptr(p, &t->enc, (uintptr_t)ptr);
 	p = fmt_put_u(p, size);
 	p = fmt_put_u(p, stack);
-	p = fmt_put_u(p, t1 - t0);
+	p = fmt_put_u(p, call_ticks(t0, t1));
 	p = fmt_put_u(p, fn);
 	ev_commit(t, p, t1);
 }
 
-/* FREE(ptr, ticks) at t1. */
+/* FREE(ptr, ticks) at t1; ticks as ALLOC's. */
 static inline void rec_free(tls_t *t, void *ptr, uint64_t t0, uint64_t t1)
 {
 	uint8_t *p = ev_head(t, FMT_FREE, t1);
 	p = fmt_put_ptr(p, &t->enc, (uintptr_t)ptr);
-	p = fmt_put_u(p, t1 - t0);
+	p = fmt_put_u(p, call_ticks(t0, t1));
 	ev_commit(t, p, t1);
 }
 
@@ -116,7 +147,7 @@ rec_realloc(tls_t *t, void *old, void *new, size_t size, uint64_t t0,
 	t->enc.last_ptr = (uintptr_t) new;
 	p = fmt_put_u(p, size);
 	p = fmt_put_u(p, stack);
-	p = fmt_put_u(p, t1 - t0);
+	p = fmt_put_u(p, call_ticks(t0, t1));
 	ev_commit(t, p, t1);
 }
 
@@ -130,7 +161,7 @@ static inline void rec_alloc_call(tls_t *t, size_t size, uint64_t t0,
 	p = fmt_put_ptr(p, &t->enc, 0);
 	p = fmt_put_u(p, size);
 	p = fmt_put_u(p, site);
-	p = fmt_put_u(p, t1 - t0);
+	p = fmt_put_u(p, call_ticks(t0, t1));
 	p = fmt_put_u(p, fn);
 	ev_commit(t, p, t1);
 }
@@ -145,7 +176,7 @@ static inline void rec_realloc_call(tls_t *t, void *old, size_t size,
 	t->enc.last_ptr = 0;
 	p = fmt_put_u(p, size);
 	p = fmt_put_u(p, site);
-	p = fmt_put_u(p, t1 - t0);
+	p = fmt_put_u(p, call_ticks(t0, t1));
 	ev_commit(t, p, t1);
 }
 

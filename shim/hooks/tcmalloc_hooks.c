@@ -33,7 +33,7 @@ static void on_new(const void *ptr, size_t size)
 	int smp = SAMPLE_DECIDE(t, size);
 	uint64_t tsc = prim_tsc();
 	if (smp != SAMPLE_SKIP)
-		rec_alloc_s(t, smp, (void *)ptr, size, tsc, tsc, FMT_FN_HOOK,
+		rec_alloc_s(t, smp, (void *)ptr, size, 0, tsc, FMT_FN_HOOK,
 		            HOOK_RA(), HOOK_FP());
 	hook_leave(t);
 }
@@ -45,7 +45,7 @@ static void on_delete(const void *ptr)
 		return;
 	uint64_t tsc = prim_tsc();
 	if (!g_sampling || sample_free(t, ptr))
-		rec_free(t, (void *)ptr, tsc, tsc);
+		rec_free(t, (void *)ptr, 0, tsc);
 	hook_leave(t);
 }
 

@@ -13,6 +13,10 @@
  * so the numbers hold on a loaded 2-core machine.
  *
  *   calib [--threads T] [--rounds R] [--busy NS] [--allocs N] [--gap NS]
+ *         [--outside K]
+ *
+ * --outside K: after each section, without the lock, a thread also calls
+ * malloc and free K times each ("known_outside_ns" is their fixed cost).
  *
  * Prints one JSON line: the parameters, the known share and the counts of
  * what was done, for tests/analyzer/test_calibration.py. It also times each
@@ -37,6 +41,7 @@
 
 static pthread_mutex_t lock;
 static long rounds = 2000, busy_ns = 18000, allocs = 4, gap_ns = 4000;
+static long outside;
 static int threads = 2;
 static void *volatile keep; /* so the compiler keeps malloc/free */
 static pthread_mutex_t sum_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -89,6 +94,10 @@ static void *worker(void *arg)
 		uint64_t before = hold;
 		critical_section(&hold, &alloc);
 		mine[r] = hold - before;
+		for (long i = 0; i < outside; i++) {
+			keep = malloc(32);
+			free(keep);
+		}
 		spin((uint64_t)gap_ns);
 	}
 	pthread_mutex_lock(&sum_lock);
@@ -133,10 +142,13 @@ int main(int argc, char **argv)
 			allocs = arg_long(argc, argv, &i, 0, MAX_ALLOCS);
 		else if (!strcmp(argv[i], "--gap"))
 			gap_ns = arg_long(argc, argv, &i, 0, 100000000);
+		else if (!strcmp(argv[i], "--outside"))
+			outside = arg_long(argc, argv, &i, 0, 1000000);
 		else {
 			fprintf(stderr,
 			        "usage: calib [--threads T] [--rounds R] "
-			        "[--busy NS] [--allocs N] [--gap NS]\n");
+			        "[--busy NS] [--allocs N] [--gap NS] "
+			        "[--outside K]\n");
 			return 1;
 		}
 	}
@@ -180,13 +192,16 @@ int main(int argc, char **argv)
 	       "\"known_allocator_ns\": %.0f, \"known_hold_ns\": %.0f, "
 	       "\"observed_share\": %.6f, \"observed_allocator_ns\": %llu, "
 	       "\"observed_hold_ns\": %llu, \"disturbed_share\": %.6f, "
+	       "\"outside\": %ld, \"known_outside_ns\": %.0f, "
 	       "\"wall_ns\": %llu}\n",
 	       threads, rounds, busy_ns, allocs, SLOWALLOC_MALLOC_NS,
 	       SLOWALLOC_FREE_NS, sections, known, alloc * (double)sections,
 	       (alloc + (double)busy_ns) * (double)sections,
 	       obs_hold_ns ? (double)obs_alloc_ns / (double)obs_hold_ns : 0.0,
 	       (unsigned long long)obs_alloc_ns,
-	       (unsigned long long)obs_hold_ns, disturbed,
+	       (unsigned long long)obs_hold_ns, disturbed, outside,
+	       (double)outside * (SLOWALLOC_MALLOC_NS + SLOWALLOC_FREE_NS) *
+	           (double)sections,
 	       (unsigned long long)wall);
 	pthread_mutex_destroy(&lock);
 	return 0;
