@@ -71,6 +71,9 @@ uint32_t model_stack(model_t *m, uint64_t id)
 	int added;
 	if (id == 0 || id == U64MAP_EMPTY)
 		return NONE32;
+	uint32_t c = u64cache_get(&m->stk_cache, id);
+	if (c)
+		return c - 1;
 	uint32_t *v = u64map_put(&m->stk_by_id, id, &added);
 	if (added) {
 		VEC_RESERVE(m->stk, m->capstk, m->nstk);
@@ -79,6 +82,7 @@ uint32_t model_stack(model_t *m, uint64_t id)
 		s->id = id;
 		*v = (uint32_t)m->nstk++;
 	}
+	u64cache_set(&m->stk_cache, id, *v);
 	return *v;
 }
 
@@ -87,6 +91,9 @@ uint32_t model_lock(model_t *m, uint64_t id)
 	int added;
 	if (id == U64MAP_EMPTY)
 		id = U64MAP_EMPTY - 1;
+	uint32_t c = u64cache_get(&m->lock_cache, id);
+	if (c)
+		return c - 1;
 	uint32_t *v = u64map_put(&m->lock_by_id, id, &added);
 	if (added) {
 		VEC_RESERVE(m->lock, m->caplock, m->nlock);
@@ -98,6 +105,7 @@ uint32_t model_lock(model_t *m, uint64_t id)
 		l->cls = NONE32;
 		*v = (uint32_t)m->nlock++;
 	}
+	u64cache_set(&m->lock_cache, id, *v);
 	return *v;
 }
 
@@ -120,6 +128,12 @@ lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack)
 {
 	lstab_t *t = &m->ls[k];
 	int added;
+	/* Keyed by the lock before its group: lock_group() never changes
+	 * its answer for a lock once it gave one. */
+	uint64_t ckey = (uint64_t)lock << 32 | stack;
+	uint32_t c = u64cache_get(&t->cache, ckey);
+	if (c)
+		return &t->v[c - 1];
 	uint32_t g = lock_group(m, &m->lock[lock]); /* may move lhist */
 	lock = m->lhist[g].rep;
 	uint32_t *v = u64map_put(&t->map, (uint64_t)lock << 32 | stack, &added);
@@ -131,6 +145,7 @@ lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack)
 		p->stack = stack;
 		*v = (uint32_t)t->n++;
 	}
+	u64cache_set(&t->cache, ckey, *v);
 	return &t->v[*v];
 }
 

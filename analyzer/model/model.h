@@ -201,6 +201,7 @@ typedef struct lstab {
 	 * lock, then ns (highest first); lock i's are order[start[i] ..
 	 * start[i + 1]). NULL until indexed. */
 	uint32_t *order, *start;
+	u64cache_t cache; /* lock << 32 | stack -> index, before the group */
 } lstab_t;
 
 /* A lock taken while another is held. */
@@ -396,6 +397,7 @@ typedef struct model {
 	lock_t *lock;
 	size_t nlock, caplock;
 	u64map_t lock_by_id;
+	u64cache_t lock_cache; /* id -> index, of lock_by_id */
 	lockhist_t *lhist;
 	size_t nlhist, caplhist;
 	u64map_t lhist_map; /* init (else first) stack index, or top bit |
@@ -404,6 +406,7 @@ typedef struct model {
 	stack_t *stk;
 	size_t nstk, capstk;
 	u64map_t stk_by_id;
+	u64cache_t stk_cache; /* id -> index, of stk_by_id */
 	uint64_t *frames;
 	size_t nframes, capframes;
 

@@ -86,4 +86,40 @@ int u64map_del(u64map_t *m, uint64_t key, uint32_t *val);
 
 void u64map_free(u64map_t *m);
 
+/*
+ * A direct-mapped cache in front of a map whose entries are never removed
+ * or changed (stacks, locks, pairs by id): the last key seen in each of
+ * U64CACHE_SLOTS slots and its value. The per-event loop looks the same
+ * few ids up millions of times; a hit costs one multiply and one compare
+ * instead of the keyed hash and a probe. A miss falls back to the map, so
+ * keys a trace makes collide here cost no more than the map alone.
+ * Zeroed memory is an empty cache (val1 0: no entry).
+ */
+#define U64CACHE_BITS 8
+#define U64CACHE_SLOTS (1u << U64CACHE_BITS)
+typedef struct u64cache {
+	uint64_t key[U64CACHE_SLOTS];
+	uint32_t val1[U64CACHE_SLOTS]; /* value + 1; 0: empty */
+} u64cache_t;
+
+static inline uint32_t u64cache_slot(uint64_t key)
+{
+	return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >>
+	                  (64 - U64CACHE_BITS));
+}
+
+/* Returns the cached value + 1 of key, or 0 when it is not cached. */
+static inline uint32_t u64cache_get(const u64cache_t *c, uint64_t key)
+{
+	uint32_t i = u64cache_slot(key);
+	return c->key[i] == key ? c->val1[i] : 0;
+}
+
+static inline void u64cache_set(u64cache_t *c, uint64_t key, uint32_t val)
+{
+	uint32_t i = u64cache_slot(key);
+	c->key[i] = key;
+	c->val1[i] = val + 1;
+}
+
 #endif
