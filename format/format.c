@@ -152,38 +152,63 @@ static inline const uint8_t *get_u_inbounds(const uint8_t *q, uint64_t *out)
 	return NULL;
 }
 
-/* fmt_decode() of a core record of known layout that lies wholly before
+/* Field i of a core record of layout L (a string literal), read at q into
+ * r->f[i] when L has such a field: every test folds to a constant, so each
+ * type's case below is straight-line code for its own layout. */
+#define FMT_LETTER_(L, i) ((L)[(i) < sizeof(L) ? (i) : 0])
+#define FMT_FIELD_INBOUNDS_(L, i)                                              \
+	if ((i) + 1 < sizeof(L)) {                                             \
+		if (!(q = get_u_inbounds(q, &v)))                              \
+			return 0;                                              \
+		if (FMT_LETTER_(L, i) == 'p') {                                \
+			v = last_ptr + (uint64_t)fmt_unzigzag(v);              \
+			last_ptr = v;                                          \
+		} else if (FMT_LETTER_(L, i) == 'r') {                         \
+			v = r->f[(i) ? (i)-1 : 0] + (uint64_t)fmt_unzigzag(v); \
+			last_ptr = v;                                          \
+		}                                                              \
+		r->f[i] = v;                                                   \
+	}
+_Static_assert(FMT_EVENT_MAX >= 1 + 6 * FMT_VARINT_MAX,
+               "a record of dt and five fields fits in FMT_EVENT_MAX");
+
+/* fmt_decode() of a core record of type r->type that lies wholly before
  * d->end (FMT_EVENT_MAX bytes or more left): the same fields, read
- * without a bound check per byte. Returns 1, or 0 when a varint is too
- * long; then d and r are as they were, for the checked path to report. */
-static int decode_core_inbounds(fmt_dec_t *d, fmt_record_t *r,
-                                const char *layout)
+ * without a bound check per byte, by a case per type of the layout table.
+ * Returns 1, or 0 when a varint is too long; then d is as it was, for the
+ * checked path to report. */
+static int decode_core_inbounds(fmt_dec_t *d, fmt_record_t *r)
 {
 	const uint8_t *q = d->p;
 	uint64_t v, last_ptr = d->last_ptr;
-	unsigned nf = 0;
 
 	if (!(q = get_u_inbounds(q, &v)))
 		return 0;
 	uint64_t tsc = d->tsc + v;
-	for (const char *l = layout; *l; l++) {
-		if (!(q = get_u_inbounds(q, &v)))
-			return 0;
-		if (*l == 'p') {
-			v = last_ptr + (uint64_t)fmt_unzigzag(v);
-			last_ptr = v;
-		} else if (*l == 'r') {
-			v = r->f[nf - 1] + (uint64_t)fmt_unzigzag(v);
-			last_ptr = v;
-		}
-		r->f[nf++] = v;
+	switch (r->type) {
+/* clang-format off */
+#define FMT_CASE_(name, code, layout)                                          \
+	case code: {                                                           \
+		_Static_assert(sizeof(layout) <= 6, "at most five fields");    \
+		FMT_FIELD_INBOUNDS_(layout, 0) FMT_FIELD_INBOUNDS_(layout, 1)  \
+		FMT_FIELD_INBOUNDS_(layout, 2) FMT_FIELD_INBOUNDS_(layout, 3)  \
+		FMT_FIELD_INBOUNDS_(layout, 4)                                 \
+		r->nf = sizeof(layout) - 1;                                    \
+		break;                                                         \
 	}
-	r->nf = nf;
+	FMT_CORE_RECORDS(FMT_CASE_)
+#undef FMT_CASE_
+	/* clang-format on */
+	default:
+		return 0;
+	}
 	r->tsc = d->tsc = tsc;
 	d->last_ptr = last_ptr;
 	d->p = q;
 	return 1;
 }
+#undef FMT_FIELD_INBOUNDS_
+#undef FMT_LETTER_
 
 int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 {
@@ -210,7 +235,7 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 	if (!layout)
 		goto bad;
 	/* The common case: the whole record is inside the payload. */
-	if (d->end - rec >= FMT_EVENT_MAX && decode_core_inbounds(d, r, layout))
+	if (d->end - rec >= FMT_EVENT_MAX && decode_core_inbounds(d, r))
 		return 1;
 	if (fmt_get_u(&d->p, d->end, &v) < 0)
 		goto bad;
