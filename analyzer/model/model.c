@@ -66,14 +66,11 @@ hist_t *lock_hist(model_t *m, lock_t *l, int which)
 	return which ? &h->hold : &h->wait;
 }
 
-uint32_t model_stack(model_t *m, uint64_t id)
+uint32_t model_stack_slow(model_t *m, uint64_t id)
 {
 	int added;
 	if (id == 0 || id == U64MAP_EMPTY)
 		return NONE32;
-	uint32_t c = u64cache_get(&m->stk_cache, id);
-	if (c)
-		return c - 1;
 	uint32_t *v = u64map_put(&m->stk_by_id, id, &added);
 	if (added) {
 		VEC_RESERVE(m->stk, m->capstk, m->nstk);
@@ -86,7 +83,7 @@ uint32_t model_stack(model_t *m, uint64_t id)
 	return *v;
 }
 
-uint32_t model_lock(model_t *m, uint64_t id)
+uint32_t model_lock_slow(model_t *m, uint64_t id)
 {
 	int added;
 	if (id == U64MAP_EMPTY)
@@ -124,16 +121,13 @@ uint32_t model_thread(model_t *m, uint32_t tid)
 	return *v;
 }
 
-lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack)
+lspair_t *model_pair_slow(model_t *m, int k, uint32_t lock, uint32_t stack)
 {
 	lstab_t *t = &m->ls[k];
 	int added;
-	/* Keyed by the lock before its group: lock_group() never changes
+	/* Cached by the lock before its group: lock_group() never changes
 	 * its answer for a lock once it gave one. */
 	uint64_t ckey = (uint64_t)lock << 32 | stack;
-	uint32_t c = u64cache_get(&t->cache, ckey);
-	if (c)
-		return &t->v[c - 1];
 	uint32_t g = lock_group(m, &m->lock[lock]); /* may move lhist */
 	lock = m->lhist[g].rep;
 	uint32_t *v = u64map_put(&t->map, (uint64_t)lock << 32 | stack, &added);

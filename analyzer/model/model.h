@@ -446,11 +446,30 @@ typedef struct model {
 	struct symtab *sym;
 } model_t;
 
+/* model_stack() and model_lock() past their caches (model.c). */
+uint32_t model_stack_slow(model_t *m, uint64_t id);
+uint32_t model_lock_slow(model_t *m, uint64_t id);
+
 /* Index of the stack with id (creating an undefined entry). id 0 maps to
- * NONE32. May allocate. */
-uint32_t model_stack(model_t *m, uint64_t id);
+ * NONE32. May allocate. Inline: the per-event loop calls it for most
+ * events, and its cache answers almost all of them. */
+static inline uint32_t model_stack(model_t *m, uint64_t id)
+{
+	uint32_t c = u64cache_get(&m->stk_cache, id);
+	if (c) /* ids 0 and U64MAP_EMPTY are never cached */
+		return c - 1;
+	return model_stack_slow(m, id);
+}
+
 /* Index of the lock with id (creating it). May allocate. */
-uint32_t model_lock(model_t *m, uint64_t id);
+static inline uint32_t model_lock(model_t *m, uint64_t id)
+{
+	uint32_t c = u64cache_get(&m->lock_cache, id);
+	if (c)
+		return c - 1;
+	return model_lock_slow(m, id);
+}
+
 /* Index of the thread with tid (creating it). May allocate. */
 uint32_t model_thread(model_t *m, uint32_t tid);
 /* The site group lock l belongs to (an lhist index): its init stack's,
@@ -465,7 +484,18 @@ hist_t *lock_hist(model_t *m, lock_t *l, int which);
  * the lock's site group: its lock is the group's first instance, so
  * memory grows with sites, not instances (82k mutexes made a
  * pair per mutex, thread and stack). May allocate. */
-lspair_t *model_pair(model_t *m, int k, uint32_t lock, uint32_t stack);
+lspair_t *model_pair_slow(model_t *m, int k, uint32_t lock, uint32_t stack);
+
+/* model_pair() inline: its cache answers almost every call. */
+static inline lspair_t *model_pair(model_t *m, int k, uint32_t lock,
+                                   uint32_t stack)
+{
+	lstab_t *t = &m->ls[k];
+	uint32_t c = u64cache_get(&t->cache, (uint64_t)lock << 32 | stack);
+	if (c)
+		return &t->v[c - 1];
+	return model_pair_slow(m, k, lock, stack);
+}
 
 /* Adds a note (a shim NOTE, or the analyzer's own remark); repeated texts
  * are counted once. Copies s. At most MODEL_NOTES_MAX distinct texts are
