@@ -30,7 +30,37 @@ typedef struct aul {
 	uint32_t stack;    /* the first stack seen (the key without a group) */
 	uint64_t n, ns, lw, allocs, slow;
 	uint32_t first; /* first (class, stack) entry of this group */
+	/* Calls without a stack folded in (fold_nosite), and their time. */
+	uint64_t nosite_n, nosite_ns;
+	bool folded; /* folded into another entry: not reported */
 } aul_t;
+
+/*
+ * A free of a block whose allocation the trace does not hold (an unsampled
+ * block of a sampled trace, one allocated before recording started) has no
+ * stack: in a hold, its time would make a finding of its own, "(no stack
+ * recorded)", beside the lock's finding for its allocation sites. Each
+ * class's stackless entry is folded into its heaviest entry with a site
+ * instead, as calls the finding counts apart; alone, it stays a finding.
+ */
+static void fold_nosite(aul_t *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		aul_t *u = &v[i];
+		if (u->grp != NONE32 || u->stack != NONE32)
+			continue;
+		aul_t *best = NULL;
+		for (size_t k = 0; k < n; k++)
+			if (k != i && v[k].cls == u->cls && !v[k].folded &&
+			    (!best || v[k].ns > best->ns))
+				best = &v[k];
+		if (!best)
+			continue;
+		best->nosite_n += u->n;
+		best->nosite_ns += u->ns;
+		u->folded = true;
+	}
+}
 
 /* One (class, stack) pair's totals, chained per (class, site). */
 typedef struct aulstk {
@@ -85,17 +115,20 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		}
 		st[*y].ns += p->ns;
 	}
+	fold_nosite(v, n);
 	for (size_t i = 0; i < n; i++) {
 		const aul_t *a = &v[i];
+		if (a->folded)
+			continue;
 		const lockclass_t *c = &m->cls[a->cls];
 		/* Waits that ended in a condition wait were waiting for
 		 * work: not lost to the holders. */
 		double W = (double)(c->s.wait_ns - c->s.idle_wait_ns),
 		       H = (double)c->s.hold_ns;
 		if (c->kind == FMT_KIND_ALLOC_INTERNAL || W <= 0 || H <= 0 ||
-		    a->ns == 0)
+		    a->ns + a->nosite_ns == 0)
 			continue;
-		double share = fmin(1.0, (double)a->ns / H);
+		double share = fmin(1.0, (double)(a->ns + a->nosite_ns) / H);
 		double lock_share = fmin(1.0, (double)c->s.alloc_ns / H);
 		if (share * 1e6 < TH_AUL_MIN_SHARE_PPM)
 			continue;
@@ -127,7 +160,11 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		finding_put(f, "allocs", (double)a->allocs);
 		finding_put(f, "frees", (double)(a->n - a->allocs));
 		finding_put(f, "site_allocator_ns", (double)a->ns);
-		finding_put(f, "site_share_of_hold", share);
+		finding_put(f, "site_share_of_hold",
+		            fmin(1.0, (double)a->ns / H));
+		finding_put(f, "calls_without_stack", (double)a->nosite_n);
+		finding_put(f, "allocator_ns_without_stack",
+		            (double)a->nosite_ns);
 		finding_put(f, "slow_calls", (double)a->slow);
 		finding_put(f, "allocator_lock_wait_ns", (double)a->lw);
 		finding_put(f, "queue_like", c->queue);

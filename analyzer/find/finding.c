@@ -176,6 +176,17 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    ev(f, "calls"), 100 * ev(f, "site_share_of_hold"),
 		    ev(f, "slow_calls"),
 		    human_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
+		if (ev(f, "calls_without_stack") > 0) {
+			size_t l = strlen(buf);
+			snprintf(
+			    buf + l, len - l,
+			    " Besides, %.0f frees of blocks whose "
+			    "allocation is not in the trace (unsampled, or "
+			    "made before recording) take %.1f%%.",
+			    ev(f, "calls_without_stack"),
+			    100 * ev(f, "allocator_ns_without_stack") /
+			        ev(f, "hold_ns"));
+		}
 		break;
 	case FK_CROSS_THREAD_FREE:
 		snprintf(
