@@ -194,7 +194,10 @@ pp = {}
 for smp in samples:
     path = []
     for lid in smp["locs"]:
-        path += [fn_of(x) for x in locs[lid]]  # callee first, inlined too
+        # callee first, inlined too; a call without a stack (a free of a
+        # block allocated before recording) is one location "[no stack]"
+        # in pprof and no frame at all in folded
+        path += [fn_of(x) for x in locs[lid] if "[no stack]" not in x]
     key = (";".join(reversed(path)), smp["labels"].get("lock"))
     pp[key] = pp.get(key, 0) + smp["v"][3]
 rc, fo, err = run("report", "--format=folded", "--metric=alloc-under-lock",
