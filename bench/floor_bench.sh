@@ -2,8 +2,9 @@
 # floor_bench.sh OLD_BUILD NEW_BUILD [ROUNDS] - the shim's per-event cost and
 # svcqueue's throughput kept, two builds side by side in one run (the before
 # and after of a change), ROUNDS alternations (default 5):
-#  1. shim_bench (NEW's binary) bare and under each build's libmallock.so with
-#     MALLOCK_UNWIND libunwind, fp and none (depth 16): best ns per pair;
+#  1. shim_bench (NEW's binary) bare, under heaptrack, and under each build's
+#     libmallock.so with MALLOCK_UNWIND libunwind, fp and none (depth 16):
+#     best ns per pair;
 #  2. svcqueue P/C 1/1 (NEW's binary), tree and heap, 1 s, pinned to one CPU
 #     (taskset -c 1: both threads on one CPU, so that a run cannot flip
 #     between the queue's contended and idle modes): the rate under each
@@ -55,6 +56,10 @@ rate() { # rate CONFIG CONTAINER PIN: svcqueue's Reqs/sec
 i=0
 while [ $i -lt "$ROUNDS" ]; do
 	"$NEW/bin/shim_bench" | sed 's/^/bare - /' >>"$TMP/bench"
+	heaptrack -o "$TMP/ht" "$NEW/bin/shim_bench" 2>/dev/null |
+		grep -E '^(malloc_free|lock_unlock)' |
+		sed 's/^/heaptrack - /' >>"$TMP/bench"
+	rm -rf "$TMP"/ht*
 	for b in old new; do
 		for u in libunwind fp none; do
 			# shellcheck disable=SC2046
@@ -81,13 +86,13 @@ awk '{ k = $1 " " $2 " " $3; if (!(k in b) || $4 < b[k]) b[k] = $4 }
 END {
 	split("malloc_free_64 malloc_free_4096 lock_unlock", pair, " ")
 	printf "%-18s %8s", "pair", "bare"
-	split("old:libunwind new:libunwind old:fp new:fp old:none new:none", c, " ")
-	for (j = 1; j <= 6; j++) printf " %13s", c[j]
+	split("old:libunwind new:libunwind old:fp new:fp old:none new:none heaptrack:-", c, " ")
+	for (j = 1; j <= 7; j++) printf " %13s", c[j]
 	printf "\n"
 	for (p = 1; p <= 3; p++) {
 		bare = b["bare - " pair[p]]
 		printf "%-18s %8.1f", pair[p], bare
-		for (j = 1; j <= 6; j++) {
+		for (j = 1; j <= 7; j++) {
 			split(c[j], bu, ":")
 			printf " %+13.1f", b[bu[1] " " bu[2] " " pair[p]] - bare
 		}
