@@ -88,9 +88,6 @@ uint32_t model_lock_slow(model_t *m, uint64_t id)
 	int added;
 	if (id == U64MAP_EMPTY)
 		id = U64MAP_EMPTY - 1;
-	uint32_t c = u64cache_get(&m->lock_cache, id);
-	if (c)
-		return c - 1;
 	uint32_t *v = u64map_put(&m->lock_by_id, id, &added);
 	if (added) {
 		VEC_RESERVE(m->lock, m->caplock, m->nlock);

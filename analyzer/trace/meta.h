@@ -21,8 +21,8 @@ typedef struct meta_process {
 	    flags;
 	meta_str_t exe, cmdline, hostname, version;
 	uint64_t sample_bytes, max_bytes; /* 1.1; 0 in a 1.0 trace */
-	uint64_t
-	    time_every; /* 1.4: calls outside locks timed 1 in N; 1 before */
+	/* 1.4: calls outside locks timed one in N; 1 in an older trace */
+	uint64_t time_every;
 } meta_process_t;
 
 typedef struct meta_module {

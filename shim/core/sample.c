@@ -36,12 +36,18 @@ static uint64_t rng_next(tls_t *t)
 	return x * 0x2545F4914F6CDD1Dull;
 }
 
-void sample_reset(tls_t *t)
+/* Seeds the thread's generator on its first use. */
+static void rng_seed(tls_t *t)
 {
 	if (!t->rng)
 		t->rng = (prim_tsc() ^ ((uint64_t)t->tid << 32) ^
 		          0x9E3779B97F4A7C15ull) |
 		         1;
+}
+
+void sample_reset(tls_t *t)
+{
+	rng_seed(t);
 	/* u uniform in (0, 1]: -ln(u) is exponential of mean 1. */
 	double u =
 	    (double)((rng_next(t) >> 11) + 1) * (1.0 / 9007199254740992.0);
@@ -53,10 +59,7 @@ void sample_reset(tls_t *t)
 
 uint32_t sample_time_interval(tls_t *t)
 {
-	if (!t->rng)
-		t->rng = (prim_tsc() ^ ((uint64_t)t->tid << 32) ^
-		          0x9E3779B97F4A7C15ull) |
-		         1;
+	rng_seed(t);
 	uint64_t n = (uint64_t)g_cfg.time_every;
 	return (uint32_t)(1 + (n > 1 ? rng_next(t) % (2 * n - 1) : 0));
 }

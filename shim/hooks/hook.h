@@ -87,20 +87,21 @@
  * once for their stamp (the merge's order) and record 0 ticks: an allocation
  * after the call (its block exists from then), a free before it (the merge puts
  * a free at its start: its block may go to another thread before it returns).
- * Each TSC read costs 10 to 12 ns on the machines measured
- * (docs/performance.md), most of what a recorded call costs. call_t0() returns
+ * A TSC read cost 11.5 ns on the AMD EPYC guest measured (bench/clock_bench.c,
+ * docs/performance.md), most of what a recorded call cost. call_t0() returns
  * the start of a timed call, or 0; call_ticks() the ticks to record: 0 for an
  * untimed call, at least 1 for a timed one (TSCs of two CPUs may differ: a call
  * that migrated may end "before" it began).
  */
 static inline uint64_t call_t0(tls_t *t)
 {
-	if (likely(t->time_left > 1) && !tls_holds_lock(t)) {
+	if (tls_holds_lock(t))
+		return prim_tsc();
+	if (likely(t->time_left > 1)) {
 		t->time_left--;
 		return 0;
 	}
-	if (!tls_holds_lock(t))
-		t->time_left = sample_time_interval(t);
+	t->time_left = sample_time_interval(t);
 	return prim_tsc();
 }
 
