@@ -115,6 +115,14 @@ M = [
      "analyzer/find/find_starvation.c", "cv * 100 < TH_STARVE_CV_PCT",
      "cv < TH_STARVE_CV_PCT", r"^groundtruth\.admission$",
      "but no starvation"),
+    ("the page still says the wake signal is the shim's after the host "
+     "took it", "shim/control/control.c",
+     "__atomic_store_n(&g_ctl_page->wake_sig, 0, __ATOMIC_SEQ_CST);", "",
+     r"^server_sigdaemon_wake$",
+     "refuses each process whose handler is its own"),
+    ("_exit ends the process without the trace's tail",
+     "shim/hooks/exit_hooks.c", 'end_by("_exit");', "",
+     r"^rel_ending__exit$", "_exit: no END record"),
 ]
 
 
