@@ -94,9 +94,11 @@ static void *worker(void *arg)
 		uint64_t before = hold;
 		critical_section(&hold, &alloc);
 		mine[r] = hold - before;
+		/* A local: through the shared keep, two threads could free
+		 * one block (A stores, B stores, both free B's). */
 		for (long i = 0; i < outside; i++) {
-			keep = malloc(32);
-			free(keep);
+			void *volatile q = malloc(32);
+			free(q);
 		}
 		spin((uint64_t)gap_ns);
 	}
