@@ -11,6 +11,11 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 n=${1:?usage: suite_bar.sh N [busy]}
 mode=${2:-quiet}
+case "$mode" in quiet | busy) ;; *)
+	echo "suite_bar.sh: $mode: not quiet or busy" >&2
+	exit 2
+	;;
+esac
 mapfile -t allowed < <(grep -v -e '^#' -e '^$' .ci/allowed-skips)
 loops=()
 if [ "$mode" = busy ]; then
@@ -23,21 +28,23 @@ fi
 mkdir -p build/bar
 passed=0
 for i in $(seq 1 "$n"); do
-	log=build/bar/run-$i.log
+	log=build/bar/$mode-$i.log
 	t0=$(date +%s)
+	rm -f build/ctest-junit.xml
 	make test CMAKE_FLAGS="-DMALLOCK_WERROR=ON" >"$log" 2>&1
 	rc=$?
 	t1=$(date +%s)
-	cp build/ctest-junit.xml "build/bar/run-$i.xml" 2>/dev/null
+	rm -f "build/bar/$mode-$i.xml"
+	cp build/ctest-junit.xml "build/bar/$mode-$i.xml" 2>/dev/null
 	registered=$(ctest --test-dir build -N | sed -n 's/^Total Tests: //p')
-	verdict=$(python3 .ci/ctest_verdict.py "build/bar/run-$i.xml" \
+	verdict=$(python3 .ci/ctest_verdict.py "build/bar/$mode-$i.xml" \
 		"${registered:-1}" "${allowed[@]}" 2>&1)
 	vrc=$?
 	[ "$rc" = 0 ] && [ "$vrc" = 0 ] && passed=$((passed + 1))
 	# What the JUnit file says beyond pass or fail: ground-truth cases
 	# that recorded again because a run missed its precondition, and how
 	# often calibration's recorded form was judged.
-	extra=$(python3 - "build/bar/run-$i.xml" <<-'EOF'
+	extra=$(python3 - "build/bar/$mode-$i.xml" 2>/dev/null <<-'EOF'
 		import re, sys, xml.etree.ElementTree as ET
 		again, cal = {}, "calibration: no output"
 		for tc in ET.parse(sys.argv[1]).getroot().iter("testcase"):
@@ -50,7 +57,7 @@ for i in $(seq 1 "$n"); do
 		        cal = m.group(0) if m else cal
 		print("recorded again:", again or "none", "|", cal)
 	EOF
-	)
+	) || extra="no JUnit file to read"
 	echo "run $i ($mode): make test $rc, verdict $vrc, $((t1 - t0)) s," \
 		"load $(cut -d' ' -f1 /proc/loadavg); $extra"
 	[ "$vrc" = 0 ] || printf '%s\n' "$verdict" | sed 's/^/    /'
