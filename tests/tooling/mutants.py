@@ -215,7 +215,11 @@ def main(argv):
     if len(argv) in (4, 6) and argv[1] == "--run":
         only = set()
         if len(argv) == 6 and argv[4] == "--only":
-            only = {int(x) for x in argv[5].split(",")}
+            only = {int(x) for x in argv[5].split(",") if x.isdigit()}
+            if not only or not only <= set(range(1, len(M) + 1)):
+                print(f"mutants: --only {argv[5]}: numbers from 1 to "
+                      f"{len(M)}", file=sys.stderr)
+                return 2
         elif len(argv) == 6:
             return main([])
         if os.path.exists(argv[3]) and os.listdir(argv[3]):
