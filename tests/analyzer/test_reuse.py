@@ -26,6 +26,23 @@ def meta(code, body):
     return bytes([code]) + uv(len(body)) + body
 
 
+def write(name, body):
+    """A trace: the file header, then body (its chunks). Returns its path."""
+    path = os.path.join(TMP, name)
+    with open(path, "wb") as f:
+        f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+        f.write(body)
+    return path
+
+
+def under_lock(path):
+    """The folded alloc-under-lock report's (lock, block site) lines."""
+    rc, out, err = run("report", "--no-symbols", "--format=folded",
+                       "--metric=alloc-under-lock", path)
+    eq(rc, 0, "folded report of " + os.path.basename(path))
+    return [l for l in out.splitlines() if "[alloc under" in l]
+
+
 P = 0x5000
 body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
 body += s(b"/bin/reuse") + s(b"reuse") + s(b"h") + s(b"test")
@@ -41,14 +58,12 @@ alloc = lambda dt, stack, ns: (b"\x01" + uv(dt) + uv(zz(P)) + uv(64) +
                                uv(stack) + uv(ns) + b"\x00")
 free = lambda dt, ns: b"\x02" + uv(dt) + uv(zz(0)) + uv(ns)
 t7 = alloc(10, 100, 10)                                      # 1010
-t8 = b"\x04" + uv(100) + uv(1) + uv(300)                     # 1100 ACQ 1
-t8 += b"\x02" + uv(300) + uv(zz(P)) + uv(300)                # 1400 FREE
-t8 += b"\x09" + uv(10) + uv(1)                               # 1410 REL
+consumer = chunk(8, b"\x04" + uv(100) + uv(1) + uv(300) +    # 1100 ACQ 1
+                 b"\x02" + uv(300) + uv(zz(P)) + uv(300) +    # 1400 FREE
+                 b"\x09" + uv(10) + uv(1))                     # 1410 REL
 t9 = alloc(200, 200, 10) + free(300, 20)                     # 1200, 1500
-path = os.path.join(TMP, "reuse.trace")
-with open(path, "wb") as f:
-    f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
-    f.write(chunk(0, proc) + chunk(7, t7) + chunk(8, t8) + chunk(9, t9))
+path = write("reuse.trace",
+             chunk(0, proc) + chunk(7, t7) + consumer + chunk(9, t9))
 
 d = report_json("--no-symbols", "--all", path)
 eq(d["totals"]["unknown_frees"], 0, "unknown frees")
@@ -56,10 +71,7 @@ eq(d["totals"]["frees"], 2, "frees")
 eq(d["totals"]["cross_thread_frees"], 1, "cross-thread frees (the consumer's)")
 q = lock_by_name(d, "queue")
 eq(q["allocations_in_holds"], 1, "allocator calls under queue")
-rc, out, err = run("report", "--no-symbols", "--format=folded",
-                   "--metric=alloc-under-lock", path)
-eq(rc, 0, "folded report")
-lines = [l for l in out.splitlines() if "[alloc under" in l]
+lines = under_lock(path)
 eq(len(lines), 1, "one (lock, block site) pair: %r" % lines)
 check(lines and "0x1100" in lines[0] and "0x2200" not in lines[0],
       "the free under queue is charged to the producer's site (0x1100), "
@@ -74,14 +86,9 @@ check(lines and "0x1100" in lines[0] and "0x2200" not in lines[0],
 #   thread 7: 1010 ALLOC p (stack 100)
 #   thread 8: 1100 ACQ queue; 1400 FREE p (began at 1100); 1410 REL queue
 #   thread 9: 1200 ALLOC p (stack 200, 10 ns); 1250 FREE p (10 ns)
-t8 = (b"\x04" + uv(100) + uv(1) + uv(300) +                 # 1100 ACQ 1
-      b"\x02" + uv(300) + uv(zz(P)) + uv(300) +             # 1400 FREE
-      b"\x09" + uv(10) + uv(1))                              # 1410 REL
 t9 = alloc(200, 200, 10) + free(50, 10)                      # 1200, 1250
-path = os.path.join(TMP, "again.trace")
-with open(path, "wb") as f:
-    f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
-    f.write(chunk(0, proc) + chunk(7, t7) + chunk(8, t8) + chunk(9, t9))
+path = write("again.trace",
+             chunk(0, proc) + chunk(7, t7) + consumer + chunk(9, t9))
 d = report_json("--no-symbols", "--all", path)
 eq(d["totals"]["unknown_frees"], 0, "freed again: unknown frees")
 by = {a["site"]["address"]: a for a in d["alloc_sites"]}
@@ -90,9 +97,7 @@ for addr, want in (("0x1100", (1, 0, 1)), ("0x2200", (1, 0, 0))):
     eq((a.get("frees"), a.get("live"), a.get("cross_thread_frees")), want,
        "freed again: site %s (frees, live, cross-thread): the consumer's "
        "free is the producer's block's, the churn thread's its own" % addr)
-rc, out, err = run("report", "--no-symbols", "--format=folded",
-                   "--metric=alloc-under-lock", path)
-lines = [l for l in out.splitlines() if "[alloc under" in l]
+lines = under_lock(path)
 check(len(lines) == 1 and "0x1100" in lines[0] and "0x2200" not in lines[0],
       "freed again: the free under queue is charged to the producer's site "
       "(0x1100), not the churn thread's (0x2200): %r" % lines)
@@ -121,10 +126,8 @@ t7 += fr(200, Y, Y, 10)                                      # 1600
 t9 = at(200, 0, X, 200, 10) + fr(300, X, X, 20)              # 1200, 1500
 proc2 = proc + meta(0x82, uv(300) + uv(1) + uv(0x3300))
 proc2 += meta(0x82, uv(400) + uv(1) + uv(0x4400))
-path = os.path.join(TMP, "realloc.trace")
-with open(path, "wb") as f:
-    f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
-    f.write(chunk(0, proc2) + chunk(7, t7) + chunk(8, t8) + chunk(9, t9))
+path = write("realloc.trace",
+             chunk(0, proc2) + chunk(7, t7) + chunk(8, t8) + chunk(9, t9))
 d = report_json("--no-symbols", "--all", path)
 eq(d["totals"]["unknown_frees"], 0, "realloc: unknown frees")
 eq(d["totals"]["cross_thread_frees"], 0, "realloc: cross-thread frees")
@@ -174,10 +177,8 @@ one = chunk(8, acq + alw(200) + freep + rel)
 two = (chunk_seq(8, 0, acq + alw(200), 1000) +
        chunk_seq(8, 1, b"\x02" + uv(100) + uv(zz(P)) + uv(300) + rel, 1300))
 for form, t8 in (("one chunk", one), ("next chunk", two)):
-    path = os.path.join(TMP, "preempted.trace")
-    with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
-        f.write(chunk(0, proc) + chunk(7, t7) + t8 + chunk(9, t9))
+    path = write("preempted.trace",
+                 chunk(0, proc) + chunk(7, t7) + t8 + chunk(9, t9))
     d = report_json("--no-symbols", "--all", path)
     eq(d["totals"]["unknown_frees"], 0, f"preempted free ({form}): unknown "
        "frees")
@@ -214,11 +215,8 @@ for form, t8_, t9_, want in (
          {"0x1100": (1, 0, 1), "0x2200": (1, 0, 0)}),
         ("lost free", b"", alloc(200, 200, 10) + free(60000, 20),
          {"0x1100": (0, 1, 0), "0x2200": (1, 0, 0)})):
-    path = os.path.join(TMP, "skew.trace")
-    with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
-        f.write(chunk(0, proc) + chunk(7, t7) +
-                (chunk(8, t8_) if t8_ else b"") + chunk(9, t9_))
+    path = write("skew.trace", chunk(0, proc) + chunk(7, t7) +
+                 (chunk(8, t8_) if t8_ else b"") + chunk(9, t9_))
     d = report_json("--no-symbols", "--all", path)
     eq(d["totals"]["unknown_frees"], 0, f"{form}: unknown frees")
     eq(d["totals"]["cross_thread_frees"], want["0x1100"][2],
@@ -229,9 +227,7 @@ for form, t8_, t9_, want in (
         eq((a.get("frees"), a.get("live"), a.get("cross_thread_frees")), fl,
            f"{form}: site {addr} (frees, live, cross-thread)")
     if t8_:
-        rc, out, err = run("report", "--no-symbols", "--format=folded",
-                           "--metric=alloc-under-lock", path)
-        lines = [l for l in out.splitlines() if "[alloc under" in l]
+        lines = under_lock(path)
         check(len(lines) == 1 and "0x1100" in lines[0],
               f"{form}: the free under queue is charged to the producer's "
               f"site (0x1100): {lines!r}")

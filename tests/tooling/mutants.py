@@ -186,7 +186,7 @@ def run(src, dst, only):
         open(path, "w").write(text.replace(old, new, 1))
         t0 = time.time()
         ok, log = build(dst)
-        rc, ran, out = ctest(dst, regex) if ok else (1, None, log)
+        rc, _, out = ctest(dst, regex) if ok else (1, None, log)
         open(path, "w").write(text)
         lines = [ln.strip() for ln in out.splitlines()
                  if why in ln and "fail" in ln.lower()][:2]
@@ -215,8 +215,10 @@ def main(argv):
     if len(argv) in (4, 6) and argv[1] == "--run":
         only = set()
         if len(argv) == 6 and argv[4] == "--only":
-            only = {int(x) for x in argv[5].split(",") if x.isdigit()}
-            if not only or not only <= set(range(1, len(M) + 1)):
+            nums = argv[5].split(",")
+            only = {int(x) for x in nums if x.isdigit()}
+            if len(only) < len(set(nums)) or not only <= set(
+                    range(1, len(M) + 1)):
                 print(f"mutants: --only {argv[5]}: numbers from 1 to "
                       f"{len(M)}", file=sys.stderr)
                 return 2
