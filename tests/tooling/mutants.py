@@ -34,7 +34,7 @@ M = [
      "shim/hooks/lock_hooks.c",
      "if (likely(r == 0) || unlikely(r == EOWNERDEAD)) {",
      "if (likely(r == 0)) {", r"^shim_robust$", "robust_main"),
-    ("nothing is flushed before an exec", "shim/hooks/exec_hooks.c",
+    ("nothing is flushed before an exec", "shim/control/exec_hooks.c",
      "int page = ctl_exec_begin();\n\tif (!writer_owner() ||",
      "int page = ctl_exec_begin();\n\tif (1 || !writer_owner() ||",
      r"^rel_hostile_exec$", "the program did"),
@@ -101,7 +101,7 @@ M = [
      "CRC mismatch\",\n\t\t\t         m + 1);\n\t\t\t"
      "stop_at(r, off + FMT_CHUNK_HEADER_SIZE, why);",
      r"^analyzer_malformed$", "truncated at byte"),
-    ("compression reseals a corrupt chunk", "analyzer/cmd/trace_compress.c",
+    ("compression reseals a corrupt chunk", "analyzer/trace/trace_compress.c",
      "if (fmt_chunk_verify(hb, &h, t->pay) < 0)",
      "if (0 && fmt_chunk_verify(hb, &h, t->pay) < 0)",
      r"^format_post_compress$", "bad chunk"),
@@ -121,7 +121,7 @@ M = [
      r"^server_sigdaemon_wake$",
      "refuses each process whose handler is its own"),
     ("_exit ends the process without the trace's tail",
-     "shim/hooks/exit_hooks.c", 'end_by("_exit");', "",
+     "shim/control/exit_hooks.c", 'end_by("_exit");', "",
      r"^rel_ending__exit$", "_exit: no END record"),
 ]
 
