@@ -11,7 +11,7 @@ holds fewer than MIN_TESTS tests (a CMake change that drops a folder), when
 any test is disabled, when a test did not run for another reason (missing
 required files), or when a test skipped that is not allowed: NAME allows
 test NAME to skip, NAME=REGEX only when its output (the reason it printed)
-matches REGEX. An allowed skip is printed with the test's own output.
+matches REGEX. An allowed skip is printed with the reason it gave.
 Prints the counts.
 
 --summary (`make test`, after ctest): prints the tests that did not run,
@@ -99,11 +99,10 @@ def verdict(path, min_tests, allowed):
             if name not in allowed or not re.search(allowed[name], out):
                 bad.append("%s: skipped and not on .ci/run's allow-list%s: %s"
                            % (name, " for this reason" if name in allowed
-                              else "",
-                              out.splitlines()[-1] if out else "no reason"))
+                              else "", reason(c)))
             else:
                 print("ctest_verdict: allowed skip: %s: %s" %
-                      (name, out.splitlines()[-1] if out else ""))
+                      (name, reason(c)))
         elif status == "failed":
             counts["failed"] += 1
         else:

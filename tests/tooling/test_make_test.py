@@ -80,16 +80,18 @@ with open(j, "w") as f:
     f.write(clean)
 rc, out, err = run(sys.executable, VERDICT, j, "3", "rel_mariadb_short",
                    "analyzer_html=not installable")
-check(rc == 0 and "allowed skip: analyzer_html" in out,
-      "verdict with both skips allowed: %d %r %r" % (rc, out, err))
+check(rc == 0 and "allowed skip: analyzer_html: SKIP: chromium not "
+      "installable here\n" in out,
+      "verdict with both skips allowed, each with its reason, not its "
+      "last line: %d %r %r" % (rc, out, err))
 rc, out, err = run(sys.executable, VERDICT, j, "4", "rel_mariadb_short",
                    "analyzer_html=not installable")
 check(rc == 1 and "3 tests ran, at least 4 expected" in err,
       "verdict: too few tests: %r" % err)
 rc, out, err = run(sys.executable, VERDICT, j, "3", "rel_mariadb_short",
                    "analyzer_html=busy")
-check(rc == 1 and "for this reason" in err, "verdict: a skip allowed for "
-      "another reason: %r" % err)
+check(rc == 1 and "for this reason: SKIP: chromium not installable here"
+      in err, "verdict: a skip allowed for another reason: %r" % err)
 
 # A JUnit file of a real ctest run.
 proj = os.path.join(TMP, "proj")
