@@ -96,8 +96,9 @@ static uint32_t nest_of(model_t *m, uint32_t outer, uint32_t inner,
 /* ---- locks ---- */
 
 /* Keeps one of the thread's first distinct whole stacks (for its entry
- * function, run.c). An uncontended acquisition records only its call
- * site (a stack of one frame): skipped when already known to be one. */
+ * function: find_starvation.c, thread_entry). An uncontended acquisition
+ * records only its call site (a stack of one frame): skipped when already
+ * known to be one. */
 void agg_first_stack(model_t *m, thread_t *t, uint32_t stack)
 {
 	if (stack == NONE32 || t->nfirst >= THREAD_FIRST_STACKS ||

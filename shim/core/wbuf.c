@@ -5,8 +5,8 @@
  * the writer's side of fork.
  *
  * Locks (real pthread mutexes, through the real table, never on the hot
- * path), in the order they may nest: proc_lock (writer_proc.c) ->
- * reg_lock (the registry) -> wbuf.flush_lock. Nothing here allocates
+ * path), nested only in writer_int.h's lock order: reg_lock guards the
+ * registry, wbuf.flush_lock one buffer's writes. Nothing here allocates
  * through malloc: buffers are mmap'd, and never unmapped.
  *
  * Each thread remembers which of these locks it holds (w_held, w_held_wb):

@@ -24,8 +24,8 @@
  *     strerrordesc_np (prim_strerror: strerror translates, and gettext
  *     takes a lock), zlib's crc32; snprintf/vsnprintf into a buffer (no
  *     stream lock, no allocation for the formats the shim uses)
- *   - the real pthread functions on the shim's own locks (writer_int.h: order
- *     loader -> proc_lock -> reg_lock -> flush_lock) and on the host's lock
+ *   - the real pthread functions on the shim's own locks (their order is
+ *     written once, in writer_int.h) and on the host's lock
  *     the hook was called for; pthread_self, pthread_setspecific
  *   - the real function a hook forwards the host's own call to (REAL_FUNCS
  *     in real.h: syscall for its futex wait or wake, exec*, sigaction,

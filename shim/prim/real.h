@@ -8,8 +8,8 @@
  * - real_ensure() runs once; until it has run, allocation hooks serve
  *   dlsym's own allocations from a static bootstrap pool (boot_*), whose
  *   blocks free() recognises and ignores, and realloc() copies out.
- * - Pointers are published with a release store of real_ready; a hook that
- *   read real_ready as 2 sees every pointer.
+ * - Pointers are published with a release store of real_state; a hook that
+ *   read real_state as 2 sees every pointer.
  * - C++ operators are resolved lazily (cxx_hooks.c): libstdc++ may be loaded
  *   after the shim starts.
  */
