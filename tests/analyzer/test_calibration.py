@@ -25,16 +25,19 @@ So calib also times its sections and allocator calls itself
   5) while no shimmed run came within twice the bound, the shim is the
   disturbance and the test fails (at load 4 to 7 the shims of 44ab1f3
   and of today alike were disturbed 0.03 to 0.09 beside bare runs of 0.01
-  to 0.08: a shimmed run just over the bound is the machine's noise). Only when the bare runs are noisy too is the machine busy: the
-  test says so and is skipped (exit 77) rather than failing on noise.
-  analyzer_calibration_forged checks the same arithmetic on forged traces
-  in every run; this one prints "recorded form checked in K of 2" (a CI
-  log's count of how often the measurement was checked).
-- In every run disturbed by at most 0.25, quiet or not, the report's share
-  must also lie between k (1 - d) (1 - 10%) and (k (1 - d) + d) (1 + 10%):
-  the known share k of the undisturbed hold time, and that with all of the
-  disturbance d in the allocator. A looser check, but one that a busy
-  machine does not skip (the count is printed beside K).
+  to 0.08: a shimmed run just over the bound is the machine's noise).
+  Only when the bare runs are noisy too is the machine busy: the test
+  says that the tight check did not run, and passes on the bounded check
+  below. analyzer_calibration_forged checks the same arithmetic on forged
+  traces in every run; this one prints "tight check in K of 2
+  configurations" (a CI log's count of how often it ran).
+- In every run, quiet or not, the report's share must also lie between
+  k (1 - d) (1 - 10%) and (k (1 - d) + d) (1 + 10%), at most 1: the known
+  share k of the undisturbed hold time, and that with all of the
+  disturbance d in the allocator. The bound widens with the disturbance
+  but is always checked, so a busy machine still judges the recorded
+  share (at d = 0.62, k = 0.40: between 0.14 and 0.85), and the test
+  never skips on load.
 
 Arguments after the common three: SHIM SLOWALLOC CALIB."""
 import json
@@ -47,8 +50,6 @@ SHIM, SLOWALLOC, CALIB = sys.argv[4], sys.argv[5], sys.argv[6]
 TOLERANCE = 0.10
 ATTEMPTS = 5
 QUIET = 0.03
-# A run disturbed more than this bounds the share too loosely to check it.
-BOUNDED_MAX = 0.25
 
 
 def judgeable(share):
@@ -121,7 +122,6 @@ def bare_disturbed(threads, busy, allocs):
 
 
 # (threads, busy ns, allocator calls per section): shares of 40% and 23%.
-skipped = False
 ran = bounded = 0
 for cfg in ((2, 18000, 4), (1, 30000, 3)):
     quiet = None
@@ -137,14 +137,13 @@ for cfg in ((2, 18000, 4), (1, 30000, 3)):
         # anywhere, so the report's share lies between the known share of
         # the undisturbed part, k (1 - d), and that plus all of d, give or
         # take the tolerance.
-        if disturbed <= BOUNDED_MAX:
-            lo = known * (1 - disturbed) * (1 - TOLERANCE)
-            hi = (known * (1 - disturbed) + disturbed) * (1 + TOLERANCE)
-            check(lo <= share <= hi,
-                  "%r, run %d: report's allocator share %.4f outside "
-                  "[%.4f, %.4f] (known %.4f, disturbed %.3f)"
-                  % (cfg, attempt, share, lo, hi, known, disturbed))
-            bounded += 1
+        lo = known * (1 - disturbed) * (1 - TOLERANCE)
+        hi = min(1.0, (known * (1 - disturbed) + disturbed) * (1 + TOLERANCE))
+        check(lo <= share <= hi,
+              "%r, run %d: report's allocator share %.4f outside "
+              "[%.4f, %.4f] (known %.4f, disturbed %.3f)"
+              % (cfg, attempt, share, lo, hi, known, disturbed))
+        bounded += 1
         if disturbed <= judgeable(known):
             quiet = res
             break
@@ -160,20 +159,15 @@ for cfg in ((2, 18000, 4), (1, 30000, 3)):
                  min(shimmed)))
         continue
     if quiet is None:
-        print("%r: no run in %d disturbed little enough to judge (under "
-              "the shim %s, without it %s): the share against the fixed "
-              "costs was not checked" % (
-                  cfg, ATTEMPTS, ["%.3f" % d for d in shimmed],
-                  ["%.3f" % b for b in bare]))
-        skipped = True
+        print("%r: no run in %d disturbed little enough for the tight "
+              "check (under the shim %s, without it %s): the share was "
+              "checked against the bounds of each run's disturbance only"
+              % (cfg, ATTEMPTS, ["%.3f" % d for d in shimmed],
+                 ["%.3f" % b for b in bare]))
         continue
     near(quiet[1], quiet[0], TOLERANCE,
          "%r: report's allocator share vs the known share" % (cfg,))
     ran += 1
-print("analyzer_calibration: recorded form checked in %d of 2 "
-      "configurations; bounded by the disturbance in %d runs" % (ran, bounded))
-if skipped and not common.failures:
-    print("analyzer_calibration: %d checks, 0 failed; skipped: no run "
-          "disturbed little enough to judge the share" % common.total)
-    sys.exit(77)
+print("analyzer_calibration: tight check in %d of 2 configurations; "
+      "bounded by the disturbance in %d runs" % (ran, bounded))
 done("analyzer_calibration")

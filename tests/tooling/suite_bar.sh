@@ -53,7 +53,7 @@ for i in $(seq 1 "$n"); do
 		    if k:
 		        again[tc.get("name")] = k
 		    if tc.get("name") == "analyzer_calibration":
-		        m = re.search(r"recorded form checked in [^\n]*", out)
+		        m = re.search(r"tight check in [^\n]*", out)
 		        cal = m.group(0) if m else cal
 		print("recorded again:", again or "none", "|", cal)
 	EOF
