@@ -22,9 +22,11 @@ clang-format-14 pandoc"
 #                      rel_real_programs_short records db_bench, sysbench,
 #                      memcached under memcaslap, pigz and xz
 #   mariadb-server     rel_mariadb_short (as root): MariaDB under sysbench
+#   rsyslog            rel_rsyslog_cascade: rsyslogd over tcmalloc, the
+#                      allocator cascade on a real server
 TEST_PKGS="golang-go protobuf-compiler chromium libjemalloc2 lintian man-db \
 rocksdb-tools sysbench memcached libmemcached-tools pigz xz-utils \
-mariadb-server"
+mariadb-server rsyslog"
 list=0 tools=0
 for a in "$@"; do
   case "$a" in

@@ -139,7 +139,7 @@ rc, out, err = run(os.path.join(SRC, "scripts", "install-deps.sh"), "--list",
                    "--test-tools")
 pkgs = out.split()
 for p in ("libjemalloc2", "protobuf-compiler", "chromium", "golang-go",
-          "lintian", "pandoc"):
+          "lintian", "pandoc", "rsyslog"):
     check(p in pkgs, "install-deps.sh --test-tools installs %s: %r" %
           (p, pkgs))
 rc, out, err = run(os.path.join(SRC, "scripts", "install-deps.sh"), "--list")
