@@ -17,10 +17,37 @@
 #include <stdio.h>
 #include <string.h>
 
+static void in_block(model_t *m, lock_t *l, uint64_t start, uint32_t slot)
+{
+	const block_t *b = &m->blk[slot];
+	l->blk_stack = b->stack;
+	l->blk_off = (uint32_t)(l->addr - start);
+	l->in_block = true;
+	if (b->size <= LOCK_BLOCK_REACH)
+		return;
+	/* An array of locks: the next ones are past the reach. */
+	for (uint32_t k = 0; k < BIGBLK_RING; k++)
+		if (m->bigblk[k] == start)
+			return;
+	m->bigblk[m->nbigblk++ % BIGBLK_RING] = start;
+}
+
 void lock_find_block(model_t *m, lock_t *l)
 {
 	if (!l->addr || !m->live.n)
 		return;
+	/* A large block's locks: an array of a thousand stripes (40 KB of
+	 * mutexes) lies mostly past the reach of the look back. */
+	for (uint32_t k = 0; k < BIGBLK_RING; k++) {
+		uint64_t start = m->bigblk[k];
+		if (!start || l->addr < start)
+			continue;
+		const uint32_t *v = u64map_find(&m->live, start);
+		if (v && l->addr - start < m->blk[*v].size) {
+			in_block(m, l, start, *v);
+			return;
+		}
+	}
 	/* Blocks start 8-byte aligned with every allocator mallock hooks. */
 	uint64_t a = l->addr & ~7ull;
 	for (uint64_t back = 0; back <= LOCK_BLOCK_REACH && back <= a;
@@ -28,12 +55,8 @@ void lock_find_block(model_t *m, lock_t *l)
 		const uint32_t *v = u64map_find(&m->live, a - back);
 		if (!v)
 			continue;
-		const block_t *b = &m->blk[*v];
-		if (l->addr - (a - back) < b->size) {
-			l->blk_stack = b->stack;
-			l->blk_off = (uint32_t)(l->addr - (a - back));
-			l->in_block = true;
-		}
+		if (l->addr - (a - back) < m->blk[*v].size)
+			in_block(m, l, a - back, *v);
 		return; /* the nearest block start below: in it or in none */
 	}
 }

@@ -290,6 +290,13 @@ typedef struct note {
 } note_t;
 
 /* A live block: where and when it was allocated. */
+/* A lock's block is found by looking back from its address up to
+ * LOCK_BLOCK_REACH bytes for a block start, and past that among the
+ * BIGBLK_RING large blocks last allocated or found holding a lock
+ * (model_t.bigblk; lock_names.h). */
+#define LOCK_BLOCK_REACH 4096
+#define BIGBLK_RING 32
+
 typedef struct block {
 	uint64_t tsc, size;
 	uint32_t stack, thread; /* indexes */
@@ -427,6 +434,11 @@ typedef struct model {
 	/* A live block whose address another ALLOC took: its free is due,
 	 * merged late by the clock skew between CPUs (aggregate_alloc.c). */
 	u64map_t displaced;
+	/* The starts of the latest blocks larger than LOCK_BLOCK_REACH
+	 * (lock_names.h) allocated or found holding a lock, a ring: the locks
+	 * of an array made in one of them are found past that reach. */
+	uint64_t bigblk[BIGBLK_RING];
+	uint32_t nbigblk; /* entries written, the next is % BIGBLK_RING */
 
 	module_t *mod;
 	size_t nmod, capmod;

@@ -64,7 +64,8 @@
  *             by design, no starvation.
  *   striped   a lock hierarchy of stripes: 64 item locks of one class
  *             over 8 static LRU locks, each its own class by its first
- *             acquisition (scenario_striped).
+ *             acquisition (scenario_striped); --in-array: the item locks
+ *             in one 8 KiB calloc'd block
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -633,7 +634,8 @@ enum {
 	S_FX_POST,
 	S_FX_WAIT2,
 	S_FX_WAKE2,
-	S_FX_BLOCK
+	S_FX_BLOCK,
+	S_ARRAY_ALLOC
 };
 enum {
 	L_QUEUE = 1,
@@ -676,6 +678,7 @@ static tw_t *idle[2];  /* --idle-waiters */
 static bool fx_uneven; /* --fx-uneven */
 static bool fx_heap;   /* --fx-heap */
 static bool fx_twins;  /* --fx-twins */
+static bool in_array;  /* --in-array */
 
 static void define_stacks(tw_t *t)
 {
@@ -758,6 +761,8 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_FX_BLOCK, 3, f);
 	f[0] = fa(fx_lock), f[1] = fa(fx_flush);
 	m_stack(t, S_FX_WAIT2, 3, f);
+	f[0] = fa(queue_init) + 4, f[1] = fa(worker_main);
+	m_stack(t, S_ARRAY_ALLOC, 2, f);
 	tree_insert();
 	f[0] = tree_pc[0], f[1] = fa(producer_main);
 	m_stack(t, S_TREE1, 2, f);
@@ -1342,6 +1347,10 @@ static void scenario_lifo(tw_t *acc, tw_t **w, int rounds)
  * r * 10000), thread "mc-k" (k = 0..3, a = t0 + 2000 k) takes item
  * (r + 16 k) % 64 at a, LRU lock (r + k) % 8 at a + 100 (after a 300 ns
  * wait when k > 0), releases it at a + 600 and the item at a + 800.
+ * --in-array: the item locks are 128 bytes apart (at 0x61000000 + 128 i)
+ * in one 8 KiB block allocated at T0 + 500 in queue_init < worker_main
+ * (S_ARRAY_ALLOC), the function that initialises them: most of them lie
+ * past the look back from a lock to its block's start (LOCK_BLOCK_REACH).
  */
 static void scenario_striped(tw_t **t, int rounds)
 {
@@ -1353,9 +1362,13 @@ static void scenario_striped(tw_t **t, int rounds)
 		f[0] = fa(first[j]), f[1] = fa(mallock_test_thread_start);
 		m_stack(t[0], 300 + (uint64_t)j, 2, f);
 	}
+	uint64_t stride = in_array ? 128 : 64;
+	if (in_array)
+		E(t[0], FMT_ALLOC, T0 + 500, 0x61000000, 64 * stride,
+		  S_ARRAY_ALLOC, 100, FMT_FN_CALLOC);
 	for (uint64_t i = 0; i < 64; i++) {
-		m_lock_new(t[0], 8000 + i, 0x61000000 + 64 * i, FMT_KIND_MUTEX,
-		           FMT_LOCKF_INIT);
+		m_lock_new(t[0], 8000 + i, 0x61000000 + stride * i,
+		           FMT_KIND_MUTEX, FMT_LOCKF_INIT);
 		E(t[0], FMT_LOCK_INIT, T0 + 1000 + 10 * i, 8000 + i, S_INIT, 0,
 		  0, 0);
 	}
@@ -1489,6 +1502,8 @@ int main(int argc, char **argv)
 			fx_heap = true;
 		else if (!strcmp(a, "--fx-twins"))
 			fx_twins = true;
+		else if (!strcmp(a, "--in-array"))
+			in_array = true;
 		else if (!strcmp(a, "--alloc-lock-addr"))
 			alloc_lock_addr = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--churn-container"))
