@@ -280,6 +280,20 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 	}
 	held_t h = t->held[i - 1];
 	charge_hold(m, t, &h, true);
+	/* A hold nested in this one counts as nested only while this one
+	 * lasts: its part up to now, and no more at its own release (memcached
+	 * releases an LRU lock before the item lock taken under it). The
+	 * holds above h are newer; one nested in an earlier hold of li would
+	 * sit below a later hold of li, and release takes the latest. */
+	for (size_t k = i; k < t->nheld; k++) {
+		held_t *in = &t->held[k];
+		if (!in->nest || m->nest[in->nest - 1].outer != li)
+			continue;
+		if (tsc > in->tsc)
+			m->nest[in->nest - 1].inner_hold_ns +=
+			    to_ns(m, tsc - in->tsc);
+		in->nest = 0;
+	}
 	memmove(&t->held[i - 1], &t->held[i], (t->nheld - i) * sizeof h);
 	t->nheld--;
 	trim_snaps(t);

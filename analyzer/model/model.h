@@ -208,7 +208,9 @@ typedef struct lstab {
 typedef struct nest {
 	uint32_t outer, inner; /* lock indexes */
 	uint32_t site;         /* the inner acquisition's stack (the first) */
-	uint64_t n, inner_contended, inner_wait_ns, inner_hold_ns;
+	uint64_t n, inner_contended, inner_wait_ns;
+	uint64_t inner_hold_ns; /* of the inner holds, the parts while the
+	                           outer lock was held */
 } nest_t;
 
 /* One thread's use of one lock (for starvation). */
@@ -225,7 +227,8 @@ typedef struct lockthr {
 
 typedef struct held {
 	uint32_t lock, site; /* site: stack index of the acquisition */
-	uint32_t nest;       /* nest index + 1 (outer lock held at acquire) */
+	uint32_t nest;       /* nest index + 1 (outer lock held at acquire),
+	                        0 once the outer lock is released */
 	uint32_t snap;       /* thread's sums at acquire: index in snap[] */
 	uint64_t tsc;
 	uint64_t wait_ns; /* the acquisition's wait */
