@@ -357,6 +357,14 @@ static void on_try_fail(model_t *m, thread_t *t, uint32_t ti,
 	uint32_t li = model_lock(m, r->f[FMT_TRY_FAIL_LOCK]);
 	m->lock[li].s.try_fail++;
 	lockthr(m, t, ti, li)->try_fail++;
+	/* Tried while holding another lock: that order is taken with a
+	 * trylock (nested_lock tells an inversion made safe by it). */
+	uint32_t outer = t->nheld ? t->held[t->nheld - 1].lock : li;
+	if (outer != li) {
+		uint32_t site = model_stack(m, r->f[FMT_TRY_FAIL_SITE]);
+		uint32_t k = nest_of(m, outer, li, site); /* may move m->nest */
+		m->nest[k].try_fail++;
+	}
 }
 
 /* A release whose lock had waiters: the hold counts for the releasing

@@ -211,6 +211,9 @@ typedef struct nest {
 	uint64_t n, inner_contended, inner_wait_ns;
 	uint64_t inner_hold_ns; /* of the inner holds, the parts while the
 	                           outer lock was held */
+	uint64_t try_fail;      /* failed trylocks of the inner lock while the
+	                           outer was held (a successful one is an
+	                           acquisition like any other) */
 } nest_t;
 
 /* One thread's use of one lock (for starvation). */
