@@ -127,6 +127,47 @@ static bool lock_maker(const model_t *m, const lock_t *l, uint64_t *made,
 	return false;
 }
 
+uint32_t lock_main_site(model_t *m, const lock_t *l)
+{
+	if (!l->hist || l->init_stack != NONE32)
+		return l->first_site;
+	lockhist_t *g = &m->lhist[l->hist - 1];
+	if (g->main_site1)
+		return g->main_site1 - 1;
+	const uint32_t *idx;
+	size_t n = model_lock_pairs(m, LS_ACQSITE, g->rep, &idx);
+	/* Holds summed by site: a site's one-frame stack (uncontended) and
+	 * its whole stacks (waited) are one site. */
+	u64map_t by_pc = {0};
+	uint64_t *sum = xcalloc(n + 1, sizeof *sum);
+	uint32_t best = NONE32;
+	uint64_t best_pc = 0;
+	for (size_t k = 0; k < n; k++) {
+		const lspair_t *p = &m->ls[LS_ACQSITE].v[idx[k]];
+		uint64_t pc = stack_site_pc(m, p->stack);
+		if (!pc)
+			continue;
+		int added;
+		uint32_t *v = u64map_put(&by_pc, pc, &added);
+		if (added)
+			*v = (uint32_t)k;
+		sum[*v] += p->n;
+		uint32_t b = best;
+		if (b == NONE32 || sum[*v] > sum[b] ||
+		    (sum[*v] == sum[b] && pc < best_pc)) {
+			best = *v;
+			best_pc = pc;
+		}
+	}
+	uint32_t site = best != NONE32 ? m->ls[LS_ACQSITE].v[idx[best]].stack
+	                               : l->first_site;
+	free(sum);
+	u64map_free(&by_pc);
+	g = &m->lhist[l->hist - 1];
+	g->main_site1 = site + 1;
+	return site;
+}
+
 static bool lock_used(const lock_t *l)
 {
 	return l->s.acq || l->s.internal_waits || l->s.futex_waits ||
@@ -223,9 +264,10 @@ void classes_build(model_t *m)
 			    (pc = stack_site_pc(m, l->init_stack))) {
 				site = l->init_stack;
 				by_init = true;
-			} else if (l->first_site != NONE32 &&
-			           (pc = stack_site_pc(m, l->first_site))) {
-				site = l->first_site;
+			} else {
+				uint32_t ms = lock_main_site(m, l);
+				if (ms != NONE32 && (pc = stack_site_pc(m, ms)))
+					site = ms;
 			}
 		}
 		/* Through an init wrapper, the owner's frame is part of

@@ -6,6 +6,9 @@
  *   whose range holds the address, a block that was live and held the
  *   address when the lock was first seen, or a recorded stack.
  * - The user's name (l->name) is never replaced; lock_label shows it first.
+ * - A lock with no init in the trace is named by its main acquisition site
+ *   (lock_main_site), not the first one seen: two windows of one process
+ *   name it alike.
  */
 #include "lock_names.h"
 
@@ -70,6 +73,7 @@ void lock_names(model_t *m)
 		if (l->name || l->is_cond || l->kind == FMT_KIND_COND)
 			continue;
 		uint64_t off = 0, tc = 0;
+		uint32_t ts; /* the site that names a lock with no init */
 		const char *sym = l->addr ? sym_data(m, l->addr, &off) : NULL;
 		if (l->addr && sym_tc_central(m, l->addr, &tc)) {
 			/* The size class's byte size is tcmalloc's run-time
@@ -102,8 +106,10 @@ void lock_names(model_t *m)
 		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL &&
 		           ((l->init_stack != NONE32 &&
 		             sym_stack_site(m, l->init_stack, &fr)) ||
-		            (l->first_site != NONE32 &&
-		             sym_stack_site(m, l->first_site, &fr)))) {
+		            ((ts = l->kind == FMT_KIND_FUTEX
+		                       ? l->first_site
+		                       : lock_main_site(m, l)) != NONE32 &&
+		             sym_stack_site(m, ts, &fr)))) {
 			frame_label(&fr, site, sizeof site);
 			snprintf(buf, sizeof buf, "%s %s %s",
 			         lock_kind_word(l->kind),
@@ -112,7 +118,7 @@ void lock_names(model_t *m)
 			             ? "initialised in"
 			         : l->kind == FMT_KIND_FUTEX
 			             ? "first waited on in"
-			             : "first taken in",
+			             : "taken in",
 			         site);
 		} else {
 			continue;

@@ -131,8 +131,9 @@ typedef struct lock {
  * site's first instance (model_pair). */
 typedef struct lockhist {
 	hist_t wait, hold;
-	uint32_t cls; /* the class it was summed into (classes_build) */
-	uint32_t rep; /* its first instance: the lock its pairs name */
+	uint32_t cls;        /* the class it was summed into (classes_build) */
+	uint32_t rep;        /* its first instance: the lock its pairs name */
+	uint32_t main_site1; /* lock_main_site's answer + 1, 0 not yet */
 } lockhist_t;
 #define LOCK_KIND_UNKNOWN 99u
 
