@@ -230,6 +230,59 @@ static void maker_owners(model_t *m)
 	}
 }
 
+/*
+ * A class of locks at several offsets of blocks from one allocation site
+ * (an array of stripes, 1024 item locks in one calloc'd table) is named by
+ * the range of its offsets, not by the offset of whichever instance waited
+ * most: its representative's label becomes "mutex at +0x0..+0x9fd8 in a
+ * block from main (...)", the same in every window that sees the array.
+ */
+static void array_labels(model_t *m)
+{
+	typedef struct {
+		uint32_t lo, hi, n;
+		uint64_t pc;
+		bool other; /* an instance outside a block, or another site */
+	} span_t;
+	span_t *sp = xcalloc(m->ncls + 1, sizeof *sp);
+	for (size_t i = 0; i < m->nlock; i++) {
+		const lock_t *l = &m->lock[i];
+		if (l->cls == NONE32)
+			continue;
+		span_t *x = &sp[l->cls];
+		uint64_t pc = l->in_block ? stack_site_pc(m, l->blk_stack) : 0;
+		if (!pc || (x->n && pc != x->pc)) {
+			x->other = true;
+			continue;
+		}
+		if (!x->n || l->blk_off < x->lo)
+			x->lo = l->blk_off;
+		if (!x->n || l->blk_off > x->hi)
+			x->hi = l->blk_off;
+		x->pc = pc;
+		x->n++;
+	}
+	char buf[700], site[512];
+	frame_t fr;
+	for (size_t c = 0; c < m->ncls; c++) {
+		const span_t *x = &sp[c];
+		lock_t *r = &m->lock[m->cls[c].rep];
+		if (x->other || x->n < 2 || x->lo == x->hi || r->name ||
+		    m->cls[c].by_maker || !r->label ||
+		    !strstr(r->label, " in a block from "))
+			continue;
+		if (sym_stack_site(m, r->blk_stack, &fr))
+			frame_label(&fr, site, sizeof site);
+		else
+			snprintf(site, sizeof site, "an unknown site");
+		snprintf(buf, sizeof buf,
+		         "%s at +0x%x..+0x%x in a block from %s",
+		         lock_kind_word(r->kind), x->lo, x->hi, site);
+		r->label = arena_strdup(&m->arena, buf);
+	}
+	free(sp);
+}
+
 void classes_build(model_t *m)
 {
 	u64map_t by_key = {0};
@@ -345,6 +398,7 @@ void classes_build(model_t *m)
 	}
 	u64map_free(&by_key);
 	maker_owners(m);
+	array_labels(m);
 }
 
 bool class_owner(model_t *m, uint32_t c, frame_t *out)
