@@ -195,7 +195,8 @@ typedef struct cnest {
 	uint32_t lead; /* the entry of its family that reports it (itself) */
 	uint32_t next; /* the next member of its family, NONE32 */
 	bool contended;
-	uint64_t n, wait, hold;
+	bool done; /* reported with its reverse order (an inversion) */
+	uint64_t n, wait, hold, inner_contended, try_fail;
 	uint64_t up, down; /* nestings with the inner lock at a higher, lower
 	                      address than the outer (one class) */
 } cnest_t;
@@ -300,6 +301,77 @@ static double nest_score(const model_t *m, const cnest_t *p, uint64_t hold,
 	       (double)(o->s.wait_ns - o->s.idle_wait_ns) * share;
 }
 
+/*
+ * The finding of two classes taken in both orders (p: outer then inner, q:
+ * the reverse): a lock-order inversion. Whether an order is made safe by
+ * trylock shows only in that order's failed trylocks (a successful trylock
+ * is recorded as an acquisition): an order with failed trylocks and no wait
+ * on its inner lock is said to use trylock; an order whose inner lock was
+ * waited on blocked, so both orders blocking can deadlock; otherwise the
+ * advice says it cannot tell.
+ */
+static void inversion(model_t *m, finding_t *f, const cnest_t *p,
+                      const cnest_t *q)
+{
+	const lockclass_t *o = &m->cls[p->outer], *in = &m->cls[p->inner];
+	f->cls = p->outer;
+	f->cls2 = p->inner;
+	f->stack = p->site;
+	f->stack2 = q->site;
+	finding_put(f, "inversion", 1);
+	finding_put(f, "nested_acquisitions", (double)p->n);
+	finding_put(f, "inner_wait_ns_while_outer_held", (double)p->wait);
+	finding_put(f, "inner_hold_ns_while_outer_held", (double)p->hold);
+	finding_put(f, "inner_contended_while_outer_held",
+	            (double)p->inner_contended);
+	finding_put(f, "inner_try_failures_while_outer_held",
+	            (double)p->try_fail);
+	finding_put(f, "reverse_nested_acquisitions", (double)q->n);
+	finding_put(f, "reverse_inner_wait_ns_while_outer_held",
+	            (double)q->wait);
+	finding_put(f, "reverse_inner_hold_ns_while_outer_held",
+	            (double)q->hold);
+	finding_put(f, "reverse_inner_contended_while_outer_held",
+	            (double)q->inner_contended);
+	finding_put(f, "reverse_inner_try_failures_while_outer_held",
+	            (double)q->try_fail);
+	finding_put(f, "outer_wait_ns", (double)o->s.wait_ns);
+	finding_put(f, "inner_wait_ns", (double)in->s.wait_ns);
+	char a[128], b[128], how[512];
+	lock_label(m, &m->lock[o->rep], a, sizeof a);
+	lock_label(m, &m->lock[in->rep], b, sizeof b);
+	bool ptry = p->try_fail && !p->inner_contended,
+	     qtry = q->try_fail && !q->inner_contended;
+	if (p->inner_contended && q->inner_contended)
+		snprintf(how, sizeof how,
+		         "both orders blocked on their inner lock (%llu and "
+		         "%llu waits), so two threads, one in each order, "
+		         "can deadlock",
+		         (unsigned long long)p->inner_contended,
+		         (unsigned long long)q->inner_contended);
+	else if (ptry || qtry)
+		snprintf(
+		    how, sizeof how,
+		    "the order taking %.100s inside %.100s is a trylock (%llu "
+		    "failed tries in it, no wait), which is safe only if "
+		    "every acquisition in that order is one: mallock "
+		    "records a successful trylock as an acquisition",
+		    qtry ? a : b, qtry ? b : a,
+		    (unsigned long long)(qtry ? q->try_fail : p->try_fail));
+	else
+		snprintf(how, sizeof how,
+		         "mallock cannot tell whether either order is taken "
+		         "only with trylock (a successful trylock is recorded "
+		         "as an acquisition, and no try failed)");
+	snprintf(f->advice, sizeof f->advice,
+	         "Lock order inversion: %.100s is taken while %.100s is "
+	         "held, and %.100s while %.100s is held; %.400s. Take the "
+	         "two in one order "
+	         "everywhere, or take the reverse order only with trylock "
+	         "and back off when it fails.",
+	         b, a, a, b, how);
+}
+
 void find_nested_locks(model_t *m, findings_t *out)
 {
 	u64map_t map = {0};
@@ -320,9 +392,14 @@ void find_nested_locks(model_t *m, findings_t *out)
 			v[n].site = p->site;
 			*x = (uint32_t)n++;
 		}
+		if (v[*x].site == NONE32 || (!v[*x].n && p->n))
+			v[*x].site =
+			    p->site; /* an acquisition's, not a try's */
 		v[*x].n += p->n;
 		v[*x].wait += p->inner_wait_ns;
 		v[*x].hold += p->inner_hold_ns;
+		v[*x].inner_contended += p->inner_contended;
+		v[*x].try_fail += p->try_fail;
 		v[*x].contended =
 		    m->cls[co].s.contended || m->cls[ci].s.contended;
 		if (co == ci) {
@@ -347,7 +424,7 @@ void find_nested_locks(model_t *m, findings_t *out)
 		if (p->lead != i)
 			continue; /* reported by its family's lead */
 		const lockclass_t *o = &m->cls[p->outer];
-		if (p->n < TH_NEST_MIN || !p->contended)
+		if (p->n < TH_NEST_MIN || !p->contended || p->done)
 			continue;
 		double share =
 		    fmin(1.0, ratio((double)p->hold, (double)o->s.hold_ns));
@@ -368,6 +445,25 @@ void find_nested_locks(model_t *m, findings_t *out)
 			}
 		}
 		const lockclass_t *in = &m->cls[inner];
+		/* The two classes also taken in the other order, each alone
+		 * (no family of stripes on either side): one finding. */
+		uint32_t *rx =
+		    p->outer != p->inner && p->next == NONE32
+		        ? u64map_find(&map, (uint64_t)p->inner << 32 | p->outer)
+		        : NULL;
+		if (rx &&
+		    (v[*rx].lead != *rx || v[*rx].next != NONE32 || !v[*rx].n))
+			rx = NULL;
+		if (rx) {
+			cnest_t *q = &v[*rx];
+			q->done = true;
+			finding_t *f = finding_add(
+			    out, m, FK_NESTED_LOCK,
+			    score +
+			        fmax(0, nest_score(m, q, q->hold, q->wait)));
+			inversion(m, f, p, q);
+			continue;
+		}
 		finding_t *f = finding_add(out, m, FK_NESTED_LOCK, score);
 		f->cls = p->outer;
 		f->cls2 = inner;

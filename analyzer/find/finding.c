@@ -220,6 +220,24 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 			snprintf(i, sizeof i, "%u inner locks (the worst: %s)",
 			         f->members_total, one);
 		}
+		if (ev(f, "inversion")) {
+			char b2[32];
+			snprintf(
+			    buf, len,
+			    "Taken in both orders: %.0f acquisitions of %s "
+			    "while holding %s (%s waited on it meanwhile) and "
+			    "%.0f of %s while holding %s (%s waited on it "
+			    "meanwhile).",
+			    ev(f, "nested_acquisitions"), i, o,
+			    human_ns(a, sizeof a,
+			             ev(f, "inner_wait_ns_while_outer_held")),
+			    ev(f, "reverse_nested_acquisitions"), o, i,
+			    human_ns(
+			        b2, sizeof b2,
+			        ev(f,
+			           "reverse_inner_wait_ns_while_outer_held")));
+			break;
+		}
 		if (f->cls == f->cls2) {
 			snprintf(
 			    buf, len,

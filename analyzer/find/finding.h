@@ -63,7 +63,9 @@ typedef struct finding {
 	                       allocation findings the heaviest stack of the
 	                       site */
 	uint32_t stack2;    /* futex_lock: the wakers' heaviest stack (the
-	                       holders' side), NONE32 if none */
+	                       holders' side); nested_lock of two classes
+	                       taken in both orders: the inner acquisition's
+	                       stack in the reverse order; NONE32 if none */
 	uint32_t stacks[FINDING_STACKS]; /* evidence stacks, heaviest first */
 	double stack_v[FINDING_STACKS];  /* each one's share of stack_unit */
 	uint32_t nstacks, stacks_total;  /* shown; reaching the site */

@@ -281,6 +281,20 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 	}
 	held_t h = t->held[i - 1];
 	charge_hold(m, t, &h, true);
+	/* A hold nested in this one counts as nested only while this one
+	 * lasts: its part up to now, and no more at its own release (memcached
+	 * releases an LRU lock before the item lock taken under it). The
+	 * holds above h are newer; one nested in an earlier hold of li would
+	 * sit below a later hold of li, and release takes the latest. */
+	for (size_t k = i; k < t->nheld; k++) {
+		held_t *in = &t->held[k];
+		if (!in->nest || m->nest[in->nest - 1].outer != li)
+			continue;
+		if (tsc > in->tsc)
+			m->nest[in->nest - 1].inner_hold_ns +=
+			    to_ns(m, tsc - in->tsc);
+		in->nest = 0;
+	}
 	memmove(&t->held[i - 1], &t->held[i], (t->nheld - i) * sizeof h);
 	t->nheld--;
 	trim_snaps(t);
@@ -344,6 +358,14 @@ static void on_try_fail(model_t *m, thread_t *t, uint32_t ti,
 	uint32_t li = model_lock(m, r->f[FMT_TRY_FAIL_LOCK]);
 	m->lock[li].s.try_fail++;
 	lockthr(m, t, ti, li)->try_fail++;
+	/* Tried while holding another lock: that order is taken with a
+	 * trylock (nested_lock tells an inversion made safe by it). */
+	uint32_t outer = t->nheld ? t->held[t->nheld - 1].lock : li;
+	if (outer != li) {
+		uint32_t site = model_stack(m, r->f[FMT_TRY_FAIL_SITE]);
+		uint32_t k = nest_of(m, outer, li, site); /* may move m->nest */
+		m->nest[k].try_fail++;
+	}
 }
 
 /* A release whose lock had waiters: the hold counts for the releasing

@@ -213,6 +213,8 @@ static void block_new(model_t *m, uint64_t ptr, uint64_t size, uint64_t tsc,
 	b->stack = stack;
 	b->thread = ti;
 	b->alloc_ns = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+	if (size > LOCK_BLOCK_REACH)
+		m->bigblk[m->nbigblk++ % BIGBLK_RING] = ptr;
 }
 
 /*

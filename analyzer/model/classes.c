@@ -127,6 +127,47 @@ static bool lock_maker(const model_t *m, const lock_t *l, uint64_t *made,
 	return false;
 }
 
+uint32_t lock_main_site(model_t *m, const lock_t *l)
+{
+	if (!l->hist || l->init_stack != NONE32)
+		return l->first_site;
+	lockhist_t *g = &m->lhist[l->hist - 1];
+	if (g->main_site1)
+		return g->main_site1 - 1;
+	const uint32_t *idx;
+	size_t n = model_lock_pairs(m, LS_ACQSITE, g->rep, &idx);
+	/* Holds summed by site: a site's one-frame stack (uncontended) and
+	 * its whole stacks (waited) are one site. */
+	u64map_t by_pc = {0};
+	uint64_t *sum = xcalloc(n + 1, sizeof *sum);
+	uint32_t best = NONE32;
+	uint64_t best_pc = 0;
+	for (size_t k = 0; k < n; k++) {
+		const lspair_t *p = &m->ls[LS_ACQSITE].v[idx[k]];
+		uint64_t pc = stack_site_pc(m, p->stack);
+		if (!pc)
+			continue;
+		int added;
+		uint32_t *v = u64map_put(&by_pc, pc, &added);
+		if (added)
+			*v = (uint32_t)k;
+		sum[*v] += p->n;
+		uint32_t b = best;
+		if (b == NONE32 || sum[*v] > sum[b] ||
+		    (sum[*v] == sum[b] && pc < best_pc)) {
+			best = *v;
+			best_pc = pc;
+		}
+	}
+	uint32_t site = best != NONE32 ? m->ls[LS_ACQSITE].v[idx[best]].stack
+	                               : l->first_site;
+	free(sum);
+	u64map_free(&by_pc);
+	g = &m->lhist[l->hist - 1];
+	g->main_site1 = site + 1;
+	return site;
+}
+
 static bool lock_used(const lock_t *l)
 {
 	return l->s.acq || l->s.internal_waits || l->s.futex_waits ||
@@ -189,6 +230,59 @@ static void maker_owners(model_t *m)
 	}
 }
 
+/*
+ * A class of locks at several offsets of blocks from one allocation site
+ * (an array of stripes, 1024 item locks in one calloc'd table) is named by
+ * the range of its offsets, not by the offset of whichever instance waited
+ * most: its representative's label becomes "mutex at +0x0..+0x9fd8 in a
+ * block from main (...)", the same in every window that sees the array.
+ */
+static void array_labels(model_t *m)
+{
+	typedef struct {
+		uint32_t lo, hi, n;
+		uint64_t pc;
+		bool other; /* an instance outside a block, or another site */
+	} span_t;
+	span_t *sp = xcalloc(m->ncls + 1, sizeof *sp);
+	for (size_t i = 0; i < m->nlock; i++) {
+		const lock_t *l = &m->lock[i];
+		if (l->cls == NONE32)
+			continue;
+		span_t *x = &sp[l->cls];
+		uint64_t pc = l->in_block ? stack_site_pc(m, l->blk_stack) : 0;
+		if (!pc || (x->n && pc != x->pc)) {
+			x->other = true;
+			continue;
+		}
+		if (!x->n || l->blk_off < x->lo)
+			x->lo = l->blk_off;
+		if (!x->n || l->blk_off > x->hi)
+			x->hi = l->blk_off;
+		x->pc = pc;
+		x->n++;
+	}
+	char buf[700], site[512];
+	frame_t fr;
+	for (size_t c = 0; c < m->ncls; c++) {
+		const span_t *x = &sp[c];
+		lock_t *r = &m->lock[m->cls[c].rep];
+		if (x->other || x->n < 2 || x->lo == x->hi || r->name ||
+		    m->cls[c].by_maker || !r->label ||
+		    !strstr(r->label, " in a block from "))
+			continue;
+		if (sym_stack_site(m, r->blk_stack, &fr))
+			frame_label(&fr, site, sizeof site);
+		else
+			snprintf(site, sizeof site, "an unknown site");
+		snprintf(buf, sizeof buf,
+		         "%s at +0x%x..+0x%x in a block from %s",
+		         lock_kind_word(r->kind), x->lo, x->hi, site);
+		r->label = arena_strdup(&m->arena, buf);
+	}
+	free(sp);
+}
+
 void classes_build(model_t *m)
 {
 	u64map_t by_key = {0};
@@ -223,9 +317,10 @@ void classes_build(model_t *m)
 			    (pc = stack_site_pc(m, l->init_stack))) {
 				site = l->init_stack;
 				by_init = true;
-			} else if (l->first_site != NONE32 &&
-			           (pc = stack_site_pc(m, l->first_site))) {
-				site = l->first_site;
+			} else {
+				uint32_t ms = lock_main_site(m, l);
+				if (ms != NONE32 && (pc = stack_site_pc(m, ms)))
+					site = ms;
 			}
 		}
 		/* Through an init wrapper, the owner's frame is part of
@@ -303,6 +398,7 @@ void classes_build(model_t *m)
 	}
 	u64map_free(&by_key);
 	maker_owners(m);
+	array_labels(m);
 }
 
 bool class_owner(model_t *m, uint32_t c, frame_t *out)

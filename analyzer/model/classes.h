@@ -12,13 +12,26 @@
 /*
  * Fills m->cls and each lock's cls. The class key is the first user frame
  * of the lock's init stack (LOCK_INIT), or, for a lock never initialised by
- * a call (static initializer), of its first acquisition site, with its
+ * a call (static initializer), of its main acquisition site
+ * (lock_main_site), with its
  * owner when that frame is an init wrapper (class_owner); a lock with
  * neither, and every allocator-internal lock, is a class of its own.
  * Conditions variables get no class (cls stays NONE32). Needs m->sym
  * (sym_open). Allocates.
  */
 void classes_build(model_t *m);
+
+/*
+ * The acquisition site that keys and names lock l when the trace holds no
+ * init of it (a static initializer, or an init before a ctl window): of
+ * the acquisition sites of its instances' group (model.h: lock_group), the
+ * one (its first user frame) with the most holds, then the lowest address;
+ * l->first_site when it has no completed hold. The first site taken
+ * differs between two windows of one process; this one does not while the
+ * program does the same work. A stack index, or NONE32. Needs
+ * model_index_pairs and m->sym. Allocates (once per group).
+ */
+uint32_t lock_main_site(model_t *m, const lock_t *l);
 
 /*
  * The frame that owns the locks made at stack si, when its first user

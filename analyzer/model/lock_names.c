@@ -6,6 +6,9 @@
  *   whose range holds the address, a block that was live and held the
  *   address when the lock was first seen, or a recorded stack.
  * - The user's name (l->name) is never replaced; lock_label shows it first.
+ * - A lock with no init in the trace is named by its main acquisition site
+ *   (lock_main_site), not the first one seen: two windows of one process
+ *   name it alike.
  */
 #include "lock_names.h"
 
@@ -17,10 +20,37 @@
 #include <stdio.h>
 #include <string.h>
 
+static void in_block(model_t *m, lock_t *l, uint64_t start, uint32_t slot)
+{
+	const block_t *b = &m->blk[slot];
+	l->blk_stack = b->stack;
+	l->blk_off = (uint32_t)(l->addr - start);
+	l->in_block = true;
+	if (b->size <= LOCK_BLOCK_REACH)
+		return;
+	/* An array of locks: the next ones are past the reach. */
+	for (uint32_t k = 0; k < BIGBLK_RING; k++)
+		if (m->bigblk[k] == start)
+			return;
+	m->bigblk[m->nbigblk++ % BIGBLK_RING] = start;
+}
+
 void lock_find_block(model_t *m, lock_t *l)
 {
 	if (!l->addr || !m->live.n)
 		return;
+	/* A large block's locks: an array of a thousand stripes (40 KB of
+	 * mutexes) lies mostly past the reach of the look back. */
+	for (uint32_t k = 0; k < BIGBLK_RING; k++) {
+		uint64_t start = m->bigblk[k];
+		if (!start || l->addr < start)
+			continue;
+		const uint32_t *v = u64map_find(&m->live, start);
+		if (v && l->addr - start < m->blk[*v].size) {
+			in_block(m, l, start, *v);
+			return;
+		}
+	}
 	/* Blocks start 8-byte aligned with every allocator mallock hooks. */
 	uint64_t a = l->addr & ~7ull;
 	for (uint64_t back = 0; back <= LOCK_BLOCK_REACH && back <= a;
@@ -28,12 +58,8 @@ void lock_find_block(model_t *m, lock_t *l)
 		const uint32_t *v = u64map_find(&m->live, a - back);
 		if (!v)
 			continue;
-		const block_t *b = &m->blk[*v];
-		if (l->addr - (a - back) < b->size) {
-			l->blk_stack = b->stack;
-			l->blk_off = (uint32_t)(l->addr - (a - back));
-			l->in_block = true;
-		}
+		if (l->addr - (a - back) < m->blk[*v].size)
+			in_block(m, l, a - back, *v);
 		return; /* the nearest block start below: in it or in none */
 	}
 }
@@ -47,6 +73,7 @@ void lock_names(model_t *m)
 		if (l->name || l->is_cond || l->kind == FMT_KIND_COND)
 			continue;
 		uint64_t off = 0, tc = 0;
+		uint32_t ts; /* the site that names a lock with no init */
 		const char *sym = l->addr ? sym_data(m, l->addr, &off) : NULL;
 		if (l->addr && sym_tc_central(m, l->addr, &tc)) {
 			/* The size class's byte size is tcmalloc's run-time
@@ -79,8 +106,10 @@ void lock_names(model_t *m)
 		} else if (l->kind != FMT_KIND_ALLOC_INTERNAL &&
 		           ((l->init_stack != NONE32 &&
 		             sym_stack_site(m, l->init_stack, &fr)) ||
-		            (l->first_site != NONE32 &&
-		             sym_stack_site(m, l->first_site, &fr)))) {
+		            ((ts = l->kind == FMT_KIND_FUTEX
+		                       ? l->first_site
+		                       : lock_main_site(m, l)) != NONE32 &&
+		             sym_stack_site(m, ts, &fr)))) {
 			frame_label(&fr, site, sizeof site);
 			snprintf(buf, sizeof buf, "%s %s %s",
 			         lock_kind_word(l->kind),
@@ -89,7 +118,7 @@ void lock_names(model_t *m)
 			             ? "initialised in"
 			         : l->kind == FMT_KIND_FUTEX
 			             ? "first waited on in"
-			             : "first taken in",
+			             : "taken in",
 			         site);
 		} else {
 			continue;

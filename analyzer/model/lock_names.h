@@ -14,8 +14,9 @@
 
 /* At the lock's LOCK_NEW (its address is known; the thread's earlier
  * allocations are in the live map): remembers the live block holding it,
- * found by looking back from its address up to LOCK_BLOCK_REACH bytes. */
-#define LOCK_BLOCK_REACH 4096
+ * found among the large blocks of m->bigblk, else by looking back from its
+ * address up to LOCK_BLOCK_REACH bytes (model.h). A lock deeper than that
+ * in a block that is no longer among m->bigblk is in none. */
 void lock_find_block(model_t *m, lock_t *l);
 
 /* Sets l->label for every lock without a user name. Needs sym_open. */

@@ -131,8 +131,9 @@ typedef struct lock {
  * site's first instance (model_pair). */
 typedef struct lockhist {
 	hist_t wait, hold;
-	uint32_t cls; /* the class it was summed into (classes_build) */
-	uint32_t rep; /* its first instance: the lock its pairs name */
+	uint32_t cls;        /* the class it was summed into (classes_build) */
+	uint32_t rep;        /* its first instance: the lock its pairs name */
+	uint32_t main_site1; /* lock_main_site's answer + 1, 0 not yet */
 } lockhist_t;
 #define LOCK_KIND_UNKNOWN 99u
 
@@ -208,7 +209,12 @@ typedef struct lstab {
 typedef struct nest {
 	uint32_t outer, inner; /* lock indexes */
 	uint32_t site;         /* the inner acquisition's stack (the first) */
-	uint64_t n, inner_contended, inner_wait_ns, inner_hold_ns;
+	uint64_t n, inner_contended, inner_wait_ns;
+	uint64_t inner_hold_ns; /* of the inner holds, the parts while the
+	                           outer lock was held */
+	uint64_t try_fail;      /* failed trylocks of the inner lock while the
+	                           outer was held (a successful one is an
+	                           acquisition like any other) */
 } nest_t;
 
 /* One thread's use of one lock (for starvation). */
@@ -225,7 +231,8 @@ typedef struct lockthr {
 
 typedef struct held {
 	uint32_t lock, site; /* site: stack index of the acquisition */
-	uint32_t nest;       /* nest index + 1 (outer lock held at acquire) */
+	uint32_t nest;       /* nest index + 1 (outer lock held at acquire),
+	                        0 once the outer lock is released */
 	uint32_t snap;       /* thread's sums at acquire: index in snap[] */
 	uint64_t tsc;
 	uint64_t wait_ns; /* the acquisition's wait */
@@ -290,6 +297,13 @@ typedef struct note {
 } note_t;
 
 /* A live block: where and when it was allocated. */
+/* A lock's block is found by looking back from its address up to
+ * LOCK_BLOCK_REACH bytes for a block start, and past that among the
+ * BIGBLK_RING large blocks last allocated or found holding a lock
+ * (model_t.bigblk; lock_names.h). */
+#define LOCK_BLOCK_REACH 4096
+#define BIGBLK_RING 32
+
 typedef struct block {
 	uint64_t tsc, size;
 	uint32_t stack, thread; /* indexes */
@@ -427,6 +441,11 @@ typedef struct model {
 	/* A live block whose address another ALLOC took: its free is due,
 	 * merged late by the clock skew between CPUs (aggregate_alloc.c). */
 	u64map_t displaced;
+	/* The starts of the latest blocks larger than LOCK_BLOCK_REACH
+	 * (lock_names.h) allocated or found holding a lock, a ring: the locks
+	 * of an array made in one of them are found past that reach. */
+	uint64_t bigblk[BIGBLK_RING];
+	uint32_t nbigblk; /* entries written, the next is % BIGBLK_RING */
 
 	module_t *mod;
 	size_t nmod, capmod;

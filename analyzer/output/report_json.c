@@ -631,6 +631,9 @@ static void findings_json(jw_t *w, const report_t *r)
 		stack_json(w, m, "stack", f->stack);
 		if (f->kind == FK_FUTEX_LOCK) /* the holders' side */
 			stack_json(w, m, "waker_stack", f->stack2);
+		if (f->kind == FK_NESTED_LOCK && f->stack2 != NONE32)
+			/* an inversion: the other order's inner acquisition */
+			stack_json(w, m, "reverse_stack", f->stack2);
 		if (f->nlines > 1) {
 			/* one function allocating at several lines */
 			jw_key(w, "lines");

@@ -421,6 +421,8 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	} else {
 		print_stack(out, m, f->stack, "code");
 	}
+	if (f->kind == FK_NESTED_LOCK && f->stack2 != NONE32)
+		print_stack(out, m, f->stack2, "rev"); /* the other order */
 	if (f->cls != NONE32 && f->kind != FK_CROSS_THREAD_FREE &&
 	    f->kind != FK_ALLOC_CHURN && f->kind != FK_SLOW_ALLOC)
 		print_points(out, m, f->cls, 3, f->kind == FK_FUTEX_LOCK);

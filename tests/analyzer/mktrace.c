@@ -63,8 +63,12 @@
  *             acceptor on a worker thread (scenario_lifo): uneven wakes
  *             by design, no starvation.
  *   striped   a lock hierarchy of stripes: 64 item locks of one class
- *             over 8 static LRU locks, each its own class by its first
- *             acquisition (scenario_striped).
+ *             over 8 static LRU locks, each its own class by its
+ *             acquisition site (scenario_striped); --in-array: the item locks
+ *             in one 8 KiB calloc'd block
+ *   window    one lock initialised before the window, taken first at
+ *             --window-first N's site (0: stats_update, 1: outer_op),
+ *             then mostly at queue_put (scenario_window)
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -633,7 +637,8 @@ enum {
 	S_FX_POST,
 	S_FX_WAIT2,
 	S_FX_WAKE2,
-	S_FX_BLOCK
+	S_FX_BLOCK,
+	S_ARRAY_ALLOC
 };
 enum {
 	L_QUEUE = 1,
@@ -672,10 +677,12 @@ static bool slow_one_thread;     /* --slow-one-thread */
 static bool static_tcmalloc;     /* --static-tcmalloc */
 static uint64_t churn_size = 16; /* --churn-size */
 static bool unnamed, global_stats, global_past, heap_queue, two_lines, wrapped;
-static tw_t *idle[2];  /* --idle-waiters */
-static bool fx_uneven; /* --fx-uneven */
-static bool fx_heap;   /* --fx-heap */
-static bool fx_twins;  /* --fx-twins */
+static tw_t *idle[2];    /* --idle-waiters */
+static bool fx_uneven;   /* --fx-uneven */
+static bool fx_heap;     /* --fx-heap */
+static bool fx_twins;    /* --fx-twins */
+static bool in_array;    /* --in-array */
+static int window_first; /* --window-first */
 
 static void define_stacks(tw_t *t)
 {
@@ -758,6 +765,8 @@ static void define_stacks(tw_t *t)
 	m_stack(t, S_FX_BLOCK, 3, f);
 	f[0] = fa(fx_lock), f[1] = fa(fx_flush);
 	m_stack(t, S_FX_WAIT2, 3, f);
+	f[0] = fa(queue_init) + 4, f[1] = fa(worker_main);
+	m_stack(t, S_ARRAY_ALLOC, 2, f);
 	tree_insert();
 	f[0] = tree_pc[0], f[1] = fa(producer_main);
 	m_stack(t, S_TREE1, 2, f);
@@ -1337,11 +1346,15 @@ static void scenario_lifo(tw_t *acc, tw_t **w, int rounds)
  * LRU locks): 64 "item" locks made in one loop (ids 8000 + i, at
  * 0x61000000 + 64 i, initialised at S_INIT: one class) and 8 static LRU
  * locks nobody named or initialised (ids 8100 + j, at 0x62000 + 40 j),
- * each first taken at a function of its own (queue_put, queue_take, ...:
- * 8 classes by first acquisition). Per round r (t0 = T0 + 100000 +
+ * each taken at a function of its own (queue_put, queue_take, ...: 8
+ * classes by acquisition site). Per round r (t0 = T0 + 100000 +
  * r * 10000), thread "mc-k" (k = 0..3, a = t0 + 2000 k) takes item
  * (r + 16 k) % 64 at a, LRU lock (r + k) % 8 at a + 100 (after a 300 ns
  * wait when k > 0), releases it at a + 600 and the item at a + 800.
+ * --in-array: the item locks are 128 bytes apart (at 0x61000000 + 128 i)
+ * in one 8 KiB block allocated at T0 + 500 in queue_init < worker_main
+ * (S_ARRAY_ALLOC), the function that initialises them: most of them lie
+ * past the look back from a lock to its block's start (LOCK_BLOCK_REACH).
  */
 static void scenario_striped(tw_t **t, int rounds)
 {
@@ -1353,24 +1366,26 @@ static void scenario_striped(tw_t **t, int rounds)
 		f[0] = fa(first[j]), f[1] = fa(mallock_test_thread_start);
 		m_stack(t[0], 300 + (uint64_t)j, 2, f);
 	}
+	uint64_t stride = in_array ? 128 : 64;
+	if (in_array)
+		E(t[0], FMT_ALLOC, T0 + 500, 0x61000000, 64 * stride,
+		  S_ARRAY_ALLOC, 100, FMT_FN_CALLOC);
 	for (uint64_t i = 0; i < 64; i++) {
-		m_lock_new(t[0], 8000 + i, 0x61000000 + 64 * i, FMT_KIND_MUTEX,
-		           FMT_LOCKF_INIT);
+		m_lock_new(t[0], 8000 + i, 0x61000000 + stride * i,
+		           FMT_KIND_MUTEX, FMT_LOCKF_INIT);
 		E(t[0], FMT_LOCK_INIT, T0 + 1000 + 10 * i, 8000 + i, S_INIT, 0,
 		  0, 0);
 	}
 	for (uint64_t j = 0; j < 8; j++)
 		m_lock_new(t[0], 8100 + j, 0x62000 + 40 * j, FMT_KIND_MUTEX,
 		           FMT_LOCKF_STATIC);
-	bool seen[8] = {0};
 	for (int r = 0; r < rounds; r++) {
 		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
 		for (int k = 0; k < 4; k++) {
 			uint64_t a = t0 + 2000 * (uint64_t)k;
 			uint64_t item = 8000 + (uint64_t)((r + 16 * k) % 64);
 			int j = (r + k) % 8;
-			uint64_t site = seen[j] ? S_OUTER : 300 + (uint64_t)j;
-			seen[j] = true;
+			uint64_t site = 300 + (uint64_t)j;
 			E(t[k], FMT_ACQ, a, item, S_PUT_SITE, 0, 0, 0);
 			if (k)
 				E(t[k], FMT_ACQ_WAIT, a + 100,
@@ -1382,6 +1397,33 @@ static void scenario_striped(tw_t **t, int rounds)
 			  0);
 			E(t[k], FMT_REL, a + 800, item, 0, 0, 0, 0);
 		}
+	}
+}
+
+/*
+ * window: a window of a server whose lock was initialised before it: lock
+ * 9000 at 0x63000, seen first at an acquisition (static), taken by
+ * "srv-0" first at --window-first's site (0: stats_update, 1: outer_op),
+ * then per round r (t0 = T0 + 100000 + r * 10000) by srv-0 at queue_put
+ * (t0, held 500 ns), by srv-1 at queue_put after a 200 ns wait (t0 + 500,
+ * held 300 ns) and by srv-2 at queue_take (t0 + 2000, held 100 ns). Two
+ * windows differ only in the first site; the lock is the same.
+ */
+static void scenario_window(tw_t **t, int rounds)
+{
+	m_lock_new(t[0], 9000, 0x63000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+	uint64_t first = window_first ? S_OUTER : S_STATS_SITE;
+	E(t[0], FMT_ACQ, T0 + 1000, 9000, first, 0, 0, 0);
+	E(t[0], FMT_REL, T0 + 1100, 9000, 0, 0, 0, 0);
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 10000;
+		E(t[0], FMT_ACQ, t0, 9000, S_PUT_SITE, 0, 0, 0);
+		E(t[0], FMT_REL_CONTENDED, t0 + 500, 9000, S_PUT_ALLOC, 0, 0,
+		  0);
+		E(t[1], FMT_ACQ_WAIT, t0 + 500, 9000, S_PUT_ALLOC, 200, 1, 0);
+		E(t[1], FMT_REL, t0 + 800, 9000, 0, 0, 0, 0);
+		E(t[2], FMT_ACQ, t0 + 2000, 9000, S_TAKE, 0, 0, 0);
+		E(t[2], FMT_REL, t0 + 2100, 9000, 0, 0, 0, 0);
 	}
 }
 
@@ -1489,6 +1531,10 @@ int main(int argc, char **argv)
 			fx_heap = true;
 		else if (!strcmp(a, "--fx-twins"))
 			fx_twins = true;
+		else if (!strcmp(a, "--in-array"))
+			in_array = true;
+		else if (!strcmp(a, "--window-first"))
+			window_first = atoi(v), i++;
 		else if (!strcmp(a, "--alloc-lock-addr"))
 			alloc_lock_addr = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--churn-container"))
@@ -1663,6 +1709,21 @@ int main(int argc, char **argv)
 			m_thread_name(proc, 601 + (uint64_t)k, name);
 		}
 		scenario_striped(t, rounds);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
+		return 0;
+	}
+	if (!strcmp(sc, "window")) {
+		define_stacks(proc);
+		tw_t *t[3];
+		char name[32];
+		for (int k = 0; k < 3; k++) {
+			t[k] = tw_new(701 + (uint32_t)k);
+			snprintf(name, sizeof name, "srv-%d", k);
+			m_thread_name(proc, 701 + (uint64_t)k, name);
+		}
+		scenario_window(t, rounds);
 		m_end(proc, nevents);
 		finish_file();
 		fclose(out);

@@ -14,11 +14,11 @@ def labels(*opts, scenario="cascade"):
 
 
 # Unnamed: queue (initialised in queue_init) and stats (a static
-# initializer, first taken in stats_update).
+# initializer, taken in stats_update).
 d, lab = labels("--unnamed")
 check(lab[1].startswith("mutex initialised in queue_init (mktrace.c:"),
       "init site: " + lab[1])
-check(lab[2].startswith("mutex first taken in stats_update (mktrace.c:"),
+check(lab[2].startswith("mutex taken in stats_update (mktrace.c:"),
       "first acquisition: " + lab[2])
 eq([l["name"] for l in d["locks"] if l["id"] in (1, 2)], [None, None],
    "name stays the user's (none)")
@@ -38,7 +38,7 @@ check("mktrace_stats_lock+0x8" in out and "in a block from registry_create"
 # Past the end of a data symbol (the nearest one below, 8 bytes long): not
 # named by it, but by the function that first took it.
 d, lab = labels("--unnamed", "--global-past")
-check(lab[2].startswith("mutex first taken in stats_update (mktrace.c:"),
+check(lab[2].startswith("mutex taken in stats_update (mktrace.c:"),
       "past a symbol's end: not its name: " + lab[2])
 
 # mallock_lock_name wins over every other name.

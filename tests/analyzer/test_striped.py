@@ -3,6 +3,10 @@
 striped: 64 item locks of one class over 8 static LRU locks, each its own
 class by its first acquisition, memcached's shape) is one nested_lock
 finding listing its inner locks, and its advice is not to merge them.
+With the item locks in one calloc'd 8 KiB array (--in-array), every one of
+them is found in that block, past the look back from a lock to its block's
+start, and the array is one class, named by the range of its offsets (not
+by the offset of the stripe that waited most): one finding still.
 
 usage: test_striped.py MALLOCK MKTRACE SRCDIR"""
 import common
@@ -24,4 +28,20 @@ if nested:
        "inner wait of the whole hierarchy")
     check("use one lock" not in f["advice"] and "hierarchy" in f["advice"],
           "advice for a hierarchy: " + f["advice"])
+
+path, _ = common.mktrace("striped", "striped_array.trace", "--rounds", 400,
+                         "--in-array")
+d = common.report_json("--all", path)
+cls = {lk["id"]: lk["class"] for lk in d["locks"]}
+items = {cls.get(8000 + i) for i in range(64)}
+eq(len(items), 1, "classes of the 64 item locks of one array")
+byc = {c["class"]: c for c in d["lock_classes"]}
+c = byc.get(next(iter(items)), {})
+eq(c.get("instances"), 64, "instances of the array's class")
+check((c.get("label") or "").startswith(
+      "mutex at +0x0..+0x1f80 in a block from queue_init"),
+      "the array's class is named by its block and offsets: %s"
+      % c.get("label"))
+nested = [f for f in d["findings"] if f["kind"] == "nested_lock"]
+eq(len(nested), 1, "nested_lock findings of the array's hierarchy")
 common.done("test_striped")
