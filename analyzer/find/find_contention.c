@@ -93,14 +93,16 @@ static void side(const model_t *m, cstat_t *v, int k)
 			s->nholder++;
 			s->caused += sum[i];
 			if (s->top_holder == NONE32 || sum[i] > s->top_caused ||
-			    (sum[i] == s->top_caused && stk[i] < s->top_holder)) {
+			    (sum[i] == s->top_caused &&
+			     stk[i] < s->top_holder)) {
 				s->top_holder = stk[i];
 				s->top_caused = sum[i];
 			}
 		} else {
 			s->nwaiter++;
 			if (s->top_waiter == NONE32 || sum[i] > s->top_waited ||
-			    (sum[i] == s->top_waited && stk[i] < s->top_waiter)) {
+			    (sum[i] == s->top_waited &&
+			     stk[i] < s->top_waiter)) {
 				s->top_waiter = stk[i];
 				s->top_waited = sum[i];
 			}
@@ -160,8 +162,9 @@ static void gather(const model_t *m, cstat_t *v)
 static double hold_quantile(const lockclass_t *c, double q)
 {
 	double v = hist_quantile(&c->hold_hist, q);
-	return c->s.hold_max && v > (double)c->s.hold_max ? (double)c->s.hold_max
-	                                                  : v;
+	return c->s.hold_max && v > (double)c->s.hold_max
+	           ? (double)c->s.hold_max
+	           : v;
 }
 
 /* Puts key = v unless f already has key (an alloc_under_lock finding
@@ -198,8 +201,7 @@ static void put_evidence(const model_t *m, finding_t *f, uint32_t c,
 	put_new(f, "hold_max_ns", (double)k->s.hold_max);
 	put_new(f, "allocator_ns_in_holds", (double)k->s.alloc_ns);
 	put_new(f, "allocator_share_of_hold", alloc);
-	put_new(f, "allocator_lock_wait_ns_in_holds",
-	        (double)k->s.alloc_lw_ns);
+	put_new(f, "allocator_lock_wait_ns_in_holds", (double)k->s.alloc_lw_ns);
 	put_new(f, "inner_lock_hold_ns", (double)s->inner_hold);
 	put_new(f, "inner_lock_wait_ns", (double)s->inner_wait);
 	put_new(f, "inner_lock_share_of_hold", inner);
@@ -258,7 +260,8 @@ static void advise(const model_t *m, finding_t *f, uint32_t c)
 		char caused[64] = "";
 		if (finding_ev(f, "holder_stacks", 0) > 0)
 			snprintf(caused, sizeof caused,
-			         ", which caused %.0f%% of the wait", 100 * top);
+			         ", which caused %.0f%% of the wait",
+			         100 * top);
 		n = (size_t)snprintf(
 		    f->advice, len,
 		    "A few long holds make the waits (p99 %s, longest %s, "
@@ -331,8 +334,7 @@ void find_lock_contention(model_t *m, findings_t *out)
 	cstat_t *v = xcalloc(m->ncls, sizeof *v);
 	gather(m, v);
 	for (size_t i = 0; i < out->n; i++)
-		if (out->v[i].m == m &&
-		    out->v[i].kind == FK_ALLOC_UNDER_LOCK &&
+		if (out->v[i].m == m && out->v[i].kind == FK_ALLOC_UNDER_LOCK &&
 		    out->v[i].cls != NONE32)
 			v[out->v[i].cls].aul = true;
 	/* The nested_lock findings' score on each class they name. */
@@ -386,8 +388,8 @@ void find_lock_contention(model_t *m, findings_t *out)
 		finding_t *f = finding_add(out, m, FK_LOCK_CONTENTION, s->W);
 		f->cls = c;
 		/* The code: the holders', else where the waiters wait. */
-		f->stack = s->top_holder != NONE32 ? s->top_holder
-		                                   : s->top_waiter;
+		f->stack =
+		    s->top_holder != NONE32 ? s->top_holder : s->top_waiter;
 		put_evidence(m, f, c, s);
 		advise(m, f, c);
 	}
