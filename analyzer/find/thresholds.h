@@ -20,9 +20,6 @@
 	X(AUL_MIN_SHARE_PPM, 100, "ppm",                                       \
 	  "alloc_under_lock: least share of the lock's hold time that one "    \
 	  "allocation stack must take")                                        \
-	X(QUEUE_BOOST, 2, "x",                                                 \
-	  "alloc_under_lock: score multiplier for queue-like locks (cond "     \
-	  "waits, or named with mallock_lock_name)")                           \
 	X(CHURN_LIFETIME_NS, 1000000, "ns",                                    \
 	  "alloc_churn: a block freed sooner than this after its allocation "  \
 	  "is short-lived")                                                    \
