@@ -18,9 +18,12 @@
  * allocator's share among its evidence. A class below the minimums is
  * left to the other detectors.
  *
- * A class that a nested_lock finding names (outer, inner or a member of
- * its family) with a score at least half the class's W is that finding's:
- * its waits are mostly the nesting's.
+ * Likewise a contended class whose holders spend CONT_NEST_SHARE_PCT of
+ * their hold holding inner locks: the heaviest nested_lock finding with it
+ * outside names it, scored W (or its own score when higher), with the
+ * contention evidence. A class that a nested_lock finding names otherwise
+ * (inner, or a member of its family) with a score at least half the
+ * class's W is that finding's: its waits are mostly the nesting's.
  *
  * Skipped: allocator-internal locks (the allocator's own lock is what
  * alloc_under_lock and slow_alloc explain), futex words (futex_lock's,
@@ -357,10 +360,6 @@ void find_lock_contention(model_t *m, findings_t *out)
 	for (uint32_t c = 0; c < m->ncls; c++) {
 		const lockclass_t *k = &m->cls[c];
 		const cstat_t *s = &v[c];
-		/* A lock whose wait a nested_lock finding mostly explains
-		 * (its score at least half the lock's) is that finding's. */
-		if (!s->aul && nested[c] * 2 >= s->W)
-			continue;
 		if (skipped_kind(k->kind) ||
 		    k->s.contended < TH_CONT_MIN_WAITS || s->W <= 0 ||
 		    s->W * 1e6 < (double)TH_CONT_MIN_LOST_PPM * (double)dur)
@@ -383,6 +382,33 @@ void find_lock_contention(model_t *m, findings_t *out)
 			finding_put(f, "alloc_sites_folded", folded);
 			continue;
 		}
+		/* Holding inner locks is a meaningful part of the holds: the
+		 * heaviest nested_lock finding with this lock outside names
+		 * it, scored W (or its own score, when higher: it also counts
+		 * the waits on the inner lock). */
+		size_t nb = SIZE_MAX;
+		if ((double)s->inner_hold * 100 >=
+		    (double)TH_CONT_NEST_SHARE_PCT * (double)k->s.hold_ns)
+			for (size_t i = 0; i < out->n; i++) {
+				const finding_t *f = &out->v[i];
+				if (f->m == m && f->kind == FK_NESTED_LOCK &&
+				    f->cls == c &&
+				    (nb == SIZE_MAX ||
+				     f->score > out->v[nb].score))
+					nb = i;
+			}
+		if (nb != SIZE_MAX) {
+			if (s->aul)
+				drop_aul(out, m, c, &nb);
+			finding_t *f = &out->v[nb];
+			finding_rescore(f, fmax(f->score, s->W));
+			put_evidence(m, f, c, s);
+			continue;
+		}
+		/* A lock whose wait a nested_lock finding mostly explains
+		 * (its score at least half the lock's) is that finding's. */
+		if (nested[c] * 2 >= s->W)
+			continue;
 		if (s->aul)
 			drop_aul(out, m, c, NULL);
 		finding_t *f = finding_add(out, m, FK_LOCK_CONTENTION, s->W);

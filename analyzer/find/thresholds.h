@@ -76,6 +76,10 @@
 	  "lock_contention: a contended class whose holders spend this share " \
 	  "of their hold time in the allocator is named by one "               \
 	  "alloc_under_lock finding, scored as lock_contention would be")    \
+	X(CONT_NEST_SHARE_PCT, 5, "%",                                         \
+	  "lock_contention: a contended class whose holders spend this share " \
+	  "of their hold time holding inner locks is named by its nested_lock "\
+	  "finding (it outside), scored at least as lock_contention would be") \
 	X(CONT_TAIL_X, 8, "x",                                                 \
 	  "lock_contention advice: a p99 hold this many times the median is "  \
 	  "a few long holds (shorten the holder's critical section)")         \

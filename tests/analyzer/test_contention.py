@@ -94,6 +94,23 @@ check("#1 lock_contention" in out, "text: lock_contention first")
 check("median <= 512 ns, p99 <= 8.0 us" in out, "text: hold distribution")
 check("holders     7.0 ms" in out, "text: holders with the wait caused")
 
+# A lock whose holders spend a meaningful share holding an inner lock
+# (mktrace's mixed: "outer" holds "inner" for 200 of its 310 ns) is named
+# by its nested_lock finding, with the contention evidence; the inner
+# lock, whose waits all happen inside the outer, is that finding's too.
+mixed, _ = mktrace("mixed", "mixed.trace", "--rounds", R)
+dm = report_json(mixed)
+on = lambda name: [f["kind"] for f in dm["findings"]
+                   if f.get("lock_name") == name]
+eq(on("outer"), ["nested_lock"], "outer: one finding, nested_lock")
+eq(on("inner"), [], "inner: left to the nested_lock finding")
+nf = [f for f in dm["findings"] if f["kind"] == "nested_lock"]
+if nf:
+    check(nf[0]["score"] >= nf[0]["evidence"].get("lock_wait_ns", -1) > 0,
+          "nested_lock scored at least the outer lock's W")
+    check("holders" in nf[0] and "hold_median_ns" in nf[0]["evidence"],
+          "nested_lock carries the contention evidence")
+
 # Past EV_MAX evidence members the analyzer aborts, loudly.
 unit = os.path.join(os.path.dirname(MKTRACE), "unit_evidence")
 r = subprocess.run([unit, "fit"], capture_output=True, text=True)
