@@ -288,8 +288,12 @@ static void advise(const model_t *m, finding_t *f, uint32_t c)
 		    "Many short holds (median %s) by %.0f threads: the "
 		    "lock itself is the bottleneck; shard or stripe it (a "
 		    "lock per bucket, object or thread) or batch the work "
-		    "to take it less often (the heaviest holder: %s).",
-		    human_ns(a, sizeof a, med), thr, site);
+		    "to take it less often (%s%s).",
+		    human_ns(a, sizeof a, med), thr,
+		    finding_ev(f, "holder_stacks", 0) > 0
+		        ? "the heaviest holder: "
+		        : "taken at ",
+		    site);
 	} else {
 		n = (size_t)snprintf(
 		    f->advice, len,
