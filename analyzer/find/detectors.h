@@ -22,6 +22,10 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out);
 void find_starvation(model_t *m, findings_t *out);
 /* find_futex.c: futex_lock, per class of futex lock words. */
 void find_futex_locks(model_t *m, findings_t *out);
+/* find_contention.c: lock_contention, per lock class; run last: a class
+ * it names keeps one finding, its alloc_under_lock findings merged into
+ * one or dropped (out's findings of m may be removed and reordered). */
+void find_lock_contention(model_t *m, findings_t *out);
 
 /* a / b, or 0 when b is not positive. */
 static inline double ratio(double a, double b)

@@ -1,12 +1,13 @@
 /*
  * find_locks.c - the lock detectors (see detectors.h):
  *
- *   alloc_under_lock   W x S (x QUEUE_BOOST for queue-like locks), where W
- *                      is the time waiters lost on the lock class and S the
- *                      share of its hold time spent in the allocator from
- *                      this site. A lock never waited on scores 0 and is
- *                      not reported: allocation under an uncontended lock
- *                      costs no one else anything.
+ *   alloc_under_lock   W x S, where W is the time waiters lost on the lock
+ *                      class and S the share of its hold time spent in the
+ *                      allocator from this site (find_contention.c then
+ *                      scores a contended lock's one finding W). A lock
+ *                      never waited on scores 0 and is not reported:
+ *                      allocation under an uncontended lock costs no one
+ *                      else anything.
  *   nested_lock        wait on the inner lock while holding the outer, plus
  *                      the outer's wait x the share of its hold spent
  *                      holding the inner.
@@ -132,7 +133,7 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		double lock_share = fmin(1.0, (double)c->s.alloc_ns / H);
 		if (share * 1e6 < TH_AUL_MIN_SHARE_PPM)
 			continue;
-		double score = W * share * (c->queue ? TH_QUEUE_BOOST : 1);
+		double score = W * share;
 		finding_t *f = finding_add(out, m, FK_ALLOC_UNDER_LOCK, score);
 		f->cls = a->cls;
 		f->stack = a->stack;

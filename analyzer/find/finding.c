@@ -8,6 +8,7 @@
 #include "thresholds.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *finding_kind_name(int kind)
@@ -48,11 +49,27 @@ double finding_ev(const finding_t *f, const char *key, double def)
 
 void finding_put(finding_t *f, const char *key, double v)
 {
-	if (f->nev < EV_MAX) {
-		f->ev[f->nev].key = key;
-		f->ev[f->nev].v = v;
-		f->nev++;
+	if (f->nev >= EV_MAX) {
+		fprintf(stderr,
+		        "mallock: internal error: a %s finding has more than "
+		        "%d evidence members (adding %s): raise EV_MAX\n",
+		        finding_kind_name(f->kind), EV_MAX, key);
+		abort();
 	}
+	f->ev[f->nev].key = key;
+	f->ev[f->nev].v = v;
+	f->nev++;
+}
+
+void finding_rescore(finding_t *f, double score)
+{
+	f->score = score;
+	uint64_t dur = model_recorded_ns(f->m);
+	double ppm = dur ? score * 1e6 / (double)dur : 1e9;
+	f->severity = ppm >= TH_SEV_HIGH_PPM     ? SEV_HIGH
+	              : ppm >= TH_SEV_MEDIUM_PPM ? SEV_MEDIUM
+	              : ppm >= TH_SEV_LOW_PPM    ? SEV_LOW
+	                                         : SEV_INFO;
 }
 
 finding_t *finding_add(findings_t *out, model_t *m, int kind, double score)
@@ -62,14 +79,8 @@ finding_t *finding_add(findings_t *out, model_t *m, int kind, double score)
 	memset(f, 0, sizeof *f);
 	f->kind = kind;
 	f->m = m;
-	f->score = score;
 	f->cls = f->cls2 = f->stack = f->stack2 = f->lock = NONE32;
-	uint64_t dur = model_recorded_ns(m);
-	double ppm = dur ? score * 1e6 / (double)dur : 1e9;
-	f->severity = ppm >= TH_SEV_HIGH_PPM     ? SEV_HIGH
-	              : ppm >= TH_SEV_MEDIUM_PPM ? SEV_MEDIUM
-	              : ppm >= TH_SEV_LOW_PPM    ? SEV_LOW
-	                                         : SEV_INFO;
+	finding_rescore(f, score);
 	return f;
 }
 
@@ -325,6 +336,28 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         human_ns(b, sizeof b, ev(f, "wait_max_ns")),
 		         ev(f, "waiting_threads"), ev(f, "waking_threads"),
 		         ev(f, "futex_wakes"));
+		break;
+	case FK_LOCK_CONTENTION:
+		snprintf(
+		    buf, len,
+		    "waiters lost %s on this lock (%.0f of %s acquisitions "
+		    "contended, %.1f%%, up to %.0f threads waiting at once, "
+		    "%.0f of the %.0f threads that took it waited); holds "
+		    "took a median of %s, p99 %s, longest %s; holders spent "
+		    "%.1f%% of their hold time in the allocator, %.1f%% "
+		    "holding other locks, the rest (%.1f%%) on their own "
+		    "work.",
+		    human_ns(a, sizeof a, ev(f, "lock_wait_ns")),
+		    ev(f, "contended"),
+		    human_count(d, sizeof d, ev(f, "acquisitions")),
+		    100 * ev(f, "contended_share"), ev(f, "max_waiters"),
+		    ev(f, "waiting_threads"), ev(f, "threads"),
+		    human_ns(b, sizeof b, ev(f, "hold_median_ns")),
+		    human_ns(c, sizeof c, ev(f, "hold_p99_ns")),
+		    human_ns(g, sizeof g, ev(f, "hold_max_ns")),
+		    100 * ev(f, "allocator_share_of_hold"),
+		    100 * ev(f, "inner_lock_share_of_hold"),
+		    100 * ev(f, "own_work_share"));
 		break;
 	default:
 		buf[0] = 0;

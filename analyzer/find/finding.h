@@ -22,7 +22,8 @@
 	X(NESTED_LOCK, "nested_lock")                                          \
 	X(STARVATION, "starvation")                                            \
 	X(SLOW_ALLOC, "slow_alloc")                                            \
-	X(FUTEX_LOCK, "futex_lock")
+	X(FUTEX_LOCK, "futex_lock")                                            \
+	X(LOCK_CONTENTION, "lock_contention")
 
 enum finding_kind {
 #define FK_ENUM_(e, name) FK_##e,
@@ -45,7 +46,9 @@ typedef struct evidence {
 	double v;
 } evidence_t;
 
-#define EV_MAX 24
+/* Evidence members one finding holds; finding_put aborts past it (a
+ * finder that writes more is a bug to fix, not evidence to lose). */
+#define EV_MAX 48
 /* Allocation findings are per allocation site (the first frame outside the
  * allocator, the shim and libc): one allocating line reached from several
  * callers is one finding, with its stacks, the heaviest first, as evidence. */
@@ -94,9 +97,12 @@ typedef struct findings {
  * stack (NONE32). The pointer is valid until the next finding_add on out.
  * May allocate. */
 finding_t *finding_add(findings_t *out, model_t *m, int kind, double score);
-/* Adds evidence key = v (key: a static JSON member name); beyond EV_MAX
- * it is dropped. */
+/* Adds evidence key = v (key: a static JSON member name). Past EV_MAX it
+ * prints the finding's kind and key on stderr and aborts. */
 void finding_put(finding_t *f, const char *key, double v);
+/* Sets f's score (ns) and the severity that follows from it, as
+ * finding_add does. */
+void finding_rescore(finding_t *f, double score);
 /* Counts stack si among those reaching f's code, and keeps it, valued v,
  * among the heaviest FINDING_STACKS (f->stacks, heaviest first). */
 void finding_add_stack(finding_t *f, uint32_t si, double v);

@@ -2,7 +2,8 @@
  * run.c - derives the findings from an aggregated model: runs every
  * detector (detectors.h) and ranks the result. Scores are nanoseconds of time
  * the finding explains, so findings of different kinds rank on one scale;
- * each detector's file says how it scores.
+ * each detector's file says how it scores. lock_contention runs last: it
+ * merges each lock's findings into one (find_contention.c).
  */
 #include "run.h"
 
@@ -20,6 +21,7 @@ void findings_compute(model_t *m, findings_t *out)
 	find_nested_locks(m, out);
 	find_starvation(m, out);
 	find_futex_locks(m, out);
+	find_lock_contention(m, out);
 }
 
 static int by_score(const void *a, const void *b)

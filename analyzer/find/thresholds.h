@@ -20,9 +20,6 @@
 	X(AUL_MIN_SHARE_PPM, 100, "ppm",                                       \
 	  "alloc_under_lock: least share of the lock's hold time that one "    \
 	  "allocation stack must take")                                        \
-	X(QUEUE_BOOST, 2, "x",                                                 \
-	  "alloc_under_lock: score multiplier for queue-like locks (cond "     \
-	  "waits, or named with mallock_lock_name)")                           \
 	X(CHURN_LIFETIME_NS, 1000000, "ns",                                    \
 	  "alloc_churn: a block freed sooner than this after its allocation "  \
 	  "is short-lived")                                                    \
@@ -68,6 +65,36 @@
 	X(FUTEX_MIN_LOST_PPM, 1000, "ppm",                                     \
 	  "futex_lock: least time lost on a class's lock words as a share "   \
 	  "of the trace's duration")                                           \
+	X(CONT_MIN_WAITS, 10, "waits",                                         \
+	  "lock_contention: fewest contended acquisitions of a class; also "  \
+	  "the holders' waits on the allocator's own lock that leave the "     \
+	  "lock to alloc_under_lock")                                          \
+	X(CONT_MIN_LOST_PPM, 1000, "ppm",                                      \
+	  "lock_contention: least wait lost on a class (not counting waits "   \
+	  "that ended in a condition wait) as a share of the recorded time")  \
+	X(CONT_ALLOC_SHARE_PCT, 5, "%",                                        \
+	  "lock_contention: a contended class whose holders spend this share " \
+	  "of their hold time in the allocator is named by one "               \
+	  "alloc_under_lock finding, scored as lock_contention would be")    \
+	X(CONT_NEST_SHARE_PCT, 5, "%",                                         \
+	  "lock_contention: a contended class whose holders spend this share " \
+	  "of their hold time holding inner locks is named by its nested_lock "\
+	  "finding (it outside), scored at least as lock_contention would be") \
+	X(CONT_TAIL_X, 8, "x",                                                 \
+	  "lock_contention advice: a p99 hold this many times the median is "  \
+	  "a few long holds (shorten the holder's critical section)")         \
+	X(CONT_DOMINANT_PCT, 50, "%",                                          \
+	  "lock_contention advice: one holder stack causing this share of "    \
+	  "the wait dominates")                                                \
+	X(CONT_MANY_THREADS, 3, "threads",                                     \
+	  "lock_contention advice: short holds by this many threads or more "  \
+	  "call for sharding or batching")                                     \
+	X(CONT_SHARED_PCT, 50, "%",                                            \
+	  "lock_contention advice: an rwlock with this share of shared "       \
+	  "acquisitions is read-mostly")                                       \
+	X(CONT_INNER_PCT, 30, "%",                                             \
+	  "lock_contention advice: holds spending this share holding other "   \
+	  "locks say so")                                                      \
 	X(SEV_HIGH_PPM, 100000, "ppm",                                         \
 	  "severity high: score at least this share of the trace's duration")  \
 	X(SEV_MEDIUM_PPM, 10000, "ppm", "severity medium: likewise")           \

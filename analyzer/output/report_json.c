@@ -11,6 +11,7 @@
 #include "trace_format.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -673,6 +674,14 @@ static void findings_json(jw_t *w, const report_t *r)
 				jw_end(w, '}');
 			}
 			jw_end(w, ']');
+		}
+		if (!isnan(finding_ev(f, "hold_median_ns", NAN))) {
+			/* A contended lock's waiters and holders, by the
+			 * wait they lost and caused. */
+			class_points_json(w, m, f->cls, LS_WAITER, "waiters",
+			                  "waits", "wait_ns");
+			class_points_json(w, m, f->cls, LS_HOLDER, "holders",
+			                  "holds", "hold_ns");
 		}
 		jw_key(w, "evidence");
 		jw_obj(w);

@@ -14,6 +14,7 @@
 #include "trace_format.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -365,6 +366,42 @@ static void print_totals(FILE *out, const report_t *r)
 		        human_count(d, sizeof d, (double)t.futex_wakes));
 }
 
+/* A contended lock's holds (find_contention.c's evidence, on a
+ * lock_contention finding or an alloc_under_lock one that names the
+ * lock): their distribution and what the holders did in them. */
+static void print_contention(FILE *out, const finding_t *f)
+{
+	if (isnan(finding_ev(f, "hold_median_ns", NAN)))
+		return;
+	char a[32], b[32], c[32], d[32], txt[700];
+	snprintf(txt, sizeof txt,
+	         "%s holds, median <= %s, p99 <= %s (log2 bucket tops), "
+	         "longest %s; %.1f%% of %s acquisitions contended, up to "
+	         "%.0f waiting at once",
+	         human_count(a, sizeof a, ev(f, "holds")),
+	         human_ns(b, sizeof b, ev(f, "hold_median_ns")),
+	         human_ns(c, sizeof c, ev(f, "hold_p99_ns")),
+	         human_ns(d, sizeof d, ev(f, "hold_max_ns")),
+	         100 * ev(f, "contended_share"),
+	         human_count(a, sizeof a, ev(f, "acquisitions")),
+	         ev(f, "max_waiters"));
+	wrap_print(out, 10, "   holds  ", txt);
+	size_t n = (size_t)snprintf(
+	    txt, sizeof txt,
+	    "holders spent %.1f%% of their hold time in the allocator, "
+	    "%.1f%% holding other locks, %.1f%% on their own work",
+	    100 * ev(f, "allocator_share_of_hold"),
+	    100 * ev(f, "inner_lock_share_of_hold"),
+	    100 * ev(f, "own_work_share"));
+	if (ev(f, "cond_waits") > 0 && n < sizeof txt)
+		snprintf(txt + n, sizeof txt - n,
+		         "; %.0f condition waits released it (%s of waits "
+		         "that ended in one not counted)",
+		         ev(f, "cond_waits"),
+		         human_ns(a, sizeof a, ev(f, "idle_wait_ns")));
+	wrap_print(out, 10, "   during ", txt);
+}
+
 static void print_finding(FILE *out, const report_t *r, size_t i)
 {
 	const finding_t *f = &r->f.v[i];
@@ -426,6 +463,7 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	if (f->cls != NONE32 && f->kind != FK_CROSS_THREAD_FREE &&
 	    f->kind != FK_ALLOC_CHURN && f->kind != FK_SLOW_ALLOC)
 		print_points(out, m, f->cls, 3, f->kind == FK_FUTEX_LOCK);
+	print_contention(out, f);
 	if (f->members_total > 1) {
 		fprintf(out, "   %-6s %u %s in this finding; the worst:\n",
 		        f->kind == FK_FUTEX_LOCK ? "words" : "inner",

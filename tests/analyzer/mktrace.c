@@ -69,6 +69,12 @@
  *   window    one lock initialised before the window, taken first at
  *             --window-first N's site (0: stats_update, 1: outer_op),
  *             then mostly at queue_put (scenario_window)
+ *   contention  plain lock contention (scenario_contention): four "ct-N"
+ *             threads; "plain" taken with no allocation, a few long holds
+ *             in ct_long_update and short ones in ct_short_update; "abig"
+ *             whose holders spend half their hold in the allocator, at
+ *             two allocation sites;
+ *             "atiny" whose holders spend 0.5% there.
  *   big       a steady-state program for the benchmark: --events N
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
@@ -220,6 +226,12 @@ FRAME_FN(code_install)
 FRAME_FN(registry_create)
 FRAME_FN(apr_thread_mutex_create)
 FRAME_FN(conn_setup)
+FRAME_FN(ct_long_update)
+FRAME_FN(ct_short_update)
+FRAME_FN(ct_alloc_put)
+FRAME_FN(ct_alloc_other)
+FRAME_FN(ct_tiny_put)
+FRAME_FN(ct_worker)
 FRAME_FN(cache_setup)
 FRAME_FN(fx_lock)
 FRAME_FN(fx_unlock)
@@ -1428,6 +1440,74 @@ static void scenario_window(tw_t **t, int rounds)
 }
 
 /*
+ * contention: per round r (t0 = T0 + 100000 + r * 20000), four threads:
+ *   "plain" (static, no allocation): ct-0 ACQ at t0 in ct_long_update,
+ *   REL_CONTENDED at +8000 (hold 8000); ct-1 ACQ_WAIT at +8001 (wait
+ *   7000, 2 waiters) in ct_short_update, REL_CONTENDED at +8501 (hold
+ *   500); ct-2 ACQ_WAIT at +8502 (wait 1400) in ct_short_update, REL at
+ *   +9002 (hold 500); ct-3 ACQ at +9500 in ct_short_update, REL at
+ *   +10000 (hold 500). Per round 8400 ns lost: 7000 caused by
+ *   ct_long_update's hold, 1400 by ct_short_update's.
+ *   "abig": ct-0 ACQ at +11000 in ct_alloc_put, ALLOC 500 ns at +11100,
+ *   REL_CONTENDED at +12000; ct-1 ACQ_WAIT at +12001 (wait 900), ALLOC
+ *   500 ns in ct_alloc_other < ct_alloc_put (a second allocation site),
+ *   REL at +13001: half of each hold in the allocator.
+ *   "atiny": the same on ct-2 and ct-3 from +14000 in ct_tiny_put with
+ *   10 ns ALLOCs: 0.5% of the holds.
+ */
+static void scenario_contention(tw_t **t, int rounds)
+{
+	enum { LONG = 900, SHORT, APUT, TPUT, AOTHER };
+	uint64_t f[3];
+	f[1] = fa(ct_worker), f[2] = fa(mallock_test_thread_start);
+	f[0] = fa(ct_long_update);
+	m_stack(t[0], LONG, 3, f);
+	f[0] = fa(ct_short_update);
+	m_stack(t[0], SHORT, 3, f);
+	f[0] = fa(ct_alloc_put);
+	m_stack(t[0], APUT, 3, f);
+	f[0] = fa(ct_tiny_put);
+	m_stack(t[0], TPUT, 3, f);
+	f[0] = fa(ct_alloc_other), f[1] = fa(ct_alloc_put);
+	f[2] = fa(ct_worker);
+	m_stack(t[0], AOTHER, 3, f);
+	const uint64_t plain = 9100, abig = 9101, atiny = 9102;
+	m_lock_new(t[0], plain, 0x63000, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+	m_lock_name(t[0], plain, 0, "plain");
+	m_lock_new(t[0], abig, 0x63040, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+	m_lock_name(t[0], abig, 0, "abig");
+	m_lock_new(t[0], atiny, 0x63080, FMT_KIND_MUTEX, FMT_LOCKF_STATIC);
+	m_lock_name(t[0], atiny, 0, "atiny");
+	uint64_t ptr = 0x50000000;
+	for (int r = 0; r < rounds; r++) {
+		uint64_t t0 = T0 + 100000 + (uint64_t)r * 20000;
+		E(t[0], FMT_ACQ, t0, plain, LONG, 0, 0, 0);
+		E(t[0], FMT_REL_CONTENDED, t0 + 8000, plain, LONG, 0, 0, 0);
+		E(t[1], FMT_ACQ_WAIT, t0 + 8001, plain, SHORT, 7000, 2, 0);
+		E(t[1], FMT_REL_CONTENDED, t0 + 8501, plain, SHORT, 0, 0, 0);
+		E(t[2], FMT_ACQ_WAIT, t0 + 8502, plain, SHORT, 1400, 1, 0);
+		E(t[2], FMT_REL, t0 + 9002, plain, 0, 0, 0, 0);
+		E(t[3], FMT_ACQ, t0 + 9500, plain, SHORT, 0, 0, 0);
+		E(t[3], FMT_REL, t0 + 10000, plain, 0, 0, 0, 0);
+		for (int k = 0; k < 2; k++) {
+			uint64_t lk = k ? atiny : abig, st = k ? TPUT : APUT;
+			uint64_t a = t0 + 11000 + 3000 * (uint64_t)k;
+			uint64_t ns = k ? 10 : 500;
+			tw_t *x = t[2 * k], *y = t[2 * k + 1];
+			E(x, FMT_ACQ, a, lk, st, 0, 0, 0);
+			E(x, FMT_ALLOC, a + 100, ptr, 64, st, ns,
+			  FMT_FN_MALLOC);
+			E(x, FMT_REL_CONTENDED, a + 1000, lk, st, 0, 0, 0);
+			E(y, FMT_ACQ_WAIT, a + 1001, lk, st, 900, 1, 0);
+			E(y, FMT_ALLOC, a + 1101, ptr + 64, 64, k ? st : AOTHER,
+			  ns, FMT_FN_MALLOC);
+			E(y, FMT_REL, a + 2001, lk, 0, 0, 0, 0);
+			ptr += 128;
+		}
+	}
+}
+
+/*
  * big: T threads, each looping: ACQ lock (t % 4), ALLOC (stack t % 8),
  * REL, FREE of the block allocated 64 iterations before. 4 events per
  * iteration plus a few per round; live blocks stay at 64 per thread.
@@ -1694,6 +1774,20 @@ int main(int argc, char **argv)
 			m_lock_new(acc, 7100 + (uint64_t)k,
 			           0x7100 + 0x40 * (uint64_t)k, FMT_KIND_COND,
 			           0);
+		m_end(proc, nevents);
+		finish_file();
+		fclose(out);
+		return 0;
+	}
+	if (!strcmp(sc, "contention")) {
+		tw_t *t[4];
+		char name[32];
+		for (int k = 0; k < 4; k++) {
+			t[k] = tw_new(701 + (uint32_t)k);
+			snprintf(name, sizeof name, "ct-%d", k);
+			m_thread_name(proc, 701 + (uint64_t)k, name);
+		}
+		scenario_contention(t, rounds);
 		m_end(proc, nevents);
 		finish_file();
 		fclose(out);

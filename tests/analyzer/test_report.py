@@ -66,11 +66,19 @@ ev = top["evidence"]
 eq(ev["calls"], 6 * R, "calls")
 eq(ev["lock_wait_ns"], 4000 * R, "W")
 near(ev["allocator_share_of_hold"], 2340 / 3600, 1e-9, "A")
-near(top["score"], 4000 * R * 2340 / 3600 * 2, 1e-9, "score (queue boost 2)")
+# One lock, one finding: a contended lock whose holders spend a
+# meaningful share in the allocator is named by alloc_under_lock, scored
+# by the whole wait its waiters lost (W), as lock_contention would be.
+eq(top["score"], 4000 * R, "score = W")
+eq([x["kind"] for x in f if x["lock"] == q["id"]], ["alloc_under_lock"],
+   "one finding on the queue lock")
 eq(ev["slow_calls"], 300 * R // 1000, "slow calls")
 for x in f:
     check(x["kind"] != "alloc_under_lock" or x["lock"] != s["id"],
           "no alloc_under_lock on the stats lock")
+# The stats lock is contended and never allocates: lock_contention.
+eq([(x["kind"], x["score"]) for x in f if x["lock"] == s["id"]],
+   [("lock_contention", 900 * R)], "stats: one lock_contention finding")
 scores = [x["score"] for x in f]
 eq(scores, sorted(scores, reverse=True), "findings sorted by score")
 kinds = {x["kind"] for x in f}

@@ -85,7 +85,10 @@
     service_shortfall: function (v) { return fmtN(v) + " acquisitions short of an even share"; },
     futex_waits: function (v) { return fmtN(v) + " futex waits"; },
     wait_max_ns: function (v) { return "the longest wait " + fmtNs(v); },
-    waiting_threads: function (v) { return v + " waiting threads"; }
+    waiting_threads: function (v) { return v + " waiting threads"; },
+    hold_median_ns: function (v) { return "a median hold of " + fmtNs(v); },
+    hold_p99_ns: function (v) { return "p99 " + fmtNs(v); },
+    top_holder_share: function (v) { return "the worst holder caused " + pct(v) + " of the wait"; }
   };
   var KEY = {
     alloc_under_lock: ["lock_wait_ns", "allocator_share_of_hold", "allocator_lock_wait_ns", "gives_back_ns"],
@@ -94,7 +97,8 @@
     alloc_churn: ["rate_per_s", "short_lived", "allocator_ns"],
     slow_alloc: ["slow_calls", "slow_ns", "median_call_ns", "allocator_lock_wait_ns"],
     starvation: ["threads_behind", "lost_ns", "service_shortfall"],
-    futex_lock: ["futex_waits", "lock_wait_ns", "wait_max_ns", "waiting_threads"]
+    futex_lock: ["futex_waits", "lock_wait_ns", "wait_max_ns", "waiting_threads"],
+    lock_contention: ["lock_wait_ns", "contended", "hold_median_ns", "hold_p99_ns", "top_holder_share"]
   };
   function evValue(k, v) {
     if (/_ns(_|$)/.test(k)) return fmtNs(v);

@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Plain lock contention is a finding (lock_contention), and one lock is
+one finding. mktrace's `contention` scenario (exact times, 1 tick = 1 ns)
+has, over R rounds:
+
+  "plain"  no allocation; per round ct_long_update holds it 8000 ns while
+           ct-1 waits 7000 ns, ct_short_update's hold then makes ct-2
+           wait 1400 ns; holds 8000, 500, 500, 500 ns.
+  "abig"   contended (900 ns a round), its holders spend half their hold
+           time in the allocator, at two allocation sites: one
+           alloc_under_lock finding, scored as the lock's whole lost wait.
+  "atiny"  contended the same, 0.5% of each hold in the allocator: a
+           lock_contention finding and no alloc_under_lock.
+
+Then the evidence limit: a finding with more than EV_MAX evidence members
+makes the analyzer abort (unit_evidence)."""
+import subprocess
+from common import *
+
+R = 1000
+path, _ = mktrace("contention", "contention.trace", "--rounds", R)
+d = report_json(path)
+by_lock = {}
+for f in d["findings"]:
+    by_lock.setdefault(f.get("lock_name"), []).append(f)
+
+# plain: exactly one finding, lock_contention, W exact, the top one.
+fs = by_lock.get("plain", [])
+eq([f["kind"] for f in fs], ["lock_contention"], "plain: one finding")
+eq(d["findings"][0]["lock_name"], "plain", "plain is the top finding")
+f = fs[0]
+ev = f["evidence"]
+eq(f["score"], 8400 * R, "plain: score = W (ns)")
+eq(ev["lock_wait_ns"], 8400 * R, "plain: lock_wait_ns")
+eq(ev["contended"], 2 * R, "plain: contended")
+eq(ev["acquisitions"], 4 * R, "plain: acquisitions")
+eq(ev["contended_share"], 0.5, "plain: contended share")
+eq(ev["max_waiters"], 2, "plain: max waiters")
+eq(ev["threads"], 4, "plain: threads that took it")
+eq(ev["waiting_threads"], 2, "plain: threads that waited")
+# Holds 500 ns (3 a round) and 8000 ns (1): log2 buckets [256, 512) and
+# [4096, 8192), whose tops are 512 and 8192, the latter capped at the
+# longest hold.
+eq(ev["hold_median_ns"], 512, "plain: median hold (bucket top)")
+eq(ev["hold_p99_ns"], 8000, "plain: p99 hold (capped at the longest)")
+eq(ev["hold_max_ns"], 8000, "plain: longest hold")
+eq(ev["allocator_share_of_hold"], 0, "plain: no allocator time")
+eq(ev["own_work_share"], 1, "plain: all own work")
+eq(ev["holder_stacks"], 2, "plain: holder stacks")
+eq(ev["top_holder_wait_caused_ns"], 7000 * R, "plain: top holder's wait")
+near(ev["top_holder_share"], 7000 / 8400, 1e-5, "plain: top holder share")
+hs = [(h["wait_caused_ns"], h["stack"][0]["function"]) for h in f["holders"]]
+eq(hs, [(7000 * R, "ct_long_update"), (1400 * R, "ct_short_update")],
+   "plain: holders ranked by the wait they caused")
+ws = [(w["wait_ns"], w["waits"], w["stack"][0]["function"])
+      for w in f["waiters"]]
+eq(ws, [(8400 * R, 2 * R, "ct_short_update")], "plain: waiters")
+eq(f["site"]["function"], "ct_long_update", "plain: the code is the holder's")
+check("ct_long_update" in f["advice"] and "long holds" in f["advice"],
+      "plain: advice names the long holder: " + f["advice"])
+
+# abig: one alloc_under_lock finding, scored W, with the contention
+# evidence.
+fs = by_lock.get("abig", [])
+eq([f["kind"] for f in fs], ["alloc_under_lock"], "abig: one finding")
+if fs:
+    eq(fs[0]["score"], 900 * R, "abig: score = W")
+    eq(fs[0]["evidence"].get("hold_median_ns"), 1000,
+       "abig: hold median (bucket top 1024, capped at the longest)")
+    near(fs[0]["evidence"]["allocator_share_of_hold"], 0.5, 1e-9,
+         "abig: allocator share")
+    eq(len(fs[0].get("holders", [])), 1, "abig: holders listed")
+    eq(fs[0]["evidence"].get("alloc_sites_folded"), 1,
+       "abig: its second allocation site's finding folded into it")
+
+# atiny: lock_contention, its allocator share in the evidence.
+fs = by_lock.get("atiny", [])
+eq([f["kind"] for f in fs], ["lock_contention"], "atiny: one finding")
+if fs:
+    eq(fs[0]["score"], 900 * R, "atiny: score = W")
+    near(fs[0]["evidence"]["allocator_share_of_hold"], 0.01, 1e-9,
+         "atiny: allocator share")
+
+# No alloc_under_lock finding scores above the time its lock lost.
+for f in d["findings"]:
+    if f["kind"] == "alloc_under_lock":
+        check(f["score"] <= f["evidence"]["lock_wait_ns"],
+              "alloc_under_lock score within its lock's wait")
+
+# The text report shows the holds and what the holders did.
+rc, out, err = run("report", path)
+eq(rc, 0, "text report")
+check("#1 lock_contention" in out, "text: lock_contention first")
+check("median <= 512 ns, p99 <= 8.0 us" in out, "text: hold distribution")
+check("holders     7.0 ms" in out, "text: holders with the wait caused")
+
+# A lock whose holders spend a meaningful share holding an inner lock
+# (mktrace's mixed: "outer" holds "inner" for 200 of its 310 ns) is named
+# by its nested_lock finding, with the contention evidence; the inner
+# lock, whose waits all happen inside the outer, is that finding's too.
+mixed, _ = mktrace("mixed", "mixed.trace", "--rounds", R)
+dm = report_json(mixed)
+on = lambda name: [f["kind"] for f in dm["findings"]
+                   if f.get("lock_name") == name]
+eq(on("outer"), ["nested_lock"], "outer: one finding, nested_lock")
+eq(on("inner"), [], "inner: left to the nested_lock finding")
+nf = [f for f in dm["findings"] if f["kind"] == "nested_lock"]
+if nf:
+    check(nf[0]["score"] >= nf[0]["evidence"].get("lock_wait_ns", -1) > 0,
+          "nested_lock scored at least the outer lock's W")
+    check("holders" in nf[0] and "hold_median_ns" in nf[0]["evidence"],
+          "nested_lock carries the contention evidence")
+
+# Past EV_MAX evidence members the analyzer aborts, loudly.
+unit = os.path.join(os.path.dirname(MKTRACE), "unit_evidence")
+r = subprocess.run([unit, "fit"], capture_output=True, text=True)
+eq(r.returncode, 0, "unit_evidence: EV_MAX members fit: " + r.stderr)
+r = subprocess.run([unit], capture_output=True, text=True)
+check(r.returncode != 0, "unit_evidence: a finder writing past EV_MAX "
+      "must fail (rc %d)" % r.returncode)
+check("raise EV_MAX" in r.stderr, "unit_evidence: says why: " + r.stderr)
+
+done("test_contention")
