@@ -77,6 +77,8 @@ static int by_cls_pc(const void *a, const void *b)
  * first user frame of the hold's acquisition site (an uncontended
  * acquisition's one-frame site and a contended one's whole stack are the
  * same code), the group with most free time named by its deepest stack.
+ * Holds whose site is unknown (a condition wake whose first acquisition
+ * was not recorded) count in the totals only.
  */
 static void hold_frees(model_t *m, aulcls_t *C)
 {
@@ -112,6 +114,8 @@ static void hold_frees(model_t *m, aulcls_t *C)
 				rep = p->stack;
 		}
 		aulcls_t *c = &C[h[i].cls];
+		if (!h[i].pc || rep == NONE32)
+			continue; /* no site known: nothing to name */
 		c->free_sites++;
 		if (fns > c->free_site_ns) {
 			c->free_site_ns = fns;

@@ -61,16 +61,21 @@ class Stream:
         self.lastp = p
 
 
-def trace(name, before, inside, after):
+def trace(name, before, inside, after, cond=False):
     """Each hold k: before(w, t, k) outside (returns the next tsc), the
     ACQ_WAIT, inside(w, t, k) in the hold, the REL at t + HOLD, after(w,
-    t, k) outside."""
+    t, k) outside. cond: every other hold waits on a condition first
+    (COND_WAIT, COND_WAKE) and frees in the hold the wake began, as a
+    consumer does: its site is the one of the hold the wait ended."""
     streams = {7: Stream(), 8: Stream()}
     t = 2000
     for k in range(SECTIONS):
         w = streams[7 + k % 2]
         t = before(w, t, k)
         w.at(t, 0x06, uv(1) + uv(HOLDER[0]) + uv(1000) + uv(2))  # ACQ_WAIT
+        if cond and k % 2:
+            w.at(t + 2, 0x0b, uv(2) + uv(1))  # COND_WAIT
+            w.at(t + 6, 0x0c, uv(2) + uv(1) + uv(0))  # COND_WAKE
         inside(w, t + 10, k)
         w.at(t + HOLD, 0x09, uv(1))  # REL
         after(w, t + HOLD + 10, k)
@@ -123,7 +128,8 @@ def cascade(text):
 
 
 # ---- frees only ----
-aul, text = report(trace("frees", make("A", 100), frees_of("A", 500), nothing))
+aul, text = report(trace("frees", make("A", 100), frees_of("A", 500), nothing,
+                         cond=True))
 eq(len(aul), 1, "frees: one alloc_under_lock finding")
 for f in aul[:1]:
     ev = f["evidence"]
@@ -132,7 +138,8 @@ for f in aul[:1]:
     eq(ev.get("free_share"), 1, "frees: free_share")
     eq(ev.get("free_ns_in_holds"), SECTIONS * 500, "frees: their allocator time")
     eq(ev.get("free_ns_at_hold_site"), SECTIONS * 500,
-       "frees: all at the holding code")
+       "frees: all at the holding code, those after a condition wake too")
+    eq(ev.get("free_hold_sites"), 1, "frees: one holding code")
     eq(ev.get("sites"), 1, "frees: one allocation site")
     a = f["advice"]
     check("after unlocking" in a, "frees: advice to free after unlocking: " + a)
@@ -146,7 +153,8 @@ for f in aul[:1]:
     eq([(x["allocs"], x["frees"]) for x in f.get("sites", [])],
        [(0, SECTIONS)], "frees: the site's allocs and frees")
 c = cascade(text)
-check("freeing the blocks after unlocking" in c and "moving" not in c,
+check("freeing the blocks after unlocking" in c and "moving" not in c and
+      "waits that found no work" in c,
       "frees: cascade step 4: " + c)
 check("(0 allocations, %d frees)" % SECTIONS in c, "frees: step 3: " + c)
 check("frees take 100.0% of the allocator time in these holds" in c and
