@@ -1,13 +1,15 @@
 /*
  * find_locks.c - the lock detectors (see detectors.h):
  *
- *   alloc_under_lock   W x S, where W is the time waiters lost on the lock
- *                      class and S the share of its hold time spent in the
- *                      allocator from this site (find_contention.c then
- *                      scores a contended lock's one finding W). A lock
- *                      never waited on scores 0 and is not reported:
- *                      allocation under an uncontended lock costs no one
- *                      else anything.
+ *   alloc_under_lock   one per lock class: W x S, where W is the time
+ *                      waiters lost on the lock class and S the share of
+ *                      its hold time spent in the allocator (allocations,
+ *                      and frees of blocks from every allocation site);
+ *                      find_contention.c then scores a contended lock's
+ *                      one finding W. A lock never waited on scores 0 and
+ *                      is not reported: allocation under an uncontended
+ *                      lock costs no one else anything. Its advice follows
+ *                      the mix of allocations and frees.
  *   nested_lock        wait on the inner lock while holding the outer, plus
  *                      the outer's wait x the share of its hold spent
  *                      holding the inner.
@@ -26,48 +28,178 @@
 
 /* ---- alloc_under_lock ---- */
 
+/* The calls of one class's holds for the blocks of one allocation site
+ * (a site group, or a stack without one: a key of its own). */
 typedef struct aul {
 	uint32_t cls, grp; /* grp: site group, or NONE32: a stack of its own */
 	uint32_t stack;    /* the first stack seen (the key without a group) */
 	uint64_t n, ns, lw, allocs, slow;
-	uint32_t first; /* first (class, stack) entry of this group */
-	/* Calls without a stack folded in (fold_nosite), and their time. */
-	uint64_t nosite_n, nosite_ns;
-	bool folded; /* folded into another entry: not reported */
+	uint32_t first; /* first (class, stack) entry of this site */
+	uint32_t cnext; /* the class's next site, NONE32 */
 } aul_t;
-
-/*
- * A free of a block whose allocation the trace does not hold (an unsampled
- * block of a sampled trace, one allocated before recording started) has no
- * stack: in a hold, its time would make a finding of its own, "(no stack
- * recorded)", beside the lock's finding for its allocation sites. Each
- * class's stackless entry is folded into its heaviest entry with a site
- * instead, as calls the finding counts apart; alone, it stays a finding.
- */
-static void fold_nosite(aul_t *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		aul_t *u = &v[i];
-		if (u->grp != NONE32 || u->stack != NONE32)
-			continue;
-		aul_t *best = NULL;
-		for (size_t k = 0; k < n; k++)
-			if (k != i && v[k].cls == u->cls && !v[k].folded &&
-			    (!best || v[k].ns > best->ns))
-				best = &v[k];
-		if (!best)
-			continue;
-		best->nosite_n += u->n;
-		best->nosite_ns += u->ns;
-		u->folded = true;
-	}
-}
 
 /* One (class, stack) pair's totals, chained per (class, site). */
 typedef struct aulstk {
 	uint32_t stack, next;
 	uint64_t ns;
 } aulstk_t;
+
+/* One class's allocator calls in holds: its sites, and where its holds
+ * freed (LS_HOLDALLOC, by the hold's acquisition site). */
+typedef struct aulcls {
+	uint32_t head;                /* its first site entry, NONE32 */
+	uint64_t nosite_n, nosite_ns; /* calls for blocks without a stack */
+	uint64_t nosite_allocs;
+	uint64_t ns, free_ns;  /* all its holds' calls, and frees */
+	uint32_t free_stack;   /* the hold site with most free time */
+	uint64_t free_site_ns; /* its frees' time */
+	uint32_t free_sites;   /* hold sites whose holds freed */
+} aulcls_t;
+
+/* A hold-site pair, for grouping by class and code address. */
+typedef struct hsite {
+	uint32_t cls, pair;
+	uint64_t pc;
+} hsite_t;
+
+static int by_cls_pc(const void *a, const void *b)
+{
+	const hsite_t *x = a, *y = b;
+	if (x->cls != y->cls)
+		return x->cls < y->cls ? -1 : 1;
+	if (x->pc != y->pc)
+		return x->pc < y->pc ? -1 : 1;
+	return (x->pair > y->pair) - (x->pair < y->pair);
+}
+
+/*
+ * Where each class's holds freed: its LS_HOLDALLOC pairs grouped by the
+ * first user frame of the hold's acquisition site (an uncontended
+ * acquisition's one-frame site and a contended one's whole stack are the
+ * same code), the group with most free time named by its deepest stack.
+ * Holds whose site is unknown (a condition wake whose first acquisition
+ * was not recorded) count in the totals only.
+ */
+static void hold_frees(model_t *m, aulcls_t *C)
+{
+	const lstab_t *t = &m->ls[LS_HOLDALLOC];
+	hsite_t *h = xmalloc((t->n + 1) * sizeof *h);
+	size_t n = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		const lspair_t *p = &t->v[i];
+		uint32_t c = m->lock[p->lock].cls;
+		if (c == NONE32)
+			continue;
+		C[c].ns += p->ns;
+		C[c].free_ns += p->ns2;
+		if (!p->ns2)
+			continue;
+		h[n++] = (hsite_t){
+		    c, (uint32_t)i,
+		    p->stack == NONE32 ? 0 : stack_site_pc(m, p->stack)};
+	}
+	if (n > 1)
+		qsort(h, n, sizeof *h, by_cls_pc);
+	for (size_t i = 0, j; i < n; i = j) {
+		uint64_t fns = 0;
+		uint32_t rep = NONE32;
+		for (j = i; j < n && h[j].cls == h[i].cls &&
+		            h[j].pc == h[i].pc && (h[i].pc || j == i);
+		     j++) {
+			const lspair_t *p = &t->v[h[j].pair];
+			fns += p->ns2;
+			if (p->stack != NONE32 &&
+			    (rep == NONE32 ||
+			     m->stk[p->stack].n > m->stk[rep].n))
+				rep = p->stack;
+		}
+		aulcls_t *c = &C[h[i].cls];
+		if (!h[i].pc || rep == NONE32)
+			continue; /* no site known: nothing to name */
+		c->free_sites++;
+		if (fns > c->free_site_ns) {
+			c->free_site_ns = fns;
+			c->free_stack = rep;
+		}
+	}
+	free(h);
+}
+
+/* The label of site entry a (with its lines, when several) into buf. */
+static const char *aul_site_name(model_t *m, const sites_t *S, const aul_t *a,
+                                 uint32_t stack, char *buf, size_t len)
+{
+	finding_t tmp = {0}; /* finding_site_name reads a finding */
+	tmp.m = m;
+	tmp.stack = stack;
+	if (a->grp != NONE32)
+		finding_set_lines(&tmp, S->g[a->grp].line, S->g[a->grp].nline);
+	return finding_site_name(&tmp, buf, len);
+}
+
+/* " and N other sites" when n > 1, into buf. */
+static const char *others(uint32_t n, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (n > 1)
+		snprintf(buf, len, " and %u other site%s", n - 1,
+		         n > 2 ? "s" : "");
+	return buf;
+}
+
+/*
+ * The advice, from the mix of the holds' allocator time (free share F,
+ * thresholds.h AUL_FREE_SHARE_PCT): frees of blocks made elsewhere are
+ * freed after unlocking, allocations are made before locking; a mix gets
+ * both, each with its share. asite, fsite: the labels of the site with the
+ * most allocations and the one with the most frees (NULL: none with a
+ * stack), nas, nfs: how many sites allocated, freed; held: the hold site
+ * that freed most (NULL: unknown).
+ */
+static void aul_advice(finding_t *f, bool queue, double F, const char *asite,
+                       uint32_t nas, const char *fsite, uint32_t nfs,
+                       const char *held)
+{
+	const double th = TH_AUL_FREE_SHARE_PCT / 100.0;
+	const char *q = queue ? ": every producer and consumer of this queue "
+	                        "waits for the allocator too"
+	                      : "";
+	char o1[64], o2[64], made[600] = "", where[600] = "";
+	if (fsite)
+		snprintf(made, sizeof made, " (made at %s%s)", fsite,
+		         others(nfs, o2, sizeof o2));
+	if (held)
+		snprintf(where, sizeof where, ", in holds taken at %s", held);
+	if (F < 1 - th || !(F > 0)) {
+		snprintf(f->advice, sizeof f->advice,
+		         "Move the allocation at %s%s out of the critical "
+		         "section (allocate before locking, hand objects over "
+		         "by value) or pre-allocate (a reserved vector, a free "
+		         "list)%s.",
+		         asite ? asite : "this site",
+		         asite ? others(nas, o1, sizeof o1) : "", q);
+		return;
+	}
+	if (F >= th) {
+		snprintf(
+		    f->advice, sizeof f->advice,
+		    "Free the blocks%s after unlocking: collect them under "
+		    "the lock, release it, then destroy them; frees take "
+		    "%.1f%% of the allocator time in these holds%s%s.",
+		    made, 100 * F, where, q);
+		return;
+	}
+	snprintf(f->advice, sizeof f->advice,
+	         "Move the allocation at %s%s out of the critical section "
+	         "(allocate before locking, hand objects over by value) or "
+	         "pre-allocate (a reserved vector, a free list): allocations "
+	         "take %.1f%% of the allocator time in these holds. Free the "
+	         "blocks%s after unlocking: collect them under the lock, "
+	         "release it, then destroy them; frees take %.1f%%%s%s.",
+	         asite ? asite : "this site",
+	         asite ? others(nas, o1, sizeof o1) : "", 100 * (1 - F), made,
+	         100 * F, where, q);
+}
 
 void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 {
@@ -76,12 +208,26 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 	aul_t *v = NULL;
 	aulstk_t *st = NULL;
 	size_t n = 0, cap = 0, nst = 0, capst = 0;
+	aulcls_t *C = xcalloc(m->ncls + 1, sizeof *C);
+	for (size_t i = 0; i < m->ncls; i++) {
+		C[i].head = NONE32;
+		C[i].free_stack = NONE32;
+	}
 	for (size_t i = 0; i < t->n; i++) {
 		const lspair_t *p = &t->v[i];
 		uint32_t c = m->lock[p->lock].cls;
 		if (c == NONE32)
 			continue;
-		uint32_t g = p->stack == NONE32 ? NONE32 : S->of[p->stack];
+		if (p->stack == NONE32) {
+			/* A free of a block whose allocation the trace does
+			 * not hold (unsampled, made before recording): no
+			 * site, counted apart. */
+			C[c].nosite_n += p->n;
+			C[c].nosite_ns += p->ns;
+			C[c].nosite_allocs += p->n2;
+			continue;
+		}
+		uint32_t g = S->of[p->stack];
 		/* Grouped by site; a stack without one is its own key. */
 		uint64_t key = g != NONE32 ? (uint64_t)c << 32 | g
 		                           : (uint64_t)c << 32 | p->stack;
@@ -95,6 +241,8 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 			v[n].grp = g;
 			v[n].stack = p->stack;
 			v[n].first = NONE32;
+			v[n].cnext = C[c].head;
+			C[c].head = (uint32_t)n;
 			*x = (uint32_t)n++;
 		}
 		aul_t *a = &v[*x];
@@ -116,35 +264,90 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		}
 		st[*y].ns += p->ns;
 	}
-	fold_nosite(v, n);
-	for (size_t i = 0; i < n; i++) {
-		const aul_t *a = &v[i];
-		if (a->folded)
-			continue;
-		const lockclass_t *c = &m->cls[a->cls];
+	hold_frees(m, C);
+	for (size_t ci = 0; ci < m->ncls; ci++) {
+		const aulcls_t *k = &C[ci];
+		const lockclass_t *c = &m->cls[ci];
 		/* Waits that ended in a condition wait were waiting for
 		 * work: not lost to the holders. */
 		double W = (double)(c->s.wait_ns - c->s.idle_wait_ns),
 		       H = (double)c->s.hold_ns;
+		uint64_t sn = 0, sns = 0, slw = 0, sallocs = 0, sslow = 0;
+		const aul_t *top = NULL, *amax = NULL, *fmax = NULL;
+		uint32_t nas = 0, nfs = 0;
+		for (uint32_t e = k->head; e != NONE32; e = v[e].cnext) {
+			const aul_t *a = &v[e];
+			sn += a->n;
+			sns += a->ns;
+			slw += a->lw;
+			sallocs += a->allocs;
+			sslow += a->slow;
+			if (!top || a->ns > top->ns)
+				top = a;
+			if (a->allocs) {
+				nas++;
+				if (!amax || a->allocs > amax->allocs ||
+				    (a->allocs == amax->allocs &&
+				     a->ns > amax->ns))
+					amax = a;
+			}
+			if (a->n > a->allocs) {
+				nfs++;
+				if (!fmax ||
+				    a->n - a->allocs > fmax->n - fmax->allocs ||
+				    (a->n - a->allocs ==
+				         fmax->n - fmax->allocs &&
+				     a->ns > fmax->ns))
+					fmax = a;
+			}
+		}
 		if (c->kind == FMT_KIND_ALLOC_INTERNAL || W <= 0 || H <= 0 ||
-		    a->ns + a->nosite_ns == 0)
+		    sns + k->nosite_ns == 0)
 			continue;
-		double share = fmin(1.0, (double)(a->ns + a->nosite_ns) / H);
+		double share = fmin(1.0, (double)(sns + k->nosite_ns) / H);
 		double lock_share = fmin(1.0, (double)c->s.alloc_ns / H);
 		if (share * 1e6 < TH_AUL_MIN_SHARE_PPM)
 			continue;
+		/* The share of the holds' allocator time spent in frees
+		 * (every hold, as the lock's totals). */
+		double F =
+		    k->ns ? fmin(1.0, (double)k->free_ns / (double)k->ns) : 0;
 		double score = W * share;
 		finding_t *f = finding_add(out, m, FK_ALLOC_UNDER_LOCK, score);
-		f->cls = a->cls;
-		f->stack = a->stack;
+		f->cls = (uint32_t)ci;
 		f->stack_unit = "allocator_ns";
-		for (uint32_t k = a->first; k != NONE32; k = st[k].next)
-			finding_add_stack(f, st[k].stack, (double)st[k].ns);
+		/* Its sites, each by its heaviest stack; the stacks that
+		 * reach the heaviest site. */
+		for (uint32_t e = k->head; e != NONE32; e = v[e].cnext) {
+			const aul_t *a = &v[e];
+			fsite_t s = {NONE32,
+			             0,
+			             (double)a->ns,
+			             (double)a->n,
+			             (double)a->allocs,
+			             (double)(a->n - a->allocs),
+			             (double)a->slow,
+			             (double)a->lw};
+			uint64_t best = 0;
+			for (uint32_t q = a->first; q != NONE32;
+			     q = st[q].next) {
+				s.stacks++;
+				if (s.stack == NONE32 || st[q].ns > best) {
+					best = st[q].ns;
+					s.stack = st[q].stack;
+				}
+				if (a == top)
+					finding_add_stack(f, st[q].stack,
+					                  (double)st[q].ns);
+			}
+			finding_add_site(f, &s);
+		}
 		if (f->nstacks)
 			f->stack = f->stacks[0];
-		if (a->grp != NONE32)
-			finding_set_lines(f, S->g[a->grp].line,
-			                  S->g[a->grp].nline);
+		if (top && top->grp != NONE32)
+			finding_set_lines(f, S->g[top->grp].line,
+			                  S->g[top->grp].nline);
+		f->stack2 = k->free_ns ? k->free_stack : NONE32;
 		finding_put(f, "lock_wait_ns", W);
 		finding_put(f, "idle_wait_ns", (double)c->s.idle_wait_ns);
 		finding_put(f, "contended", (double)c->s.contended);
@@ -157,32 +360,47 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		finding_put(f, "allocator_share_of_hold", lock_share);
 		finding_put(f, "allocator_lock_wait_ns_in_holds",
 		            (double)c->s.alloc_lw_ns);
-		finding_put(f, "calls", (double)a->n);
-		finding_put(f, "allocs", (double)a->allocs);
-		finding_put(f, "frees", (double)(a->n - a->allocs));
-		finding_put(f, "site_allocator_ns", (double)a->ns);
+		finding_put(f, "calls", (double)sn);
+		finding_put(f, "allocs", (double)sallocs);
+		finding_put(f, "frees", (double)(sn - sallocs));
+		finding_put(f, "site_allocator_ns", (double)sns);
 		finding_put(f, "site_share_of_hold",
-		            fmin(1.0, (double)a->ns / H));
-		finding_put(f, "calls_without_stack", (double)a->nosite_n);
+		            fmin(1.0, (double)sns / H));
+		finding_put(f, "calls_without_stack", (double)k->nosite_n);
 		finding_put(f, "allocator_ns_without_stack",
-		            (double)a->nosite_ns);
-		finding_put(f, "slow_calls", (double)a->slow);
-		finding_put(f, "allocator_lock_wait_ns", (double)a->lw);
+		            (double)k->nosite_ns);
+		finding_put(f, "slow_calls", (double)sslow);
+		finding_put(f, "allocator_lock_wait_ns", (double)slw);
 		finding_put(f, "queue_like", c->queue);
 		finding_put(f, "instances", c->ninst);
 		finding_put(f, "gives_back_ns", W * lock_share);
 		finding_put(f, "stacks", f->stacks_total);
-		char sn[256];
-		snprintf(f->advice, sizeof f->advice,
-		         "Move the allocation at %s out of the critical "
-		         "section (allocate before locking, hand objects over "
-		         "by value) or pre-allocate (a reserved vector, a free "
-		         "list)%s.",
-		         finding_site_name(f, sn, sizeof sn),
-		         c->queue ? ": every producer and consumer of this "
-		                    "queue waits for the allocator too"
-		                  : "");
+		finding_put(f, "sites", f->sites_total);
+		finding_put(f, "free_share", F);
+		finding_put(f, "free_ns_in_holds", (double)k->free_ns);
+		finding_put(f, "free_hold_sites", k->free_sites);
+		finding_put(f, "free_ns_at_hold_site",
+		            k->free_ns ? (double)k->free_site_ns : 0);
+		char an[300], fn[300], hn[300];
+		frame_t fr;
+		const char *held = NULL;
+		if (f->stack2 != NONE32 && sym_stack_site(m, f->stack2, &fr) &&
+		    (fr.function || fr.module))
+			held = frame_label(&fr, hn, sizeof hn);
+		aul_advice(
+		    f, c->queue, F,
+		    amax ? aul_site_name(m, S, amax,
+		                         amax == top ? f->stack : amax->stack,
+		                         an, sizeof an)
+		         : NULL,
+		    nas,
+		    fmax ? aul_site_name(m, S, fmax,
+		                         fmax == top ? f->stack : fmax->stack,
+		                         fn, sizeof fn)
+		         : NULL,
+		    nfs, held);
 	}
+	free(C);
 	free(v);
 	free(st);
 	u64map_free(&map);

@@ -122,6 +122,23 @@ void finding_add_member(finding_t *f, uint32_t li, double v)
 	f->nmembers = n + 1;
 }
 
+void finding_add_site(finding_t *f, const fsite_t *s)
+{
+	f->sites_total++;
+	uint32_t n = f->nsites, i = n;
+	if (n == FINDING_SITES) {
+		if (s->ns <= f->sites[n - 1].ns)
+			return;
+		i = --n;
+	}
+	while (i > 0 && f->sites[i - 1].ns < s->ns) {
+		f->sites[i] = f->sites[i - 1];
+		i--;
+	}
+	f->sites[i] = *s;
+	f->nsites = n + 1;
+}
+
 const char *finding_site_name(const finding_t *f, char *buf, size_t len)
 {
 	frame_t fr;
@@ -174,18 +191,22 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 	char a[32], b[32], c[32], g[32], d[64], e[64];
 	const model_t *m = f->m;
 	switch (f->kind) {
-	case FK_ALLOC_UNDER_LOCK:
+	case FK_ALLOC_UNDER_LOCK: {
+		char from[64] = "this site";
+		if (ev(f, "sites") > 1)
+			snprintf(from, sizeof from, "%.0f allocation sites",
+			         ev(f, "sites"));
 		snprintf(
 		    buf, len,
 		    "waiters lost %s on this lock (%.0f contended "
 		    "acquisitions); its holders spent %.1f%% of their hold "
-		    "time in the allocator; %.0f calls for blocks from this "
-		    "site take %.1f%% (%.0f slow, %s waiting on the "
-		    "allocator's own lock).",
+		    "time in the allocator; %.0f calls (%.0f allocations, "
+		    "%.0f frees) for blocks from %s take %.1f%% (%.0f slow, %s "
+		    "waiting on the allocator's own lock).",
 		    human_ns(a, sizeof a, ev(f, "lock_wait_ns")),
 		    ev(f, "contended"), 100 * ev(f, "allocator_share_of_hold"),
-		    ev(f, "calls"), 100 * ev(f, "site_share_of_hold"),
-		    ev(f, "slow_calls"),
+		    ev(f, "calls"), ev(f, "allocs"), ev(f, "frees"), from,
+		    100 * ev(f, "site_share_of_hold"), ev(f, "slow_calls"),
 		    human_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
 		if (ev(f, "calls_without_stack") > 0) {
 			size_t l = strlen(buf);
@@ -198,7 +219,28 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 			    100 * ev(f, "allocator_ns_without_stack") /
 			        ev(f, "hold_ns"));
 		}
+		frame_t fr;
+		if (ev(f, "free_ns_in_holds") > 0) {
+			char held[320] = "", lab[300];
+			if (sym_stack_site(f->m, f->stack2, &fr) &&
+			    (fr.function || fr.module))
+				snprintf(
+				    held, sizeof held,
+				    ", %s of it in holds taken at %s",
+				    human_ns(c, sizeof c,
+				             ev(f, "free_ns_at_hold_site")),
+				    frame_label(&fr, lab, sizeof lab));
+			size_t l = strlen(buf);
+			snprintf(
+			    buf + l, len - l,
+			    " Frees take %.1f%% of the allocator time in "
+			    "these holds (%s%s).",
+			    100 * ev(f, "free_share"),
+			    human_ns(g, sizeof g, ev(f, "free_ns_in_holds")),
+			    held);
+		}
 		break;
+	}
 	case FK_CROSS_THREAD_FREE:
 		snprintf(
 		    buf, len,

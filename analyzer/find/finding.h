@@ -55,6 +55,16 @@ typedef struct evidence {
 #define FINDING_STACKS 4
 #define FINDING_LINES 6
 #define FINDING_MEMBERS 4
+/* alloc_under_lock is per lock class: the allocation sites of the blocks
+ * its holds allocated or freed, the heaviest first (finding_add_site). */
+#define FINDING_SITES 4
+
+typedef struct fsite {
+	uint32_t stack;  /* the site's heaviest stack */
+	uint32_t stacks; /* its stacks in the class's holds */
+	double ns;       /* allocator time in holds for its blocks */
+	double calls, allocs, frees, slow, lw_ns;
+} fsite_t;
 
 typedef struct finding {
 	int kind, severity;
@@ -68,7 +78,10 @@ typedef struct finding {
 	uint32_t stack2;    /* futex_lock: the wakers' heaviest stack (the
 	                       holders' side); nested_lock of two classes
 	                       taken in both orders: the inner acquisition's
-	                       stack in the reverse order; NONE32 if none */
+	                       stack in the reverse order; alloc_under_lock:
+	                       the hold acquisition site where most of the
+	                       frees' time was spent (the holding code);
+	                       NONE32 if none */
 	uint32_t stacks[FINDING_STACKS]; /* evidence stacks, heaviest first */
 	double stack_v[FINDING_STACKS];  /* each one's share of stack_unit */
 	uint32_t nstacks, stacks_total;  /* shown; reaching the site */
@@ -82,6 +95,8 @@ typedef struct finding {
 	double member_v[FINDING_MEMBERS];
 	uint32_t nmembers, members_total;
 	const char *member_unit;
+	fsite_t sites[FINDING_SITES]; /* alloc_under_lock, heaviest first */
+	uint32_t nsites, sites_total;
 	evidence_t ev[EV_MAX];
 	int nev;
 	char advice[1024];
@@ -114,6 +129,9 @@ const char *finding_site_name(const finding_t *f, char *buf, size_t len);
 /* Counts lock instance li among the members f groups and keeps it,
  * valued v, among the heaviest FINDING_MEMBERS (f->member). */
 void finding_add_member(finding_t *f, uint32_t li, double v);
+/* Counts allocation site s among those f's holds used, and keeps it
+ * among the heaviest FINDING_SITES by s->ns (f->sites). */
+void finding_add_site(finding_t *f, const fsite_t *s);
 /* Copies a site's lines (ascending) into f when there are several. */
 void finding_set_lines(finding_t *f, const uint32_t *line, uint32_t n);
 

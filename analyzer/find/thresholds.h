@@ -18,8 +18,13 @@
 	X(SLOW_MIN_SHARE_PPM, 1000, "ppm",                                     \
 	  "slow_alloc: fewest slow calls as a share of the site's calls")      \
 	X(AUL_MIN_SHARE_PPM, 100, "ppm",                                       \
-	  "alloc_under_lock: least share of the lock's hold time that one "    \
-	  "allocation stack must take")                                        \
+	  "alloc_under_lock: least share of the lock's hold time that its "    \
+	  "allocator calls must take")                                         \
+	X(AUL_FREE_SHARE_PCT, 80, "%",                                         \
+	  "alloc_under_lock: frees taking at least this share of the "         \
+	  "allocator time in the holds get advice to free after unlocking "    \
+	  "alone; allocations taking it, to allocate outside alone; "          \
+	  "between, both")                                                     \
 	X(CHURN_LIFETIME_NS, 1000000, "ns",                                    \
 	  "alloc_churn: a block freed sooner than this after its allocation "  \
 	  "is short-lived")                                                    \

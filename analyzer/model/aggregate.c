@@ -28,7 +28,8 @@
  *   work, counted in idle_wait_ns.
  * - An allocator call made while locks are held is charged to each of them:
  *   the thread sums its calls in holds (holdsum_t) and a hold, when it ends,
- *   charges its lock the difference since it began, so a call costs O(1)
+ *   charges its lock the difference since it began, and the (lock, hold's
+ *   acquisition site) pair (LS_HOLDALLOC) too, so a call costs O(1)
  *   however many locks are held. Its (lock, allocation stack) pair is kept
  *   for the ALLOC_PAIR_LOCKS innermost holds only (charge_holds).
  * - A MARK ends the holds and pending state of the threads on the busy list
@@ -146,6 +147,18 @@ static void charge_hold(model_t *m, const thread_t *t, const held_t *h,
 	s->alloc_slow += b->slow - a->slow;
 	s->alloc_lw_ns += b->lw_ns - a->lw_ns;
 	s->alloc_lw_n += b->lw_n - a->lw_n;
+	/* By the hold's acquisition site (a condition wake's hold: the site
+	 * of the hold its wait ended): the holding code, where the frees of
+	 * the hold were made (a FREE has no stack of its own). */
+	uint32_t site = h->site != NONE32 ? h->site
+	                : h->resite1      ? h->resite1 - 1
+	                                  : NONE32;
+	lspair_t *p = model_pair(m, LS_HOLDALLOC, h->lock, site);
+	p->n += b->calls - a->calls;
+	p->ns += b->ns - a->ns;
+	p->ns2 += b->free_ns - a->free_ns;
+	p->n2 += b->allocs - a->allocs;
+	p->n3++;
 }
 
 /* Drops the snapshots no open hold refers to: holds keep their order in

@@ -86,6 +86,7 @@ static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
 	c->calls++;
 	c->allocs += alloc;
 	c->ns += ns;
+	c->free_ns += alloc ? 0 : ns;
 	c->slow += slow;
 	c->lw_ns += lw_ns;
 	c->lw_n += lw_n;

@@ -177,7 +177,10 @@ typedef struct stack {
 	X(ACQSITE, "acquisition sites; n holds, ns hold")                     \
 	X(ALLOC, "allocator calls in holds by allocation stack; n calls, "     \
 	         "ns allocator time, ns2 allocator lock wait, n2 allocs, "     \
-	         "n3 slow")
+	         "n3 slow")                                                    \
+	X(HOLDALLOC, "allocator calls in holds by the hold's acquisition "     \
+	             "site; n calls, ns allocator time, ns2 of it in frees, "  \
+	             "n2 allocs, n3 holds")
 /* clang-format on */
 /* clang-format off */
 enum ls_kind {
@@ -247,6 +250,7 @@ typedef struct held {
  * end and at its start, charged to its lock when it ends. */
 typedef struct holdsum {
 	uint64_t calls, allocs, ns, slow, lw_ns, lw_n;
+	uint64_t free_ns; /* of ns, in frees */
 } holdsum_t;
 
 typedef struct thread {

@@ -658,6 +658,33 @@ static void findings_json(jw_t *w, const report_t *r)
 			}
 			jw_end(w, ']');
 		}
+		if (f->kind == FK_ALLOC_UNDER_LOCK) {
+			/* One finding per lock class: the allocation sites of
+			 * the blocks its holds allocated or freed, the
+			 * heaviest first; the holding code that freed most. */
+			jw_ku64(w, "sites_total", f->sites_total);
+			jw_key(w, "sites");
+			jw_arr(w);
+			for (uint32_t k = 0; k < f->nsites; k++) {
+				const fsite_t *s = &f->sites[k];
+				jw_obj(w);
+				jw_knum(w, "allocator_ns", s->ns);
+				jw_knum(w, "calls", s->calls);
+				jw_knum(w, "allocs", s->allocs);
+				jw_knum(w, "frees", s->frees);
+				jw_knum(w, "slow_calls", s->slow);
+				jw_knum(w, "allocator_lock_wait_ns", s->lw_ns);
+				jw_ku64(w, "stacks_total", s->stacks);
+				site_json(w, m, "site", s->stack);
+				stack_json(w, m, "stack", s->stack);
+				jw_end(w, '}');
+			}
+			jw_end(w, ']');
+			if (f->stack2 != NONE32) {
+				site_json(w, m, "free_hold_site", f->stack2);
+				stack_json(w, m, "free_hold_stack", f->stack2);
+			}
+		}
 		if (f->members_total) {
 			/* The lock instances one finding groups. */
 			jw_kstr(w, "members_unit", f->member_unit);

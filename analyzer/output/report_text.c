@@ -279,6 +279,39 @@ static void print_site_stacks(FILE *out, const finding_t *f)
 		        f->stacks_total - f->nstacks);
 }
 
+/* An alloc_under_lock finding's allocation sites (when several), by
+ * allocator time in the holds, each with its allocations and frees; and
+ * the holding code that freed most (the hold's acquisition site). */
+static void print_aul_sites(FILE *out, const finding_t *f)
+{
+	char a[32], b[32], c[32], prefix[128];
+	if (f->sites_total > 1) {
+		fprintf(out,
+		        "   %-6s %u allocation sites of the blocks, by "
+		        "allocator time in holds:\n",
+		        "sites", f->sites_total);
+		for (uint32_t i = 0; i < f->nsites; i++) {
+			const fsite_t *s = &f->sites[i];
+			snprintf(prefix, sizeof prefix,
+			         "          %9s  %s allocs %s frees  ",
+			         human_ns(a, sizeof a, s->ns),
+			         human_count(b, sizeof b, s->allocs),
+			         human_count(c, sizeof c, s->frees));
+			print_chain(out, f->m, prefix, s->stack);
+		}
+		if (f->sites_total > f->nsites)
+			fprintf(out, "          ... %u more\n",
+			        f->sites_total - f->nsites);
+	}
+	if (f->stack2 != NONE32 && ev(f, "free_ns_in_holds") > 0) {
+		snprintf(prefix, sizeof prefix,
+		         "   %-6s %s of %s in holds taken at ", "frees",
+		         human_ns(a, sizeof a, ev(f, "free_ns_at_hold_site")),
+		         human_ns(b, sizeof b, ev(f, "free_ns_in_holds")));
+		print_chain(out, f->m, prefix, f->stack2);
+	}
+}
+
 static void print_header(FILE *out, const report_t *r, model_t *m)
 {
 	char a[32], b[32], tr[400];
@@ -460,6 +493,8 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 	}
 	if (f->kind == FK_NESTED_LOCK && f->stack2 != NONE32)
 		print_stack(out, m, f->stack2, "rev"); /* the other order */
+	if (f->kind == FK_ALLOC_UNDER_LOCK)
+		print_aul_sites(out, f);
 	if (f->cls != NONE32 && f->kind != FK_CROSS_THREAD_FREE &&
 	    f->kind != FK_ALLOC_CHURN && f->kind != FK_SLOW_ALLOC)
 		print_points(out, m, f->cls, 3, f->kind == FK_FUTEX_LOCK);
@@ -534,21 +569,83 @@ static void print_cascade(FILE *out, const report_t *r)
 	         100 * A, human_ns(a, sizeof a, ev(f, "allocator_ns_in_holds")),
 	         human_ns(b, sizeof b, ev(f, "hold_ns")));
 	wrap_print(out, 5, "  2. ", txt);
+	char where[600] = "";
+	if (f->sites_total > 1) {
+		const fsite_t *s0 = &f->sites[0];
+		snprintf(where, sizeof where,
+		         "%u sites (%s; the heaviest %s, %s: %.0f allocations, "
+		         "%.0f frees)",
+		         f->sites_total,
+		         human_ns(a, sizeof a, ev(f, "site_allocator_ns")),
+		         site, human_ns(c, sizeof c, s0->ns), s0->allocs,
+		         s0->frees);
+	} else {
+		snprintf(where, sizeof where, "%s (%s)", site,
+		         human_ns(a, sizeof a, ev(f, "site_allocator_ns")));
+	}
 	snprintf(txt, sizeof txt,
 	         "%.0f of those calls (%.0f allocations, %.0f frees) are for "
-	         "blocks allocated at %s (%s), %.0f of them slow (over %s), %s "
+	         "blocks allocated at %s, %.0f of them slow (over %s), %s "
 	         "of it waiting on the allocator's own lock;",
-	         ev(f, "calls"), ev(f, "allocs"), ev(f, "frees"), site,
-	         human_ns(a, sizeof a, ev(f, "site_allocator_ns")),
+	         ev(f, "calls"), ev(f, "allocs"), ev(f, "frees"), where,
 	         ev(f, "slow_calls"), human_ns(d, sizeof d, TH_SLOW_ALLOC_NS),
 	         human_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
+	double F = ev(f, "free_share");
+	if (ev(f, "free_ns_in_holds") > 0) {
+		char held[600] = "";
+		if (sym_stack_site(m, f->stack2, &fr) &&
+		    (fr.function || fr.module)) {
+			char hl[512];
+			snprintf(held, sizeof held,
+			         ", most in holds taken at %s",
+			         frame_label(&fr, hl, sizeof hl));
+		}
+		size_t l = strlen(txt);
+		snprintf(txt + l, sizeof txt - l,
+		         " frees take %.1f%% of the allocator time in these "
+		         "holds (%s)%s;",
+		         100 * F,
+		         human_ns(a, sizeof a, ev(f, "free_ns_in_holds")),
+		         held);
+	}
 	wrap_print(out, 5, "  3. ", txt);
-	snprintf(txt, sizeof txt,
-	         "moving the allocation out of the critical section, or "
-	         "pre-allocating, would give back up to about %s (%s x "
-	         "%.1f%%).",
-	         human_ns(c, sizeof c, W * A), human_ns(a, sizeof a, W),
-	         100 * A);
+	/* What each fix gives back at most: the lost wait times the share
+	 * of the hold time spent in the allocator, split by the mix. */
+	const double th = TH_AUL_FREE_SHARE_PCT / 100.0;
+	double Wa = W * A;
+	if (!(F > 0))
+		snprintf(
+		    txt, sizeof txt,
+		    "moving the allocation out of the critical section, or "
+		    "pre-allocating, would give back up to about %s (%s x "
+		    "%.1f%%).",
+		    human_ns(c, sizeof c, Wa), human_ns(a, sizeof a, W),
+		    100 * A);
+	else if (F >= th)
+		snprintf(
+		    txt, sizeof txt,
+		    "freeing the blocks after unlocking would give back up "
+		    "to about %s (%s x %.1f%% x %.1f%% in frees).",
+		    human_ns(c, sizeof c, Wa * F), human_ns(a, sizeof a, W),
+		    100 * A, 100 * F);
+	else if (F < 1 - th)
+		snprintf(
+		    txt, sizeof txt,
+		    "moving the allocation out of the critical section, or "
+		    "pre-allocating, would give back up to about %s (%s x "
+		    "%.1f%% x %.1f%% in allocations).",
+		    human_ns(c, sizeof c, Wa * (1 - F)),
+		    human_ns(a, sizeof a, W), 100 * A, 100 * (1 - F));
+	else
+		snprintf(
+		    txt, sizeof txt,
+		    "moving the allocation out of the critical section, or "
+		    "pre-allocating, would give back up to about %s (%s x "
+		    "%.1f%% x %.1f%% in allocations), freeing the blocks "
+		    "after unlocking up to about %s (x %.1f%% in frees).",
+		    human_ns(c, sizeof c, Wa * (1 - F)),
+		    human_ns(a, sizeof a, W), 100 * A, 100 * (1 - F),
+		    human_ns(d, sizeof d, Wa * F), 100 * F);
 	wrap_print(out, 5, "  4. ", txt);
 }
 

@@ -96,8 +96,11 @@ eq(rc, 0, "text exit")
 check("The cascade" in out, "cascade told")
 check("waiters lost 4.0 ms on lock queue" in out, "cascade W")
 check("65.0%" in out, "cascade A")
-check("give back up to about 2.6 ms" in " ".join(out.split()),
-      "cascade gives back")
+# The consumer frees the blocks under the lock: 300 of the 2340 ns of
+# allocator time per round are frees, which moving the allocation out
+# does not remove: 4.0 ms x 65.0% x 87.2% (not 2.6 ms, W x A).
+check("give back up to about 2.3 ms (4.0 ms x 65.0% x 87.2% in "
+      "allocations)" in " ".join(out.split()), "cascade gives back")
 check(max(len(l) for l in out.splitlines()) <= 100, "100 columns")
 rc, out, err = run("report", "--top", "1", path)
 eq(rc, 0, "--top 1 exit")

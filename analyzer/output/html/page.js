@@ -133,6 +133,21 @@
       el("div", { text: "Fix: " + f.advice })]));
   });
 
+  /* What a fix gives back at most, split by the share of the holds'
+   * allocator time spent in frees F (report_text.c, AUL_FREE_SHARE_PCT). */
+  function giveBack(W, A, F) {
+    var mv = "moving the allocation out of the critical section, or pre-allocating, would give back up to about ";
+    var x = function (s) { return fmtNs(Math.round(W * A * s)); };
+    var p = function (v) { return (100 * v).toFixed(1) + "%"; };
+    if (!(F > 0)) return mv + x(1) + " (" + fmtNs(W) + " x " + p(A) + ").";
+    if (F >= 0.8)
+      return "freeing the blocks after unlocking would give back up to about " + x(F) + " (" +
+        fmtNs(W) + " x " + p(A) + " x " + p(F) + " in frees).";
+    var a = mv + x(1 - F) + " (" + fmtNs(W) + " x " + p(A) + " x " + p(1 - F) + " in allocations)";
+    if (F < 0.2) return a + ".";
+    return a + ", freeing the blocks after unlocking up to about " + x(F) + " (x " + p(F) + " in frees).";
+  }
+
   /* ---- the cascade, in numbers (as the text report tells it) ---- */
   var ci = R.findings.findIndex(function (f) { return f.kind === "alloc_under_lock"; });
   if (ci >= 0) {
@@ -149,8 +164,7 @@
         " frees) are for blocks allocated at " + frameText(cf.site) + " (" +
         fmtNs(e.site_allocator_ns) + "), " + e.slow_calls + " of them slow, " +
         fmtNs(e.allocator_lock_wait_ns) + " of it waiting on the allocator's own lock;",
-      "moving the allocation out of the critical section, or pre-allocating, would give back up to about " +
-        fmtNs(Math.round(W * A)) + " (" + fmtNs(W) + " x " + (100 * A).toFixed(1) + "%)."
+      giveBack(W, A, e.free_share || 0)
     ].map(function (t) { return el("li", { text: t }); })));
   }
 
