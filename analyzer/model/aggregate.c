@@ -557,6 +557,7 @@ static void on_mark(model_t *m, const fmt_record_t *r)
 		cut_holds(m, b, &m->tot.holds_cut);
 		b->pend_lw_ns = b->pend_lw_n = 0;
 		b->pend_lw_lock = 0;
+		b->pend_mig = false;
 		b->cond_sleep_tsc = 0;
 		b->busy = false;
 	}
