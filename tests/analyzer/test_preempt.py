@@ -17,7 +17,12 @@ no lock, calls 1 ms apart, 40 calls per site:
   sentence says 8 were set apart as preemption.
 Site 104 makes 400 fast calls (50 ns), so that the median call is fast.
 The trace-wide note says how many calls were set apart and why, and the
-totals count them (preempted_allocator_calls)."""
+totals count them (preempted_allocator_calls).
+
+A second trace (format 1.5): site 105 makes 40 calls of 20 us, 12 of them
+preceded by ALLOC_MIGRATED (the shim saw the call end on another CPU),
+one of those after an allocator-lock wait: a call that moved CPU was
+descheduled, whatever its time: 12 set apart (migrated_calls 12), 28 slow."""
 import struct
 from common import *
 
@@ -32,7 +37,7 @@ def process():
     body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
     body += s(b"/bin/forged") + s(b"forged") + s(b"h") + s(b"test")
     proc = meta(0x80, body)
-    for sid in (100, 101, 102, 103, 104):
+    for sid in (100, 101, 102, 103, 104, 105):
         proc += meta(0x82, uv(sid) + uv(1) + uv(0x1000 * sid))
     proc += meta(0x83, uv(9) + uv(0x9900) + uv(5) + uv(0))
     return proc
@@ -46,22 +51,24 @@ class Stream:
         self.rec.append(bytes([code]) + uv(tsc - self.last) + fields)
         self.last = tsc
 
-    def alloc(self, ticks, stack, size=64, lock_wait=0):
+    def alloc(self, ticks, stack, size=64, lock_wait=0, migrated=False):
         self.t += 1000000
         if lock_wait:
             self.at(self.t - ticks + lock_wait, 0x0e, uv(9) + uv(lock_wait))
+        if migrated:  # ALLOC_MIGRATED(from CPU 0, to CPU 1), 1.5
+            self.at(self.t, 0x17, uv(0) + uv(1))
         p = 0x100000 * stack + 64 * len(self.rec)
         self.at(self.t, 0x01, uv(zz(p - self.lastp)) + uv(size) +
                 uv(stack) + uv(ticks) + b"\x00")
         self.lastp = p
 
 
-def trace(name, build):
+def trace(name, build, minor=4):
     w = Stream()
     build(w)
     path = os.path.join(TMP, name)
     with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + struct.pack("<HHI", 1, 4, 16))
+        f.write(b"MALLOCK\x1a" + struct.pack("<HHI", 1, minor, 16))
         f.write(chunk(0, process()))
         f.write(chunk(7, b"".join(w.rec)))
     return path
@@ -120,4 +127,36 @@ check("43 timed allocator calls were set apart as preemption, not "
       "the note says how many and why")
 check("Set apart as preemption, not counted: 8 timed calls (4.0 ms in "
       "all)" in text, "site 103's sentence says what was set apart")
+
+
+def build_mig(w):
+    for i in range(400):
+        w.alloc(50, 104)
+    for i in range(N):
+        w.alloc(20000, 105, migrated=i < 12, lock_wait=5000 if i == 0 else 0)
+
+
+path = trace("migrated.trace", build_mig, minor=5)
+d = report_json("--no-symbols", path)
+eq(d["totals"].get("preempted_allocator_calls"), 12, "1.5: preempted calls")
+eq(d["totals"].get("migrated_allocator_calls"), 12, "1.5: migrated calls")
+f = slow_of(d, 105)
+eq(len(f), 1, "site 105: slow_alloc for the calls that stayed on a CPU")
+for x in f[:1]:
+    ev = x["evidence"]
+    eq(ev["slow_calls"], N - 12, "site 105: slow calls")
+    eq(ev.get("preempted_calls"), 12, "site 105: set apart")
+    eq(ev.get("migrated_calls"), 12, "site 105: all moved CPU")
+rc, out, err = run("report", "--no-symbols", "--top", "50", path)
+eq(rc, 0, "1.5 text report")
+text = " ".join(out.split())
+check("12 timed allocator calls were set apart as preemption, not "
+      "allocator slowness (slow_alloc leaves them out): 12 moved to another "
+      "CPU during the call, 0 took over" in text, "1.5: the note")
+check("12 timed calls (240.0 us in all, 12 of them moved to another CPU "
+      "during the call)" in text, "1.5: site 105's sentence")
+rc, out, err = run("dump", path)
+eq(rc, 0, "mallock dump of a 1.5 trace")
+check("ALLOC_MIGRATED" in out and "from=0" in out and "to=1" in out,
+      "dump names ALLOC_MIGRATED and its fields")
 done("analyzer_preempt")
