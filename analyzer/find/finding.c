@@ -195,7 +195,7 @@ static void add_capped(const finding_t *f, char *buf, size_t len,
 
 const char *finding_summary(const finding_t *f, char *buf, size_t len)
 {
-	char a[32], b[32], c[32], g[32], d[64], e[64];
+	char a[32], b[32], c[32], g[32], d[64], e[64], efrom[80];
 	const model_t *m = f->m;
 	switch (f->kind) {
 	case FK_ALLOC_UNDER_LOCK:
@@ -235,7 +235,7 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    ev(f, "freeing_threads"),
 		    ev(f, "allocator_ns_estimated") ? "about " : "",
 		    human_ns(a, sizeof a, ev(f, "allocator_ns")),
-		    estimate_from(f, c, sizeof c));
+		    estimate_from(f, efrom, sizeof efrom));
 		add_capped(f, buf, len, "timed calls");
 		break;
 	case FK_ALLOC_CHURN:
@@ -249,7 +249,7 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         human_ns(a, sizeof a, ev(f, "mean_lifetime_ns")),
 		         ev(f, "allocator_ns_estimated") ? "about " : "",
 		         human_ns(b, sizeof b, ev(f, "allocator_ns")),
-		         estimate_from(f, c, sizeof c));
+		         estimate_from(f, efrom, sizeof efrom));
 		add_capped(f, buf, len, "timed calls");
 		break;
 	case FK_NESTED_LOCK: {
