@@ -32,8 +32,8 @@
 #define FMT_VERSION_MAJOR 1
 /* 1.1: PROCESS flags and trailing fields; 1.2: zstd-compressed chunks;
  * 1.3: FUTEX_WAIT, FUTEX_WAKE, kind futex; 1.4: PROCESS time_every and
- * untimed allocator calls (ticks 0) */
-#define FMT_VERSION_MINOR 4
+ * untimed allocator calls (ticks 0); 1.5: ALLOC_MIGRATED */
+#define FMT_VERSION_MINOR 5
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
@@ -88,7 +88,8 @@
 	X(LOCK_DESTROY, 0x13, "u")                                             \
 	X(MARK, 0x14, "u")                                                     \
 	X(FUTEX_WAIT, 0x15, "uuu")                                             \
-	X(FUTEX_WAKE, 0x16, "uuu")
+	X(FUTEX_WAKE, 0x16, "uuu")                                             \
+	X(ALLOC_MIGRATED, 0x17, "uu")
 
 /*
  * Core event fields: X(record, index, FIELD, name), in each record's wire
@@ -146,7 +147,9 @@
 	X(FUTEX_WAIT, 2, WAIT, "wait") /* ticks asleep in the kernel */        \
 	X(FUTEX_WAKE, 0, LOCK, "lock")                                         \
 	X(FUTEX_WAKE, 1, STACK, "stack") /* the waker's */                     \
-	X(FUTEX_WAKE, 2, WOKEN, "woken") /* waiters woken (>= 1) */
+	X(FUTEX_WAKE, 2, WOKEN, "woken") /* waiters woken (>= 1) */            \
+	X(ALLOC_MIGRATED, 0, FROM, "from") /* CPU the timed call began on */   \
+	X(ALLOC_MIGRATED, 1, TO, "to") /* and the one it ended on */
 /* clang-format on */
 
 /* FMT_<record>_<FIELD>: a field's index in fmt_record_t.f. */

@@ -46,6 +46,9 @@ ALLOWED_INCLUDES = {
     ("analyzer/model/aggregate.c", "thresholds.h"):
         "the slow-call and short-life limits of the detectors, converted "
         "to ticks once per trace, decide what the model counts per site",
+    ("analyzer/model/aggregate_alloc.c", "thresholds.h"):
+        "a timed call past the preemption limits is set apart from the "
+        "site's slow calls as it is counted",
     ("analyzer/model/classes.h", "symbols.h"):
         "classes are keyed and named after symbolization",
     ("analyzer/model/classes.c", "symbols.h"):

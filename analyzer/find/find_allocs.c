@@ -47,7 +47,36 @@ static double v_churn(const site_t *s, int h)
 
 static double v_slow(const site_t *s, int h)
 {
-	return (double)s->slow_ns[h];
+	return (double)s->slow_ns[h] * site_scale(s, h);
+}
+
+/*
+ * A finding whose time rests on fewer than MIN_TIMED_SAMPLES timed calls
+ * (samples) is ranked at most low: its severity is low and its score at
+ * most the low band's top (SEV_MEDIUM_PPM of the recording), so that it
+ * ranks with the low findings; the score it would have had is kept as
+ * evidence (uncapped_score_ns). clamd had two [high] findings, 18% of the
+ * recording each, from 2 timed calls scaled by MALLOCK_TIME_EVERY.
+ */
+static void cap_on_samples(finding_t *f, const model_t *m, double samples)
+{
+	finding_put(f, "timed_samples", samples);
+	if (samples >= TH_MIN_TIMED_SAMPLES)
+		return;
+	double top = (double)model_recorded_ns(m) * TH_SEV_MEDIUM_PPM / 1e6;
+	finding_put(f, "uncapped_score_ns", f->score);
+	if (f->score > top)
+		f->score = top;
+	if (f->severity > SEV_LOW)
+		f->severity = SEV_LOW;
+}
+
+/* Whether a time summed over n blocks' calls (two each) is an estimate:
+ * the trace left calls untimed (MALLOCK_TIME_EVERY) and fewer than all
+ * of these were timed. */
+static double estimated(const model_t *m, uint64_t timed, uint64_t n)
+{
+	return m->tot.untimed_calls && timed < 2 * n;
 }
 
 static uint64_t top_size(const site_t *s, uint64_t *count)
@@ -156,7 +185,10 @@ static void slow_advice(const model_t *m, finding_t *f, const site_t *s, int h,
 {
 	char sn[256], a[32], b[32], often[96];
 	finding_site_name(f, sn, sizeof sn);
-	double share = ratio((double)s->slow_n[h], (double)s->calls[h]);
+	/* the share of the timed calls: of all calls, an estimate */
+	double share = ratio((double)s->slow_n[h], (double)s->timed[h]);
+	const char *ones =
+	    s->timed[h] < s->calls[h] ? "timed slow ones" : "slow ones";
 	if (share >= 0.1)
 		snprintf(often, sizeof often, "often take the slow path");
 	else
@@ -175,6 +207,7 @@ static void slow_advice(const model_t *m, finding_t *f, const site_t *s, int h,
 	uint64_t lim = cache_limit(m, &what, &means);
 	static const uint64_t limits[SITE_BIG_N] = SITE_BIG_LIMITS;
 	uint64_t big = 0, slow = s->slow_n[h];
+	double slow_est = (double)slow * site_scale(s, h);
 	for (int i = 0; i < SITE_BIG_N; i++)
 		if (limits[i] == lim) {
 			big = s->slow_big[h][i];
@@ -187,15 +220,15 @@ static void slow_advice(const model_t *m, finding_t *f, const site_t *s, int h,
 	finding_put(f, "size_min", lo == UINT64_MAX ? 0 : (double)lo);
 	finding_put(f, "size_max", (double)hi);
 	const char *locked = h ? " while a lock is held" : "";
-	if (s->reallocs && 2 * s->reallocs >= s->slow_n[h]) {
+	if (s->reallocs && 2 * (double)s->reallocs >= slow_est) {
 		snprintf(
 		    f->advice, sizeof f->advice,
 		    "Allocator calls for %s %s%s, and it grows blocks with "
-		    "realloc (%llu reallocs for %llu slow calls): growth "
+		    "realloc (%llu reallocs for %s%.0f slow calls): growth "
 		    "copies are the likely slow calls; reserve the final "
 		    "size up front, or grow by doubling%s.",
 		    sn, often, locked, (unsigned long long)s->reallocs,
-		    (unsigned long long)s->slow_n[h],
+		    s->timed[h] < s->calls[h] ? "about " : "", slow_est,
 		    h ? ", before taking the lock" : "");
 	} else if (lim && hi && lo > lim) {
 		snprintf(f->advice, sizeof f->advice,
@@ -209,22 +242,23 @@ static void slow_advice(const model_t *m, finding_t *f, const site_t *s, int h,
 	} else if (lim && hi > lim && 10 * big >= 9 * slow) {
 		snprintf(f->advice, sizeof f->advice,
 		         "Allocator calls for %s %s%s, for blocks of %s to "
-		         "%s: %llu of the %llu slow ones were above %s, so "
+		         "%s: %llu of the %llu %s were above %s, so "
 		         "%s; reuse the large blocks (one per thread or per "
 		         "object) or allocate them once.",
 		         sn, often, locked, bytes_text(a, sizeof a, lo),
 		         bytes_text(b, sizeof b, hi), (unsigned long long)big,
-		         (unsigned long long)slow, what, means);
+		         (unsigned long long)slow, ones, what, means);
 	} else if (lim && hi > lim && 10 * big > slow) {
 		snprintf(f->advice, sizeof f->advice,
 		         "Allocator calls for %s %s%s, for blocks of %s to "
-		         "%s: %llu of the %llu slow ones were above %s, so "
+		         "%s: %llu of the %llu %s were above %s, so "
 		         "%s; the others were smaller blocks (%s): reuse the "
 		         "large blocks or allocate them once, and reuse the "
 		         "small objects or reserve capacity.",
 		         sn, often, locked, bytes_text(a, sizeof a, lo),
 		         bytes_text(b, sizeof b, hi), (unsigned long long)big,
-		         (unsigned long long)slow, what, means, slow_path);
+		         (unsigned long long)slow, ones, what, means,
+		         slow_path);
 	} else if (h) {
 		snprintf(f->advice, sizeof f->advice,
 		         "Allocator calls for %s %s while a lock "
@@ -436,9 +470,12 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			    ratio((double)s->xfree_n, (double)s->frees));
 			finding_put(f, "bytes", (double)s->xfree_bytes);
 			finding_put(f, "allocator_ns", (double)s->xfree_ns);
+			finding_put(f, "allocator_ns_estimated",
+			            estimated(m, s->xfree_timed, s->xfree_n));
 			finding_put(f, "allocating_threads", nthreads(s->athr));
 			finding_put(f, "freeing_threads", nthreads(s->fthr));
 			finding_put(f, "stacks", f->stacks_total);
+			cap_on_samples(f, m, (double)s->xfree_timed);
 			snprintf(
 			    f->advice, sizeof f->advice,
 			    "Blocks allocated at %s are freed by another "
@@ -471,7 +508,10 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			    f, "mean_lifetime_ns",
 			    ratio((double)s->life_ns, (double)s->frees));
 			finding_put(f, "allocator_ns", (double)s->short_ns);
+			finding_put(f, "allocator_ns_estimated",
+			            estimated(m, s->short_timed, s->short_n));
 			finding_put(f, "stacks", f->stacks_total);
+			cap_on_samples(f, m, (double)s->short_timed);
 			/* The container the stack allocates for, when a
 			 * frame names one; else what the size shows, and
 			 * what to check. */
@@ -533,15 +573,17 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			         TH_CHURN_LIFETIME_NS / 1e6,
 			         (double)s->short_n / dur_s, why);
 		}
-		/* slow_alloc, by whether a lock was held */
+		/* slow_alloc, by whether a lock was held: estimates from the
+		 * timed calls (site_scale), preemption set apart */
 		for (int h = 0; h < 2; h++) {
-			uint64_t calls = s->calls[h], slow = s->slow_n[h];
+			uint64_t calls = s->calls[h];
+			double k = site_scale(s, h);
+			double slow = (double)s->slow_n[h] * k;
+			double slow_ns = (double)s->slow_ns[h] * k;
 			if (slow < TH_SLOW_MIN_CALLS ||
-			    (double)slow * 1e6 <
-			        (double)calls * TH_SLOW_MIN_SHARE_PPM)
+			    slow * 1e6 < (double)calls * TH_SLOW_MIN_SHARE_PPM)
 				continue;
-			double excess =
-			    (double)s->slow_ns[h] - (double)slow * median;
+			double excess = slow_ns - slow * median;
 			if (excess <= 0)
 				continue;
 			finding_t *f =
@@ -550,19 +592,29 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			finding_set_lines(f, S->g[g].line, S->g[g].nline);
 			group_stacks(f, m, S, g, "slow_ns", v_slow, h);
 			finding_put(f, "lock_held", h);
-			finding_put(f, "slow_calls", (double)slow);
+			finding_put(f, "slow_calls", slow);
 			finding_put(f, "calls", (double)calls);
-			finding_put(f, "slow_share",
-			            ratio((double)slow, (double)calls));
-			finding_put(f, "slow_ns", (double)s->slow_ns[h]);
-			finding_put(f, "mean_slow_ns",
-			            ratio((double)s->slow_ns[h], (double)slow));
+			finding_put(
+			    f, "slow_share",
+			    ratio((double)s->slow_n[h], (double)s->timed[h]));
+			finding_put(f, "slow_ns", slow_ns);
+			finding_put(
+			    f, "mean_slow_ns",
+			    ratio((double)s->slow_ns[h], (double)s->slow_n[h]));
 			finding_put(f, "median_call_ns", median);
 			finding_put(f, "allocator_lock_wait_ns",
-			            (double)s->slow_lw_ns[h]);
+			            (double)s->lw_h[h]);
 			finding_put(f, "threshold_ns", TH_SLOW_ALLOC_NS);
 			finding_put(f, "stacks", f->stacks_total);
+			finding_put(f, "timed_calls", (double)s->timed[h]);
+			finding_put(f, "timed_slow_calls",
+			            (double)s->slow_n[h]);
+			finding_put(f, "estimated", s->timed[h] < calls);
+			finding_put(f, "preempted_calls", (double)s->pre_n[h]);
+			finding_put(f, "preempted_ns", (double)s->pre_ns[h]);
+			finding_put(f, "migrated_calls", (double)s->pre_mig[h]);
 			slow_advice(m, f, s, h, slow_path, slow_fix);
+			cap_on_samples(f, m, (double)s->slow_n[h]);
 		}
 	}
 }

@@ -186,9 +186,44 @@ static double ev(const finding_t *f, const char *k)
 	return finding_ev(f, k, 0);
 }
 
+/* ", estimated from N timed calls" when f's allocator time is an
+ * estimate (allocator_ns_estimated), else "". */
+static const char *estimate_from(const finding_t *f, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (ev(f, "allocator_ns_estimated"))
+		snprintf(buf, len, ", estimated from %.0f timed calls",
+		         ev(f, "timed_samples"));
+	return buf;
+}
+
+/* "128 KiB" for whole KiB, else bytes. */
+static const char *bytes_label(char *buf, size_t len, double b)
+{
+	if (b >= 1024 && (uint64_t)b % 1024 == 0)
+		snprintf(buf, len, "%.0f KiB", b / 1024);
+	else
+		snprintf(buf, len, "%.0f bytes", b);
+	return buf;
+}
+
+/* Appends why f ranks at most low when it rests on fewer timed samples
+ * than MIN_TIMED_SAMPLES (cap_on_samples in find_allocs.c). */
+static void add_capped(const finding_t *f, char *buf, size_t len,
+                       const char *what)
+{
+	double n = finding_ev(f, "timed_samples", -1);
+	if (n < 0 || n >= TH_MIN_TIMED_SAMPLES)
+		return;
+	size_t l = strlen(buf);
+	snprintf(buf + l, len - l,
+	         " Ranked at most low: it rests on %.0f %s, fewer than %d.", n,
+	         what, TH_MIN_TIMED_SAMPLES);
+}
+
 const char *finding_summary(const finding_t *f, char *buf, size_t len)
 {
-	char a[32], b[32], c[32], g[32], d[64], e[64];
+	char a[32], b[32], c[32], g[32], d[64], e[64], efrom[80];
 	const model_t *m = f->m;
 	switch (f->kind) {
 	case FK_ALLOC_UNDER_LOCK: {
@@ -246,22 +281,29 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    buf, len,
 		    "%s of %s frees (%.0f%%) happen on another thread than "
 		    "the allocating one (%.0f allocating, %.0f freeing "
-		    "threads), %s spent in the allocator on them.",
+		    "threads), %s%s spent in the allocator on them%s.",
 		    human_count(d, sizeof d, ev(f, "cross_thread_frees")),
 		    human_count(e, sizeof e, ev(f, "frees")),
 		    100 * ev(f, "share"), ev(f, "allocating_threads"),
 		    ev(f, "freeing_threads"),
-		    human_ns(a, sizeof a, ev(f, "allocator_ns")));
+		    ev(f, "allocator_ns_estimated") ? "about " : "",
+		    human_ns(a, sizeof a, ev(f, "allocator_ns")),
+		    estimate_from(f, efrom, sizeof efrom));
+		add_capped(f, buf, len, "timed calls");
 		break;
 	case FK_ALLOC_CHURN:
 		snprintf(buf, len,
 		         "%s short-lived blocks (%.0f%% of size %.0f bytes), "
-		         "%.0f/s, living %s on average; %s in the allocator.",
+		         "%.0f/s, living %s on average; %s%s in the "
+		         "allocator%s.",
 		         human_count(d, sizeof d, ev(f, "short_lived")),
 		         100 * ev(f, "size_share"), ev(f, "size"),
 		         ev(f, "rate_per_s"),
 		         human_ns(a, sizeof a, ev(f, "mean_lifetime_ns")),
-		         human_ns(b, sizeof b, ev(f, "allocator_ns")));
+		         ev(f, "allocator_ns_estimated") ? "about " : "",
+		         human_ns(b, sizeof b, ev(f, "allocator_ns")),
+		         estimate_from(f, efrom, sizeof efrom));
+		add_capped(f, buf, len, "timed calls");
 		break;
 	case FK_NESTED_LOCK: {
 		char o[128], i[320];
@@ -345,22 +387,51 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         human_ns(a, sizeof a, ev(f, "lost_ns")));
 		break;
 	}
-	case FK_SLOW_ALLOC:
+	case FK_SLOW_ALLOC: {
+		char from[160] = "";
+		bool est = ev(f, "estimated") != 0;
+		if (est)
+			snprintf(
+			    from, sizeof from,
+			    "estimated from %.0f slow of %.0f timed calls, ",
+			    ev(f, "timed_slow_calls"), ev(f, "timed_calls"));
 		snprintf(
 		    buf, len,
-		    "%s of %s allocator calls (%.1f%%) %s took over %s "
-		    "(mean %s, median call %s), %s of it waiting on the "
+		    "%s%s of %s allocator calls (%.1f%%) %s took over %s "
+		    "(%smean %s, median call %s); its calls waited %s on the "
 		    "allocator's own lock.",
+		    est ? "about " : "",
 		    human_count(d, sizeof d, ev(f, "slow_calls")),
 		    human_count(e, sizeof e, ev(f, "calls")),
 		    100 * ev(f, "slow_share"),
 		    ev(f, "lock_held") ? "made with a lock held"
 		                       : "made with no lock held",
-		    human_ns(a, sizeof a, ev(f, "threshold_ns")),
+		    human_ns(a, sizeof a, ev(f, "threshold_ns")), from,
 		    human_ns(b, sizeof b, ev(f, "mean_slow_ns")),
 		    human_ns(c, sizeof c, ev(f, "median_call_ns")),
 		    human_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
+		if (ev(f, "preempted_calls") > 0) {
+			size_t l = strlen(buf);
+			char mig[64] = "";
+			if (ev(f, "migrated_calls") > 0)
+				snprintf(mig, sizeof mig,
+				         ", %.0f of them moved to another CPU "
+				         "during the call",
+				         ev(f, "migrated_calls"));
+			snprintf(
+			    buf + l, len - l,
+			    " Set apart as preemption, not counted: %.0f "
+			    "timed calls (%s in all%s) that took over %s "
+			    "with no wait on the allocator's own lock for "
+			    "blocks under %s, or moved to another CPU.",
+			    ev(f, "preempted_calls"),
+			    human_ns(a, sizeof a, ev(f, "preempted_ns")), mig,
+			    human_ns(b, sizeof b, TH_PREEMPT_NS),
+			    bytes_label(c, sizeof c, TH_PREEMPT_MAX_BYTES));
+		}
+		add_capped(f, buf, len, "timed slow calls");
 		break;
+	}
 	case FK_FUTEX_LOCK:
 		if (ev(f, "lock_words") > 1)
 			snprintf(d, sizeof d, "these %.0f futex lock words",

@@ -17,6 +17,18 @@
 	  "slow_alloc: fewest slow calls from one site (held or not)")         \
 	X(SLOW_MIN_SHARE_PPM, 1000, "ppm",                                     \
 	  "slow_alloc: fewest slow calls as a share of the site's calls")      \
+	X(MIN_TIMED_SAMPLES, 30, "calls",                                      \
+	  "cross_thread_free, alloc_churn, slow_alloc: a finding whose time "  \
+	  "rests on fewer timed allocator calls (MALLOCK_TIME_EVERY) is at "   \
+	  "most low, whatever its score")                                      \
+	X(PREEMPT_NS, 100000, "ns",                                            \
+	  "slow_alloc: a timed call this slow with no wait on the "            \
+	  "allocator's own lock, for a block under PREEMPT_MAX_BYTES, is "     \
+	  "counted as likely preemption, not allocator time")                  \
+	X(PREEMPT_MAX_BYTES, 131072, "bytes",                                  \
+	  "slow_alloc: blocks this large or larger may be mapped, copied or "  \
+	  "zeroed by the allocator: their slow calls are never preemption "    \
+	  "by time alone")                                                     \
 	X(AUL_MIN_SHARE_PPM, 100, "ppm",                                       \
 	  "alloc_under_lock: least share of the lock's hold time that its "    \
 	  "allocator calls must take")                                         \

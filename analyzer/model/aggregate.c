@@ -14,7 +14,8 @@
  * tsc). A thread may hold several locks; rwlocks may be held shared by many
  * threads at once.
  * - ACQ_WAIT's tsc is the time acquired; its wait began wait ticks before.
- * - ALLOC_LOCK_WAIT belongs to the same thread's next allocator event.
+ * - ALLOC_LOCK_WAIT and ALLOC_MIGRATED belong to the same thread's next
+ *   allocator event.
  * - FUTEX_WAIT and FUTEX_WAKE (a futex word used through syscall(): a lock
  *   of the program's own, or a condition, event or semaphore) push no hold:
  *   a wait that ended does not say the word was then acquired, and an
@@ -593,6 +594,7 @@ static void on_mark(model_t *m, const fmt_record_t *r)
 		cut_holds(m, b, &m->tot.holds_cut);
 		b->pend_lw_ns = b->pend_lw_n = 0;
 		b->pend_lw_lock = 0;
+		b->pend_mig = false;
 		b->cond_sleep_tsc = 0;
 		b->busy = false;
 	}
@@ -664,6 +666,10 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 		break;
 	case FMT_ALLOC_LOCK_WAIT:
 		on_alloc_lock_wait(m, t, ti, r);
+		break;
+	case FMT_ALLOC_MIGRATED: /* the next allocator call moved CPU */
+		t->pend_mig = true;
+		busy(m, t, ti);
 		break;
 	case FMT_FUTEX_WAIT:
 		on_futex_wait(m, t, ti, r);

@@ -154,12 +154,34 @@ typedef struct site {
 	uint64_t alloc_ns, free_ns, lw_ns, lw_n;
 	uint64_t life_ns, life_max, short_n, short_ns;
 	uint64_t xfree_n, xfree_ns, xfree_bytes;
-	uint64_t calls[2], slow_n[2], slow_ns[2], slow_lw_ns[2]; /* [held] */
-	uint64_t slow_big[2][SITE_BIG_N];              /* [held][limit] */
+	/* [held]: allocator calls for the site's blocks, made with no lock
+	 * held [0] or with one [1]. calls counts every call; timed those
+	 * whose time is known (all but the calls MALLOCK_TIME_EVERY left
+	 * untimed); lw_h their waits on the allocator's own lock (every
+	 * wait is recorded, timed call or not). The slow and preempted
+	 * figures count timed calls once each, unweighted: they are samples
+	 * that site_scale() turns into estimates. A timed call slower than
+	 * SLOW_ALLOC_NS is either preempted (pre_*: it moved to another CPU,
+	 * pre_mig, or took over PREEMPT_NS with no allocator-lock wait for
+	 * a block under PREEMPT_MAX_BYTES) or slow (slow_*), never both. */
+	uint64_t calls[2], timed[2], lw_h[2];
+	uint64_t slow_n[2], slow_ns[2], pre_n[2], pre_ns[2], pre_mig[2];
+	uint64_t slow_big[2][SITE_BIG_N]; /* [held][limit], slow samples */
+	/* timed calls (allocations and frees) among the cross-thread-freed
+	 * and the short-lived blocks': the samples of xfree_ns, short_ns */
+	uint64_t xfree_timed, short_timed;
 	uint64_t size[SITE_SIZES], size_n[SITE_SIZES]; /* most frequent sizes */
 	uint32_t athr[SITE_THREADS], fthr[SITE_THREADS]; /* thread idx + 1 */
 	uint64_t athr_n[SITE_THREADS], fthr_n[SITE_THREADS];
 } site_t;
+
+/* What a site's timed calls [held] stand for: calls / timed (1 when every
+ * call was timed, 0 when none was). A count of timed calls times this
+ * estimates the count among all calls and never exceeds calls. */
+static inline double site_scale(const site_t *s, int h)
+{
+	return s->timed[h] ? (double)s->calls[h] / (double)s->timed[h] : 0;
+}
 
 typedef struct stack {
 	uint64_t id;
@@ -273,8 +295,9 @@ typedef struct thread {
 	holdsum_t *snap;
 	size_t nsnap, capsnap;
 	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAITs before next call */
-	uint32_t pend_lw_lock;    /* the last one's lock index + 1, or 0 */
-	uint32_t cond_site1;      /* at a condition wait: its hold's site + 1 */
+	uint32_t pend_lw_lock; /* the last one's lock index + 1, or 0 */
+	bool pend_mig;       /* the next allocator call moved to another CPU */
+	uint32_t cond_site1; /* at a condition wait: its hold's site + 1 */
 	uint32_t lt_lock, lt_idx; /* one-entry cache into lockthr */
 	/* Its first distinct whole stacks (of contended acquisitions and
 	 * allocations; an uncontended acquisition records only its call
@@ -311,9 +334,13 @@ typedef struct note {
 typedef struct block {
 	uint64_t tsc, size;
 	uint32_t stack, thread; /* indexes */
-	uint32_t alloc_ns;      /* saturating */
+	uint32_t alloc_ns;      /* saturating at BLOCK_NS_MAX */
 	uint32_t next_free;     /* slot free list */
 } block_t;
+/* block_t.alloc_ns: its top bit says the allocation was timed (ticks > 0);
+ * the other 31 bits hold its weighted ns, saturating. */
+#define BLOCK_TIMED 0x80000000u
+#define BLOCK_NS_MAX 0x7fffffffu
 
 typedef struct lockclass {
 	uint32_t rep;  /* the instance with most wait (then acquisitions) */
@@ -354,6 +381,8 @@ typedef struct lockclass {
 	X(alloc_lw_ns, "allocator_lock_wait_ns")                               \
 	X(alloc_lw_n, "allocator_lock_waits")                                  \
 	X(alloc_slow, "slow_allocator_calls")                                  \
+	X(alloc_preempted, "preempted_allocator_calls")                        \
+	X(alloc_migrated, "migrated_allocator_calls")                          \
 	X(alloc_calls_in_holds, "allocator_calls_in_holds")                    \
 	X(dropped, "dropped_events")                                           \
 	X(pauses, "recording_pauses")                                          \

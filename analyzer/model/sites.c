@@ -35,15 +35,19 @@ static void site_merge(site_t *d, const site_t *s)
 	SITE_SUM_(live) SITE_SUM_(alloc_ns) SITE_SUM_(free_ns) SITE_SUM_(lw_ns)
 	SITE_SUM_(lw_n) SITE_SUM_(life_ns) SITE_SUM_(short_n)
 	SITE_SUM_(short_ns) SITE_SUM_(xfree_n) SITE_SUM_(xfree_ns)
-	SITE_SUM_(xfree_bytes)
+	SITE_SUM_(xfree_bytes) SITE_SUM_(xfree_timed) SITE_SUM_(short_timed)
 #undef SITE_SUM_
 	    /* clang-format on */
 	    for (int h = 0; h < 2; h++)
 	{
 		d->calls[h] += s->calls[h];
+		d->timed[h] += s->timed[h];
+		d->lw_h[h] += s->lw_h[h];
 		d->slow_n[h] += s->slow_n[h];
 		d->slow_ns[h] += s->slow_ns[h];
-		d->slow_lw_ns[h] += s->slow_lw_ns[h];
+		d->pre_n[h] += s->pre_n[h];
+		d->pre_ns[h] += s->pre_ns[h];
+		d->pre_mig[h] += s->pre_mig[h];
 		for (int i = 0; i < SITE_BIG_N; i++)
 			d->slow_big[h][i] += s->slow_big[h][i];
 	}

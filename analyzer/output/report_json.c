@@ -586,7 +586,14 @@ static void sites_json(jw_t *w, const report_t *r)
 		jw_ku64(w, "short_lived", s->short_n);
 		jw_ku64(w, "cross_thread_frees", s->xfree_n);
 		jw_ku64(w, "calls_with_lock_held", s->calls[1]);
-		jw_ku64(w, "slow_calls", s->slow_n[0] + s->slow_n[1]);
+		/* estimated from the timed calls (site_scale), without the
+		 * calls set apart as preemption, which are counted apart */
+		jw_ku64(w, "slow_calls",
+		        (uint64_t)((double)s->slow_n[0] * site_scale(s, 0) +
+		                   (double)s->slow_n[1] * site_scale(s, 1) +
+		                   0.5));
+		jw_ku64(w, "timed_calls", s->timed[0] + s->timed[1]);
+		jw_ku64(w, "preempted_calls", s->pre_n[0] + s->pre_n[1]);
 		tids_json(w, m, "allocating_threads", s->athr, s->athr_n);
 		tids_json(w, m, "freeing_threads", s->fthr, s->fthr_n);
 		jw_end(w, '}');

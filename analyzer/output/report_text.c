@@ -374,13 +374,17 @@ static void print_totals(FILE *out, const report_t *r)
 		MODEL_TOTALS(TOT_ADD_)
 #undef TOT_ADD_
 	}
+	/* With calls left untimed (MALLOCK_TIME_EVERY) the allocator time
+	 * is scaled from the timed ones: an estimate, said so here and in
+	 * the note above. */
 	fprintf(out,
 	        "  %s allocations (%s bytes), %s frees (%s cross-thread), "
-	        "%s in the allocator\n",
+	        "%s%s in the allocator\n",
 	        human_count(a, sizeof a, (double)(t.allocs + t.reallocs)),
 	        human_count(b, sizeof b, (double)t.bytes),
 	        human_count(c, sizeof c, (double)t.frees),
 	        human_count(d, sizeof d, (double)t.xfrees),
+	        t.untimed_calls ? "about " : "",
 	        human_ns(e, sizeof e, (double)t.alloc_ns));
 	fprintf(out,
 	        "  %s lock acquisitions, %s contended (%.1f%%), %s "

@@ -10,6 +10,7 @@
 #include "lock_names.h"
 #include "reader.h"
 #include "symbols.h"
+#include "thresholds.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,22 @@ static void window_notes(model_t *m)
 		    "sections were all timed",
 		    (unsigned long long)m->time_every,
 		    (unsigned long long)m->tot.untimed_calls);
+		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
+	}
+	if (m->tot.alloc_preempted) {
+		n = snprintf(
+		    t, sizeof t,
+		    "%llu timed allocator calls were set apart as preemption, "
+		    "not allocator slowness (slow_alloc leaves them out): "
+		    "%llu moved to another CPU during the call, %llu took over "
+		    "%llu us with no wait on the allocator's own lock for a "
+		    "block under %llu KiB (likely descheduled)",
+		    (unsigned long long)m->tot.alloc_preempted,
+		    (unsigned long long)m->tot.alloc_migrated,
+		    (unsigned long long)(m->tot.alloc_preempted -
+		                         m->tot.alloc_migrated),
+		    (unsigned long long)TH_PREEMPT_NS / 1000,
+		    (unsigned long long)TH_PREEMPT_MAX_BYTES / 1024);
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
 	if ((m->proc_flags & FMT_PROCF_START_PAUSED) || m->tot.pauses ||

@@ -443,7 +443,8 @@ static int load_chunk(reader_t *r, rd_stream_t *s, uint32_t c)
 	return 0;
 }
 
-/* The start of the allocator call after s's head (an ALLOC_LOCK_WAIT),
+/* The start of the allocator call after s's head (an ALLOC_LOCK_WAIT or
+ * an ALLOC_MIGRATED, which belong to it),
  * read ahead in its chunk: the first core record that is not another wait.
  * UINT64_MAX when that record is not an allocator call, 0 when the chunk
  * ends first (or is malformed: advance() reports it). */
@@ -454,7 +455,8 @@ static uint64_t call_start(const rd_stream_t *s)
 	size_t eo;
 	while (fmt_decode(&d, &rec, &eo) > 0) {
 		uint64_t ticks;
-		if (FMT_IS_META(rec.type) || rec.type == FMT_ALLOC_LOCK_WAIT)
+		if (FMT_IS_META(rec.type) || rec.type == FMT_ALLOC_LOCK_WAIT ||
+		    rec.type == FMT_ALLOC_MIGRATED)
 			continue;
 		if (rec.type == FMT_ALLOC)
 			ticks = rec.f[FMT_ALLOC_TICKS];
@@ -488,7 +490,8 @@ static int advance(reader_t *r, rd_stream_t *s)
 			}
 			uint64_t key =
 			    s->rec.tsc - (back < s->rec.tsc ? back : 0);
-			if (s->rec.type == FMT_ALLOC_LOCK_WAIT) {
+			if (s->rec.type == FMT_ALLOC_LOCK_WAIT ||
+			    s->rec.type == FMT_ALLOC_MIGRATED) {
 				uint64_t start = call_start(s);
 				if (start < key)
 					key = start;

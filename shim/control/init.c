@@ -184,6 +184,7 @@ static int shim_start(void)
 	if (!g_cfg.follow_exec)
 		strip_preload();
 	g_tsc_hz = prim_tsc_hz();
+	prim_cpu_init();
 	g_spin_ticks = (g_tsc_hz ? g_tsc_hz : 1000000000u) / 1000000 *
 	               (uint64_t)g_cfg.spin_ns / 1000;
 	if (g_cfg.flush_ms) {

@@ -70,6 +70,9 @@ typedef struct tls {
 	/* Allocator calls outside locks before the next timed one (hook.h
 	 * call_t0); 0 at the thread's start: its first call is timed. */
 	uint32_t time_left;
+	/* The CPUs a timed allocator call began and ended on (hook.h call_t0,
+	 * call_t1; PRIM_CPU_NONE: unknown). */
+	uint32_t cpu0, cpu1;
 	uint32_t flush_gen; /* g_flush_gen when this thread last flushed */
 	uint8_t sc_failed;  /* the stack cache could not be set up */
 	uint8_t attach_due; /* a late-library walk waits for the hold's end */

@@ -78,7 +78,7 @@ HOOK_EXPORT void *malloc(size_t n)
 	t->in_alloc = 1;
 	void *p = real.malloc(n);
 	t->in_alloc = 0;
-	uint64_t t1 = prim_tsc();
+	uint64_t t1 = call_t1(t, t0);
 	if (likely(p != NULL))
 		rec_alloc_s(t, smp, p, n, t0, t1, FMT_FN_MALLOC, HOOK_RA(),
 		            HOOK_FP());
@@ -106,7 +106,7 @@ HOOK_EXPORT void free(void *p)
 	real.free(p);
 	t->in_alloc = 0;
 	if (t0)
-		t1 = prim_tsc();
+		t1 = call_t1(t, t0);
 	rec_free(t, p, t0, t1);
 	hook_leave(t);
 }
@@ -126,7 +126,7 @@ HOOK_EXPORT void *calloc(size_t n, size_t m)
 	t->in_alloc = 1;
 	void *p = real.calloc(n, m);
 	t->in_alloc = 0;
-	uint64_t t1 = prim_tsc();
+	uint64_t t1 = call_t1(t, t0);
 	if (likely(p != NULL))
 		rec_alloc_s(t, smp, p, n * m, t0, t1, FMT_FN_CALLOC, HOOK_RA(),
 		            HOOK_FP());
@@ -195,7 +195,7 @@ HOOK_EXPORT void *realloc(void *old, size_t n)
 	t->in_alloc = 1;
 	void *p = real.realloc(old, n);
 	t->in_alloc = 0;
-	uint64_t t1 = prim_tsc();
+	uint64_t t1 = call_t1(t, t0);
 	realloc_record(t, old, p, n, t0, t1, FMT_FN_MALLOC, HOOK_RA(),
 	               HOOK_FP(), smp, was_tracked);
 	hook_leave(t);
@@ -241,7 +241,7 @@ HOOK_EXPORT void *reallocarray(void *old, size_t n, size_t m)
 	t->in_alloc = 1;
 	void *p = call_reallocarray(old, n, m);
 	t->in_alloc = 0;
-	uint64_t t1 = prim_tsc();
+	uint64_t t1 = call_t1(t, t0);
 	realloc_record(t, old, p, total, t0, t1, FMT_FN_REALLOCARRAY, HOOK_RA(),
 	               HOOK_FP(), smp, was_tracked);
 	hook_leave(t);
@@ -271,7 +271,7 @@ HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 	int r =
 	    real.posix_memalign ? real.posix_memalign(out, align, n) : ENOMEM;
 	t->in_alloc = 0;
-	uint64_t t1 = prim_tsc();
+	uint64_t t1 = call_t1(t, t0);
 	if (r == 0)
 		rec_alloc_s(t, smp, *out, n, t0, t1, FMT_FN_POSIX_MEMALIGN,
 		            HOOK_RA(), HOOK_FP());
@@ -296,7 +296,7 @@ HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		t->in_alloc = 1;                                               \
 		void *p = real.name ? real.name call_args : NULL;              \
 		t->in_alloc = 0;                                               \
-		uint64_t t1 = prim_tsc();                                      \
+		uint64_t t1 = call_t1(t, t0);                                  \
 		if (likely(p != NULL))                                         \
 			rec_alloc_s(t, smp, p, n, t0, t1, fn_code, HOOK_RA(),  \
 			            HOOK_FP());                                \

@@ -158,7 +158,7 @@ static void gate_cleanup(tls_t **tp)
 		void *p =                                                      \
 		    call_new(CXX_##idx, n, al_arg, has_al, nt_arg, has_nt);    \
 		t->in_alloc = 0;                                               \
-		uint64_t t1 = prim_tsc();                                      \
+		uint64_t t1 = call_t1(t, t0);                                  \
 		if (likely(p != NULL))                                         \
 			rec_alloc_s(t, smp, p, n, t0, t1, fn_code, HOOK_RA(),  \
 			            HOOK_FP());                                \
@@ -225,7 +225,7 @@ static inline void call_del(enum cxx_idx i, enum cxx_idx plain, void *p,
 		         has_al, nt_arg, has_nt);                              \
 		t->in_alloc = 0;                                               \
 		if (t0)                                                        \
-			t1 = prim_tsc();                                       \
+			t1 = call_t1(t, t0);                                   \
 		rec_free(t, p, t0, t1);                                        \
 		(void)guard;                                                   \
 	}

@@ -20,6 +20,8 @@
  *     GOT slots), madvise, getrlimit, pthread_sigmask, sigaltstack,
  *     sigpending, sigtimedwait, raise (the fatal handler), clock_gettime,
  *     gettid, getpid, getppid, geteuid, sched_yield
+ *   - instructions: rdtsc, rdtscp (the clock and the CPU a call ran on:
+ *     prim_tsc, prim_tsc_cpu), pause; cpuid at init only (prim_cpu_init)
  *   - pure functions: string and memory functions, strto*, sig*set, log,
  *     strerrordesc_np (prim_strerror: strerror translates, and gettext
  *     takes a lock), zlib's crc32; snprintf/vsnprintf into a buffer (no
@@ -92,17 +94,31 @@
  * the start of a timed call, or 0; call_ticks() the ticks to record: 0 for an
  * untimed call, at least 1 for a timed one (TSCs of two CPUs may differ: a call
  * that migrated may end "before" it began).
+ *
+ * A timed call also notes the CPU it began on (t->cpu0) and call_t1(), its
+ * end, the CPU it ended on (t->cpu1), both read with the TSC (prim_tsc_cpu:
+ * a load of the rseq area, or rdtscp): a call that ended on another CPU was
+ * descheduled inside the allocator, and its record is preceded by
+ * ALLOC_MIGRATED (rec_migrated), so that the analyzer counts its time as
+ * preemption, not allocator work.
  */
 static inline uint64_t call_t0(tls_t *t)
 {
 	if (tls_holds_lock(t))
-		return prim_tsc();
+		return prim_tsc_cpu(&t->cpu0);
 	if (likely(t->time_left > 1)) {
 		t->time_left--;
 		return 0;
 	}
 	t->time_left = sample_time_interval(t);
-	return prim_tsc();
+	return prim_tsc_cpu(&t->cpu0);
+}
+
+/* The end of an allocator call that began at t0 (call_t0): the TSC, and
+ * for a timed call (t0 != 0) the CPU in t->cpu1. */
+static inline uint64_t call_t1(tls_t *t, uint64_t t0)
+{
+	return t0 ? prim_tsc_cpu(&t->cpu1) : prim_tsc();
 }
 
 static inline uint64_t call_ticks(uint64_t t0, uint64_t t1)
@@ -112,12 +128,26 @@ static inline uint64_t call_ticks(uint64_t t0, uint64_t t1)
 	return t1 > t0 ? t1 - t0 : 1;
 }
 
+/* ALLOC_MIGRATED(from, to) at t1 before a timed call's record (t0 != 0)
+ * that began on one CPU and ended on another (call_t0, call_t1). */
+static inline void rec_migrated(tls_t *t, uint64_t t0, uint64_t t1)
+{
+	if (t0 && unlikely(t->cpu0 != t->cpu1) && t->cpu0 != PRIM_CPU_NONE &&
+	    t->cpu1 != PRIM_CPU_NONE) {
+		uint8_t *p = ev_head(t, FMT_ALLOC_MIGRATED, t1);
+		p = fmt_put_u(p, t->cpu0);
+		p = fmt_put_u(p, t->cpu1);
+		ev_commit(t, p, t1);
+	}
+}
+
 /* ALLOC(ptr, size, stack, ticks, fn) at t1; ticks = call_ticks(t0, t1). */
 __attribute__((always_inline)) static inline void
 rec_alloc(tls_t *t, void *ptr, size_t size, uint64_t t0, uint64_t t1,
           unsigned fn, uintptr_t ra, void *fp)
 {
 	uint32_t stack = stack_here(t, ra, fp);
+	rec_migrated(t, t0, t1);
 	uint8_t *p = ev_head(t, FMT_ALLOC, t1);
 	p = fmt_put_ptr(p, &t->enc, (uintptr_t)ptr);
 	p = fmt_put_u(p, size);
@@ -130,6 +160,7 @@ rec_alloc(tls_t *t, void *ptr, size_t size, uint64_t t0, uint64_t t1,
 /* FREE(ptr, ticks) at t1; ticks as ALLOC's. */
 static inline void rec_free(tls_t *t, void *ptr, uint64_t t0, uint64_t t1)
 {
+	rec_migrated(t, t0, t1);
 	uint8_t *p = ev_head(t, FMT_FREE, t1);
 	p = fmt_put_ptr(p, &t->enc, (uintptr_t)ptr);
 	p = fmt_put_u(p, call_ticks(t0, t1));
@@ -142,6 +173,7 @@ rec_realloc(tls_t *t, void *old, void *new, size_t size, uint64_t t0,
             uint64_t t1, uintptr_t ra, void *fp)
 {
 	uint32_t stack = stack_here(t, ra, fp);
+	rec_migrated(t, t0, t1);
 	uint8_t *p = ev_head(t, FMT_REALLOC, t1);
 	p = fmt_put_ptr(p, &t->enc, (uintptr_t)old);
 	p = fmt_put_s(p, (int64_t)((uintptr_t) new - (uintptr_t)old));
@@ -158,6 +190,7 @@ static inline void rec_alloc_call(tls_t *t, size_t size, uint64_t t0,
                                   uint64_t t1, unsigned fn, uintptr_t ra)
 {
 	uint32_t site = stack_site(t, ra);
+	rec_migrated(t, t0, t1);
 	uint8_t *p = ev_head(t, FMT_ALLOC, t1);
 	p = fmt_put_ptr(p, &t->enc, 0);
 	p = fmt_put_u(p, size);
@@ -171,6 +204,7 @@ static inline void rec_realloc_call(tls_t *t, void *old, size_t size,
                                     uint64_t t0, uint64_t t1, uintptr_t ra)
 {
 	uint32_t site = stack_site(t, ra);
+	rec_migrated(t, t0, t1);
 	uint8_t *p = ev_head(t, FMT_REALLOC, t1);
 	p = fmt_put_ptr(p, &t->enc, (uintptr_t)old);
 	p = fmt_put_s(p, -(int64_t)(uintptr_t)old);

@@ -40,6 +40,34 @@ uint64_t prim_realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+int prim_cpu_how;
+long prim_rseq_off;
+
+void prim_cpu_init(void)
+{
+	/* The rseq area first: a load, where rdtscp costs twice rdtsc (22
+	 * against 11.5 ns: docs/performance.md). glibc 2.35's symbols,
+	 * looked up so that older ones still load the shim. */
+	const ptrdiff_t *off = prim_dlsym_default("__rseq_offset");
+	const unsigned *size = prim_dlsym_default("__rseq_size");
+	if (off && size && *size >= 8) {
+		prim_rseq_off = (long)*off;
+		prim_cpu_how = 2;
+		return;
+	}
+	unsigned a, b, c, d;
+	/* CPUID 0x80000001: EDX bit 27, RDTSCP (a VM may hide it) */
+	if (__get_cpuid(0x80000001u, &a, &b, &c, &d) && (d & (1u << 27)))
+		prim_cpu_how = 1;
+}
+#else
+void prim_cpu_init(void)
+{
+}
+#endif
+
 void prim_clock_pair(uint64_t *tsc, uint64_t *mono_ns)
 {
 	uint64_t best = 0;

@@ -18,6 +18,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
+
+/* prim_tsc_cpu's CPU when it cannot tell. */
+#define PRIM_CPU_NONE UINT32_MAX
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 /* The event clock: the TSC (about 10 ns, not serializing). */
@@ -26,6 +32,37 @@ static inline uint64_t prim_tsc(void)
 	return __rdtsc();
 }
 #define PRIM_HAVE_TSC 1
+/* How prim_tsc_cpu learns the CPU (prim_cpu_init): 0 it does not (until
+ * then), 1 rdtscp, 2 the thread's rseq area (prim_rseq_off). */
+extern int prim_cpu_how;
+extern long prim_rseq_off;
+/*
+ * The TSC and the CPU it was read on: the TSC and the cpu_id the kernel
+ * keeps in the thread's rseq area (glibc 2.35 registers one per thread: a
+ * load at the thread pointer plus __rseq_offset, updated before the thread
+ * returns to user space on its new CPU), else rdtscp (Linux keeps the CPU
+ * number in the low 12 bits of TSC_AUX) when the processor has it, else
+ * the TSC and PRIM_CPU_NONE. An instruction and a load: no lock, no call,
+ * safe in any hook.
+ */
+static inline uint64_t prim_tsc_cpu(uint32_t *cpu)
+{
+	if (prim_cpu_how == 1) {
+		unsigned aux;
+		uint64_t v = __rdtscp(&aux);
+		*cpu = aux & 0xfffu;
+		return v;
+	}
+	uint64_t v = __rdtsc();
+	if (prim_cpu_how == 2) {
+		const char *tp = __builtin_thread_pointer();
+		/* struct rseq: cpu_id_start u32, then cpu_id u32 */
+		*cpu = *(const volatile uint32_t *)(tp + prim_rseq_off + 4);
+	} else {
+		*cpu = PRIM_CPU_NONE;
+	}
+	return v;
+}
 #else
 uint64_t prim_mono_ns(void);
 static inline uint64_t prim_tsc(void)
@@ -33,7 +70,18 @@ static inline uint64_t prim_tsc(void)
 	return prim_mono_ns();
 }
 #define PRIM_HAVE_TSC 0
+static inline uint64_t prim_tsc_cpu(uint32_t *cpu)
+{
+	*cpu = PRIM_CPU_NONE;
+	return prim_tsc();
+}
 #endif
+
+/* Enables prim_tsc_cpu's CPU: glibc's rseq area when registered
+ * (__rseq_offset and __rseq_size, looked up with dlsym: may allocate),
+ * else rdtscp when the processor has it (CPUID; Linux sets TSC_AUX to the
+ * CPU). Called once at init. */
+void prim_cpu_init(void);
 
 /* A spin-wait hint. */
 static inline void prim_pause(void)
@@ -44,9 +92,6 @@ static inline void prim_pause(void)
 	__asm__ volatile("" ::: "memory");
 #endif
 }
-
-#define likely(x) __builtin_expect(!!(x), 1)
-#define unlikely(x) __builtin_expect(!!(x), 0)
 
 /* CLOCK_MONOTONIC and CLOCK_REALTIME in ns (vDSO, no allocation). */
 uint64_t prim_mono_ns(void);
