@@ -41,6 +41,7 @@
 #include "aggregate_int.h"
 
 #include "lock_names.h"
+#include "lockfold.h"
 
 #include "meta.h"
 #include "thresholds.h"
@@ -160,8 +161,10 @@ static void trim_snaps(thread_t *t)
  * the allocator calls made in each; adds their number to *cut. */
 static void cut_holds(model_t *m, thread_t *t, uint64_t *cut)
 {
-	for (size_t i = 0; i < t->nheld; i++)
+	for (size_t i = 0; i < t->nheld; i++) {
 		charge_hold(m, t, &t->held[i], false);
+		m->lock[t->held[i].lock].nheld--;
+	}
 	*cut += t->nheld;
 	t->nheld = 0;
 	trim_snaps(t);
@@ -212,7 +215,18 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
 	h->tsc = tsc;
 	h->wait_ns = 0;
 	h->resite1 = 0;
+	m->lock[li].nheld++;
 	return h;
+}
+
+/* The locks of nest index + 1 nest (0: none) are in a nest_t: never
+ * folded (lockfold.c), as a nest names its instances. */
+static void nested(model_t *m, uint32_t nest)
+{
+	if (nest) {
+		m->lock[m->nest[nest - 1].outer].nested = true;
+		m->lock[m->nest[nest - 1].inner].nested = true;
+	}
 }
 
 static void on_acq(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
@@ -235,6 +249,7 @@ static void on_acq(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	lt->acq++;
 	held_t *h = push_hold(m, t, ti, li, stack, r->tsc);
 	uint32_t nest = h ? h->nest : 0;
+	nested(m, nest);
 	if (!waited)
 		return;
 	uint64_t w = to_ns(m, r->f[FMT_ACQ_WAIT_WAIT]);
@@ -279,6 +294,7 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 		return -1;
 	}
 	held_t h = t->held[i - 1];
+	l->nheld--;
 	charge_hold(m, t, &h, true);
 	memmove(&t->held[i - 1], &t->held[i], (t->nheld - i) * sizeof h);
 	t->nheld--;
@@ -412,8 +428,10 @@ static void on_cond_wake(model_t *m, thread_t *t, uint32_t ti,
 	}
 	t->cond_sleep_tsc = 0;
 	held_t *h = push_hold(m, t, ti, li, NONE32, r->tsc);
-	if (h)
+	if (h) {
 		h->resite1 = t->cond_site1;
+		nested(m, h->nest);
+	}
 	t->cond_site1 = 0;
 }
 
@@ -649,9 +667,12 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 	case FMT_LOCK_INIT:
 		on_lock_init(m, r);
 		break;
-	case FMT_LOCK_DESTROY:
-		lock_at(m, r->f[FMT_LOCK_DESTROY_LOCK])->destroyed = true;
+	case FMT_LOCK_DESTROY: {
+		uint32_t li = model_lock(m, r->f[FMT_LOCK_DESTROY_LOCK]);
+		m->lock[li].destroyed = true;
+		lockfold_destroy(m, li);
 		break;
+	}
 	case FMT_MARK:
 		on_mark(m, r);
 		break;
@@ -660,7 +681,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 	}
 }
 
-int aggregate(model_t *m, reader_t *r, const char *path,
+int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
               const char **thread_filter)
 {
 	reader_ev_t ev;
@@ -675,6 +696,7 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 	m->churn_ticks = (uint64_t)(TH_CHURN_LIFETIME_NS / m->ns_per_tick);
 	m->skew_ticks = (uint64_t)(REUSE_SKEW_NS / m->ns_per_tick);
 	m->thread_filter = thread_filter;
+	m->fold_locks = fold_locks;
 	m->pid = m->info.have_process ? m->info.process.pid : 0;
 	m->thr_of_stream = xcalloc(ns + 1, sizeof *m->thr_of_stream);
 	while ((rc = reader_next(r, &ev)) > 0) {
@@ -710,6 +732,7 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 	}
 	if (!m->paused && m->last_tsc > m->rec_since)
 		m->rec_ticks += m->last_tsc - m->rec_since;
+	lockfold_finish(m);
 	futex_words(m);
 	/* Holds still open at the end: their allocator calls count. */
 	for (size_t i = 0; i < m->nthr; i++) {
