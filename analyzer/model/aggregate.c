@@ -219,16 +219,6 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
 	return h;
 }
 
-/* The locks of nest index + 1 nest (0: none) are in a nest_t: never
- * folded (lockfold.c), as a nest names its instances. */
-static void nested(model_t *m, uint32_t nest)
-{
-	if (nest) {
-		m->lock[m->nest[nest - 1].outer].nested = true;
-		m->lock[m->nest[nest - 1].inner].nested = true;
-	}
-}
-
 static void on_acq(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
                    bool shared, bool waited)
 {
@@ -249,7 +239,6 @@ static void on_acq(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	lt->acq++;
 	held_t *h = push_hold(m, t, ti, li, stack, r->tsc);
 	uint32_t nest = h ? h->nest : 0;
-	nested(m, nest);
 	if (!waited)
 		return;
 	uint64_t w = to_ns(m, r->f[FMT_ACQ_WAIT_WAIT]);
@@ -428,10 +417,8 @@ static void on_cond_wake(model_t *m, thread_t *t, uint32_t ti,
 	}
 	t->cond_sleep_tsc = 0;
 	held_t *h = push_hold(m, t, ti, li, NONE32, r->tsc);
-	if (h) {
+	if (h)
 		h->resite1 = t->cond_site1;
-		nested(m, h->nest);
-	}
 	t->cond_site1 = 0;
 }
 

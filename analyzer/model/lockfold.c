@@ -6,7 +6,7 @@
  *
  * A lock destroyed while no thread holds it is retired, when nothing
  * names it alone: an unnamed mutex, rwlock or spinlock, never used with a
- * condition, in no nest_t, not its site group's first instance (the lock
+ * condition, not its site group's first instance (the lock
  * its pairs are filed under), acquired fewer times than a starvation
  * finding needs (TH_STARVE_MIN_OPS; its lockthr entries then never make
  * one), with a defined init stack (else first site), so that classes.c
@@ -21,9 +21,14 @@
  * representative); and of all retired ones, all but the FOLD_KEEP_TOP
  * best (the instances the JSON lists). A dropped instance's counters are
  * summed into its tuple, which counts for its first instance's class
- * (lock_t.fold). Compaction keeps the records' order, so the order of
- * the kept ones (their creation order) and every tie broken by it stay as
- * without folding; it renumbers every lock index the model holds.
+ * (lock_t.fold). A nest_t of a dropped lock names the tuple's first
+ * instance instead (the same class) and is merged into the first nest_t
+ * that then names the same two locks (find_nested_locks takes a class
+ * pair's site from its first nest_t); it keeps whether the inner lock's
+ * address was above or below the outer's (nest_t.mixed). Compaction keeps the
+ * records' order, so the order of the kept ones (their creation order) and
+ * every tie broken by it stay as without folding; it renumbers every lock index
+ * the model holds.
  */
 #include "lockfold.h"
 
@@ -84,9 +89,9 @@ static bool stack_known(const model_t *m, uint32_t si)
 static bool retirable(const model_t *m, uint32_t li)
 {
 	const lock_t *l = &m->lock[li];
-	if (!m->fold_locks || l->retired || l->nheld || l->nested ||
-	    !l->defined || l->name || l->is_cond || l->queue_cond ||
-	    l->queue_named || l->s.acq >= TH_STARVE_MIN_OPS)
+	if (!m->fold_locks || l->retired || l->nheld || !l->defined ||
+	    l->name || l->is_cond || l->queue_cond || l->queue_named ||
+	    l->s.acq >= TH_STARVE_MIN_OPS)
 		return false;
 	if (l->kind != FMT_KIND_MUTEX && l->kind != FMT_KIND_RWLOCK &&
 	    l->kind != FMT_KIND_SPIN)
@@ -103,8 +108,7 @@ void lockfold_destroy(model_t *m, uint32_t li)
 	if (!retirable(m, li))
 		return;
 	m->lock[li].retired = true;
-	if (++m->nretired >= FOLD_COMPACT_MIN &&
-	    m->nretired * 2 >= m->nlock)
+	if (++m->nretired >= FOLD_COMPACT_MIN && m->nretired * 2 >= m->nlock)
 		lockfold_compact(m);
 }
 
@@ -173,10 +177,70 @@ static void rekey_pairs(lstab_t *t)
 	}
 }
 
+/* Renumbers the nests: a kept lock i is nx[i], a dropped one (nx[i]
+ * NONE32) its tuple's first instance, proxy[i]; a nest that then names
+ * the same two locks as an earlier one is merged into it. Open holds'
+ * nest indexes follow. */
+static void renest(model_t *m, const uint32_t *nx, const uint32_t *proxy)
+{
+	uint32_t *to = xmalloc((m->nnest + 1) * sizeof *to);
+	size_t n = 0;
+	u64map_free(&m->nest_map);
+	memset(&m->nest_map, 0, sizeof m->nest_map);
+	for (size_t i = 0; i < m->nnest; i++) {
+		nest_t p = m->nest[i];
+		uint32_t o = nx[p.outer], in = nx[p.inner];
+		/* A dropped side's nest is mixed (lockfold_compact). */
+		o = o != NONE32 ? o : proxy[p.outer];
+		in = in != NONE32 ? in : proxy[p.inner];
+		p.outer = o;
+		p.inner = in;
+		int added;
+		uint32_t *v =
+		    u64map_put(&m->nest_map, (uint64_t)o << 32 | in, &added);
+		if (added) {
+			*v = (uint32_t)n;
+			m->nest[n++] = p;
+			to[i] = *v;
+			continue;
+		}
+		/* A second nest of the two: merged into the first (its
+		 * locks renumbered, m->lock already compacted). */
+		nest_t *q = &m->nest[*v];
+		if (!q->mixed) {
+			uint64_t ao = m->lock[q->outer].addr,
+			         ai = m->lock[q->inner].addr;
+			q->up = ai > ao ? q->n : 0;
+			q->down = ai < ao ? q->n : 0;
+			q->mixed = true;
+		}
+		q->n += p.n;
+		q->inner_contended += p.inner_contended;
+		q->inner_wait_ns += p.inner_wait_ns;
+		q->inner_hold_ns += p.inner_hold_ns;
+		if (!p.mixed) { /* both its locks kept */
+			uint64_t ao = m->lock[o].addr, ai = m->lock[in].addr;
+			p.up = ai > ao ? p.n : 0;
+			p.down = ai < ao ? p.n : 0;
+		}
+		q->up += p.up;
+		q->down += p.down;
+		to[i] = *v;
+	}
+	m->nnest = n;
+	for (size_t i = 0; i < m->nthr; i++) {
+		thread_t *t = &m->thr[i];
+		for (size_t k = 0; k < t->nheld; k++)
+			if (t->held[k].nest)
+				t->held[k].nest = to[t->held[k].nest - 1] + 1;
+	}
+	free(to);
+}
+
 /* Renumbers every lock index the model holds: lock i becomes nx[i]
- * (never NONE32 for a lock anything but its lockthr entries refer to);
- * drops the lockthr entries of dropped locks. */
-static void renumber(model_t *m, const uint32_t *nx)
+ * (never NONE32 for a lock anything but its lockthr entries and nests
+ * refer to); drops the lockthr entries of dropped locks. */
+static void renumber(model_t *m, const uint32_t *nx, const uint32_t *proxy)
 {
 	for (size_t i = 0; i < m->nlhist; i++) {
 		lockhist_t *h = &m->lhist[i];
@@ -197,16 +261,7 @@ static void renumber(model_t *m, const uint32_t *nx)
 			t->v[i].lock = nx[t->v[i].lock];
 		rekey_pairs(t);
 	}
-	u64map_free(&m->nest_map);
-	memset(&m->nest_map, 0, sizeof m->nest_map);
-	for (size_t i = 0; i < m->nnest; i++) {
-		nest_t *p = &m->nest[i];
-		int added;
-		p->outer = nx[p->outer];
-		p->inner = nx[p->inner];
-		*u64map_put(&m->nest_map, (uint64_t)p->outer << 32 | p->inner,
-		            &added) = (uint32_t)i;
-	}
+	renest(m, nx, proxy);
 	size_t n = 0;
 	u64map_free(&m->lt_map);
 	memset(&m->lt_map, 0, sizeof m->lt_map);
@@ -259,16 +314,38 @@ void lockfold_compact(model_t *m)
 	uint8_t *keep = xcalloc(nl + 1, 1);
 	for (size_t k = 0; k < top.n; k++)
 		keep[top.v[k]] = 1;
+	for (size_t i = 0; i < nl; i++) {
+		uint32_t f = fi[i];
+		if (f != NONE32 && !keep[i] && first[f] != i + 1 &&
+		    best[f] != i + 1)
+			keep[i] = 2; /* dropped */
+	}
+	/* A dropped lock's nests keep how its address compared, while the
+	 * records are still there. */
+	for (size_t i = 0; i < m->nnest; i++) {
+		nest_t *p = &m->nest[i];
+		if (p->mixed || (keep[p->outer] != 2 && keep[p->inner] != 2))
+			continue;
+		uint64_t ao = m->lock[p->outer].addr,
+		         ai = m->lock[p->inner].addr;
+		p->up = ai > ao ? p->n : 0;
+		p->down = ai < ao ? p->n : 0;
+		p->mixed = true;
+	}
 	uint32_t *nx = fi; /* reused: the new index of each record */
+	uint32_t *proxy = xmalloc((nl + 1) * sizeof *proxy);
 	size_t n = 0;
 	for (size_t i = 0; i < nl; i++) {
 		lock_t *l = &m->lock[i];
 		uint32_t f = fi[i];
-		if (f != NONE32 && !keep[i] && first[f] != i + 1 &&
-		    best[f] != i + 1) {
+		proxy[i] = NONE32;
+		if (keep[i] == 2) {
 			m->fold[f].n++;
 			lockstat_add(&m->fold[f].s, &l->s);
 			m->folded++;
+			/* Its tuple's first record: before it, so renumbered.
+			 */
+			proxy[i] = nx[first[f] - 1];
 			nx[i] = NONE32;
 			continue;
 		}
@@ -278,7 +355,8 @@ void lockfold_compact(model_t *m)
 		n++;
 	}
 	m->nlock = n;
-	renumber(m, nx);
+	renumber(m, nx, proxy);
+	free(proxy);
 	u64map_free(&m->lock_by_id);
 	memset(&m->lock_by_id, 0, sizeof m->lock_by_id);
 	memset(&m->lock_cache, 0, sizeof m->lock_cache);

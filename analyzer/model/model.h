@@ -131,7 +131,6 @@ typedef struct lock {
 	 * free list's waiters are calls of its size class). */
 	uint32_t lw_size_min, lw_size_max;
 	uint32_t nheld; /* open holds of it, on any thread */
-	bool nested;    /* in a nest_t (outer or inner) */
 	bool retired;   /* destroyed and folded (lockfold.c) */
 	/* Once the trace is read: its fold tuple's index + 1 when it is
 	 * the tuple's first instance and others were dropped into it, whose
@@ -239,6 +238,12 @@ typedef struct nest {
 	uint32_t outer, inner; /* lock indexes */
 	uint32_t site;         /* the inner acquisition's stack (the first) */
 	uint64_t n, inner_contended, inner_wait_ns, inner_hold_ns;
+	/* Folded (lockfold.c): a side's lock was dropped and it names its
+	 * tuple's first instance instead, its pairs summed; up and down
+	 * count its n by whether the inner lock's address was above or
+	 * below the outer's (the instances' addresses are gone). */
+	bool mixed;
+	uint64_t up, down;
 } nest_t;
 
 /* One thread's use of one lock (for starvation). */
