@@ -13,8 +13,10 @@ frame, one class), takes it (some waited, with waits that tie; those of
 the third stack's class all shorter than the 64 longest others), hands it
 to the next
 thread, which takes it, destroys it and frees the block. Some messages
-are not foldable: one in 1000 is taken 120 times (a starvation candidate),
-one in 97 is taken inside the global lock G (a nest names its instances).
+are not foldable: one in 1000 is taken 120 times (a starvation candidate).
+One in 97 is taken inside the global lock G, and one in 89 holds a second
+mutex of its class, at +0x40 of its block, made, waited for and destroyed
+inside its hold: their nests fold with them.
 
 Checks: the JSON, text and folded reports are byte-identical with and
 without --no-fold; the class totals equal the sums computed here from the
@@ -118,6 +120,21 @@ for k in range(N):
     add(init, "hold", 20)
     if nested:
         ev(b, t + 40, 0x09, [uv(G)])
+    if k % 89 == 0:  # a second mutex of the class, at +0x40, inside it
+        sib = 10 + N + k
+        mt(b, 0x83, uv(sib) + uv(p + 0x40) + uv(0) + uv(1))
+        ev(b, t + 50, 0x12, [uv(sib), uv(init)])
+        ev(b, t + 55, 0x04, [uv(lid), uv(300)])
+        ev(b, t + 60, 0x06, [uv(sib), uv(301), uv(50), uv(2)])
+        ev(b, t + 65, 0x09, [uv(sib)])
+        ev(b, t + 70, 0x09, [uv(lid)])
+        ev(b, t + 75, 0x13, [uv(sib)])
+        add(init, "instances", 1)
+        add(init, "acq", 2)
+        add(init, "contended", 1)
+        add(init, "wait", 50)
+        add(init, "holds", 2)
+        add(init, "hold", 5 + 15)
     ev(b, t + 100, 0x13, [uv(lid)])
     ev(b, t + 110, 0x02, [ptr(b, p), uv(5)])
 # A live lock at the end, never destroyed: thread 10.
