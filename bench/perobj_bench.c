@@ -4,9 +4,10 @@
  * mutex at +0x18 of each message): producers malloc a message, initialise
  * its mutex, fill it under that mutex and queue it (one queue mutex, a
  * condition variable for work and one for room: at most QUEUE_MAX
- * messages wait, so the live ones do not grow with the run); consumers take it off the queue, read it under its
- * mutex, destroy the mutex and free the message. Each message's mutex is
- * one lock instance taken on two threads; the queue mutex is contended.
+ * messages wait, so the live ones do not grow with the run); consumers take it
+ * off the queue, read it under its mutex, destroy the mutex and free the
+ * message. Each message's mutex is one lock instance taken on two threads; the
+ * queue mutex is contended.
  *
  *   perobj_bench [MESSAGES [PAIRS]]   (default 1000000 messages, 2 pairs)
  *

@@ -6,13 +6,13 @@
  *
  * A lock destroyed while no thread holds it is retired, when nothing
  * names it alone: an unnamed mutex, rwlock or spinlock, never used with a
- * condition, not its site group's first instance (the lock
- * its pairs are filed under), acquired fewer times than a starvation
- * finding needs (TH_STARVE_MIN_OPS; its lockthr entries then never make
- * one), with a defined init stack (else first site), so that classes.c
- * keys it by its stacks, never by its index. The shim gives a later lock
- * at the same address a new id (docs/trace-format.md, LOCK_DESTROY), so
- * a retired id is not seen again.
+ * condition, not its site group's first instance (the lock its pairs are
+ * filed under), acquired fewer times than a starvation finding needs
+ * (TH_STARVE_MIN_OPS; its lockthr entries then never make one), with a
+ * defined init stack (else first site), so that classes.c keys it by its
+ * stacks, never by its index. The shim gives a later lock at the same
+ * address a new id (docs/trace-format.md, LOCK_DESTROY), so a retired id
+ * is not seen again.
  *
  * Retired records stay in m->lock until a compaction, which drops those
  * no output can name: of each fold tuple (lock_fold_t), all but its first
@@ -25,10 +25,11 @@
  * instance instead (the same class) and is merged into the first nest_t
  * that then names the same two locks (find_nested_locks takes a class
  * pair's site from its first nest_t); it keeps whether the inner lock's
- * address was above or below the outer's (nest_t.mixed). Compaction keeps the
- * records' order, so the order of the kept ones (their creation order) and
- * every tie broken by it stay as without folding; it renumbers every lock index
- * the model holds.
+ * address was above or below the outer's (nest_t.mixed).
+ *
+ * Compaction keeps the records' order, so the order of the kept ones
+ * (their creation order) and every tie broken by it stay as without
+ * folding; it renumbers every lock index the model holds.
  */
 #include "lockfold.h"
 
