@@ -306,7 +306,7 @@ int cmd_diff(int argc, char **argv)
 	    {"help", no_argument, 0, 'h'},
 	    {0, 0, 0, 0}};
 	int c, json = 0, rc = 0;
-	load_opts_t lo = {.symbols = true};
+	load_opts_t lo = {.symbols = true, .fold_locks = true};
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (c == 'f' &&

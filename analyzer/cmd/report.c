@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,10 @@ static void usage(FILE *o)
 	    "                             the top 50, the named and the ones "
 	    "findings name)\n"
 	    "  --no-symbols               leave frames as addresses\n"
+	    "  --no-fold                  keep a record for every destroyed "
+	    "lock\n"
+	    "                             (same report, more memory)\n"
+	    "  --stats                    the model's lock table on stderr\n"
 	    "  --debug-dir=DIR            look there first for separate debug\n"
 	    "                             files (DIR/.build-id/xx/rest.debug,\n"
 	    "                             DIR/NAME.debug); may be repeated\n"
@@ -229,7 +234,9 @@ int cmd_report(int argc, char **argv)
 		O_PROGRESS,
 		O_NOPROGRESS,
 		O_ALL,
-		O_DEBUGDIR
+		O_DEBUGDIR,
+		O_NOFOLD,
+		O_STATS
 	};
 	static const struct option opts[] = {
 	    {"format", required_argument, 0, O_FORMAT},
@@ -240,6 +247,8 @@ int cmd_report(int argc, char **argv)
 	    {"min-severity", required_argument, 0, O_SEV},
 	    {"per-process", no_argument, 0, O_PER},
 	    {"all", no_argument, 0, O_ALL},
+	    {"no-fold", no_argument, 0, O_NOFOLD},
+	    {"stats", no_argument, 0, O_STATS},
 	    {"no-symbols", no_argument, 0, O_NOSYM},
 	    {"debug-dir", required_argument, 0, O_DEBUGDIR},
 	    {"thresholds", no_argument, 0, O_TH},
@@ -252,6 +261,7 @@ int cmd_report(int argc, char **argv)
 	    {0, 0, 0, 0}};
 	report_t r = {0};
 	int format = 0, c, rc = 0, progress = PROGRESS_AUTO;
+	bool nofold = false, stats = false;
 	const char *outpath = NULL;
 	char *thread_arg = NULL;
 	const char **threads = NULL;
@@ -317,6 +327,12 @@ int cmd_report(int argc, char **argv)
 			break;
 		case O_ALL:
 			r.all = true;
+			break;
+		case O_NOFOLD:
+			nofold = true;
+			break;
+		case O_STATS:
+			stats = true;
 			break;
 		case O_PER:
 			r.per_process = true;
@@ -410,6 +426,9 @@ int cmd_report(int argc, char **argv)
 		free(targ);
 		return 1;
 	}
+	/* Folding drops instances that --all lists, --lock matches by id,
+	 * and a replay (the binary outputs) would meet again. */
+	lo.fold_locks = !nofold && !r.all && !r.lock_filter && format < F_PPROF;
 	/* The binary outputs read each trace a second time */
 	progress_init(progress, format >= F_PPROF ? 3 : 2);
 	r.nm = (size_t)(argc - optind);
@@ -432,6 +451,14 @@ int cmd_report(int argc, char **argv)
 			path = stdin_path;
 		}
 		rc = load_trace(path, &r.m[i], &r.f, &lo);
+		if (!rc && stats)
+			fprintf(stderr,
+			        "mallock: %s: lock records: %zu kept, %zu at "
+			        "most; %" PRIu64 " destroyed locks folded into "
+			        "%zu tuples (%" PRIu64 " compactions)\n",
+			        path, r.m[i].nlock, r.m[i].lock_peak,
+			        r.m[i].folded, r.m[i].nfold,
+			        r.m[i].fold_compactions);
 		/* The report names it as given; the binary outputs read it
 		 * again by its path (replay.c), so they keep the fd's. */
 		if (!rc && path == stdin_path && format < F_PPROF)

@@ -621,7 +621,10 @@ void find_nested_locks(model_t *m, findings_t *out)
 		v[*x].try_fail += p->try_fail;
 		v[*x].contended =
 		    m->cls[co].s.contended || m->cls[ci].s.contended;
-		if (co == ci) {
+		if (co == ci && p->mixed) { /* folded: addresses gone */
+			v[*x].up += p->up;
+			v[*x].down += p->down;
+		} else if (co == ci) {
 			uint64_t ao = m->lock[p->outer].addr,
 			         ai = m->lock[p->inner].addr;
 			if (ai > ao)

@@ -43,6 +43,7 @@
 #include "aggregate_int.h"
 
 #include "lock_names.h"
+#include "lockfold.h"
 
 #include "meta.h"
 #include "thresholds.h"
@@ -175,8 +176,10 @@ static void trim_snaps(thread_t *t)
  * the allocator calls made in each; adds their number to *cut. */
 static void cut_holds(model_t *m, thread_t *t, uint64_t *cut)
 {
-	for (size_t i = 0; i < t->nheld; i++)
+	for (size_t i = 0; i < t->nheld; i++) {
 		charge_hold(m, t, &t->held[i], false);
+		m->lock[t->held[i].lock].nheld--;
+	}
 	*cut += t->nheld;
 	t->nheld = 0;
 	trim_snaps(t);
@@ -227,6 +230,7 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
 	h->tsc = tsc;
 	h->wait_ns = 0;
 	h->resite1 = 0;
+	m->lock[li].nheld++;
 	return h;
 }
 
@@ -294,6 +298,7 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 		return -1;
 	}
 	held_t h = t->held[i - 1];
+	l->nheld--;
 	charge_hold(m, t, &h, true);
 	/* A hold nested in this one counts as nested only while this one
 	 * lasts: its part up to now, and no more at its own release (memcached
@@ -691,9 +696,12 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 	case FMT_LOCK_INIT:
 		on_lock_init(m, r);
 		break;
-	case FMT_LOCK_DESTROY:
-		lock_at(m, r->f[FMT_LOCK_DESTROY_LOCK])->destroyed = true;
+	case FMT_LOCK_DESTROY: {
+		uint32_t li = model_lock(m, r->f[FMT_LOCK_DESTROY_LOCK]);
+		m->lock[li].destroyed = true;
+		lockfold_destroy(m, li);
 		break;
+	}
 	case FMT_MARK:
 		on_mark(m, r);
 		break;
@@ -702,7 +710,7 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 	}
 }
 
-int aggregate(model_t *m, reader_t *r, const char *path,
+int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
               const char **thread_filter)
 {
 	reader_ev_t ev;
@@ -717,6 +725,7 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 	m->churn_ticks = (uint64_t)(TH_CHURN_LIFETIME_NS / m->ns_per_tick);
 	m->skew_ticks = (uint64_t)(REUSE_SKEW_NS / m->ns_per_tick);
 	m->thread_filter = thread_filter;
+	m->fold_locks = fold_locks;
 	m->pid = m->info.have_process ? m->info.process.pid : 0;
 	m->thr_of_stream = xcalloc(ns + 1, sizeof *m->thr_of_stream);
 	while ((rc = reader_next(r, &ev)) > 0) {
@@ -752,6 +761,7 @@ int aggregate(model_t *m, reader_t *r, const char *path,
 	}
 	if (!m->paused && m->last_tsc > m->rec_since)
 		m->rec_ticks += m->last_tsc - m->rec_since;
+	lockfold_finish(m);
 	futex_words(m);
 	/* Holds still open at the end: their allocator calls count. */
 	for (size_t i = 0; i < m->nthr; i++) {

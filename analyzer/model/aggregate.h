@@ -10,12 +10,15 @@
 /*
  * Initialises m for the trace r (path is kept, not copied) and folds every
  * event of pass 2 into it. thread_filter (NULL-terminated tids or names, or
- * NULL) keeps only those threads' lock and allocation statistics. Returns 0,
+ * NULL) keeps only those threads' lock and allocation statistics.
+ * fold_locks: destroyed locks may be folded (model.h, lockfold.c): the
+ * caller's outputs name no single instance but those a fold keeps (the
+ * replaying outputs, --all and --lock do). Returns 0,
  * or -1 when a malformed record stopped the read early (m->info.truncated
  * then says where; the model holds everything before it).
  * Allocates; free with model_free().
  */
-int aggregate(model_t *m, reader_t *r, const char *path,
+int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
               const char **thread_filter);
 
 /* Folds one metadata record (fmt_is_meta) into m (aggregate_meta.c); a

@@ -375,6 +375,10 @@ void classes_build(model_t *m)
 		l->cls = *v;
 		c->ninst++;
 		lockstat_add(&c->s, &l->s);
+		if (l->fold) { /* the instances folded into it (lockfold.c) */
+			c->ninst += m->fold[l->fold - 1].n;
+			lockstat_add(&c->s, &m->fold[l->fold - 1].s);
+		}
 		/* A site's histograms go to the class of its first instance
 		 * (all of its instances normally share one class). */
 		lockhist_t *h = l->hist ? &m->lhist[l->hist - 1] : NULL;

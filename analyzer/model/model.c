@@ -52,6 +52,7 @@ uint32_t lock_group(model_t *m, lock_t *l)
 			VEC_RESERVE(m->lhist, m->caplhist, m->nlhist);
 			memset(&m->lhist[m->nlhist], 0, sizeof *m->lhist);
 			m->lhist[m->nlhist].rep = (uint32_t)(l - m->lock);
+			m->lhist[m->nlhist].key = key;
 			*v = (uint32_t)m->nlhist++;
 		}
 		l->hist = *v + 1;
@@ -98,6 +99,8 @@ uint32_t model_lock_slow(model_t *m, uint64_t id)
 		l->init_stack = l->first_site = NONE32;
 		l->cls = NONE32;
 		*v = (uint32_t)m->nlock++;
+		if (m->nlock > m->lock_peak)
+			m->lock_peak = m->nlock;
 	}
 	u64cache_set(&m->lock_cache, id, *v);
 	return *v;
@@ -286,6 +289,8 @@ void model_free(model_t *m)
 	u64map_free(&m->lock_by_id);
 	u64map_free(&m->lhist_map);
 	free(m->lhist);
+	u64map_free(&m->fold_map);
+	free(m->fold);
 	u64map_free(&m->stk_by_id);
 	u64map_free(&m->nest_map);
 	u64map_free(&m->lt_map);

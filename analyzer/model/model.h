@@ -18,6 +18,13 @@
  *   (lock_group), one for all the instances initialised (or first taken)
  *   at one stack, and summed into classes (82k mutexes took
  *   437 MB).
+ * - With m->fold_locks, a destroyed lock nobody holds is folded
+ *   (lockfold.c): its counters go to its lock_fold_t, and its record is
+ *   dropped at the next compaction unless it is one an output names (its
+ *   tuple's first instance, its best by wait, or among the FOLD_KEEP_TOP
+ *   best of all folded ones). Compaction keeps the records' order (their
+ *   creation order), so memory is bounded by the live locks and the
+ *   tuples, not by the instances a window saw.
  */
 #ifndef MALLOCK_MODEL_H
 #define MALLOCK_MODEL_H
@@ -123,8 +130,29 @@ typedef struct lock {
 	 * allocator calls that waited on it (0, 0: none known; a central
 	 * free list's waiters are calls of its size class). */
 	uint32_t lw_size_min, lw_size_max;
+	uint32_t nheld; /* open holds of it, on any thread */
+	bool retired;   /* destroyed and folded (lockfold.c) */
+	/* Once the trace is read: its fold tuple's index + 1 when it is
+	 * the tuple's first instance and others were dropped into it, whose
+	 * counters count for its class (m->fold[fold - 1]); 0 otherwise. */
+	uint32_t fold;
 	lockstat_t s;
 } lock_t;
+
+/* The dropped instances of one fold tuple (lockfold.c): the locks that
+ * share kind, init stack, first site, block allocation stack and site
+ * group, so one class (classes.c keys by nothing else). */
+typedef struct lock_fold {
+	uint32_t kind, init_stack, first_site, blk_stack, hist;
+	uint32_t next; /* hash chain: next fold index + 1 */
+	uint64_t n;    /* instances dropped */
+	lockstat_t s;  /* their counters, summed */
+} lock_fold_t;
+
+/* Folded instances kept whole because they rank among the best of all
+ * folded ones by (wait, acquisitions): at least the instances the JSON
+ * lists (report_json.c JSON_LOCKS). */
+#define FOLD_KEEP_TOP 64
 
 /* What the instances of one site keep together (lock_group): their wait
  * and hold histograms, and their (lock, stack) pairs, filed under the
@@ -134,6 +162,7 @@ typedef struct lockhist {
 	uint32_t cls;        /* the class it was summed into (classes_build) */
 	uint32_t rep;        /* its first instance: the lock its pairs name */
 	uint32_t main_site1; /* lock_main_site's answer + 1, 0 not yet */
+	uint64_t key;        /* its key in lhist_map */
 } lockhist_t;
 #define LOCK_KIND_UNKNOWN 99u
 
@@ -240,6 +269,12 @@ typedef struct nest {
 	uint64_t try_fail;      /* failed trylocks of the inner lock while the
 	                           outer was held (a successful one is an
 	                           acquisition like any other) */
+	/* Folded (lockfold.c): a side's lock was dropped and it names its
+	 * tuple's first instance instead, its pairs summed; up and down
+	 * count its n by whether the inner lock's address was above or
+	 * below the outer's (the instances' addresses are gone). */
+	bool mixed;
+	uint64_t up, down;
 } nest_t;
 
 /* One thread's use of one lock (for starvation). */
@@ -447,6 +482,16 @@ typedef struct model {
 	u64cache_t lock_cache; /* id -> index, of lock_by_id */
 	lockhist_t *lhist;
 	size_t nlhist, caplhist;
+	/* Folding (lockfold.c): on when the outputs need no instance a fold
+	 * drops (aggregate()'s caller says). */
+	bool fold_locks;
+	lock_fold_t *fold;
+	size_t nfold, capfold;
+	u64map_t fold_map; /* tuple hash -> fold index (chain head) */
+	size_t nretired;   /* retired records since the last compaction */
+	uint64_t folded;   /* instances dropped, in all */
+	uint64_t fold_compactions;
+	size_t lock_peak;   /* most records m->lock held at once */
 	u64map_t lhist_map; /* init (else first) stack index, or top bit |
 	                       lock index -> lhist index */
 

@@ -22,6 +22,8 @@
  * then acquisitions, plus every named one and every one a finding names;
  * the rest are one total. A web server's 82k mutexes made a 103 MB report. */
 #define JSON_LOCKS 50
+/* A fold keeps whole the instances this lists (lockfold.c). */
+_Static_assert(JSON_LOCKS <= FOLD_KEEP_TOP, "JSON_LOCKS above FOLD_KEEP_TOP");
 
 static void frame_json(jw_t *w, const frame_t *f)
 {
@@ -346,12 +348,18 @@ static uint8_t *listed(const report_t *r, model_t *m, bool cls,
 			if (c[j] != NONE32)
 				on[cls ? c[j] : m->cls[c[j]].rep] = 1;
 	}
-	for (size_t i = 0; i < k; i++)
+	for (size_t i = 0; i < k; i++) {
+		const lock_t *l = cls ? NULL : &m->lock[v[i].i];
+		if (l && l->fold) { /* folded instances are never listed */
+			lockstat_add(rest, &m->fold[l->fold - 1].s);
+			*nrest += m->fold[l->fold - 1].n;
+		}
 		if (!on[v[i].i]) {
 			lockstat_add(rest, cls ? &m->cls[v[i].i].s
 			                       : &m->lock[v[i].i].s);
 			++*nrest;
 		}
+	}
 	free(v);
 	free(match);
 	return on;

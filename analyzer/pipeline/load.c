@@ -207,6 +207,9 @@ const char *blind_text(const model_t *m, char *buf, size_t len)
 		       s->futex_wakes || s->internal_waits || s->holds ||
 		       s->unmatched_rel;
 	}
+	for (size_t i = 0; i < m->nfold && !seen; i++)
+		seen = m->fold[i].s.acq || m->fold[i].s.try_fail ||
+		       m->fold[i].s.holds || m->fold[i].s.unmatched_rel;
 	/* A JVM: its VM's locks are pthread locks, its Java monitors not. */
 	for (size_t i = 0; seen && i < m->nmod; i++)
 		if (m->mod[i].path &&
@@ -246,7 +249,7 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 		return rc;
 	}
 	progress_pass(path, 2);
-	aggregate(m, r, path, o->thread_filter);
+	aggregate(m, r, path, o->fold_locks, o->thread_filter);
 	progress_done();
 	reader_close(r);
 	window_notes(m);

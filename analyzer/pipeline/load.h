@@ -17,6 +17,9 @@ typedef struct load_opts {
 	bool quiet;                 /* no truncation warning on stderr */
 	/* --debug-dir: NULL-terminated, or NULL */
 	const char *const *debug_dirs;
+	/* Fold destroyed per-object locks (model.h): for outputs that name
+	 * no instance but a class's (not --all, --lock or a replay). */
+	bool fold_locks;
 } load_opts_t;
 
 /*
