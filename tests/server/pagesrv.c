@@ -277,7 +277,8 @@ int main(int argc, char **argv)
 		            argc > 4 ? argv[4] : "setuid",
 		            argc > 5 ? argv[5] : "closefrom");
 	fputs("usage: pagesrv race UID N [exit|_exit] | exec SECONDS | forks "
-	      "N SECONDS | daemon SECONDS | abort | ends HOW | drop UID SECONDS [HOW "
+	      "N SECONDS | daemon SECONDS | abort | ends HOW | drop UID "
+	      "SECONDS [HOW "
 	      "[CLOSE]]\n",
 	      stderr);
 	return 2;
