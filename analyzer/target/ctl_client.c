@@ -194,6 +194,9 @@ int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 		bad = "was left by an earlier process with this pid", stale = 1;
 	else if (pg->state == CTLP_EXITED)
 		bad = "was left by a process that exited", stale = 1;
+	else if (pg->state == CTLP_DETACHED)
+		bad = "says `mallock detach` ended its recording (the shim "
+		      "stays loaded, unused: nothing is recorded)";
 	else if (!p->maps_ok) {
 		/* Liveness without /proc/PID/maps: its lock on the page. */
 		struct flock lk = {.l_type = F_WRLCK,
