@@ -66,6 +66,8 @@
  *             over 8 static LRU locks, each its own class by its first
  *             acquisition (scenario_striped).
  *   big       a steady-state program for the benchmark: --events N
+ *   empty     the process's records (and --attached's NOTE) and an END,
+ *             no event
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
  * Options:
@@ -1610,6 +1612,14 @@ int main(int argc, char **argv)
 		fclose(out);
 		fprintf(stderr, "mktrace: %llu events, %d chunks\n",
 		        (unsigned long long)nevents, chunks_written);
+		return 0;
+	}
+	if (!strcmp(sc, "empty")) {
+		/* The process's records and an END: no event. */
+		tw_flush(proc);
+		m_end(proc, 0);
+		finish_file();
+		fclose(out);
 		return 0;
 	}
 	if (!strcmp(sc, "locks")) {
