@@ -42,7 +42,8 @@
 	X(PAUSED, "paused")                                                    \
 	X(CAPPED, "capped")                                                    \
 	X(STOPPED, "stopped")                                                  \
-	X(EXITED, "exited")
+	X(EXITED, "exited")                                                    \
+	X(DETACHED, "detached")
 /* clang-format on */
 
 enum ctlp_state {

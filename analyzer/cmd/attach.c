@@ -224,7 +224,8 @@ static int ptrace_permitted(long pid)
 static int mapped_shim(long pid, char *out, size_t n);
 
 /* Nonzero when pid has a libmallock.so that an attach must not touch: one
- * preloaded (its LD_PRELOAD names it), or another file than shim. The same
+ * preloaded (its LD_PRELOAD names it), or another file than shim; 2 when
+ * it is one detached (its page's name removed). The same
  * file, loaded by an earlier attach, is left to the shim to answer: one
  * whose attach failed (its trace could not be created) was left as it
  * was, not started, and starts now. A started one (it maps its control
@@ -256,6 +257,9 @@ static int has_shim(long pid, const char *shim)
 		started = strstr(line, page) != NULL;
 	if (f)
 		fclose(f);
+	/* `mallock detach` removes the page's name, the mapping stays. */
+	if (started && strstr(line, " (deleted)"))
+		return 2;
 	if (started)
 		return 1;
 	struct stat a, b;
@@ -378,7 +382,16 @@ int cmd_attach(int argc, char **argv)
 		        " or " MALLOCK_SHIM_BUILD "); use --shim PATH\n");
 		return 1;
 	}
-	if (has_shim(pid, shim)) {
+	int has = has_shim(pid, shim);
+	if (has == 2) {
+		fprintf(stderr,
+		        "mallock attach: pid %ld was attached and detached "
+		        "before: its shim stays loaded, unused, and cannot be "
+		        "started again; restart the process to record it\n",
+		        pid);
+		return 1;
+	}
+	if (has) {
 		fprintf(stderr,
 		        "mallock attach: pid %ld already has libmallock.so "
 		        "(preloaded, or attached before): use `mallock ctl "

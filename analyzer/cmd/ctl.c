@@ -15,14 +15,18 @@
  * `ctl` says so (exit status 0). No command sends a signal unless --wake
  * is given, and then only to a process whose page says the kernel's
  * handler for its signal is still the shim's (wake_sig), whose SigCgt
- * agrees and one of whose threads does not block it; any other is refused
- * in one line and left pending.
+ * agrees and one of whose threads does not block it, and then to one
+ * thread that the signal cannot make fail with EINTR (blocked in a call the
+ * kernel restarts, or running: proc_wake_pick); any other is refused in one
+ * line and left pending. A woken process is looked at again CTL_AFTER_MS
+ * later: one that is gone, or whose woken thread is, is said so (exit 1).
  *
  * Nothing is signalled or written before the page is authenticated
  * (target/ctl_client.h says how); /proc is read by target/proc.c. This
  * file is the command: its options, the wait for the answers, the output.
  *
- * Exit status: 0 done or pending, 1 usage, a failure or a --wake refused
+ * Exit status: 0 done or pending, 1 usage, a failure, a --wake refused or
+ * a woken process or thread gone
  * (one line on stderr per process saying what, which process, why and what
  * to do).
  */
@@ -44,6 +48,7 @@
 #define CTL_WAIT_MS 1000  /* how long start/stop wait for an idle one */
 #define CTL_BUSY_MS 5000  /* ... and for one that used CPU meanwhile */
 #define CTL_WAKE_MS 300   /* --wake: when a silent process is woken */
+#define CTL_AFTER_MS 500  /* ... and how long after the wake it is seen */
 
 static void usage(FILE *o)
 {
@@ -61,7 +66,10 @@ static void usage(FILE *o)
 	    "shim\n"
 	    "  --wake  start/stop: a process that has not answered within "
 	    "300 ms gets its\n          MALLOCK_SIGNAL, only if its page "
-	    "says the handler is still the shim's\n"
+	    "says the handler is still the shim's,\n          and only in "
+	    "one thread the signal cannot make fail with EINTR (not\n"
+	    "          one in poll, epoll_wait, nanosleep...); refused "
+	    "otherwise\n"
 	    "A request no allocation or lock call has served within 1 s (5 s "
 	    "if the process\nran meanwhile) stays pending: the process "
 	    "applies it at its next such call.\n",
@@ -118,6 +126,58 @@ static void pending_print(const ctl_target_t *t, unsigned cmd)
 	                         : "it made none while ctl waited",
 	       ctlp_state_name(c.state), c.why);
 	trace_print(&c);
+}
+
+/*
+ * The processes woken (--wake), seen again CTL_AFTER_MS after the last
+ * wake (waited_ms: when it was, in the wait loop's time; -1 none): each
+ * still there with the same start time, its signalled thread too, and its
+ * threads counted. One line each on stdout; one on stderr for a process or
+ * thread that is gone (the signal may have ended it). Returns nonzero when
+ * some is gone.
+ */
+static int woken_check(const ctl_target_t *ts, size_t n, int waited_ms)
+{
+	if (waited_ms < 0)
+		return 0;
+	struct timespec tsl = {0, (long)CTL_AFTER_MS * 1000 * 1000};
+	nanosleep(&tsl, NULL);
+	int gone = 0;
+	for (size_t k = 0; k < n; k++) {
+		const ctl_target_t *t = &ts[k];
+		if (t->signalled != 1)
+			continue;
+		proc_t now;
+		int same =
+		    proc_stat(t->p.pid, &now) == 0 && now.start == t->p.start;
+		int threads = same ? proc_nthreads(t->p.pid) : -1;
+		if (!same) {
+			fprintf(stderr,
+			        "mallock ctl: process %ld (%s) is gone %d ms "
+			        "after --wake signalled its thread %ld (in "
+			        "%s): the signal may have ended it\n",
+			        t->p.pid, t->p.comm, CTL_AFTER_MS, t->wake_tid,
+			        t->wake_call);
+			gone = 1;
+		} else if (!proc_task_alive(t->p.pid, t->wake_tid)) {
+			fprintf(
+			    stderr,
+			    "mallock ctl: process %ld (%s): its thread %ld, "
+			    "signalled by --wake (in %s), is gone %d ms "
+			    "later (threads: %d then, %d now)\n",
+			    t->p.pid, t->p.comm, t->wake_tid, t->wake_call,
+			    CTL_AFTER_MS, t->wake_threads, threads);
+			gone = 1;
+		} else {
+			printf(
+			    "pid %ld: woken: thread %ld (in %s); %d ms later "
+			    "the process and that thread are there, threads: "
+			    "%d then, %d now\n",
+			    t->p.pid, t->wake_tid, t->wake_call, CTL_AFTER_MS,
+			    t->wake_threads, threads);
+		}
+	}
+	return gone;
 }
 
 int cmd_ctl(int argc, char **argv)
@@ -225,7 +285,7 @@ int cmd_ctl(int argc, char **argv)
 	 * handler is the shim's) after CTL_WAKE_MS and give them as long
 	 * again. */
 	size_t left = ok;
-	int limit = CTL_WAIT_MS / 10;
+	int limit = CTL_WAIT_MS / 10, wake_ms = -1;
 	for (int i = 0; i < limit && left; i++) {
 		struct timespec tsl = {0, 10 * 1000 * 1000};
 		nanosleep(&tsl, NULL);
@@ -249,6 +309,8 @@ int cmd_ctl(int argc, char **argv)
 					failed = 1;
 				else
 					limit = i + CTL_WAIT_MS / 10;
+				if (t->signalled == 1)
+					wake_ms = i * 10;
 			}
 		}
 	}
@@ -256,8 +318,11 @@ int cmd_ctl(int argc, char **argv)
 		ctl_target_t *t = &ts[k];
 		if (!t->done)
 			pending_print(t, code);
-		ctl_target_close(t);
 	}
+	if (woken_check(ts, ok, wake_ms))
+		failed = 1;
+	for (size_t k = 0; k < ok; k++)
+		ctl_target_close(&ts[k]);
 	free(pids);
 	free(ts);
 	return failed;

@@ -112,7 +112,7 @@ static void window_notes(model_t *m)
 static const char *when(const model_t *m, uint64_t tsc, char *buf, size_t len)
 {
 	const meta_process_t *p = &m->info.process;
-	double off = tsc > m->first_tsc
+	double off = m->first_tsc && tsc > m->first_tsc
 	                 ? (double)(tsc - m->first_tsc) * m->ns_per_tick
 	                 : 0;
 	char a[32];
@@ -136,9 +136,18 @@ const char *recording_text(const model_t *m, char *buf, size_t len)
 	char t[96];
 	size_t n = 0;
 	buf[0] = 0;
-	if (m->attached)
+	/* With no event there is no first time (0, which the clock pair
+	 * would turn into the boot time): the PROCESS record, written when
+	 * the attached shim started, says when the attach was. */
+	uint64_t at = m->first_tsc           ? m->first_tsc
+	              : m->info.have_process ? m->info.process.tsc
+	                                     : 0;
+	if (m->attached && at)
 		n += (size_t)snprintf(buf + n, len - n, "attached at %s",
-		                      when(m, m->first_tsc, t, sizeof t));
+		                      when(m, at, t, sizeof t));
+	else if (m->attached)
+		n += (size_t)snprintf(buf + n, len - n,
+		                      "attached (when: unknown, no event)");
 	if (m->have_end || n >= len)
 		return buf;
 	if (m->paused)

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define CTL_SIGVAL 0x6d6c6b01 /* shim/control/control.c */
@@ -193,6 +194,9 @@ int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 		bad = "was left by an earlier process with this pid", stale = 1;
 	else if (pg->state == CTLP_EXITED)
 		bad = "was left by a process that exited", stale = 1;
+	else if (pg->state == CTLP_DETACHED)
+		bad = "says `mallock detach` ended its recording (the shim "
+		      "stays loaded, unused: nothing is recorded)";
 	else if (!p->maps_ok) {
 		/* Liveness without /proc/PID/maps: its lock on the page. */
 		struct flock lk = {.l_type = F_WRLCK,
@@ -281,8 +285,9 @@ int ctl_wake(ctl_target_t *t)
 {
 	int sig = __atomic_load_n(&t->pg->signal, __ATOMIC_RELAXED);
 	const char *bad = NULL;
-	char buf[200];
+	char buf[900];
 	proc_t now;
+	proc_wake_t w = {0};
 	t->signalled = -1;
 	if (!sig)
 		bad = "it has no control signal (it was started without "
@@ -314,6 +319,14 @@ int ctl_wake(ctl_target_t *t)
 		         "pending, for a thread that unblocks it)",
 		         sig);
 		bad = buf;
+	} else if (proc_wake_pick(t->p.pid, sig, &w) != 0) {
+		snprintf(buf, sizeof buf,
+		         "no thread may be interrupted safely (a signal makes "
+		         "poll, epoll_wait, select, nanosleep, accept and the "
+		         "like fail with EINTR, which a program may not "
+		         "survive); its threads: %s",
+		         w.threads);
+		bad = buf;
 	}
 	/* The word again, as late as possible before the send. */
 	if (!bad && __atomic_load_n(&t->pg->wake_sig, __ATOMIC_SEQ_CST) != sig)
@@ -325,8 +338,22 @@ int ctl_wake(ctl_target_t *t)
 		        t->p.pid, t->p.comm, bad);
 		return -1;
 	}
-	union sigval v = {.sival_int = CTL_SIGVAL};
-	if (sigqueue((pid_t)t->p.pid, sig, v) == 0)
+	/* To that thread alone (sigqueue would let the kernel choose any
+	 * thread that does not block it), with the value the shim's handler
+	 * looks for. */
+	siginfo_t si;
+	memset(&si, 0, sizeof si);
+	si.si_signo = sig;
+	si.si_code = SI_QUEUE;
+	si.si_pid = getpid();
+	si.si_uid = getuid();
+	si.si_value.sival_int = CTL_SIGVAL;
+	t->wake_threads = w.nthreads;
+	if (syscall(SYS_rt_tgsigqueueinfo, (pid_t)t->p.pid, (pid_t)w.tid, sig,
+	            &si) == 0) {
 		t->signalled = 1;
+		t->wake_tid = w.tid;
+		snprintf(t->wake_call, sizeof t->wake_call, "%s", w.call);
+	}
 	return 0;
 }

@@ -35,6 +35,9 @@ typedef struct ctl_target {
 	uint64_t req;
 	uint64_t cpu; /* utime + stime when the request was written */
 	int signalled, done;
+	long wake_tid;      /* --wake: the thread signalled */
+	char wake_call[40]; /* ... and what it was doing then */
+	int wake_threads;   /* the process's threads then */
 } ctl_target_t;
 
 /* Removes from the directory dfd the pages of dead processes (or of
@@ -64,8 +67,12 @@ int ctl_answered(const ctl_target_t *t);
  * is its own: the page's wake_sig names the signal (the shim installed its
  * handler and no sigaction/signal/rt_sigaction call of the program has
  * named that signal since), the kernel says it is caught (SigCgt), and some
- * thread does not block it. Otherwise prints one line and returns -1 (with
- * t->signalled -1). 0: sent (t->signalled 1) or sigqueue failed (-1).
+ * thread does not block it; and then only to one thread that a handler
+ * (the shim's has SA_RESTART) cannot make fail with EINTR: one blocked in a
+ * call the kernel restarts, or running (proc_wake_pick). Otherwise prints
+ * one line (which threads were in which calls) and returns -1 (with
+ * t->signalled -1). 0: sent to that thread alone (t->signalled 1,
+ * t->wake_tid, t->wake_call, t->wake_threads) or the send failed (-1).
  */
 int ctl_wake(ctl_target_t *t);
 

@@ -38,6 +38,33 @@ int proc_read(long pid, proc_t *p);
  * reach a handler rather than sit pending or go to a sigwait); 0 also when
  * /proc/PID/task is unreadable. */
 int proc_sig_deliverable(long pid, int sig);
+/* The thread a control signal may be sent to without interrupting a call
+ * its host may not survive being interrupted in (proc_wake_pick). */
+typedef struct proc_wake {
+	long tid;          /* the thread chosen; 0: none is safe */
+	char call[40];     /* what it was doing: "futex", "running", ... */
+	int nthreads;      /* the threads seen */
+	char threads[600]; /* each thread seen and its call ("tid 7: poll") */
+} proc_wake_t;
+/*
+ * Chooses a thread of pid that does not block sig and is safe to interrupt
+ * with a handler installed with SA_RESTART (the shim's control handler is):
+ * from /proc/PID/task/TID/syscall, one blocked in a call the kernel then
+ * restarts (a futex wait without timeout, wait4/waitid, flock, fcntl
+ * F_SETLKW, read/write/readv/writev on a descriptor that is not a socket),
+ * else one running, or blocked outside any system call. Never one in a
+ * call that fails with EINTR whatever SA_RESTART says (poll, epoll_wait,
+ * select, nanosleep, accept, sigtimedwait, sigsuspend, pause, io_getevents,
+ * msgrcv, semop, a timed futex wait, a socket call, ...: man 7 signal). A
+ * thread may change what it does between this reading and the send: the
+ * window is the few microseconds between the two. 0 with w->tid set, or
+ * -1 with w->tid 0 and w->threads saying what each thread was doing.
+ */
+int proc_wake_pick(long pid, int sig, proc_wake_t *w);
+/* The number of threads of pid (/proc/PID/task), -1 when it is gone. */
+int proc_nthreads(long pid);
+/* Nonzero while thread tid of pid exists. */
+int proc_task_alive(long pid, long tid);
 /* The value of NAME= in /proc/PID/environ into out (cap bytes; "" if absent
  * or unreadable). Reads through a static buffer: not thread-safe. */
 void proc_env(long pid, const char *name, char *out, size_t cap);

@@ -73,6 +73,7 @@
 #include "control.h"
 #include "cxx_hooks.h"
 #include "cxx_ops.h"
+#include "fatal.h"
 #include "hook.h"
 #include "init.h"
 #include "note.h"
@@ -769,6 +770,7 @@ HOOK_EXPORT const char *mallock_detach_impl(void)
 			acq_pend_flush(t);
 		writer_final();
 	}
+	fatal_uninstall();
 	ctl_detach();
 	snprintf(attach_msg, sizeof attach_msg, "ok %u %u %s", restored,
 	         changed, g_trace_path);

@@ -754,5 +754,10 @@ void ctl_detach(void)
 		sigaction(ctl_signal, &sa, NULL);
 		ctl_signal = 0;
 	}
-	ctl_exit();
+	/* The process lives on: its page says so (`mallock ctl status`
+	 * reads it through /proc/PID/map_files), its name goes. */
+	if (g_ctl_page == &ctl_none || g_ctl_page->pid != prim_getpid())
+		return;
+	page_update(CTLP_DETACHED);
+	page_unlink();
 }

@@ -139,7 +139,8 @@ void ctl_exec_failed(void);
 int ctl_ever_recorded(void);
 
 /* Detach (attach.c): the control signal's handler goes back to SIG_DFL (it
- * was installed only over SIG_DFL), then as ctl_exit. */
+ * was installed only over SIG_DFL); the page says "detached" and its name
+ * goes (the process keeps it mapped: `mallock ctl` finds it there). */
 void ctl_detach(void);
 
 #endif

@@ -15,7 +15,8 @@
  * - A process that does not own the trace file does nothing here (a vfork
  *   child shares its parent's memory and TLS: its _exit must not touch the
  *   parent's buffers), nor a forked child that recorded nothing (it leaves
- *   no file); a forked child that recorded creates its file now.
+ *   no file, and only removes its control page); a forked child that
+ *   recorded creates its file now.
  * - Async-signal-safe as far as the final flush is (writer_proc.c): these calls
  *   may come from a signal handler, and one that interrupted a hook of this
  *   thread gets the nested final flush, which skips what the thread holds.
@@ -26,6 +27,7 @@
  */
 #include "exit_hooks.h"
 
+#include "control.h"
 #include "hook.h"
 #include "init.h"
 #include "real.h"
@@ -39,9 +41,15 @@ static int quick_registered;
 
 static void end_by(const char *how)
 {
-	if (!writer_ends_here(&shim_tls) ||
-	    (atomic_load(&g_off) & SHIM_OFF_INIT))
+	if (atomic_load(&g_off) & SHIM_OFF_INIT)
 		return;
+	/* A forked child that recorded nothing writes no file, but its
+	 * control page goes as at exit() (ctl_exit leaves a page that is
+	 * not this pid's alone: a vfork child's is its parent's). */
+	if (!writer_ends_here(&shim_tls)) {
+		ctl_exit();
+		return;
+	}
 	shim_end(how);
 }
 

@@ -126,6 +126,20 @@ void fatal_install(void)
 	}
 }
 
+void fatal_uninstall(void)
+{
+	for (unsigned i = 0; i < FATAL_N; i++) {
+		struct sigaction cur;
+		if (!atomic_exchange(&fatal_mine[i], 0) ||
+		    real.sigaction(fatal_sig[i], NULL, &cur) != 0)
+			continue;
+		/* One the program replaced since is the program's. */
+		if ((cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_sigaction == fatal_handler)
+			real.sigaction(fatal_sig[i], &fatal_old[i], NULL);
+	}
+}
+
 /* ---- what the program sees ---- */
 
 /* real.sigaction, once the table is resolved (a constructor that runs

@@ -16,5 +16,8 @@
  * or SIG_IGN, is left alone. Called once by the constructor once the trace
  * is open. May not allocate. */
 void fatal_install(void);
+/* `mallock detach`: gives each signal whose handler is still ours the
+ * action it replaced (the program's since, if it set one, stays). */
+void fatal_uninstall(void);
 
 #endif

@@ -76,6 +76,8 @@
  *             two allocation sites;
  *             "atiny" whose holders spend 0.5% there.
  *   big       a steady-state program for the benchmark: --events N
+ *   empty     the process's records (and --attached's NOTE) and an END,
+ *             no event
  *             (default 50M) over --threads T, chunks streamed to the file.
  *
  * Options:
@@ -1736,6 +1738,14 @@ int main(int argc, char **argv)
 		fclose(out);
 		fprintf(stderr, "mktrace: %llu events, %d chunks\n",
 		        (unsigned long long)nevents, chunks_written);
+		return 0;
+	}
+	if (!strcmp(sc, "empty")) {
+		/* The process's records and an END: no event. */
+		tw_flush(proc);
+		m_end(proc, 0);
+		finish_file();
+		fclose(out);
 		return 0;
 	}
 	if (!strcmp(sc, "locks")) {

@@ -34,6 +34,13 @@ eq((tr.get("attached"), tr.get("window_closed"), tr["clean_exit"]),
    (True, True, False), "window: JSON attached, window_closed, clean_exit")
 check(tr.get("recording", "").startswith("attached at "), "window: JSON recording")
 
+# An attached process that recorded no event: the attach's time, from its
+# PROCESS record (not the clock pair's zero, the boot time).
+path, _ = mktrace("empty", "empty.trace", "--attached")
+t = text(path)
+check("attached at 2023-11-14 22:13:20 UTC (+0 ns)" in t,
+      "no event: attached at the attach's time")
+
 # No END and no window: still running, or not a clean exit; a clean exit
 # says nothing.
 path, _ = mktrace("cascade", "noend.trace", "--rounds", 100, "--no-end")

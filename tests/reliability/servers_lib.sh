@@ -142,6 +142,7 @@ ctl() {
 	echo "== ctl $* ($(date +%T.%N | cut -c1-12))" >>"$W/ctl.log"
 	timeout 30 "$MALLOCK" ctl "$@" >>"$W/ctl.log" 2>&1
 	_rc=$?
+	CTL_RC=$_rc
 	echo "== rc $_rc, $(since "$_t0") s" >>"$W/ctl.log"
 	[ $_rc = 124 ] && fail "mallock ctl $* did not return within 30 s"
 	CTL_N=$((CTL_N + 1))

@@ -4,7 +4,11 @@
 # libmallock.so (MALLOCK_START=paused, MALLOCK_EXE=varnishd). With the
 # cache idle for 5 s: 3 `mallock ctl status CHILD`, then rounds of `ctl
 # start --tree MANAGER`, 1 s, `ctl stop --tree`, `ctl status --tree` (3,
-# as many as start within 12 s); then rounds under ab load (2 within 8 s).
+# as many as start within 12 s); then a --wake round (varnishd runs with
+# MALLOCK_SIGNAL=RTMIN+5, the shim's handler): `ctl start --wake CHILD`,
+# `ctl stop --wake --tree MANAGER` (4 times each), after which the child is
+# the same and the object cached before is still a hit; then rounds under
+# ab load (2 within 8 s).
 # --long SECONDS (at most 600): rounds for SECONDS + 4 idle, SECONDS loaded.
 # A signal the cache child did not ask for interrupts its CLI thread's
 # poll(): the child ends and the manager starts a new one, the cache lost.
@@ -60,7 +64,7 @@ VP=$(free_port)
 LOG=$W/varnishd.log
 FAIL_LOG=$LOG
 env LD_PRELOAD="$SHIM" MALLOCK_START=paused MALLOCK_EXE=varnishd \
-	MALLOCK_OUTPUT="$W/out/var.%p.trace" \
+	MALLOCK_SIGNAL=RTMIN+5 MALLOCK_OUTPUT="$W/out/var.%p.trace" \
 	$VARNISHD -F -a "127.0.0.1:$VP" -b "127.0.0.1:$NP" -n "$W/n" \
 	-s malloc,32m >"$LOG" 2>&1 </dev/null &
 MGR=$!
@@ -102,6 +106,37 @@ done
 rounds $((ROUNDS + 1)) $((BUDGET + 4))
 R2=$r
 L2=$LOOP
+
+# --wake on the idle child: its CLI thread waits in poll(), which a signal
+# would make fail with EINTR (the child then dies, the cache with it).
+# A hit carries two transaction ids in X-Varnish.
+hit() {
+	curl -s -D - -o /dev/null "http://127.0.0.1:$VP/file" |
+		grep -qiE '^X-Varnish: [0-9]+ [0-9]+'
+}
+hit || fail "the file is not a cache hit before the --wake round"
+# Four rounds of the review's sequence (it killed the child 12 times of
+# 12 when the signal went to any thread).
+WRC=
+for i in 1 2 3 4; do
+	sleep 1.5
+	ctl start --wake "$CHILD"
+	WRC="$WRC $CTL_RC"
+	sleep 1.5
+	ctl stop --wake --tree "$MGR"
+	WRC="$WRC $CTL_RC"
+done
+sleep 4 # the manager notices a dead child within its CLI ping (3 s)
+no_line 'died|said Child dies|Child cleanup|Panic' "$LOG" \
+	"the cache child died or was restarted after --wake"
+no_line 'is gone' "$W/ctl.log" "ctl saw a woken process or thread gone"
+NOW=$(ps -o pid= --ppid "$MGR" | tr -d ' ')
+[ "$NOW" = "$CHILD" ] || fail "after --wake the cache child $CHILD is now '$NOW'"
+hit || fail "the cached file is no longer a hit after --wake"
+WOKEN=$(grep -c ': woken: thread' "$W/ctl.log")
+REFUSED=$(grep -c -- '--wake refused' "$W/ctl.log")
+# A process that answers within 300 ms is not signalled: how many were
+# is printed (tests/server/wake_test.py is the deterministic guard).
 timeout $((BUDGET + 60)) ab -q -t $((BUDGET + 40)) -n 2000000 -c 8 \
 	"http://127.0.0.1:$VP/file" >"$W/ab.log" 2>&1 &
 AB=$!
@@ -142,7 +177,8 @@ WIN=$(total recording_resumes "$W/out/var.$CHILD.trace") || fail "$WIN"
 [ "$WIN" -ge 1 ] || fail "no window in the cache child's trace"
 $NGINX -c "$N/nginx.conf" -p "$N" -e "$N/logs/error.log" -s quit
 say "3 ctl status of the idle child, $R2 windows (ctl start/stop/status" \
-	"--tree) in $L2 s idle, $R1 in $L1 s under ab ($REQS requests at" \
+	"--tree) in $L2 s idle, 8 --wake (rc$WRC), $WOKEN threads" \
+	"woken, $REFUSED processes refused, child and cache hit kept; $R1 in $L1 s under ab ($REQS requests at" \
 	"$RPS/s, none failed): cache child" \
 	"$CHILD of manager $MGR0 unchanged, no child restart in the log," \
 	"$WIN windows in its trace; SIGTERM stop $SHUT s; $(ctl_times)"

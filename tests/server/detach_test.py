@@ -81,8 +81,14 @@ bare = App(env)
 ref = [bare.ask(c) for c in SCRIPT if c.isalpha() is False or " " in c]
 check(bare.quit() == 0, "the bare run exits 0: %s" % ref)
 
+def sigcgt(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return [ln.split()[1] for ln in f if ln.startswith("SigCgt:")][0]
+
+
 app = App(env)
 check(app.ready.startswith("lateapp: ready"), "lateapp started")
+cgt_before = sigcgt(app.p.pid)
 trace = os.path.join(TMP, "a.%p.trace")
 path = trace.replace("%p", str(app.p.pid))
 answers = []
@@ -127,6 +133,20 @@ check(os.path.getsize(path) == size,
       "the trace does not grow after the detach (%d bytes)" % size)
 with open("/proc/%d/maps" % app.p.pid) as f:
     check("libmallock" in f.read(), "the library stays mapped")
+check(sigcgt(app.p.pid) == cgt_before,
+      "after the detach the caught signals are those before the attach "
+      "(SigCgt %s, %s before)" % (sigcgt(app.p.pid), cgt_before))
+st = subprocess.run([MALLOCK, "ctl", "status", str(app.p.pid)],
+                    capture_output=True, text=True)
+check("detach" in st.stderr and "exited" not in st.stderr,
+      "ctl status of the detached process says detached: "
+      + st.stderr.strip())
+re_at = subprocess.run([MALLOCK, "attach", str(app.p.pid)],
+                       capture_output=True, text=True)
+check(re_at.returncode == 1 and "detached before" in re_at.stderr and
+      "mallock ctl" not in re_at.stderr,
+      "a new attach says it was detached, without advising ctl: "
+      + re_at.stderr.strip())
 again = subprocess.run([MALLOCK, "detach", str(app.p.pid)],
                        capture_output=True, text=True)
 check(again.returncode == 1 and "already detached" in again.stderr,

@@ -14,6 +14,9 @@ CASE:
            the one `mallock ctl start` recorded leaves its trace (its
            window, an END); a daemonizing launcher that ran paused leaves
            no empty trace; processes that recorded keep theirs
+  ends     a paused forked child that recorded nothing and ends by _exit,
+           _Exit, quick_exit or syscall(SYS_exit_group) leaves no page
+           and no trace
   drop     a root process that becomes another user and closes every fd
            keeps recording: after setuid and close() of each fd its trace
            is reopened as that user; after seteuid and closefrom,
@@ -120,11 +123,9 @@ if CASE == "race":
             wrong.append("run %d: %s is not uid %d's with mode 0700 (uid "
                          "%d, %o)" % (run, udir, uid, st.st_uid,
                                       st.st_mode & 0o7777))
-        # exit(): the shim removes the page; _exit(): no code runs, the
-        # next `mallock ctl` of that user sweeps it (docs/server.md).
-        if how == "exit":
-            left += ["run %d: %s" % (run, l) for l in lines
-                     if l.startswith("left ")]
+        # exit() and _exit() alike: the shim removes the page.
+        left += ["run %d: %s" % (run, l) for l in lines
+                 if l.startswith("left ")]
         for _, pid, where in pages:
             left += ["run %d: %s" % (run, p) for p in pages_of(int(pid))
                      if p.startswith("/tmp/mallock-0/")]
@@ -133,7 +134,7 @@ if CASE == "race":
             os.unlink(os.path.join(OUT, f))
     check(not wrong, "every page in its user's directory, 50 runs "
           "(%d wrong; the first: %s)" % (len(wrong), wrong[:4]))
-    check(not left, "no page left after exit(), none ever in root's "
+    check(not left, "no page left after exit() or _exit(), none ever in root's "
           "directory (%d left; the first: %s)" % (len(left), left[:4]))
 
 elif CASE == "exec":
@@ -305,6 +306,16 @@ elif CASE == "drop":
     check("Permission denied" in err, "the warning says why: " + err.strip())
     check(not pages_of(p.pid), "a stopped shim's page goes at exit too: %s"
           % pages_of(p.pid))
+elif CASE == "ends":
+    for how in ("_exit", "_Exit", "quick_exit", "exit_group"):
+        r = subprocess.run([SRV, "ends", how], env=env(),
+                           capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, "%s: the child ended with status 7 (%s)"
+              % (how, r.stderr.strip()[-300:]))
+        child = int(r.stdout.split()[1])
+        check(not pages_of(child), "%s: the paused child left no page: %s"
+              % (how, pages_of(child)))
+        check(not traces(), "%s: nor a trace: %s" % (how, traces()))
 else:
     fail("unknown case " + CASE)
 print("PASS", CASE)

@@ -25,6 +25,10 @@
  *       PID".
  *   pagesrv abort
  *       prints "pid PID" and dies of SIGABRT.
+ *   pagesrv ends HOW
+ *       forks a child that allocates and ends by HOW (_exit, _Exit,
+ *       quick_exit or exit_group: syscall(SYS_exit_group)) with status 7;
+ *       prints "child PID", waits for it, exits 0 when it ended with 7.
  *   pagesrv drop UID SECONDS [setuid|seteuid [closefrom|close_range|
  *                                                syscall|loop]]
  *       as root: opens 3 fds, becomes UID (for good, or only its euid),
@@ -247,12 +251,34 @@ int main(int argc, char **argv)
 		free(malloc(10));
 		abort();
 	}
+	if (argc == 3 && !strcmp(argv[1], "ends")) {
+		const char *how = argv[2];
+		pid_t c = fork();
+		if (c == 0) {
+			free(malloc(10));
+			if (!strcmp(how, "_exit"))
+				_exit(7);
+			if (!strcmp(how, "_Exit"))
+				_Exit(7);
+			if (!strcmp(how, "quick_exit"))
+				quick_exit(7);
+			if (!strcmp(how, "exit_group"))
+				syscall(SYS_exit_group, 7);
+			_exit(2);
+		}
+		printf("child %d\n", (int)c);
+		int st = 0;
+		if (c < 0 || waitpid(c, &st, 0) != c)
+			return 1;
+		return !(WIFEXITED(st) && WEXITSTATUS(st) == 7);
+	}
 	if (argc >= 4 && argc <= 6 && !strcmp(argv[1], "drop"))
 		return drop((unsigned)atoi(argv[2]), atof(argv[3]),
 		            argc > 4 ? argv[4] : "setuid",
 		            argc > 5 ? argv[5] : "closefrom");
 	fputs("usage: pagesrv race UID N [exit|_exit] | exec SECONDS | forks "
-	      "N SECONDS | daemon SECONDS | abort | drop UID SECONDS [HOW "
+	      "N SECONDS | daemon SECONDS | abort | ends HOW | drop UID "
+	      "SECONDS [HOW "
 	      "[CLOSE]]\n",
 	      stderr);
 	return 2;
