@@ -372,7 +372,7 @@ static const char *stack_container(model_t *m, uint32_t si, bool *node)
 	};
 	if (si == NONE32 || !m->stk[si].defined)
 		return NULL;
-	const stack_t *st = &m->stk[si];
+	const stk_t *st = &m->stk[si];
 	const char *found = NULL;
 	for (uint32_t i = 0; i < st->n; i++) {
 		const frame_t *fr;

@@ -105,7 +105,7 @@ static const char *thread_entry(model_t *m, const thread_t *t)
 {
 	const char *inl = NULL;
 	for (uint32_t k = 0; k < t->nfirst; k++) {
-		const stack_t *st = &m->stk[t->first_stk[k]];
+		const stk_t *st = &m->stk[t->first_stk[k]];
 		if (!st->defined || st->n < 2)
 			continue;
 		const frame_t *fr;

@@ -30,7 +30,7 @@ static site_t *site_of(model_t *m, uint32_t stack)
 {
 	if (stack == NONE32)
 		return &m->nostack_site;
-	stack_t *s = &m->stk[stack];
+	stk_t *s = &m->stk[stack];
 	if (!s->site)
 		s->site = xcalloc(1, sizeof *s->site);
 	return s->site;

@@ -80,7 +80,7 @@ bool stack_owner(model_t *m, uint32_t si, frame_t *out)
  * returns) on: their number, *fr pointing into m->frames. */
 static uint32_t user_frames(const model_t *m, uint32_t si, const uint64_t **fr)
 {
-	const stack_t *st = &m->stk[si];
+	const stk_t *st = &m->stk[si];
 	uint32_t i = 0;
 	for (; i < st->n; i++) {
 		const frame_t *f;

@@ -75,7 +75,7 @@ uint32_t model_stack_slow(model_t *m, uint64_t id)
 	uint32_t *v = u64map_put(&m->stk_by_id, id, &added);
 	if (added) {
 		VEC_RESERVE(m->stk, m->capstk, m->nstk);
-		stack_t *s = &m->stk[m->nstk];
+		stk_t *s = &m->stk[m->nstk];
 		memset(s, 0, sizeof *s);
 		s->id = id;
 		*v = (uint32_t)m->nstk++;

@@ -217,7 +217,7 @@ typedef struct stack {
 	uint32_t n, off; /* frames in model.frames[off..off+n) */
 	bool defined;
 	site_t *site; /* allocated when the stack is first an allocation site */
-} stack_t;
+} stk_t;
 
 /* (lock, stack) pairs, one table per kind. X(name, doc of n, ns, ns2) */
 /* clang-format off */
@@ -495,7 +495,7 @@ typedef struct model {
 	u64map_t lhist_map; /* init (else first) stack index, or top bit |
 	                       lock index -> lhist index */
 
-	stack_t *stk;
+	stk_t *stk;
 	size_t nstk, capstk;
 	u64map_t stk_by_id;
 	u64cache_t stk_cache; /* id -> index, of stk_by_id */

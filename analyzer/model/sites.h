@@ -30,7 +30,7 @@ typedef struct sites {
 	uint32_t *order, *start; /* members of g: order[start[g]..start[g+1]) */
 } sites_t;
 
-/* Groups m's stacks that carry allocation statistics (stack_t.site) into S
+/* Groups m's stacks that carry allocation statistics (stk_t.site) into S
  * (needs sym_open done). Allocates; free with sites_free. */
 void sites_build(model_t *m, sites_t *S);
 void sites_free(sites_t *S);

@@ -177,7 +177,7 @@ static int raw_frames(model_t *m, uint32_t si, frame_t *out, int max)
 	int n = 0;
 	if (si == NONE32 || !m->stk[si].defined)
 		return 0;
-	const stack_t *st = &m->stk[si];
+	const stk_t *st = &m->stk[si];
 	for (uint32_t i = 0; i < st->n && n < max; i++) {
 		const frame_t *fr;
 		int k = sym_addr(m, m->frames[st->off + i], &fr);

@@ -567,7 +567,7 @@ int stack_view(model_t *m, uint32_t si, frame_t *out, int max)
 {
 	if (si == NONE32 || max <= 0)
 		return 0;
-	const stack_t *st = &m->stk[si];
+	const stk_t *st = &m->stk[si];
 	if (!st->defined) {
 		memset(out, 0, sizeof *out);
 		out->function = "[unknown]";
@@ -613,7 +613,7 @@ uint64_t stack_site_pc(model_t *m, uint32_t si)
 {
 	if (si == NONE32 || !m->stk[si].defined)
 		return 0;
-	const stack_t *st = &m->stk[si];
+	const stk_t *st = &m->stk[si];
 	for (uint32_t i = 0; i < st->n; i++) {
 		const frame_t *fr;
 		uint64_t a = m->frames[st->off + i];
