@@ -560,10 +560,28 @@ def case_batcher(ctx):
           f"{describe(j)}")
     check(churn[0]["evidence"]["size"] == 64,
           f"alloc_churn size {churn[0]['evidence']['size']} != 64")
-    # The set is locked (batcher.lock): alloc_under_lock there too.
-    check(aul, f"{j['_cmd']}: batcher.lock waited {q['wait_ns']} ns "
-          f"but no alloc_under_lock at batcher_add_inflight:\n"
-          f"{describe(j)}")
+    # The set is locked (batcher.lock) and its nodes are made and freed
+    # there, but the holds spend only about 5% of their time in the
+    # allocator (4.9% to 6.2% in six runs): one finding names the lock,
+    # alloc_under_lock at the insert when the allocator's share passes
+    # the contention finding's threshold, lock_contention otherwise, and
+    # then its evidence still carries the allocator's share.
+    top = [f for f in j["findings"]
+           if f.get("lock") in lock_ids(j, "batcher.lock")]
+    check(len(top) == 1, f"{j['_cmd']}: batcher.lock waited {q['wait_ns']} "
+          f"ns and has {len(top)} findings, not one:\n{describe(j)}")
+    f = top[0]
+    check(f is j["findings"][0], f"{j['_cmd']}: batcher.lock's finding is "
+          f"not the top one:\n{describe(j)}")
+    if f["kind"] == "alloc_under_lock":
+        check(aul, f"{j['_cmd']}: alloc_under_lock on batcher.lock is not "
+              f"at batcher_add_inflight:\n{describe(j)}")
+    else:
+        check(f["kind"] == "lock_contention",
+              f"{j['_cmd']}: batcher.lock's finding is {f['kind']}")
+        share = f["evidence"]["allocator_share_of_hold"]
+        check(0.01 < share < 0.2, f"{j['_cmd']}: lock_contention on "
+              f"batcher.lock gives the allocator {share:.3f} of the holds")
     check(q["queue_like"] is False, "batcher.lock is queue_like")
     no_starvation(j)
     ctx.done(j)
