@@ -137,6 +137,12 @@ static const char *aul_site_name(model_t *m, const sites_t *S, const aul_t *a,
 	return finding_site_name(&tmp, buf, len);
 }
 
+/* The part of a's allocator time that k of its n calls took. */
+static double aul_part_ns(const aul_t *a, uint64_t k)
+{
+	return a->n ? (double)a->ns * (double)k / (double)a->n : 0;
+}
+
 /* " and N other sites" when n > 1, into buf. */
 static const char *others(uint32_t n, char *buf, size_t len)
 {
@@ -284,20 +290,23 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 			sslow += a->slow;
 			if (!top || a->ns > top->ns)
 				top = a;
+			/* The advice names the site whose allocations, and the
+			 * one whose frees, took the most allocator time (a
+			 * site's time split by its calls): the heaviest, as
+			 * the cascade's step 3 names it. */
 			if (a->allocs) {
 				nas++;
-				if (!amax || a->allocs > amax->allocs ||
-				    (a->allocs == amax->allocs &&
-				     a->ns > amax->ns))
+				if (!amax ||
+				    aul_part_ns(a, a->allocs) >
+				        aul_part_ns(amax, amax->allocs))
 					amax = a;
 			}
 			if (a->n > a->allocs) {
 				nfs++;
 				if (!fmax ||
-				    a->n - a->allocs > fmax->n - fmax->allocs ||
-				    (a->n - a->allocs ==
-				         fmax->n - fmax->allocs &&
-				     a->ns > fmax->ns))
+				    aul_part_ns(a, a->n - a->allocs) >
+				        aul_part_ns(fmax,
+				                    fmax->n - fmax->allocs))
 					fmax = a;
 			}
 		}

@@ -232,4 +232,23 @@ for f in aul[:1]:
           "after unlocking" in f["advice"], "three sites: advice: " +
           f["advice"])
 check("3 allocation sites of the blocks" in text, "three sites: text lists them")
+
+# ---- the advice names the heaviest site, not the most frequent ----
+# A and B are freed in every hold (100 ns each), C in all but the first
+# (900 ns each): C has one free fewer and nine times the time.
+
+
+def frees_heavy_c(w, t, k):
+    for s, ns in (("A", 100), ("B", 100), ("C", 900)):
+        t += ns + 10
+        if s != "C" or k:
+            w.free(t, ptr(s, k), ns)
+
+
+aul, text = report(trace("heavy", make("ABC", 100), frees_heavy_c, nothing))
+eq(len(aul), 1, "heavy: one alloc_under_lock finding")
+for f in aul[:1]:
+    check("made at frees+0x1300 and 2 other sites" in f["advice"],
+          "heavy: advice names C, whose frees took the most time: " +
+          f["advice"])
 done("analyzer_frees")
