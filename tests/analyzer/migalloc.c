@@ -19,23 +19,32 @@
 
 extern void *__libc_malloc(size_t);
 
+/* The CPUs the process may run on, read before main (migrate pins itself
+ * to one of them before its calls). */
+static cpu_set_t all;
+static int have_all;
+
+__attribute__((constructor)) static void migalloc_init(void)
+{
+	have_all = sched_getaffinity(0, sizeof all, &all) == 0;
+}
+
 __attribute__((visibility("default"))) void *malloc(size_t n)
 {
-	if (n == MIGALLOC_SIZE) {
-		cpu_set_t all, one;
-		if (sched_getaffinity(0, sizeof all, &all) == 0) {
-			int cur = sched_getcpu(), next = -1;
-			for (int i = 1; i <= CPU_SETSIZE && next < 0; i++) {
-				int c = (cur + i) % CPU_SETSIZE;
-				if (c != cur && CPU_ISSET(c, &all))
-					next = c;
-			}
-			if (next >= 0) {
-				CPU_ZERO(&one);
-				CPU_SET(next, &one);
-				sched_setaffinity(0, sizeof one, &one);
-				sched_setaffinity(0, sizeof all, &all);
-			}
+	if (n == MIGALLOC_SIZE && have_all) {
+		cpu_set_t one;
+		int cur = sched_getcpu(), next = -1;
+		for (int i = 1; i <= CPU_SETSIZE && next < 0; i++) {
+			int c = (cur + i) % CPU_SETSIZE;
+			if (c != cur && CPU_ISSET(c, &all))
+				next = c;
+		}
+		/* Pinned to the next CPU, and left there: the calls that
+		 * follow cannot move unless this one moves them. */
+		if (next >= 0) {
+			CPU_ZERO(&one);
+			CPU_SET(next, &one);
+			sched_setaffinity(0, sizeof one, &one);
 		}
 	}
 	return __libc_malloc(n);
