@@ -334,6 +334,45 @@ static uint32_t drop_aul(findings_t *out, const model_t *m, uint32_t c,
 	return dropped;
 }
 
+/*
+ * Once a finding claims class c's wait (its lock_contention, or the
+ * alloc_under_lock or nested_lock finding that speaks for the lock), the
+ * waits on c are that finding's: a nested_lock finding with c inside (one
+ * inner class, not an inversion) counted them too, while its outer lock
+ * was held. It keeps only its outer lock's part (at least the outer's wait
+ * when it speaks for that lock), and goes when nothing is left. keep: an index
+ * into out kept up to date (NULL: none); skip: the claiming finding's index
+ * (SIZE_MAX: none yet).
+ */
+static void unclaim_inner(findings_t *out, const model_t *m, uint32_t c,
+                          size_t *keep, size_t skip)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < out->n; i++) {
+		finding_t *f = &out->v[i];
+		if (i != skip && f->m == m && f->kind == FK_NESTED_LOCK &&
+		    f->cls2 == c && f->cls != c && !f->nmembers &&
+		    !finding_ev(f, "inversion", 0)) {
+			double in =
+			    finding_ev(f, "inner_wait_ns_while_outer_held", 0);
+			/* A finding that already speaks for its outer lock
+			 * keeps at least that lock's wait. */
+			double left = fmax(f->score - in,
+			                   finding_ev(f, "lock_wait_ns", 0));
+			if (!(left > 0))
+				continue; /* dropped */
+			finding_rescore(f, left);
+			finding_put(f, "inner_wait_in_its_finding", 1);
+		}
+		if (keep && i == *keep)
+			*keep = w;
+		if (w != i)
+			out->v[w] = out->v[i];
+		w++;
+	}
+	out->n = w;
+}
+
 void find_lock_contention(model_t *m, findings_t *out)
 {
 	if (!m->ncls)
@@ -380,6 +419,7 @@ void find_lock_contention(model_t *m, findings_t *out)
 					best = i;
 			}
 			uint32_t folded = drop_aul(out, m, c, &best);
+			unclaim_inner(out, m, c, &best, best);
 			finding_t *f = &out->v[best];
 			finding_rescore(f, s->W);
 			put_evidence(m, f, c, s);
@@ -404,6 +444,7 @@ void find_lock_contention(model_t *m, findings_t *out)
 		if (nb != SIZE_MAX) {
 			if (s->aul)
 				drop_aul(out, m, c, &nb);
+			unclaim_inner(out, m, c, &nb, nb);
 			finding_t *f = &out->v[nb];
 			finding_rescore(f, fmax(f->score, s->W));
 			put_evidence(m, f, c, s);
@@ -415,6 +456,7 @@ void find_lock_contention(model_t *m, findings_t *out)
 			continue;
 		if (s->aul)
 			drop_aul(out, m, c, NULL);
+		unclaim_inner(out, m, c, NULL, SIZE_MAX);
 		finding_t *f = finding_add(out, m, FK_LOCK_CONTENTION, s->W);
 		f->cls = c;
 		/* The code: the holders', else where the waiters wait. */
