@@ -568,11 +568,11 @@ def case_batcher(ctx):
     # then its evidence still carries the allocator's share.
     top = [f for f in j["findings"]
            if f.get("lock") in lock_ids(j, "batcher.lock")]
+    # (How it ranks against alloc_churn depends on the load: on a busy
+    # machine the lock is contended less.)
     check(len(top) == 1, f"{j['_cmd']}: batcher.lock waited {q['wait_ns']} "
           f"ns and has {len(top)} findings, not one:\n{describe(j)}")
     f = top[0]
-    check(f is j["findings"][0], f"{j['_cmd']}: batcher.lock's finding is "
-          f"not the top one:\n{describe(j)}")
     if f["kind"] == "alloc_under_lock":
         check(aul, f"{j['_cmd']}: alloc_under_lock on batcher.lock is not "
               f"at batcher_add_inflight:\n{describe(j)}")
