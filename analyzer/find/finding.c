@@ -1,5 +1,6 @@
 /*
- * finding.c - one finding (see finding.h): names, evidence, creation with
+ * finding.c - one finding (see finding.h): names, evidence (the table
+ * FINDING_EVIDENCE expands to, and finding_put's bounds), creation with
  * its severity, and the sentence that sums it up for every output.
  */
 #include "finding.h"

@@ -12,6 +12,7 @@
  * never holds more members than its kind declares, and unit_evidence checks
  * that every kind's count fits EV_MAX. docs/report-json.md lists the
  * members of each kind; test_evidence_names.py checks it against this list.
+ * Included by finding.h, after FINDING_KINDS (the kinds column's FK_*).
  */
 #ifndef MALLOCK_FINDING_EVIDENCE_H
 #define MALLOCK_FINDING_EVIDENCE_H
