@@ -19,8 +19,7 @@
 
 /* Evidence of a site finding: its member stacks valued by what(site). */
 static void group_stacks(finding_t *f, model_t *m, const sites_t *S, uint32_t g,
-                         const char *unit, double (*what)(const site_t *, int),
-                         int h)
+                         ev_t unit, double (*what)(const site_t *, int), int h)
 {
 	f->stack_unit = unit;
 	for (uint32_t k = S->start[g]; k < S->start[g + 1]; k++) {
@@ -60,11 +59,11 @@ static double v_slow(const site_t *s, int h)
  */
 static void cap_on_samples(finding_t *f, const model_t *m, double samples)
 {
-	finding_put(f, "timed_samples", samples);
+	finding_put(f, EV_TIMED_SAMPLES, samples);
 	if (samples >= TH_MIN_TIMED_SAMPLES)
 		return;
 	double top = (double)model_recorded_ns(m) * TH_SEV_MEDIUM_PPM / 1e6;
-	finding_put(f, "uncapped_score_ns", f->score);
+	finding_put(f, EV_UNCAPPED_SCORE_NS, f->score);
 	if (f->score > top)
 		f->score = top;
 	if (f->severity > SEV_LOW)
@@ -211,14 +210,14 @@ static void slow_advice(const model_t *m, finding_t *f, const site_t *s, int h,
 	for (int i = 0; i < SITE_BIG_N; i++)
 		if (limits[i] == lim) {
 			big = s->slow_big[h][i];
-			finding_put(f, "slow_calls_above_cache_limit",
+			finding_put(f, EV_SLOW_CALLS_ABOVE_CACHE_LIMIT,
 			            (double)big);
 		}
 	int nthr = nthreads(s->athr);
-	finding_put(f, "realloc_share", re);
-	finding_put(f, "allocating_threads", nthr);
-	finding_put(f, "size_min", lo == UINT64_MAX ? 0 : (double)lo);
-	finding_put(f, "size_max", (double)hi);
+	finding_put(f, EV_REALLOC_SHARE, re);
+	finding_put(f, EV_ALLOCATING_THREADS, nthr);
+	finding_put(f, EV_SIZE_MIN, lo == UINT64_MAX ? 0 : (double)lo);
+	finding_put(f, EV_SIZE_MAX, (double)hi);
 	const char *locked = h ? " while a lock is held" : "";
 	if (s->reallocs && 2 * (double)s->reallocs >= slow_est) {
 		snprintf(
@@ -460,21 +459,22 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			                           xexcess > 0 ? xexcess : 0);
 			f->stack = si;
 			finding_set_lines(f, S->g[g].line, S->g[g].nline);
-			group_stacks(f, m, S, g, "cross_thread_frees", v_xfree,
+			group_stacks(f, m, S, g, EV_CROSS_THREAD_FREES, v_xfree,
 			             0);
-			finding_put(f, "cross_thread_frees",
+			finding_put(f, EV_CROSS_THREAD_FREES,
 			            (double)s->xfree_n);
-			finding_put(f, "frees", (double)s->frees);
+			finding_put(f, EV_FREES, (double)s->frees);
 			finding_put(
-			    f, "share",
+			    f, EV_SHARE,
 			    ratio((double)s->xfree_n, (double)s->frees));
-			finding_put(f, "bytes", (double)s->xfree_bytes);
-			finding_put(f, "allocator_ns", (double)s->xfree_ns);
-			finding_put(f, "allocator_ns_estimated",
+			finding_put(f, EV_BYTES, (double)s->xfree_bytes);
+			finding_put(f, EV_ALLOCATOR_NS, (double)s->xfree_ns);
+			finding_put(f, EV_ALLOCATOR_NS_ESTIMATED,
 			            estimated(m, s->xfree_timed, s->xfree_n));
-			finding_put(f, "allocating_threads", nthreads(s->athr));
-			finding_put(f, "freeing_threads", nthreads(s->fthr));
-			finding_put(f, "stacks", f->stacks_total);
+			finding_put(f, EV_ALLOCATING_THREADS,
+			            nthreads(s->athr));
+			finding_put(f, EV_FREEING_THREADS, nthreads(s->fthr));
+			finding_put(f, EV_STACKS, f->stacks_total);
 			cap_on_samples(f, m, (double)s->xfree_timed);
 			snprintf(
 			    f->advice, sizeof f->advice,
@@ -496,21 +496,21 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			                           (double)s->short_ns);
 			f->stack = si;
 			finding_set_lines(f, S->g[g].line, S->g[g].nline);
-			group_stacks(f, m, S, g, "short_lived", v_churn, 0);
-			finding_put(f, "short_lived", (double)s->short_n);
-			finding_put(f, "allocs", (double)allocs);
-			finding_put(f, "rate_per_s",
+			group_stacks(f, m, S, g, EV_SHORT_LIVED, v_churn, 0);
+			finding_put(f, EV_SHORT_LIVED, (double)s->short_n);
+			finding_put(f, EV_ALLOCS, (double)allocs);
+			finding_put(f, EV_RATE_PER_S,
 			            (double)s->short_n / dur_s);
-			finding_put(f, "size", (double)size);
-			finding_put(f, "size_share",
+			finding_put(f, EV_SIZE, (double)size);
+			finding_put(f, EV_SIZE_SHARE,
 			            ratio((double)nsize, (double)allocs));
 			finding_put(
-			    f, "mean_lifetime_ns",
+			    f, EV_MEAN_LIFETIME_NS,
 			    ratio((double)s->life_ns, (double)s->frees));
-			finding_put(f, "allocator_ns", (double)s->short_ns);
-			finding_put(f, "allocator_ns_estimated",
+			finding_put(f, EV_ALLOCATOR_NS, (double)s->short_ns);
+			finding_put(f, EV_ALLOCATOR_NS_ESTIMATED,
 			            estimated(m, s->short_timed, s->short_n));
-			finding_put(f, "stacks", f->stacks_total);
+			finding_put(f, EV_STACKS, f->stacks_total);
 			cap_on_samples(f, m, (double)s->short_timed);
 			/* The container the stack allocates for, when a
 			 * frame names one; else what the size shows, and
@@ -564,7 +564,7 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 				    "(a buffer made for each call?): keep "
 				    "one per thread or per object and reuse "
 				    "it, or size it once up front.");
-			finding_put(f, "node_container", cont && node);
+			finding_put(f, EV_NODE_CONTAINER, cont && node);
 			snprintf(f->advice, sizeof f->advice,
 			         "%llu-byte blocks from %s live less than %.1f "
 			         "ms at %.0f/s %s",
@@ -590,29 +590,30 @@ void find_alloc_sites(model_t *m, const sites_t *S, findings_t *out)
 			    finding_add(out, m, FK_SLOW_ALLOC, excess);
 			f->stack = si;
 			finding_set_lines(f, S->g[g].line, S->g[g].nline);
-			group_stacks(f, m, S, g, "slow_ns", v_slow, h);
-			finding_put(f, "lock_held", h);
-			finding_put(f, "slow_calls", slow);
-			finding_put(f, "calls", (double)calls);
+			group_stacks(f, m, S, g, EV_SLOW_NS, v_slow, h);
+			finding_put(f, EV_LOCK_HELD, h);
+			finding_put(f, EV_SLOW_CALLS, slow);
+			finding_put(f, EV_CALLS, (double)calls);
 			finding_put(
-			    f, "slow_share",
+			    f, EV_SLOW_SHARE,
 			    ratio((double)s->slow_n[h], (double)s->timed[h]));
-			finding_put(f, "slow_ns", slow_ns);
+			finding_put(f, EV_SLOW_NS, slow_ns);
 			finding_put(
-			    f, "mean_slow_ns",
+			    f, EV_MEAN_SLOW_NS,
 			    ratio((double)s->slow_ns[h], (double)s->slow_n[h]));
-			finding_put(f, "median_call_ns", median);
-			finding_put(f, "allocator_lock_wait_ns",
+			finding_put(f, EV_MEDIAN_CALL_NS, median);
+			finding_put(f, EV_ALLOCATOR_LOCK_WAIT_NS,
 			            (double)s->lw_h[h]);
-			finding_put(f, "threshold_ns", TH_SLOW_ALLOC_NS);
-			finding_put(f, "stacks", f->stacks_total);
-			finding_put(f, "timed_calls", (double)s->timed[h]);
-			finding_put(f, "timed_slow_calls",
+			finding_put(f, EV_THRESHOLD_NS, TH_SLOW_ALLOC_NS);
+			finding_put(f, EV_STACKS, f->stacks_total);
+			finding_put(f, EV_TIMED_CALLS, (double)s->timed[h]);
+			finding_put(f, EV_TIMED_SLOW_CALLS,
 			            (double)s->slow_n[h]);
-			finding_put(f, "estimated", s->timed[h] < calls);
-			finding_put(f, "preempted_calls", (double)s->pre_n[h]);
-			finding_put(f, "preempted_ns", (double)s->pre_ns[h]);
-			finding_put(f, "migrated_calls", (double)s->pre_mig[h]);
+			finding_put(f, EV_ESTIMATED, s->timed[h] < calls);
+			finding_put(f, EV_PREEMPTED_CALLS, (double)s->pre_n[h]);
+			finding_put(f, EV_PREEMPTED_NS, (double)s->pre_ns[h]);
+			finding_put(f, EV_MIGRATED_CALLS,
+			            (double)s->pre_mig[h]);
 			slow_advice(m, f, s, h, slow_path, slow_fix);
 			cap_on_samples(f, m, (double)s->slow_n[h]);
 		}

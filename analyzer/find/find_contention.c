@@ -170,12 +170,12 @@ static double hold_quantile(const lockclass_t *c, double q)
 	           : v;
 }
 
-/* Puts key = v unless f already has key (an alloc_under_lock finding
- * given the contention evidence keeps its own). */
-static void put_new(finding_t *f, const char *key, double v)
+/* Puts e = v unless f already has e (an alloc_under_lock finding given
+ * the contention evidence keeps its own). */
+static void put_new(finding_t *f, ev_t e, double v)
 {
-	if (isnan(finding_ev(f, key, NAN)))
-		finding_put(f, key, v);
+	if (!finding_has(f, e))
+		finding_put(f, e, v);
 }
 
 static void put_evidence(const model_t *m, finding_t *f, uint32_t c,
@@ -185,36 +185,37 @@ static void put_evidence(const model_t *m, finding_t *f, uint32_t c,
 	double H = (double)k->s.hold_ns;
 	double alloc = fmin(1.0, ratio((double)k->s.alloc_ns, H));
 	double inner = fmin(1.0, ratio((double)s->inner_hold, H));
-	put_new(f, "lock_wait_ns", s->W);
-	put_new(f, "idle_wait_ns", (double)k->s.idle_wait_ns);
-	put_new(f, "contended", (double)k->s.contended);
-	put_new(f, "acquisitions", (double)k->s.acq);
-	put_new(f, "shared_acquisitions", (double)k->s.acq_shared);
-	put_new(f, "contended_share",
+	put_new(f, EV_LOCK_WAIT_NS, s->W);
+	put_new(f, EV_IDLE_WAIT_NS, (double)k->s.idle_wait_ns);
+	put_new(f, EV_CONTENDED, (double)k->s.contended);
+	put_new(f, EV_ACQUISITIONS, (double)k->s.acq);
+	put_new(f, EV_SHARED_ACQUISITIONS, (double)k->s.acq_shared);
+	put_new(f, EV_CONTENDED_SHARE,
 	        fmin(1.0, ratio((double)k->s.contended, (double)k->s.acq)));
-	put_new(f, "max_waiters", (double)k->s.max_waiters);
-	put_new(f, "wait_max_ns", (double)k->s.wait_max);
-	put_new(f, "instances", k->ninst);
-	put_new(f, "threads", s->threads);
-	put_new(f, "waiting_threads", s->waiting);
-	put_new(f, "holds", (double)k->s.holds);
-	put_new(f, "hold_ns", H);
-	put_new(f, "hold_median_ns", hold_quantile(k, 0.5));
-	put_new(f, "hold_p99_ns", hold_quantile(k, 0.99));
-	put_new(f, "hold_max_ns", (double)k->s.hold_max);
-	put_new(f, "allocator_ns_in_holds", (double)k->s.alloc_ns);
-	put_new(f, "allocator_share_of_hold", alloc);
-	put_new(f, "allocator_lock_wait_ns_in_holds", (double)k->s.alloc_lw_ns);
-	put_new(f, "inner_lock_hold_ns", (double)s->inner_hold);
-	put_new(f, "inner_lock_wait_ns", (double)s->inner_wait);
-	put_new(f, "inner_lock_share_of_hold", inner);
-	put_new(f, "cond_waits", (double)k->s.cond_waits);
-	put_new(f, "own_work_share", fmax(0.0, 1.0 - alloc - inner));
-	put_new(f, "holder_stacks", s->nholder);
-	put_new(f, "top_holder_wait_caused_ns", (double)s->top_caused);
-	put_new(f, "top_holder_share",
+	put_new(f, EV_MAX_WAITERS, (double)k->s.max_waiters);
+	put_new(f, EV_WAIT_MAX_NS, (double)k->s.wait_max);
+	put_new(f, EV_INSTANCES, k->ninst);
+	put_new(f, EV_THREADS, s->threads);
+	put_new(f, EV_WAITING_THREADS, s->waiting);
+	put_new(f, EV_HOLDS, (double)k->s.holds);
+	put_new(f, EV_HOLD_NS, H);
+	put_new(f, EV_HOLD_MEDIAN_NS, hold_quantile(k, 0.5));
+	put_new(f, EV_HOLD_P99_NS, hold_quantile(k, 0.99));
+	put_new(f, EV_HOLD_MAX_NS, (double)k->s.hold_max);
+	put_new(f, EV_ALLOCATOR_NS_IN_HOLDS, (double)k->s.alloc_ns);
+	put_new(f, EV_ALLOCATOR_SHARE_OF_HOLD, alloc);
+	put_new(f, EV_ALLOCATOR_LOCK_WAIT_NS_IN_HOLDS,
+	        (double)k->s.alloc_lw_ns);
+	put_new(f, EV_INNER_LOCK_HOLD_NS, (double)s->inner_hold);
+	put_new(f, EV_INNER_LOCK_WAIT_NS, (double)s->inner_wait);
+	put_new(f, EV_INNER_LOCK_SHARE_OF_HOLD, inner);
+	put_new(f, EV_COND_WAITS, (double)k->s.cond_waits);
+	put_new(f, EV_OWN_WORK_SHARE, fmax(0.0, 1.0 - alloc - inner));
+	put_new(f, EV_HOLDER_STACKS, s->nholder);
+	put_new(f, EV_TOP_HOLDER_WAIT_CAUSED_NS, (double)s->top_caused);
+	put_new(f, EV_TOP_HOLDER_SHARE,
 	        fmin(1.0, ratio((double)s->top_caused, (double)s->caused)));
-	put_new(f, "waiter_stacks", s->nwaiter);
+	put_new(f, EV_WAITER_STACKS, s->nwaiter);
 }
 
 /* Whether the allocator explains a meaningful part of class c's holds. */
@@ -232,15 +233,15 @@ static void advise(const model_t *m, finding_t *f, uint32_t c)
 {
 	const lockclass_t *k = &m->cls[c];
 	char site[400], a[32], b[32], d[32];
-	double med = finding_ev(f, "hold_median_ns", 0),
-	       p99 = finding_ev(f, "hold_p99_ns", 0),
-	       top = finding_ev(f, "top_holder_share", 0),
-	       thr = finding_ev(f, "threads", 0);
+	double med = finding_ev(f, EV_HOLD_MEDIAN_NS, 0),
+	       p99 = finding_ev(f, EV_HOLD_P99_NS, 0),
+	       top = finding_ev(f, EV_TOP_HOLDER_SHARE, 0),
+	       thr = finding_ev(f, EV_THREADS, 0);
 	char at[300];
 	finding_site_name(f, at, sizeof at);
 	if (f->stack == NONE32)
 		snprintf(site, sizeof site, "its holders' code");
-	else if (finding_ev(f, "holder_stacks", 0) > 0)
+	else if (finding_ev(f, EV_HOLDER_STACKS, 0) > 0)
 		snprintf(site, sizeof site, "%s", at);
 	else /* no contended release recorded a holder stack */
 		snprintf(site, sizeof site,
@@ -261,7 +262,7 @@ static void advise(const model_t *m, finding_t *f, uint32_t c)
 		    site);
 	} else if (med > 0 && p99 >= TH_CONT_TAIL_X * med) {
 		char caused[64] = "";
-		if (finding_ev(f, "holder_stacks", 0) > 0)
+		if (finding_ev(f, EV_HOLDER_STACKS, 0) > 0)
 			snprintf(caused, sizeof caused,
 			         ", which caused %.0f%% of the wait",
 			         100 * top);
@@ -272,10 +273,10 @@ static void advise(const model_t *m, finding_t *f, uint32_t c)
 		    "what does not need the lock before taking it or after "
 		    "releasing it.",
 		    human_ns(a, sizeof a, p99),
-		    human_ns(b, sizeof b, finding_ev(f, "hold_max_ns", 0)),
+		    human_ns(b, sizeof b, finding_ev(f, EV_HOLD_MAX_NS, 0)),
 		    human_ns(d, sizeof d, med), site, caused);
 	} else if (top * 100 >= TH_CONT_DOMINANT_PCT &&
-	           finding_ev(f, "holder_stacks", 0) > 1) {
+	           finding_ev(f, EV_HOLDER_STACKS, 0) > 1) {
 		n = (size_t)snprintf(
 		    f->advice, len,
 		    "One holder causes most of the wait: %s (%.0f%%); "
@@ -290,7 +291,7 @@ static void advise(const model_t *m, finding_t *f, uint32_t c)
 		    "lock per bucket, object or thread) or batch the work "
 		    "to take it less often (%s%s).",
 		    human_ns(a, sizeof a, med), thr,
-		    finding_ev(f, "holder_stacks", 0) > 0
+		    finding_ev(f, EV_HOLDER_STACKS, 0) > 0
 		        ? "the heaviest holder: "
 		        : "taken at ",
 		    site);
@@ -301,7 +302,7 @@ static void advise(const model_t *m, finding_t *f, uint32_t c)
 		    "less often (batch the work).",
 		    site);
 	}
-	double inner = finding_ev(f, "inner_lock_share_of_hold", 0);
+	double inner = finding_ev(f, EV_INNER_LOCK_SHARE_OF_HOLD, 0);
 	if (n < len && inner * 100 >= TH_CONT_INNER_PCT)
 		snprintf(f->advice + n, len - n,
 		         " Holders spend %.0f%% of the hold holding other "
@@ -352,17 +353,17 @@ static void unclaim_inner(findings_t *out, const model_t *m, uint32_t c,
 		finding_t *f = &out->v[i];
 		if (i != skip && f->m == m && f->kind == FK_NESTED_LOCK &&
 		    f->cls2 == c && f->cls != c && !f->nmembers &&
-		    !finding_ev(f, "inversion", 0)) {
+		    !finding_ev(f, EV_INVERSION, 0)) {
 			double in =
-			    finding_ev(f, "inner_wait_ns_while_outer_held", 0);
+			    finding_ev(f, EV_INNER_WAIT_NS_WHILE_OUTER_HELD, 0);
 			/* A finding that already speaks for its outer lock
 			 * keeps at least that lock's wait. */
 			double left = fmax(f->score - in,
-			                   finding_ev(f, "lock_wait_ns", 0));
+			                   finding_ev(f, EV_LOCK_WAIT_NS, 0));
 			if (!(left > 0))
 				continue; /* dropped */
 			finding_rescore(f, left);
-			finding_put(f, "inner_wait_in_its_finding", 1);
+			finding_put(f, EV_INNER_WAIT_IN_ITS_FINDING, 1);
 		}
 		if (keep && i == *keep)
 			*keep = w;
@@ -423,7 +424,7 @@ void find_lock_contention(model_t *m, findings_t *out)
 			finding_t *f = &out->v[best];
 			finding_rescore(f, s->W);
 			put_evidence(m, f, c, s);
-			finding_put(f, "alloc_sites_folded", folded);
+			finding_put(f, EV_ALLOC_SITES_FOLDED, folded);
 			continue;
 		}
 		/* Holding inner locks is a meaningful part of the holds: the

@@ -270,21 +270,21 @@ void find_futex_locks(model_t *m, findings_t *out)
 				if (fam[k] == k ? k == c : fam[k] == c)
 					finding_add_member(f, own_top[k],
 					                   (double)own[k]);
-			finding_put(f, "lock_word_classes", nfam[c]);
+			finding_put(f, EV_LOCK_WORD_CLASSES, nfam[c]);
 		}
-		finding_put(f, "lock_words", (double)w->words);
-		finding_put(f, "futex_waits", (double)w->waits);
-		finding_put(f, "lock_wait_ns", (double)w->wait_ns);
-		finding_put(f, "wait_max_ns", (double)w->wait_max);
-		finding_put(f, "mean_wait_ns",
+		finding_put(f, EV_LOCK_WORDS, (double)w->words);
+		finding_put(f, EV_FUTEX_WAITS, (double)w->waits);
+		finding_put(f, EV_LOCK_WAIT_NS, (double)w->wait_ns);
+		finding_put(f, EV_WAIT_MAX_NS, (double)w->wait_max);
+		finding_put(f, EV_MEAN_WAIT_NS,
 		            ratio((double)w->wait_ns, (double)w->waits));
-		finding_put(f, "futex_wakes", (double)w->wakes);
-		finding_put(f, "futex_woken", (double)w->woken);
-		finding_put(f, "waiting_threads", w->waiters);
-		finding_put(f, "waking_threads", w->wakers);
-		finding_put(f, "waiter_stacks", w->nstk[0]);
-		finding_put(f, "waker_stacks", w->nstk[1]);
-		finding_put(f, "covered_ns", (double)dur);
+		finding_put(f, EV_FUTEX_WAKES, (double)w->wakes);
+		finding_put(f, EV_FUTEX_WOKEN, (double)w->woken);
+		finding_put(f, EV_WAITING_THREADS, w->waiters);
+		finding_put(f, EV_WAKING_THREADS, w->wakers);
+		finding_put(f, EV_WAITER_STACKS, w->nstk[0]);
+		finding_put(f, EV_WAKER_STACKS, w->nstk[1]);
+		finding_put(f, EV_COVERED_NS, (double)dur);
 		char a[256], b[256];
 		snprintf(
 		    f->advice, sizeof f->advice,

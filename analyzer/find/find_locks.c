@@ -324,7 +324,7 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		double score = W * share;
 		finding_t *f = finding_add(out, m, FK_ALLOC_UNDER_LOCK, score);
 		f->cls = (uint32_t)ci;
-		f->stack_unit = "allocator_ns";
+		f->stack_unit = EV_ALLOCATOR_NS;
 		/* Its sites, each by its heaviest stack; the stacks that
 		 * reach the heaviest site. */
 		for (uint32_t e = k->head; e != NONE32; e = v[e].cnext) {
@@ -357,38 +357,38 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 			finding_set_lines(f, S->g[top->grp].line,
 			                  S->g[top->grp].nline);
 		f->stack2 = k->free_ns ? k->free_stack : NONE32;
-		finding_put(f, "lock_wait_ns", W);
-		finding_put(f, "idle_wait_ns", (double)c->s.idle_wait_ns);
-		finding_put(f, "contended", (double)c->s.contended);
-		finding_put(f, "acquisitions", (double)c->s.acq);
-		finding_put(f, "hold_ns", H);
-		finding_put(f, "holds", (double)c->s.holds);
-		finding_put(f, "holds_with_alloc",
+		finding_put(f, EV_LOCK_WAIT_NS, W);
+		finding_put(f, EV_IDLE_WAIT_NS, (double)c->s.idle_wait_ns);
+		finding_put(f, EV_CONTENDED, (double)c->s.contended);
+		finding_put(f, EV_ACQUISITIONS, (double)c->s.acq);
+		finding_put(f, EV_HOLD_NS, H);
+		finding_put(f, EV_HOLDS, (double)c->s.holds);
+		finding_put(f, EV_HOLDS_WITH_ALLOC,
 		            (double)c->s.holds_with_alloc);
-		finding_put(f, "allocator_ns_in_holds", (double)c->s.alloc_ns);
-		finding_put(f, "allocator_share_of_hold", lock_share);
-		finding_put(f, "allocator_lock_wait_ns_in_holds",
+		finding_put(f, EV_ALLOCATOR_NS_IN_HOLDS, (double)c->s.alloc_ns);
+		finding_put(f, EV_ALLOCATOR_SHARE_OF_HOLD, lock_share);
+		finding_put(f, EV_ALLOCATOR_LOCK_WAIT_NS_IN_HOLDS,
 		            (double)c->s.alloc_lw_ns);
-		finding_put(f, "calls", (double)sn);
-		finding_put(f, "allocs", (double)sallocs);
-		finding_put(f, "frees", (double)(sn - sallocs));
-		finding_put(f, "site_allocator_ns", (double)sns);
-		finding_put(f, "site_share_of_hold",
+		finding_put(f, EV_CALLS, (double)sn);
+		finding_put(f, EV_ALLOCS, (double)sallocs);
+		finding_put(f, EV_FREES, (double)(sn - sallocs));
+		finding_put(f, EV_SITE_ALLOCATOR_NS, (double)sns);
+		finding_put(f, EV_SITE_SHARE_OF_HOLD,
 		            fmin(1.0, (double)sns / H));
-		finding_put(f, "calls_without_stack", (double)k->nosite_n);
-		finding_put(f, "allocator_ns_without_stack",
+		finding_put(f, EV_CALLS_WITHOUT_STACK, (double)k->nosite_n);
+		finding_put(f, EV_ALLOCATOR_NS_WITHOUT_STACK,
 		            (double)k->nosite_ns);
-		finding_put(f, "slow_calls", (double)sslow);
-		finding_put(f, "allocator_lock_wait_ns", (double)slw);
-		finding_put(f, "queue_like", c->queue);
-		finding_put(f, "instances", c->ninst);
-		finding_put(f, "gives_back_ns", W * lock_share);
-		finding_put(f, "stacks", f->stacks_total);
-		finding_put(f, "sites", f->sites_total);
-		finding_put(f, "free_share", F);
-		finding_put(f, "free_ns_in_holds", (double)k->free_ns);
-		finding_put(f, "free_hold_sites", k->free_sites);
-		finding_put(f, "free_ns_at_hold_site",
+		finding_put(f, EV_SLOW_CALLS, (double)sslow);
+		finding_put(f, EV_ALLOCATOR_LOCK_WAIT_NS, (double)slw);
+		finding_put(f, EV_QUEUE_LIKE, c->queue);
+		finding_put(f, EV_INSTANCES, c->ninst);
+		finding_put(f, EV_GIVES_BACK_NS, W * lock_share);
+		finding_put(f, EV_STACKS, f->stacks_total);
+		finding_put(f, EV_SITES, f->sites_total);
+		finding_put(f, EV_FREE_SHARE, F);
+		finding_put(f, EV_FREE_NS_IN_HOLDS, (double)k->free_ns);
+		finding_put(f, EV_FREE_HOLD_SITES, k->free_sites);
+		finding_put(f, EV_FREE_NS_AT_HOLD_SITE,
 		            k->free_ns ? (double)k->free_site_ns : 0);
 		char an[300], fn[300], hn[300];
 		frame_t fr;
@@ -546,25 +546,25 @@ static void inversion(model_t *m, finding_t *f, const cnest_t *p,
 	f->cls2 = p->inner;
 	f->stack = p->site;
 	f->stack2 = q->site;
-	finding_put(f, "inversion", 1);
-	finding_put(f, "nested_acquisitions", (double)p->n);
-	finding_put(f, "inner_wait_ns_while_outer_held", (double)p->wait);
-	finding_put(f, "inner_hold_ns_while_outer_held", (double)p->hold);
-	finding_put(f, "inner_contended_while_outer_held",
+	finding_put(f, EV_INVERSION, 1);
+	finding_put(f, EV_NESTED_ACQUISITIONS, (double)p->n);
+	finding_put(f, EV_INNER_WAIT_NS_WHILE_OUTER_HELD, (double)p->wait);
+	finding_put(f, EV_INNER_HOLD_NS_WHILE_OUTER_HELD, (double)p->hold);
+	finding_put(f, EV_INNER_CONTENDED_WHILE_OUTER_HELD,
 	            (double)p->inner_contended);
-	finding_put(f, "inner_try_failures_while_outer_held",
+	finding_put(f, EV_INNER_TRY_FAILURES_WHILE_OUTER_HELD,
 	            (double)p->try_fail);
-	finding_put(f, "reverse_nested_acquisitions", (double)q->n);
-	finding_put(f, "reverse_inner_wait_ns_while_outer_held",
+	finding_put(f, EV_REVERSE_NESTED_ACQUISITIONS, (double)q->n);
+	finding_put(f, EV_REVERSE_INNER_WAIT_NS_WHILE_OUTER_HELD,
 	            (double)q->wait);
-	finding_put(f, "reverse_inner_hold_ns_while_outer_held",
+	finding_put(f, EV_REVERSE_INNER_HOLD_NS_WHILE_OUTER_HELD,
 	            (double)q->hold);
-	finding_put(f, "reverse_inner_contended_while_outer_held",
+	finding_put(f, EV_REVERSE_INNER_CONTENDED_WHILE_OUTER_HELD,
 	            (double)q->inner_contended);
-	finding_put(f, "reverse_inner_try_failures_while_outer_held",
+	finding_put(f, EV_REVERSE_INNER_TRY_FAILURES_WHILE_OUTER_HELD,
 	            (double)q->try_fail);
-	finding_put(f, "outer_wait_ns", (double)o->s.wait_ns);
-	finding_put(f, "inner_wait_ns", (double)in->s.wait_ns);
+	finding_put(f, EV_OUTER_WAIT_NS, (double)o->s.wait_ns);
+	finding_put(f, EV_INNER_WAIT_NS, (double)in->s.wait_ns);
 	char a[128], b[128], how[512];
 	lock_label(m, &m->lock[o->rep], a, sizeof a);
 	lock_label(m, &m->lock[in->rep], b, sizeof b);
@@ -707,25 +707,25 @@ void find_nested_locks(model_t *m, findings_t *out)
 				                   nest_score(m, &v[k],
 				                              own[2 * k + 1],
 				                              own[2 * k]));
-			finding_put(f, "inner_locks", f->members_total);
+			finding_put(f, EV_INNER_LOCKS, f->members_total);
 		}
-		finding_put(f, "nested_acquisitions", (double)p->n);
-		finding_put(f, "inner_wait_ns_while_outer_held",
+		finding_put(f, EV_NESTED_ACQUISITIONS, (double)p->n);
+		finding_put(f, EV_INNER_WAIT_NS_WHILE_OUTER_HELD,
 		            (double)p->wait);
-		finding_put(f, "inner_hold_ns_while_outer_held",
+		finding_put(f, EV_INNER_HOLD_NS_WHILE_OUTER_HELD,
 		            (double)p->hold);
-		finding_put(f, "outer_wait_ns", (double)o->s.wait_ns);
-		finding_put(f, "outer_contended", (double)o->s.contended);
-		finding_put(f, "inner_wait_ns", (double)in->s.wait_ns);
-		finding_put(f, "inner_contended", (double)in->s.contended);
-		finding_put(f, "outer_hold_share_in_inner", share);
+		finding_put(f, EV_OUTER_WAIT_NS, (double)o->s.wait_ns);
+		finding_put(f, EV_OUTER_CONTENDED, (double)o->s.contended);
+		finding_put(f, EV_INNER_WAIT_NS, (double)in->s.wait_ns);
+		finding_put(f, EV_INNER_CONTENDED, (double)in->s.contended);
+		finding_put(f, EV_OUTER_HOLD_SHARE_IN_INNER, share);
 		char a[128], b[128];
 		if (p->outer == p->inner) {
 			/* Instances of one class nested: one lock cannot do
 			 * for both, the order of the instances matters. */
-			finding_put(f, "nested_ascending_address",
+			finding_put(f, EV_NESTED_ASCENDING_ADDRESS,
 			            (double)p->up);
-			finding_put(f, "nested_descending_address",
+			finding_put(f, EV_NESTED_DESCENDING_ADDRESS,
 			            (double)p->down);
 			const char *order =
 			    p->up && p->down
@@ -789,7 +789,7 @@ void find_nested_locks(model_t *m, findings_t *out)
 		 * locks: CodeCache_lock taken under Compile_lock in 84 % of
 		 * its acquisitions, alone in the rest). */
 		uint64_t alone = in->s.acq > p->n ? in->s.acq - p->n : 0;
-		finding_put(f, "inner_acquisitions", (double)in->s.acq);
+		finding_put(f, EV_INNER_ACQUISITIONS, (double)in->s.acq);
 		if (10 * alone > in->s.acq) {
 			snprintf(
 			    f->advice, sizeof f->advice,

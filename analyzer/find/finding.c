@@ -1,5 +1,6 @@
 /*
- * finding.c - one finding (see finding.h): names, evidence, creation with
+ * finding.c - one finding (see finding.h): names, evidence (the table
+ * FINDING_EVIDENCE expands to, and finding_put's bounds), creation with
  * its severity, and the sentence that sums it up for every output.
  */
 #include "finding.h"
@@ -39,25 +40,93 @@ int severity_parse(const char *s)
 	return -1;
 }
 
-double finding_ev(const finding_t *f, const char *key, double def)
+static const struct {
+	const char *name, *words;
+	int unit;
+	unsigned kinds;
+} ev_list[EV_COUNT_] = {
+#define EV_ROW_(e, name, unit, kinds, words) {name, words, EVU_##unit, kinds},
+    FINDING_EVIDENCE(EV_ROW_)
+#undef EV_ROW_
+};
+_Static_assert(EV_COUNT_ <= UINT8_MAX, "finding_t's ev_id is a uint8_t");
+_Static_assert(EV_MAX <= UINT8_MAX, "finding_t's nev is a uint8_t");
+_Static_assert(FK_COUNT <= 32, "ev_kinds is a mask of kinds");
+
+const char *ev_name(ev_t e)
+{
+	return e < EV_COUNT_ ? ev_list[e].name : "?";
+}
+
+int ev_unit(ev_t e)
+{
+	return e < EV_COUNT_ ? ev_list[e].unit : EVU_COUNT;
+}
+
+unsigned ev_kinds(ev_t e)
+{
+	return e < EV_COUNT_ ? ev_list[e].kinds : 0;
+}
+
+const char *ev_words(ev_t e)
+{
+	return e < EV_COUNT_ ? ev_list[e].words : NULL;
+}
+
+const char *ev_unit_name(int unit)
+{
+	static const char *const names[] = {
+#define EVU_NAME_(e, name) name,
+	    EV_UNITS(EVU_NAME_)
+#undef EVU_NAME_
+	};
+	return unit >= 0 && unit < EVU_COUNT_ ? names[unit] : "?";
+}
+
+int ev_kind_count(int kind)
+{
+	int n = 0;
+	for (int e = 0; e < EV_COUNT_; e++)
+		n += kind >= 0 && kind < FK_COUNT &&
+		     (ev_list[e].kinds >> kind & 1);
+	return n;
+}
+
+double finding_ev(const finding_t *f, ev_t e, double def)
 {
 	for (int i = 0; i < f->nev; i++)
-		if (strcmp(f->ev[i].key, key) == 0)
-			return f->ev[i].v;
+		if (f->ev_id[i] == e)
+			return f->ev_v[i];
 	return def;
 }
 
-void finding_put(finding_t *f, const char *key, double v)
+bool finding_has(const finding_t *f, ev_t e)
 {
-	if (f->nev >= EV_MAX) {
+	for (int i = 0; i < f->nev; i++)
+		if (f->ev_id[i] == e)
+			return true;
+	return false;
+}
+
+void finding_put(finding_t *f, ev_t e, double v)
+{
+	const char *why = NULL;
+	if (e >= EV_COUNT_ || !(ev_kinds(e) >> f->kind & 1))
+		why = "a member its kind does not declare "
+		      "(finding_evidence.h)";
+	else if (finding_has(f, e))
+		why = "a member it already has";
+	else if (f->nev >= EV_MAX)
+		why = "more members than fit: raise EV_MAX";
+	if (why) {
 		fprintf(stderr,
-		        "mallock: internal error: a %s finding has more than "
-		        "%d evidence members (adding %s): raise EV_MAX\n",
-		        finding_kind_name(f->kind), EV_MAX, key);
+		        "mallock: internal error: a %s finding is given %s: "
+		        "%s\n",
+		        finding_kind_name(f->kind), why, ev_name(e));
 		abort();
 	}
-	f->ev[f->nev].key = key;
-	f->ev[f->nev].v = v;
+	f->ev_id[f->nev] = (uint8_t)e;
+	f->ev_v[f->nev] = v;
 	f->nev++;
 }
 
@@ -80,6 +149,7 @@ finding_t *finding_add(findings_t *out, model_t *m, int kind, double score)
 	f->kind = kind;
 	f->m = m;
 	f->cls = f->cls2 = f->stack = f->stack2 = f->lock = NONE32;
+	f->stack_unit = EV_NONE;
 	finding_rescore(f, score);
 	return f;
 }
@@ -181,9 +251,9 @@ uint32_t finding_lock(const finding_t *f)
 	return NONE32;
 }
 
-static double ev(const finding_t *f, const char *k)
+static double ev(const finding_t *f, ev_t e)
 {
-	return finding_ev(f, k, 0);
+	return finding_ev(f, e, 0);
 }
 
 /* ", estimated from N timed calls" when f's allocator time is an
@@ -191,9 +261,9 @@ static double ev(const finding_t *f, const char *k)
 static const char *estimate_from(const finding_t *f, char *buf, size_t len)
 {
 	buf[0] = 0;
-	if (ev(f, "allocator_ns_estimated"))
+	if (ev(f, EV_ALLOCATOR_NS_ESTIMATED))
 		snprintf(buf, len, ", estimated from %.0f timed calls",
-		         ev(f, "timed_samples"));
+		         ev(f, EV_TIMED_SAMPLES));
 	return buf;
 }
 
@@ -212,7 +282,7 @@ static const char *bytes_label(char *buf, size_t len, double b)
 static void add_capped(const finding_t *f, char *buf, size_t len,
                        const char *what)
 {
-	double n = finding_ev(f, "timed_samples", -1);
+	double n = finding_ev(f, EV_TIMED_SAMPLES, -1);
 	if (n < 0 || n >= TH_MIN_TIMED_SAMPLES)
 		return;
 	size_t l = strlen(buf);
@@ -228,9 +298,9 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 	switch (f->kind) {
 	case FK_ALLOC_UNDER_LOCK: {
 		char from[64] = "this site";
-		if (ev(f, "sites") > 1)
+		if (ev(f, EV_SITES) > 1)
 			snprintf(from, sizeof from, "%.0f allocation sites",
-			         ev(f, "sites"));
+			         ev(f, EV_SITES));
 		snprintf(
 		    buf, len,
 		    "waiters lost %s on this lock (%.0f contended "
@@ -238,24 +308,25 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    "time in the allocator; %.0f calls (%.0f allocations, "
 		    "%.0f frees) for blocks from %s take %.1f%% (%.0f slow, %s "
 		    "waiting on the allocator's own lock).",
-		    human_ns(a, sizeof a, ev(f, "lock_wait_ns")),
-		    ev(f, "contended"), 100 * ev(f, "allocator_share_of_hold"),
-		    ev(f, "calls"), ev(f, "allocs"), ev(f, "frees"), from,
-		    100 * ev(f, "site_share_of_hold"), ev(f, "slow_calls"),
-		    human_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
-		if (ev(f, "calls_without_stack") > 0) {
+		    human_ns(a, sizeof a, ev(f, EV_LOCK_WAIT_NS)),
+		    ev(f, EV_CONTENDED),
+		    100 * ev(f, EV_ALLOCATOR_SHARE_OF_HOLD), ev(f, EV_CALLS),
+		    ev(f, EV_ALLOCS), ev(f, EV_FREES), from,
+		    100 * ev(f, EV_SITE_SHARE_OF_HOLD), ev(f, EV_SLOW_CALLS),
+		    human_ns(b, sizeof b, ev(f, EV_ALLOCATOR_LOCK_WAIT_NS)));
+		if (ev(f, EV_CALLS_WITHOUT_STACK) > 0) {
 			size_t l = strlen(buf);
 			snprintf(
 			    buf + l, len - l,
 			    " Besides, %.0f frees of blocks whose "
 			    "allocation is not in the trace (unsampled, or "
 			    "made before recording) take %.1f%%.",
-			    ev(f, "calls_without_stack"),
-			    100 * ev(f, "allocator_ns_without_stack") /
-			        ev(f, "hold_ns"));
+			    ev(f, EV_CALLS_WITHOUT_STACK),
+			    100 * ev(f, EV_ALLOCATOR_NS_WITHOUT_STACK) /
+			        ev(f, EV_HOLD_NS));
 		}
 		frame_t fr;
-		if (ev(f, "free_ns_in_holds") > 0) {
+		if (ev(f, EV_FREE_NS_IN_HOLDS) > 0) {
 			char held[320] = "", lab[300];
 			if (sym_stack_site(f->m, f->stack2, &fr) &&
 			    (fr.function || fr.module))
@@ -263,15 +334,15 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 				    held, sizeof held,
 				    ", %s of it in holds taken at %s",
 				    human_ns(c, sizeof c,
-				             ev(f, "free_ns_at_hold_site")),
+				             ev(f, EV_FREE_NS_AT_HOLD_SITE)),
 				    frame_label(&fr, lab, sizeof lab));
 			size_t l = strlen(buf);
 			snprintf(
 			    buf + l, len - l,
 			    " Frees take %.1f%% of the allocator time in "
 			    "these holds (%s%s).",
-			    100 * ev(f, "free_share"),
-			    human_ns(g, sizeof g, ev(f, "free_ns_in_holds")),
+			    100 * ev(f, EV_FREE_SHARE),
+			    human_ns(g, sizeof g, ev(f, EV_FREE_NS_IN_HOLDS)),
 			    held);
 		}
 		break;
@@ -282,12 +353,12 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    "%s of %s frees (%.0f%%) happen on another thread than "
 		    "the allocating one (%.0f allocating, %.0f freeing "
 		    "threads), %s%s spent in the allocator on them%s.",
-		    human_count(d, sizeof d, ev(f, "cross_thread_frees")),
-		    human_count(e, sizeof e, ev(f, "frees")),
-		    100 * ev(f, "share"), ev(f, "allocating_threads"),
-		    ev(f, "freeing_threads"),
-		    ev(f, "allocator_ns_estimated") ? "about " : "",
-		    human_ns(a, sizeof a, ev(f, "allocator_ns")),
+		    human_count(d, sizeof d, ev(f, EV_CROSS_THREAD_FREES)),
+		    human_count(e, sizeof e, ev(f, EV_FREES)),
+		    100 * ev(f, EV_SHARE), ev(f, EV_ALLOCATING_THREADS),
+		    ev(f, EV_FREEING_THREADS),
+		    ev(f, EV_ALLOCATOR_NS_ESTIMATED) ? "about " : "",
+		    human_ns(a, sizeof a, ev(f, EV_ALLOCATOR_NS)),
 		    estimate_from(f, efrom, sizeof efrom));
 		add_capped(f, buf, len, "timed calls");
 		break;
@@ -296,12 +367,12 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         "%s short-lived blocks (%.0f%% of size %.0f bytes), "
 		         "%.0f/s, living %s on average; %s%s in the "
 		         "allocator%s.",
-		         human_count(d, sizeof d, ev(f, "short_lived")),
-		         100 * ev(f, "size_share"), ev(f, "size"),
-		         ev(f, "rate_per_s"),
-		         human_ns(a, sizeof a, ev(f, "mean_lifetime_ns")),
-		         ev(f, "allocator_ns_estimated") ? "about " : "",
-		         human_ns(b, sizeof b, ev(f, "allocator_ns")),
+		         human_count(d, sizeof d, ev(f, EV_SHORT_LIVED)),
+		         100 * ev(f, EV_SIZE_SHARE), ev(f, EV_SIZE),
+		         ev(f, EV_RATE_PER_S),
+		         human_ns(a, sizeof a, ev(f, EV_MEAN_LIFETIME_NS)),
+		         ev(f, EV_ALLOCATOR_NS_ESTIMATED) ? "about " : "",
+		         human_ns(b, sizeof b, ev(f, EV_ALLOCATOR_NS)),
 		         estimate_from(f, efrom, sizeof efrom));
 		add_capped(f, buf, len, "timed calls");
 		break;
@@ -315,7 +386,7 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 			snprintf(i, sizeof i, "%u inner locks (the worst: %s)",
 			         f->members_total, one);
 		}
-		if (ev(f, "inversion")) {
+		if (ev(f, EV_INVERSION)) {
 			char b2[32];
 			snprintf(
 			    buf, len,
@@ -323,14 +394,14 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 			    "while holding %s (%s waited on it meanwhile) and "
 			    "%.0f of %s while holding %s (%s waited on it "
 			    "meanwhile).",
-			    ev(f, "nested_acquisitions"), i, o,
+			    ev(f, EV_NESTED_ACQUISITIONS), i, o,
 			    human_ns(a, sizeof a,
-			             ev(f, "inner_wait_ns_while_outer_held")),
-			    ev(f, "reverse_nested_acquisitions"), o, i,
+			             ev(f, EV_INNER_WAIT_NS_WHILE_OUTER_HELD)),
+			    ev(f, EV_REVERSE_NESTED_ACQUISITIONS), o, i,
 			    human_ns(
 			        b2, sizeof b2,
 			        ev(f,
-			           "reverse_inner_wait_ns_while_outer_held")));
+			           EV_REVERSE_INNER_WAIT_NS_WHILE_OUTER_HELD)));
 			break;
 		}
 		if (f->cls == f->cls2) {
@@ -342,13 +413,13 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 			    "meanwhile; the outer ones were waited on for %s "
 			    "(%.1f%% of their hold time is spent holding an "
 			    "inner one).",
-			    ev(f, "nested_acquisitions"), i,
-			    ev(f, "nested_ascending_address"),
-			    ev(f, "nested_descending_address"),
+			    ev(f, EV_NESTED_ACQUISITIONS), i,
+			    ev(f, EV_NESTED_ASCENDING_ADDRESS),
+			    ev(f, EV_NESTED_DESCENDING_ADDRESS),
 			    human_ns(a, sizeof a,
-			             ev(f, "inner_wait_ns_while_outer_held")),
-			    human_ns(b, sizeof b, ev(f, "outer_wait_ns")),
-			    100 * ev(f, "outer_hold_share_in_inner"));
+			             ev(f, EV_INNER_WAIT_NS_WHILE_OUTER_HELD)),
+			    human_ns(b, sizeof b, ev(f, EV_OUTER_WAIT_NS)),
+			    100 * ev(f, EV_OUTER_HOLD_SHARE_IN_INNER));
 			break;
 		}
 		snprintf(
@@ -357,75 +428,75 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    "the inner lock meanwhile; the outer lock was waited on "
 		    "for %s (%.1f%% of its hold time is spent holding the "
 		    "inner one).",
-		    ev(f, "nested_acquisitions"), i, o,
+		    ev(f, EV_NESTED_ACQUISITIONS), i, o,
 		    human_ns(a, sizeof a,
-		             ev(f, "inner_wait_ns_while_outer_held")),
-		    human_ns(b, sizeof b, ev(f, "outer_wait_ns")),
-		    100 * ev(f, "outer_hold_share_in_inner"));
+		             ev(f, EV_INNER_WAIT_NS_WHILE_OUTER_HELD)),
+		    human_ns(b, sizeof b, ev(f, EV_OUTER_WAIT_NS)),
+		    100 * ev(f, EV_OUTER_HOLD_SHARE_IN_INNER));
 		break;
 	}
 	case FK_STARVATION: {
-		const char *what = ev(f, "service_by_cond_wakes")
+		const char *what = ev(f, EV_SERVICE_BY_COND_WAKES)
 		                       ? "condition wakes"
 		                       : "acquisitions";
 		char range[96];
-		if (ev(f, "service_min") == ev(f, "service_max"))
+		if (ev(f, EV_SERVICE_MIN) == ev(f, EV_SERVICE_MAX))
 			snprintf(range, sizeof range, "%.0f %s per thread",
-			         ev(f, "service_min"), what);
+			         ev(f, EV_SERVICE_MIN), what);
 		else
 			snprintf(range, sizeof range,
 			         "%s from %.0f to %.0f per thread", what,
-			         ev(f, "service_min"), ev(f, "service_max"));
+			         ev(f, EV_SERVICE_MIN), ev(f, EV_SERVICE_MAX));
 		snprintf(buf, len,
 		         "%.0f threads running the same code share the lock "
 		         "unequally: %s (rate CV %.2f), %.0f with none; the "
 		         "%.0f behind the mean rate lost %s of service at that "
 		         "rate.",
-		         ev(f, "threads"), range, ev(f, "acquisitions_cv"),
-		         ev(f, "threads_with_no_acquisition"),
-		         ev(f, "threads_behind"),
-		         human_ns(a, sizeof a, ev(f, "lost_ns")));
+		         ev(f, EV_THREADS), range, ev(f, EV_ACQUISITIONS_CV),
+		         ev(f, EV_THREADS_WITH_NO_ACQUISITION),
+		         ev(f, EV_THREADS_BEHIND),
+		         human_ns(a, sizeof a, ev(f, EV_LOST_NS)));
 		break;
 	}
 	case FK_SLOW_ALLOC: {
 		char from[160] = "";
-		bool est = ev(f, "estimated") != 0;
+		bool est = ev(f, EV_ESTIMATED) != 0;
 		if (est)
 			snprintf(
 			    from, sizeof from,
 			    "estimated from %.0f slow of %.0f timed calls, ",
-			    ev(f, "timed_slow_calls"), ev(f, "timed_calls"));
+			    ev(f, EV_TIMED_SLOW_CALLS), ev(f, EV_TIMED_CALLS));
 		snprintf(
 		    buf, len,
 		    "%s%s of %s allocator calls (%.1f%%) %s took over %s "
 		    "(%smean %s, median call %s); its calls waited %s on the "
 		    "allocator's own lock.",
 		    est ? "about " : "",
-		    human_count(d, sizeof d, ev(f, "slow_calls")),
-		    human_count(e, sizeof e, ev(f, "calls")),
-		    100 * ev(f, "slow_share"),
-		    ev(f, "lock_held") ? "made with a lock held"
-		                       : "made with no lock held",
-		    human_ns(a, sizeof a, ev(f, "threshold_ns")), from,
-		    human_ns(b, sizeof b, ev(f, "mean_slow_ns")),
-		    human_ns(c, sizeof c, ev(f, "median_call_ns")),
-		    human_ns(g, sizeof g, ev(f, "allocator_lock_wait_ns")));
-		if (ev(f, "preempted_calls") > 0) {
+		    human_count(d, sizeof d, ev(f, EV_SLOW_CALLS)),
+		    human_count(e, sizeof e, ev(f, EV_CALLS)),
+		    100 * ev(f, EV_SLOW_SHARE),
+		    ev(f, EV_LOCK_HELD) ? "made with a lock held"
+		                        : "made with no lock held",
+		    human_ns(a, sizeof a, ev(f, EV_THRESHOLD_NS)), from,
+		    human_ns(b, sizeof b, ev(f, EV_MEAN_SLOW_NS)),
+		    human_ns(c, sizeof c, ev(f, EV_MEDIAN_CALL_NS)),
+		    human_ns(g, sizeof g, ev(f, EV_ALLOCATOR_LOCK_WAIT_NS)));
+		if (ev(f, EV_PREEMPTED_CALLS) > 0) {
 			size_t l = strlen(buf);
 			char mig[64] = "";
-			if (ev(f, "migrated_calls") > 0)
+			if (ev(f, EV_MIGRATED_CALLS) > 0)
 				snprintf(mig, sizeof mig,
 				         ", %.0f of them moved to another CPU "
 				         "during the call",
-				         ev(f, "migrated_calls"));
+				         ev(f, EV_MIGRATED_CALLS));
 			snprintf(
 			    buf + l, len - l,
 			    " Set apart as preemption, not counted: %.0f "
 			    "timed calls (%s in all%s) that took over %s "
 			    "with no wait on the allocator's own lock for "
 			    "blocks under %s, or moved to another CPU.",
-			    ev(f, "preempted_calls"),
-			    human_ns(a, sizeof a, ev(f, "preempted_ns")), mig,
+			    ev(f, EV_PREEMPTED_CALLS),
+			    human_ns(a, sizeof a, ev(f, EV_PREEMPTED_NS)), mig,
 			    human_ns(b, sizeof b, TH_PREEMPT_NS),
 			    bytes_label(c, sizeof c, TH_PREEMPT_MAX_BYTES));
 		}
@@ -433,9 +504,9 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		break;
 	}
 	case FK_FUTEX_LOCK:
-		if (ev(f, "lock_words") > 1)
+		if (ev(f, EV_LOCK_WORDS) > 1)
 			snprintf(d, sizeof d, "these %.0f futex lock words",
-			         ev(f, "lock_words"));
+			         ev(f, EV_LOCK_WORDS));
 		else
 			snprintf(d, sizeof d, "this futex lock word");
 		snprintf(buf, len,
@@ -444,11 +515,11 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		         "threads; %.0f threads released it with %.0f wakes. "
 		         "Only waits that reached the kernel are seen: how "
 		         "often it was taken and how long it was held are not.",
-		         human_ns(a, sizeof a, ev(f, "lock_wait_ns")), d,
-		         ev(f, "futex_waits"),
-		         human_ns(b, sizeof b, ev(f, "wait_max_ns")),
-		         ev(f, "waiting_threads"), ev(f, "waking_threads"),
-		         ev(f, "futex_wakes"));
+		         human_ns(a, sizeof a, ev(f, EV_LOCK_WAIT_NS)), d,
+		         ev(f, EV_FUTEX_WAITS),
+		         human_ns(b, sizeof b, ev(f, EV_WAIT_MAX_NS)),
+		         ev(f, EV_WAITING_THREADS), ev(f, EV_WAKING_THREADS),
+		         ev(f, EV_FUTEX_WAKES));
 		break;
 	case FK_LOCK_CONTENTION:
 		snprintf(
@@ -460,17 +531,17 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    "%.1f%% of their hold time in the allocator, %.1f%% "
 		    "holding other locks, the rest (%.1f%%) on their own "
 		    "work.",
-		    human_ns(a, sizeof a, ev(f, "lock_wait_ns")),
-		    ev(f, "contended"),
-		    human_count(d, sizeof d, ev(f, "acquisitions")),
-		    100 * ev(f, "contended_share"), ev(f, "max_waiters"),
-		    ev(f, "waiting_threads"), ev(f, "threads"),
-		    human_ns(b, sizeof b, ev(f, "hold_median_ns")),
-		    human_ns(c, sizeof c, ev(f, "hold_p99_ns")),
-		    human_ns(g, sizeof g, ev(f, "hold_max_ns")),
-		    100 * ev(f, "allocator_share_of_hold"),
-		    100 * ev(f, "inner_lock_share_of_hold"),
-		    100 * ev(f, "own_work_share"));
+		    human_ns(a, sizeof a, ev(f, EV_LOCK_WAIT_NS)),
+		    ev(f, EV_CONTENDED),
+		    human_count(d, sizeof d, ev(f, EV_ACQUISITIONS)),
+		    100 * ev(f, EV_CONTENDED_SHARE), ev(f, EV_MAX_WAITERS),
+		    ev(f, EV_WAITING_THREADS), ev(f, EV_THREADS),
+		    human_ns(b, sizeof b, ev(f, EV_HOLD_MEDIAN_NS)),
+		    human_ns(c, sizeof c, ev(f, EV_HOLD_P99_NS)),
+		    human_ns(g, sizeof g, ev(f, EV_HOLD_MAX_NS)),
+		    100 * ev(f, EV_ALLOCATOR_SHARE_OF_HOLD),
+		    100 * ev(f, EV_INNER_LOCK_SHARE_OF_HOLD),
+		    100 * ev(f, EV_OWN_WORK_SHARE));
 		break;
 	default:
 		buf[0] = 0;

@@ -4,13 +4,15 @@
  * in numbers and one sentence of advice; and what every output asks of one
  * finding (its names, evidence, lock and summary). The detectors (detectors.h)
  * create findings with finding_add and fill them with finding_put and
- * finding_add_stack.
+ * finding_add_stack. The evidence members are listed in
+ * finding_evidence.h and stored by enum (EV_*).
  */
 #ifndef MALLOCK_FINDING_H
 #define MALLOCK_FINDING_H
 
 #include "model.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* X(enum, name) */
@@ -41,14 +43,11 @@ enum severity {
 };
 /* clang-format on */
 
-typedef struct evidence {
-	const char *key; /* static string, a JSON member name */
-	double v;
-} evidence_t;
+#include "finding_evidence.h"
 
-/* Evidence members one finding holds; finding_put aborts past it (a
- * finder that writes more is a bug to fix, not evidence to lose). */
-#define EV_MAX 48
+/* Evidence members one finding holds: at least the most any kind declares
+ * (FINDING_EVIDENCE's kinds column; unit_evidence checks it). */
+#define EV_MAX 49
 /* Allocation findings are per allocation site (the first frame outside the
  * allocator, the shim and libc): one allocating line reached from several
  * callers is one finding, with its stacks, the heaviest first, as evidence. */
@@ -87,7 +86,7 @@ typedef struct finding {
 	uint32_t nstacks, stacks_total;  /* shown; reaching the site */
 	uint32_t lines[FINDING_LINES];   /* the site's lines, when several */
 	uint32_t nlines;
-	const char *stack_unit; /* what stack_v counts (a JSON member name) */
+	ev_t stack_unit; /* what stack_v counts, EV_NONE if none */
 	/* One finding for one phenomenon: the lock instances it groups (a
 	 * lock hierarchy's inner locks, a family of futex words), the worst
 	 * first by member_v (member_unit: a JSON member name). */
@@ -97,8 +96,10 @@ typedef struct finding {
 	const char *member_unit;
 	fsite_t sites[FINDING_SITES]; /* alloc_under_lock, heaviest first */
 	uint32_t nsites, sites_total;
-	evidence_t ev[EV_MAX];
-	int nev;
+	/* the evidence, in the order the finder put it (JSON's order) */
+	uint8_t ev_id[EV_MAX]; /* ev_t */
+	uint8_t nev;
+	double ev_v[EV_MAX];
 	char advice[1024];
 } finding_t;
 
@@ -112,9 +113,10 @@ typedef struct findings {
  * stack (NONE32). The pointer is valid until the next finding_add on out.
  * May allocate. */
 finding_t *finding_add(findings_t *out, model_t *m, int kind, double score);
-/* Adds evidence key = v (key: a static JSON member name). Past EV_MAX it
- * prints the finding's kind and key on stderr and aborts. */
-void finding_put(finding_t *f, const char *key, double v);
+/* Adds evidence member e = v. A member f's kind does not declare
+ * (finding_evidence.h), or one f already has, is a finder's bug: it
+ * prints the finding's kind and the member on stderr and aborts. */
+void finding_put(finding_t *f, ev_t e, double v);
 /* Sets f's score (ns) and the severity that follows from it, as
  * finding_add does. */
 void finding_rescore(finding_t *f, double score);
@@ -135,8 +137,10 @@ void finding_add_site(finding_t *f, const fsite_t *s);
 /* Copies a site's lines (ascending) into f when there are several. */
 void finding_set_lines(finding_t *f, const uint32_t *line, uint32_t n);
 
-/* The value of evidence key, or def. */
-double finding_ev(const finding_t *f, const char *key, double def);
+/* The value of evidence member e, or def when f does not have it. */
+double finding_ev(const finding_t *f, ev_t e, double def);
+/* Whether f has evidence member e. */
+bool finding_has(const finding_t *f, ev_t e);
 /* Instance index a finding names (its own, or its class's rep), or
  * NONE32. */
 uint32_t finding_lock(const finding_t *f);

@@ -6,7 +6,8 @@
  * it cost most.
  *
  * The page is data plus script: the JSON report (report_json.c), the
- * folded stacks of each metric (report_folded.c, and allocator time here)
+ * evidence members' units and phrases (finding_evidence.h), the folded
+ * stacks of each metric (report_folded.c, and allocator time here)
  * and the timeline's bins and slices go into one <script
  * type="application/json">; html/page.js draws them as SVG, at once (no
  * transition, so a capture or a print shows the selected view). The
@@ -373,6 +374,67 @@ static void timeline(const report_t *r, FILE *out)
 	tl_free(&t);
 }
 
+/* The evidence members a finding of each kind puts in words on the page,
+ * first to last (the page folds every member under "all evidence"). */
+#define HEADLINE(...)                                                          \
+	{                                                                      \
+		sizeof((ev_t[]){__VA_ARGS__}) / sizeof(ev_t),                  \
+		{                                                              \
+			__VA_ARGS__                                            \
+		}                                                              \
+	}
+static const struct {
+	size_t n;
+	ev_t e[6];
+} headline[FK_COUNT] = {
+    [FK_ALLOC_UNDER_LOCK] =
+        HEADLINE(EV_LOCK_WAIT_NS, EV_ALLOCATOR_SHARE_OF_HOLD,
+                 EV_ALLOCATOR_LOCK_WAIT_NS, EV_GIVES_BACK_NS),
+    [FK_NESTED_LOCK] =
+        HEADLINE(EV_OUTER_WAIT_NS, EV_INNER_WAIT_NS_WHILE_OUTER_HELD,
+                 EV_OUTER_HOLD_SHARE_IN_INNER),
+    [FK_CROSS_THREAD_FREE] =
+        HEADLINE(EV_CROSS_THREAD_FREES, EV_FREEING_THREADS, EV_ALLOCATOR_NS),
+    [FK_ALLOC_CHURN] = HEADLINE(EV_RATE_PER_S, EV_SHORT_LIVED, EV_ALLOCATOR_NS),
+    [FK_SLOW_ALLOC] = HEADLINE(EV_SLOW_CALLS, EV_SLOW_NS, EV_MEDIAN_CALL_NS,
+                               EV_ALLOCATOR_LOCK_WAIT_NS),
+    [FK_STARVATION] =
+        HEADLINE(EV_THREADS_BEHIND, EV_LOST_NS, EV_SERVICE_SHORTFALL),
+    [FK_FUTEX_LOCK] = HEADLINE(EV_FUTEX_WAITS, EV_LOCK_WAIT_NS, EV_WAIT_MAX_NS,
+                               EV_WAITING_THREADS),
+    [FK_LOCK_CONTENTION] =
+        HEADLINE(EV_LOCK_WAIT_NS, EV_CONTENDED, EV_HOLD_MEDIAN_NS,
+                 EV_HOLD_P99_NS, EV_TOP_HOLDER_SHARE),
+};
+
+/* The evidence list (finding_evidence.h) as the page reads it: each
+ * member's unit and phrase by JSON name, and the members each kind puts
+ * in words. */
+static void evidence_table(FILE *out)
+{
+	fputs("\"evidence\":{", out);
+	for (int e = 0; e < EV_COUNT_; e++) {
+		const char *w = ev_words(e);
+		fprintf(out,
+		        "%s\"%s\":{\"unit\":\"%s\",\"words\":", e ? "," : "",
+		        ev_name(e), ev_unit_name(ev_unit(e)));
+		if (w)
+			json_str(out, w, strlen(w));
+		else
+			fputs("null", out);
+		fputc('}', out);
+	}
+	fputs("},\n\"headline\":{", out);
+	for (int k = 0; k < FK_COUNT; k++) {
+		fprintf(out, "%s\"%s\":[", k ? "," : "", finding_kind_name(k));
+		for (size_t i = 0; i < headline[k].n; i++)
+			fprintf(out, "%s\"%s\"", i ? "," : "",
+			        ev_name(headline[k].e[i]));
+		fputc(']', out);
+	}
+	fputc('}', out);
+}
+
 int report_html(const report_t *r, FILE *out)
 {
 	static const struct {
@@ -419,7 +481,9 @@ int report_html(const report_t *r, FILE *out)
 	for (size_t i = 0; i < nmetrics; i++)
 		fprintf(out, "%s\"%s\":\"%s\"", i ? "," : "", metrics[i].key,
 		        metrics[i].unit);
-	fputs("},\n\"flame\":{", out);
+	fputs("},\n", out);
+	evidence_table(out);
+	fputs(",\n\"flame\":{", out);
 	for (size_t i = 0; i < nmetrics; i++) {
 		report_t one = *r;
 		one.metric = metrics[i].metric;

@@ -658,10 +658,10 @@ static void findings_json(jw_t *w, const report_t *r)
 				jw_u64(w, f->lines[k]);
 			jw_end(w, ']');
 		}
-		if (f->stack_unit) {
+		if (f->stack_unit != EV_NONE) {
 			/* Allocation findings are per site: the stacks that
 			 * reach it, heaviest first. */
-			jw_kstr(w, "stacks_unit", f->stack_unit);
+			jw_kstr(w, "stacks_unit", ev_name(f->stack_unit));
 			jw_ku64(w, "stacks_total", f->stacks_total);
 			jw_key(w, "stacks");
 			jw_arr(w);
@@ -717,7 +717,7 @@ static void findings_json(jw_t *w, const report_t *r)
 			}
 			jw_end(w, ']');
 		}
-		if (!isnan(finding_ev(f, "hold_median_ns", NAN))) {
+		if (finding_has(f, EV_HOLD_MEDIAN_NS)) {
 			/* A contended lock's waiters and holders, by the
 			 * wait they lost and caused. */
 			class_points_json(w, m, f->cls, LS_WAITER, "waiters",
@@ -728,7 +728,7 @@ static void findings_json(jw_t *w, const report_t *r)
 		jw_key(w, "evidence");
 		jw_obj(w);
 		for (int k = 0; k < f->nev; k++)
-			jw_knum(w, f->ev[k].key, f->ev[k].v);
+			jw_knum(w, ev_name(f->ev_id[k]), f->ev_v[k]);
 		jw_end(w, '}');
 		jw_kstr(w, "summary", finding_summary(f, a, sizeof a));
 		jw_kstr(w, "advice", f->advice);

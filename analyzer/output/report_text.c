@@ -20,9 +20,9 @@
 
 #define MAX_FRAMES 8
 
-static double ev(const finding_t *f, const char *k)
+static double ev(const finding_t *f, ev_t e)
 {
-	return finding_ev(f, k, 0);
+	return finding_ev(f, e, 0);
 }
 
 /* "name (mutex, queue-like, 12 instances)" */
@@ -258,8 +258,7 @@ static void print_site_stacks(FILE *out, const finding_t *f)
 	        "stacks", f->stacks_total);
 	for (uint32_t i = 0; i < f->nstacks; i++) {
 		double v = f->stack_v[i];
-		const char *u = f->stack_unit ? f->stack_unit : "";
-		if (strstr(u, "_ns"))
+		if (ev_unit(f->stack_unit) == EVU_NS)
 			human_ns(a, sizeof a, v);
 		else
 			human_count(a, sizeof a, v);
@@ -303,11 +302,11 @@ static void print_aul_sites(FILE *out, const finding_t *f)
 			fprintf(out, "          ... %u more\n",
 			        f->sites_total - f->nsites);
 	}
-	if (f->stack2 != NONE32 && ev(f, "free_ns_in_holds") > 0) {
+	if (f->stack2 != NONE32 && ev(f, EV_FREE_NS_IN_HOLDS) > 0) {
 		snprintf(prefix, sizeof prefix,
 		         "   %-6s %s of %s in holds taken at ", "frees",
-		         human_ns(a, sizeof a, ev(f, "free_ns_at_hold_site")),
-		         human_ns(b, sizeof b, ev(f, "free_ns_in_holds")));
+		         human_ns(a, sizeof a, ev(f, EV_FREE_NS_AT_HOLD_SITE)),
+		         human_ns(b, sizeof b, ev(f, EV_FREE_NS_IN_HOLDS)));
 		print_chain(out, f->m, prefix, f->stack2);
 	}
 }
@@ -408,34 +407,34 @@ static void print_totals(FILE *out, const report_t *r)
  * lock): their distribution and what the holders did in them. */
 static void print_contention(FILE *out, const finding_t *f)
 {
-	if (isnan(finding_ev(f, "hold_median_ns", NAN)))
+	if (!finding_has(f, EV_HOLD_MEDIAN_NS))
 		return;
 	char a[32], b[32], c[32], d[32], txt[700];
 	snprintf(txt, sizeof txt,
 	         "%s holds, median <= %s, p99 <= %s (log2 bucket tops), "
 	         "longest %s; %.1f%% of %s acquisitions contended, up to "
 	         "%.0f waiting at once",
-	         human_count(a, sizeof a, ev(f, "holds")),
-	         human_ns(b, sizeof b, ev(f, "hold_median_ns")),
-	         human_ns(c, sizeof c, ev(f, "hold_p99_ns")),
-	         human_ns(d, sizeof d, ev(f, "hold_max_ns")),
-	         100 * ev(f, "contended_share"),
-	         human_count(a, sizeof a, ev(f, "acquisitions")),
-	         ev(f, "max_waiters"));
+	         human_count(a, sizeof a, ev(f, EV_HOLDS)),
+	         human_ns(b, sizeof b, ev(f, EV_HOLD_MEDIAN_NS)),
+	         human_ns(c, sizeof c, ev(f, EV_HOLD_P99_NS)),
+	         human_ns(d, sizeof d, ev(f, EV_HOLD_MAX_NS)),
+	         100 * ev(f, EV_CONTENDED_SHARE),
+	         human_count(a, sizeof a, ev(f, EV_ACQUISITIONS)),
+	         ev(f, EV_MAX_WAITERS));
 	wrap_print(out, 10, "   holds  ", txt);
 	size_t n = (size_t)snprintf(
 	    txt, sizeof txt,
 	    "holders spent %.1f%% of their hold time in the allocator, "
 	    "%.1f%% holding other locks, %.1f%% on their own work",
-	    100 * ev(f, "allocator_share_of_hold"),
-	    100 * ev(f, "inner_lock_share_of_hold"),
-	    100 * ev(f, "own_work_share"));
-	if (ev(f, "cond_waits") > 0 && n < sizeof txt)
+	    100 * ev(f, EV_ALLOCATOR_SHARE_OF_HOLD),
+	    100 * ev(f, EV_INNER_LOCK_SHARE_OF_HOLD),
+	    100 * ev(f, EV_OWN_WORK_SHARE));
+	if (ev(f, EV_COND_WAITS) > 0 && n < sizeof txt)
 		snprintf(txt + n, sizeof txt - n,
 		         "; %.0f condition waits released it (%s of waits "
 		         "that ended in one not counted)",
-		         ev(f, "cond_waits"),
-		         human_ns(a, sizeof a, ev(f, "idle_wait_ns")));
+		         ev(f, EV_COND_WAITS),
+		         human_ns(a, sizeof a, ev(f, EV_IDLE_WAIT_NS)));
 	wrap_print(out, 10, "   during ", txt);
 }
 
@@ -540,7 +539,8 @@ static void print_cascade(FILE *out, const report_t *r)
 		return;
 	model_t *m = f->m;
 	char lab[256], site[512], a[32], b[32], c[32], d[32], txt[2048];
-	double W = ev(f, "lock_wait_ns"), A = ev(f, "allocator_share_of_hold");
+	double W = ev(f, EV_LOCK_WAIT_NS),
+	       A = ev(f, EV_ALLOCATOR_SHARE_OF_HOLD);
 	frame_t fr;
 	lock_label(m, &m->lock[m->cls[f->cls].rep], lab, sizeof lab);
 	if (sym_stack_site(m, f->stack, &fr))
@@ -557,21 +557,22 @@ static void print_cascade(FILE *out, const report_t *r)
 		    "of %zu, not listed above: --top %zu lists it):\n",
 		    idx, r->f.n, idx);
 	char idle[96] = "";
-	if (ev(f, "idle_wait_ns") > 0)
+	if (ev(f, EV_IDLE_WAIT_NS) > 0)
 		snprintf(idle, sizeof idle,
 		         ", not counting %s of waits that found no work",
-		         human_ns(c, sizeof c, ev(f, "idle_wait_ns")));
+		         human_ns(c, sizeof c, ev(f, EV_IDLE_WAIT_NS)));
 	snprintf(txt, sizeof txt,
 	         "waiters lost %s on lock %s (%.0f contended acquisitions, up "
 	         "to %.0f waiting at once%s);",
-	         human_ns(a, sizeof a, W), lab, ev(f, "contended"),
+	         human_ns(a, sizeof a, W), lab, ev(f, EV_CONTENDED),
 	         (double)m->cls[f->cls].s.max_waiters, idle);
 	wrap_print(out, 5, "  1. ", txt);
 	snprintf(txt, sizeof txt,
 	         "its holders spent %.1f%% of their hold time (%s of %s) in "
 	         "the allocator;",
-	         100 * A, human_ns(a, sizeof a, ev(f, "allocator_ns_in_holds")),
-	         human_ns(b, sizeof b, ev(f, "hold_ns")));
+	         100 * A,
+	         human_ns(a, sizeof a, ev(f, EV_ALLOCATOR_NS_IN_HOLDS)),
+	         human_ns(b, sizeof b, ev(f, EV_HOLD_NS)));
 	wrap_print(out, 5, "  2. ", txt);
 	char where[600] = "";
 	if (f->sites_total > 1) {
@@ -580,22 +581,22 @@ static void print_cascade(FILE *out, const report_t *r)
 		         "%u sites (%s; the heaviest %s, %s: %.0f allocations, "
 		         "%.0f frees)",
 		         f->sites_total,
-		         human_ns(a, sizeof a, ev(f, "site_allocator_ns")),
+		         human_ns(a, sizeof a, ev(f, EV_SITE_ALLOCATOR_NS)),
 		         site, human_ns(c, sizeof c, s0->ns), s0->allocs,
 		         s0->frees);
 	} else {
 		snprintf(where, sizeof where, "%s (%s)", site,
-		         human_ns(a, sizeof a, ev(f, "site_allocator_ns")));
+		         human_ns(a, sizeof a, ev(f, EV_SITE_ALLOCATOR_NS)));
 	}
 	snprintf(txt, sizeof txt,
 	         "%.0f of those calls (%.0f allocations, %.0f frees) are for "
 	         "blocks allocated at %s, %.0f of them slow (over %s), %s "
 	         "of it waiting on the allocator's own lock;",
-	         ev(f, "calls"), ev(f, "allocs"), ev(f, "frees"), where,
-	         ev(f, "slow_calls"), human_ns(d, sizeof d, TH_SLOW_ALLOC_NS),
-	         human_ns(b, sizeof b, ev(f, "allocator_lock_wait_ns")));
-	double F = ev(f, "free_share");
-	if (ev(f, "free_ns_in_holds") > 0) {
+	         ev(f, EV_CALLS), ev(f, EV_ALLOCS), ev(f, EV_FREES), where,
+	         ev(f, EV_SLOW_CALLS), human_ns(d, sizeof d, TH_SLOW_ALLOC_NS),
+	         human_ns(b, sizeof b, ev(f, EV_ALLOCATOR_LOCK_WAIT_NS)));
+	double F = ev(f, EV_FREE_SHARE);
+	if (ev(f, EV_FREE_NS_IN_HOLDS) > 0) {
 		char held[600] = "";
 		if (sym_stack_site(m, f->stack2, &fr) &&
 		    (fr.function || fr.module)) {
@@ -609,7 +610,7 @@ static void print_cascade(FILE *out, const report_t *r)
 		         " frees take %.1f%% of the allocator time in these "
 		         "holds (%s)%s;",
 		         100 * F,
-		         human_ns(a, sizeof a, ev(f, "free_ns_in_holds")),
+		         human_ns(a, sizeof a, ev(f, EV_FREE_NS_IN_HOLDS)),
 		         held);
 	}
 	wrap_print(out, 5, "  3. ", txt);

@@ -12,8 +12,9 @@ has, over R rounds:
   "atiny"  contended the same, 0.5% of each hold in the allocator: a
            lock_contention finding and no alloc_under_lock.
 
-Then the evidence limit: a finding with more than EV_MAX evidence members
-makes the analyzer abort (unit_evidence)."""
+Then the evidence's bounds: a finder that puts a member its kind does not
+declare, or one member twice, makes the analyzer abort (unit_evidence;
+its checks that every kind's members fit EV_MAX are analyzer_unit_evidence)."""
 import subprocess
 from common import *
 
@@ -114,13 +115,14 @@ if nf:
     check("holders" in nf[0] and "hold_median_ns" in nf[0]["evidence"],
           "nested_lock carries the contention evidence")
 
-# Past EV_MAX evidence members the analyzer aborts, loudly.
+# A member its kind does not declare, or one put twice, aborts, loudly:
+# so a finding never holds more than its kind declares, which fits EV_MAX.
 unit = os.path.join(os.path.dirname(MKTRACE), "unit_evidence")
-r = subprocess.run([unit, "fit"], capture_output=True, text=True)
-eq(r.returncode, 0, "unit_evidence: EV_MAX members fit: " + r.stderr)
-r = subprocess.run([unit], capture_output=True, text=True)
-check(r.returncode != 0, "unit_evidence: a finder writing past EV_MAX "
-      "must fail (rc %d)" % r.returncode)
-check("raise EV_MAX" in r.stderr, "unit_evidence: says why: " + r.stderr)
+for mode, why in (("undeclared", "a member its kind does not declare"),
+                  ("twice", "a member it already has")):
+    r = subprocess.run([unit, mode], capture_output=True, text=True)
+    check(r.returncode != 0, "unit_evidence %s: a finder putting %s must "
+          "fail (rc %d)" % (mode, why, r.returncode))
+    check(why in r.stderr, "unit_evidence %s: says why: %s" % (mode, r.stderr))
 
 done("test_contention")

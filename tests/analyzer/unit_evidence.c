@@ -1,33 +1,105 @@
 /*
- * unit_evidence.c - a finding holds EV_MAX evidence members; one more is a
- * finder's bug, and finding_put aborts with a message rather than drop it.
+ * unit_evidence.c - a finding's evidence, typed (finding_evidence.h): every
+ * kind's declared members fit EV_MAX, so a finder can never write more than
+ * fits; each name is its enum's, once; a finding of each kind takes every
+ * member it declares and keeps them in the order they were put (the JSON's
+ * order). A member the kind does not declare, or one put twice, is a
+ * finder's bug: finding_put aborts with a message rather than drop it.
  *
- *   unit_evidence fit   puts EV_MAX members, checks them, exits 0
- *   unit_evidence       puts EV_MAX + 1: aborts (test_contention.py)
+ *   unit_evidence             the checks above (a CTest of its own)
+ *   unit_evidence undeclared  puts a member its kind does not declare:
+ *                             aborts (test_contention.py)
+ *   unit_evidence twice       puts a member twice: aborts (likewise)
  */
 #include "finding.h"
 
+#include "../check.h"
+
+#include <ctype.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+static const char *const enum_names[] = {
+#define EV_ENUM_NAME_(e, name, unit, kinds, words) #e,
+    FINDING_EVIDENCE(EV_ENUM_NAME_)
+#undef EV_ENUM_NAME_
+};
+
+/* A finding of kind holding every member the kind declares, valued by
+ * its enum, in the list's order. */
+static void fill(findings_t *out, model_t *m, int kind)
+{
+	finding_t *f = finding_add(out, m, kind, 1);
+	for (int e = 0; e < EV_COUNT_; e++)
+		if (ev_kinds(e) >> kind & 1)
+			finding_put(f, e, 1000.0 + e);
+	CHECK_EQ_U(f->nev, ev_kind_count(kind));
+	int k = 0;
+	for (int e = 0; e < EV_COUNT_; e++) {
+		if (ev_kinds(e) >> kind & 1) {
+			CHECK(finding_has(f, e));
+			CHECK(finding_ev(f, e, -1) == 1000.0 + e);
+			CHECK_EQ_U(f->ev_id[k], e); /* the order it was put */
+			k++;
+		} else {
+			CHECK(!finding_has(f, e));
+			CHECK(finding_ev(f, e, -1) == -1);
+		}
+	}
+}
 
 int main(int argc, char **argv)
 {
 	static model_t m;
 	findings_t out = {0};
-	finding_t *f = finding_add(&out, &m, FK_LOCK_CONTENTION, 1);
-	static char keys[EV_MAX + 1][16];
-	for (int i = 0; i < EV_MAX; i++) {
-		snprintf(keys[i], sizeof keys[i], "k%d", i);
-		finding_put(f, keys[i], i);
-	}
-	if (f->nev != EV_MAX || finding_ev(f, "k0", -1) != 0 ||
-	    finding_ev(f, keys[EV_MAX - 1], -1) != EV_MAX - 1) {
-		fprintf(stderr, "unit_evidence: members lost\n");
-		return 1;
-	}
-	if (argc > 1 && strcmp(argv[1], "fit") == 0)
+	if (argc > 1) {
+		/* nested_lock does not declare cross_thread_frees */
+		finding_t *f = finding_add(&out, &m, FK_NESTED_LOCK, 1);
+		if (strcmp(argv[1], "undeclared") == 0)
+			finding_put(f, EV_CROSS_THREAD_FREES, 1);
+		finding_put(f, EV_NESTED_ACQUISITIONS, 1);
+		finding_put(f, EV_NESTED_ACQUISITIONS, 2);
+		fprintf(stderr, "unit_evidence: %s: the member was taken\n",
+		        argv[1]);
 		return 0;
-	finding_put(f, "one_too_many", 1);
-	fprintf(stderr, "unit_evidence: the member past EV_MAX was taken\n");
-	return 0;
+	}
+	int most = 0;
+	for (int k = 0; k < FK_COUNT; k++) {
+		int n = ev_kind_count(k);
+		if (n > EV_MAX)
+			fprintf(
+			    stderr,
+			    "unit_evidence: %s declares %d evidence members, "
+			    "more than EV_MAX (%d) hold\n",
+			    finding_kind_name(k), n, EV_MAX);
+		CHECK(n <= EV_MAX);
+		CHECK(n > 0);
+		most = n > most ? n : most;
+		fill(&out, &m, k);
+	}
+	printf("unit_evidence: the most members a kind declares: %d of "
+	       "EV_MAX %d, %d members in all\n",
+	       most, EV_MAX, (int)EV_COUNT_);
+	/* the JSON name is the enum's, in lower case, and each is once */
+	for (int e = 0; e < EV_COUNT_; e++) {
+		char low[80];
+		size_t i = 0;
+		for (; enum_names[e][i] && i + 1 < sizeof low; i++)
+			low[i] = (char)tolower((unsigned char)enum_names[e][i]);
+		low[i] = 0;
+		if (strcmp(low, ev_name(e)) != 0)
+			fprintf(stderr, "unit_evidence: EV_%s is named %s\n",
+			        enum_names[e], ev_name(e));
+		CHECK(strcmp(low, ev_name(e)) == 0);
+		CHECK(ev_kinds(e) != 0);
+		CHECK(ev_unit(e) >= 0 && ev_unit(e) < EVU_COUNT_);
+		for (int o = 0; o < e; o++)
+			CHECK(strcmp(ev_name(o), ev_name(e)) != 0);
+		/* a phrase has one %s, where the value goes */
+		const char *w = ev_words(e), *p = w ? strchr(w, '%') : NULL;
+		CHECK(!w || (p && p[1] == 's' && !strchr(p + 1, '%')));
+	}
+	free(out.v);
+	return check_done("unit_evidence");
 }

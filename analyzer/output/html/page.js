@@ -59,61 +59,38 @@
     (tr.truncated ? " - " + tr.truncation : "") }));
 
   /* ---- findings: the few numbers each rests on in words, the rest
-   * folded ---- */
+   * folded. The evidence members' units and phrases, and each kind's
+   * members put in words (D.evidence, D.headline), are written by
+   * report_html.c from finding_evidence.h: no member name is kept here
+   * but those the cascade below reads, through ev(). ---- */
   function pct(v) { return (100 * v).toFixed(1) + "%"; }
-  var WORDS = {
-    lock_wait_ns: function (v) { return "waiters lost " + fmtNs(v); },
-    contended: function (v) { return fmtN(v) + " contended acquisitions"; },
-    allocator_share_of_hold: function (v) { return "holders spent " + pct(v) + " of their hold time in the allocator"; },
-    allocator_lock_wait_ns: function (v) { return fmtNs(v) + " of it waiting on the allocator's own lock"; },
-    gives_back_ns: function (v) { return "fixing it gives back up to about " + fmtNs(v); },
-    outer_wait_ns: function (v) { return "waiters on the outer lock lost " + fmtNs(v); },
-    inner_wait_ns_while_outer_held: function (v) { return fmtNs(v) + " waiting on the inner lock while holding the outer one"; },
-    outer_hold_share_in_inner: function (v) { return pct(v) + " of the outer lock's hold time spent in the inner one"; },
-    nested_acquisitions: function (v) { return fmtN(v) + " nested acquisitions"; },
-    cross_thread_frees: function (v) { return fmtN(v) + " blocks freed by another thread"; },
-    freeing_threads: function (v) { return v + " freeing threads"; },
-    allocating_threads: function (v) { return v + " allocating threads"; },
-    rate_per_s: function (v) { return fmtN(Math.round(v)) + " allocations a second"; },
-    short_lived: function (v) { return fmtN(v) + " short-lived blocks"; },
-    allocator_ns: function (v) { return fmtNs(v) + " in the allocator"; },
-    slow_calls: function (v) { return fmtN(v) + " slow allocator calls"; },
-    slow_ns: function (v) { return fmtNs(v) + " in slow calls"; },
-    median_call_ns: function (v) { return "a median call takes " + fmtNs(v); },
-    threads_behind: function (v) { return v + " threads served less than their share"; },
-    lost_ns: function (v) { return fmtNs(v) + " lost by the threads behind"; },
-    service_shortfall: function (v) { return fmtN(v) + " acquisitions short of an even share"; },
-    futex_waits: function (v) { return fmtN(v) + " futex waits"; },
-    wait_max_ns: function (v) { return "the longest wait " + fmtNs(v); },
-    waiting_threads: function (v) { return v + " waiting threads"; },
-    hold_median_ns: function (v) { return "a median hold of " + fmtNs(v); },
-    hold_p99_ns: function (v) { return "p99 " + fmtNs(v); },
-    top_holder_share: function (v) { return "the worst holder caused " + pct(v) + " of the wait"; }
-  };
-  var KEY = {
-    alloc_under_lock: ["lock_wait_ns", "allocator_share_of_hold", "allocator_lock_wait_ns", "gives_back_ns"],
-    nested_lock: ["outer_wait_ns", "inner_wait_ns_while_outer_held", "outer_hold_share_in_inner"],
-    cross_thread_free: ["cross_thread_frees", "freeing_threads", "allocator_ns"],
-    alloc_churn: ["rate_per_s", "short_lived", "allocator_ns"],
-    slow_alloc: ["slow_calls", "slow_ns", "median_call_ns", "allocator_lock_wait_ns"],
-    starvation: ["threads_behind", "lost_ns", "service_shortfall"],
-    futex_lock: ["futex_waits", "lock_wait_ns", "wait_max_ns", "waiting_threads"],
-    lock_contention: ["lock_wait_ns", "contended", "hold_median_ns", "hold_p99_ns", "top_holder_share"]
-  };
+  /* Finding f's evidence member k; a name not in the list is an error
+   * (body.dataset.errors), not a silent undefined. */
+  function ev(f, k) {
+    if (!D.evidence[k]) throw new Error("no evidence member " + k);
+    return f.evidence[k];
+  }
   function evValue(k, v) {
-    if (/_ns(_|$)/.test(k)) return fmtNs(v);
-    if (/share/.test(k)) return pct(v);
+    var u = (D.evidence[k] || {}).unit;
+    if (u === "ns") return fmtNs(v);
+    if (u === "share") return pct(v);
     return String(+(+v).toFixed(3));
+  }
+  function evWords(k, v) {
+    var d = D.evidence[k], u = d.unit;
+    var s = u === "ns" ? fmtNs(v) : u === "share" ? pct(v) :
+      u === "count" ? fmtN(v) : u === "per_s" ? fmtN(Math.round(v)) : String(v);
+    return d.words.replace("%s", s);
   }
   app.appendChild(el("h2", { text: "Findings" }));
   var fbox = el("div", { id: "findings" });
   app.appendChild(fbox);
   if (!R.findings.length) fbox.appendChild(el("p", { text: "No findings." }));
   R.findings.slice(0, 10).forEach(function (f, i) {
-    var keys = (KEY[f.kind] || []).filter(function (k) {
-      return f.evidence[k] != null && WORDS[k];
+    var keys = (D.headline[f.kind] || []).filter(function (k) {
+      return f.evidence[k] != null && D.evidence[k] && D.evidence[k].words;
     });
-    var words = keys.map(function (k) { return WORDS[k](f.evidence[k]); }).join("; ");
+    var words = keys.map(function (k) { return evWords(k, f.evidence[k]); }).join("; ");
     var all = Object.keys(f.evidence);
     var rows = all.map(function (k) {
       return el("tr", {}, [el("td", { text: k }), el("td", { text: evValue(k, f.evidence[k]) })]);
@@ -151,20 +128,20 @@
   /* ---- the cascade, in numbers (as the text report tells it) ---- */
   var ci = R.findings.findIndex(function (f) { return f.kind === "alloc_under_lock"; });
   if (ci >= 0) {
-    var cf = R.findings[ci], e = cf.evidence;
+    var cf = R.findings[ci];
     var lk = R.locks.filter(function (l) { return l.id === cf.lock; })[0] || {};
-    var W = e.lock_wait_ns || 0, A = e.allocator_share_of_hold || 0;
+    var W = ev(cf, "lock_wait_ns") || 0, A = ev(cf, "allocator_share_of_hold") || 0;
     app.appendChild(el("h2", { text: "The cascade (finding " + (ci + 1) + ")" }));
     app.appendChild(el("ol", { id: "cascade" }, [
-      "waiters lost " + fmtNs(W) + " on lock " + cf.lock_name + " (" + e.contended +
+      "waiters lost " + fmtNs(W) + " on lock " + cf.lock_name + " (" + ev(cf, "contended") +
         " contended acquisitions, up to " + (lk.max_waiters || "?") + " waiting at once);",
       "its holders spent " + (100 * A).toFixed(1) + "% of their hold time (" +
-        fmtNs(e.allocator_ns_in_holds) + " of " + fmtNs(e.hold_ns) + ") in the allocator;",
-      e.calls + " of those calls (" + e.allocs + " allocations, " + e.frees +
+        fmtNs(ev(cf, "allocator_ns_in_holds")) + " of " + fmtNs(ev(cf, "hold_ns")) + ") in the allocator;",
+      ev(cf, "calls") + " of those calls (" + ev(cf, "allocs") + " allocations, " + ev(cf, "frees") +
         " frees) are for blocks allocated at " + frameText(cf.site) + " (" +
-        fmtNs(e.site_allocator_ns) + "), " + e.slow_calls + " of them slow, " +
-        fmtNs(e.allocator_lock_wait_ns) + " of it waiting on the allocator's own lock;",
-      giveBack(W, A, e.free_share || 0)
+        fmtNs(ev(cf, "site_allocator_ns")) + "), " + ev(cf, "slow_calls") + " of them slow, " +
+        fmtNs(ev(cf, "allocator_lock_wait_ns")) + " of it waiting on the allocator's own lock;",
+      giveBack(W, A, ev(cf, "free_share") || 0)
     ].map(function (t) { return el("li", { text: t }); })));
   }
 
