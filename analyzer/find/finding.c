@@ -525,7 +525,7 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		snprintf(
 		    buf, len,
 		    "waiters lost %s on this lock (%.0f of %s acquisitions "
-		    "contended, %.1f%%, up to %.0f threads waiting at once, "
+		    "contended, %.1f%%, up to %.0f thread%s waiting at once, "
 		    "%.0f of the %.0f threads that took it waited); holds "
 		    "took a median of %s, p99 %s, longest %s; holders spent "
 		    "%.1f%% of their hold time in the allocator, %.1f%% "
@@ -535,6 +535,7 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    ev(f, EV_CONTENDED),
 		    human_count(d, sizeof d, ev(f, EV_ACQUISITIONS)),
 		    100 * ev(f, EV_CONTENDED_SHARE), ev(f, EV_MAX_WAITERS),
+		    ev(f, EV_MAX_WAITERS) == 1 ? "" : "s",
 		    ev(f, EV_WAITING_THREADS), ev(f, EV_THREADS),
 		    human_ns(b, sizeof b, ev(f, EV_HOLD_MEDIAN_NS)),
 		    human_ns(c, sizeof c, ev(f, EV_HOLD_P99_NS)),
