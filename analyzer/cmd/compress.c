@@ -14,10 +14,10 @@
 
 /* The range's figures are trace_compress.h's TC_LEVEL_*. */
 static const cli_opt_t compress_opts[] = {
-    {"level", 'l', 1, "N", "zstd level 1..19 (default 3)"},
+    {"level", 256, 1, "N", "zstd level 1..19 (default 3)"},
     {"output", 'o', 1, "OUT",
-     "write a compressed copy to OUT (one TRACE) and leave\nTRACE as it "
-     "is; allowed while a process still writes it"},
+     "write a compressed copy to OUT (one TRACE) and\nleave TRACE as it "
+     "is; allowed while a process\nstill writes it"},
     {"help", 'h', 0, NULL, "this help"},
     {0}};
 
@@ -47,10 +47,10 @@ int cmd_compress(int argc, char **argv)
 			return cli.status;
 		if (c == 'o')
 			out = optarg;
-		else if (c == 'l' && cli_number("compress", "--level", optarg,
+		else if (c == 256 && cli_number("compress", "--level", optarg,
 		                                TC_LEVEL_MIN, TC_LEVEL_MAX, &v))
 			return CLI_EXIT_USAGE;
-		else if (c == 'l')
+		else if (c == 256)
 			level = (int)v;
 	}
 	int i = optind;

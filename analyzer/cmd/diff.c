@@ -280,11 +280,13 @@ static void json_out(FILE *o, model_t *m, const dtab_t *locks,
 	jw_end(&w, '}');
 }
 
+enum { OPT_FORMAT = 256, OPT_NOSYM };
+
 static const cli_opt_t diff_opts[] = {
-    {"format", 'f', 1, "text|json",
+    {"format", OPT_FORMAT, 1, "text|json",
      "output (default text): totals, lock classes and\nfindings side by "
      "side, with the change"},
-    {"no-symbols", 'n', 0, NULL,
+    {"no-symbols", OPT_NOSYM, 0, NULL,
      "leave frames as addresses (then only named locks\nmatch across "
      "builds)"},
     {"help", 'h', 0, NULL, "this help"},
@@ -310,13 +312,13 @@ int cmd_diff(int argc, char **argv)
 	while ((c = cli_next(&cli, argc, argv)) != -1) {
 		if (c == CLI_DONE)
 			return cli.status;
-		if (c == 'f' &&
+		if (c == OPT_FORMAT &&
 		    (!strcmp(optarg, "text") || !strcmp(optarg, "json")))
 			json = !strcmp(optarg, "json");
-		else if (c == 'f')
+		else if (c == OPT_FORMAT)
 			return cli_bad_value("diff", "--format", optarg,
 			                     "not text or json");
-		else if (c == 'n')
+		else if (c == OPT_NOSYM)
 			lo.symbols = false;
 	}
 	model_t m[2];

@@ -168,9 +168,9 @@ static void walk_cb(void *ctx, uint32_t chunk_no, const fmt_chunk_header_t *h,
 }
 
 static const cli_opt_t dump_opts[] = {
-    {"merged", 'm', 0, NULL,
-     "every thread's records in the reader's time order (the\norder "
-     "mallock report folds them in), no chunk lines"},
+    {"merged", 256, 0, NULL,
+     "every thread's records in the reader's time\norder (the order "
+     "mallock report folds them in),\nno chunk lines"},
     {"help", 'h', 0, NULL, "this help"},
     {0}};
 
@@ -193,7 +193,7 @@ int cmd_dump(int argc, char **argv)
 	while ((c = cli_next(&cli, argc, argv)) != -1) {
 		if (c == CLI_DONE)
 			return cli.status;
-		if (c == 'm')
+		if (c == 256)
 			merged = true;
 	}
 	const char *path = argv[optind];

@@ -158,7 +158,7 @@ rc, out, err = run("record", "-o", os.path.join(TMP, "e.trace"), "sh", "-c",
                    'test "$1" = -o', "sh", "-o")
 eq(rc, 0, "record CMD -o: -o is CMD's: " + err)
 for i, opts in enumerate((["--level=5", "-o%s"], ["--level", "5", "-o", "%s"],
-                          ["-l5", "--output=%s"])):
+                          ["--level", "5", "--output=%s"])):
     out_path = os.path.join(TMP, "c%d.trace" % i)
     argv = ["compress"] + [o.replace("%s", out_path) for o in opts] + [trace]
     rc, out, err = run(*argv)
