@@ -1,5 +1,6 @@
 # man.cmake: one man page from one docs/ page, run by packaging/
-# (cmake -DPANDOC= -DIN=docs/PAGE.md -DOUT=NAME.1.gz -DNAME= -DVERSION= -P).
+# (cmake -DPANDOC= -DIN=docs/PAGE.md -DOUT=NAME.1.gz -DNAME= -DVERSION=
+# [-DSUMMARY=] -P).
 # The page's first heading ("# mallock-diff(1)") is replaced by the man
 # page's title line (NAME, section 1); its "## Name", "## Synopsis"...
 # become the sections, upper-cased as man pages have them.
@@ -16,7 +17,12 @@ string(REGEX MATCH "\n## NAME\n\n[^\n]*( -[^\n]*(\n[^\n#][^\n]*)*)" name_sec
 if(NOT name_sec)
   message(FATAL_ERROR "${IN}: no '## Name' section with 'NAME - summary'")
 endif()
-string(REPLACE "${name_sec}" "\n## NAME\n\n${NAME}${CMAKE_MATCH_1}" text
+# A page made from another's (detach from attach's) gives its own summary.
+set(summary "${CMAKE_MATCH_1}")
+if(DEFINED SUMMARY)
+  set(summary " - ${SUMMARY}")
+endif()
+string(REPLACE "${name_sec}" "\n## NAME\n\n${NAME}${summary}" text
   "${text}")
 file(WRITE ${OUT}.md "${text}")
 execute_process(COMMAND ${PANDOC} --standalone --from=gfm --to=man
@@ -29,6 +35,12 @@ execute_process(COMMAND ${PANDOC} --standalone --from=gfm --to=man
 file(REMOVE ${OUT}.md)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "pandoc ${IN}: ${err}")
+endif()
+# Tables made quiet for groff (man-tables.sed says how).
+execute_process(COMMAND sed -i -f ${CMAKE_CURRENT_LIST_DIR}/man-tables.sed
+    ${OUT}.tmp RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "sed ${OUT}.tmp failed")
 endif()
 execute_process(COMMAND gzip -9n -c ${OUT}.tmp OUTPUT_FILE ${OUT}
   RESULT_VARIABLE rc)

@@ -33,9 +33,10 @@
  * dumpable target, the Yama ptrace_scope), unless this process has
  * CAP_SYS_PTRACE: a refusal is one line naming the reason.
  *
- * Exit status: 0 attached and recording; 1 usage or failure (no such
- * process, the injection failed: one line saying why); 2 refused
- * (ptrace is not permitted for this user, or the kernel refused it).
+ * Exit status (cli.h): 0 attached and recording; 1 a failure (no such
+ * process, the injection failed: one line saying why); 2 a usage error,
+ * or refused (ptrace is not permitted for this user, or the kernel
+ * refused it).
  */
 #define _GNU_SOURCE
 #include "cli.h"
@@ -43,6 +44,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h> /* optarg, optind */
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -62,22 +64,45 @@
 #define INJECT_TIMEOUT_S 120
 #define DEFAULT_OUTPUT "mallock.%e.%p.trace"
 
-static void attach_usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: mallock attach [options] PID\n"
-	    "  -o FILE          write the trace to FILE (%%p: pid, %%e: "
-	    "program "
-	    "name;\n"
-	    "                   default %s in this directory)\n"
-	    "  --duration S     stop recording by itself after S seconds\n"
-	    "  --shim PATH      inject this libmallock.so\n"
-	    "Injects the shim into the running process PID with ptrace. Stop "
-	    "recording with\n`mallock ctl stop PID`; the shim stays loaded "
-	    "until the process exits.\n",
-	    DEFAULT_OUTPUT);
-}
+enum { OPT_DURATION = 256, OPT_SHIM };
+
+static const cli_opt_t attach_opts[] = {
+    {"output", 'o', 1, "FILE",
+     "write the trace to FILE (%p: pid, %e: program "
+     "name;\ndefault " DEFAULT_OUTPUT " in this directory)"},
+    {"duration", OPT_DURATION, 1, "S",
+     "stop recording by itself after S seconds"},
+    {"shim", OPT_SHIM, 1, "PATH", "inject this libmallock.so"},
+    {"help", 'h', 0, NULL, "this help"},
+    {0}};
+
+static const cli_cmd_t attach_cli = {
+    .name = "attach",
+    .usage = "[options] PID",
+    .outro = "Injects the shim into the running process PID with ptrace. "
+             "Stop recording with\n`mallock ctl stop PID`, undo it with "
+             "`mallock detach PID`.\n",
+    .opts = attach_opts,
+    .operands = "PID (the process to attach to)",
+    .min_operands = 1,
+    .max_operands = 1,
+};
+
+static const cli_opt_t detach_opts[] = {{"help", 'h', 0, NULL, "this help"},
+                                        {0}};
+
+static const cli_cmd_t detach_cli = {
+    .name = "detach",
+    .usage = "PID",
+    .intro = "Undoes `mallock attach PID`: every call slot the attach "
+             "redirected gets its old\nvalue back, the trace is written "
+             "to its end, and the process runs on as before\nthe attach "
+             "(libmallock.so stays mapped, unused).\n",
+    .opts = detach_opts,
+    .operands = "PID (the process to detach from)",
+    .min_operands = 1,
+    .max_operands = 1,
+};
 
 /* The four ids of a "Uid:" or "Gid:" line of /proc/PID/status. */
 static int status_ids(const char *status, const char *key, long ids[4])
@@ -338,32 +363,23 @@ int cmd_attach(int argc, char **argv)
 {
 	const char *output = NULL, *shim_opt = NULL;
 	long duration = 0, pid = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			attach_usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "-o") && i + 1 < argc) {
-			output = argv[++i];
-		} else if (!strcmp(a, "--duration") && i + 1 < argc) {
-			if (cli_number("attach", "--duration (seconds)",
-			               argv[++i], 1, 31536000, &duration))
-				return 1;
-		} else if (!strcmp(a, "--shim") && i + 1 < argc) {
-			shim_opt = argv[++i];
-		} else if (a[0] != '-' && !pid) {
-			if (cli_number("attach", "process id", a, 1,
-			               CLI_PID_MAX, &pid))
-				return 1;
-		} else {
-			attach_usage(stderr);
-			return 1;
-		}
+	cli_t cli = {.cmd = &attach_cli};
+	int c;
+	while ((c = cli_next(&cli, argc, argv)) != -1) {
+		if (c == CLI_DONE)
+			return cli.status;
+		if (c == 'o')
+			output = optarg;
+		else if (c == OPT_SHIM)
+			shim_opt = optarg;
+		else if (c == OPT_DURATION &&
+		         cli_number("attach", "--duration (seconds)", optarg, 1,
+		                    31536000, &duration))
+			return CLI_EXIT_USAGE;
 	}
-	if (!pid) {
-		attach_usage(stderr);
-		return 1;
-	}
+	if (cli_number("attach", "process id", argv[optind], 1, CLI_PID_MAX,
+	               &pid))
+		return CLI_EXIT_USAGE;
 
 	int rc = ptrace_permitted(pid);
 	if (rc)
@@ -491,15 +507,6 @@ int cmd_attach(int argc, char **argv)
 	return 1;
 }
 
-static void detach_usage(FILE *f)
-{
-	fprintf(f, "usage: mallock detach PID\n"
-	           "Undoes `mallock attach PID`: every call slot the attach "
-	           "redirected gets its old\nvalue back, the trace is "
-	           "written to its end, and the process runs on as before\n"
-	           "the attach (libmallock.so stays mapped, unused).\n");
-}
-
 /* The path of the libmallock.so pid maps, into out. 0, or -1. */
 static int mapped_shim(long pid, char *out, size_t n)
 {
@@ -525,24 +532,14 @@ int cmd_detach(int argc, char **argv)
 {
 	long pid = 0;
 	cmd_name = "detach";
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			detach_usage(stdout);
-			return 0;
-		} else if (a[0] != '-' && !pid) {
-			if (cli_number("detach", "process id", a, 1,
-			               CLI_PID_MAX, &pid))
-				return 1;
-		} else {
-			detach_usage(stderr);
-			return 1;
-		}
-	}
-	if (!pid) {
-		detach_usage(stderr);
-		return 1;
-	}
+	cli_t cli = {.cmd = &detach_cli};
+	int c;
+	while ((c = cli_next(&cli, argc, argv)) != -1)
+		if (c == CLI_DONE)
+			return cli.status;
+	if (cli_number("detach", "process id", argv[optind], 1, CLI_PID_MAX,
+	               &pid))
+		return CLI_EXIT_USAGE;
 	int rc = ptrace_permitted(pid);
 	if (rc)
 		return rc;

@@ -1,8 +1,15 @@
 /*
  * cli.h - the `mallock` subcommands. main.c dispatches `mallock NAME ARGS`
  * to cmd_NAME(argc, argv) with argv[0] = NAME. Each returns the process
- * exit status: 0 success, 1 usage or I/O error, 2 a file that is not a
- * mallock trace (or of an unsupported version).
+ * exit status, one rule for all (docs/mallock.md): 0 success, 1 a failure
+ * while doing the work (I/O, no such process), 2 refused before any work:
+ * a usage error (CLI_EXIT_USAGE: an unknown option, a missing or bad
+ * value, a missing or extra operand), a file that is not a mallock trace
+ * (or of an unsupported version), a process ptrace may not attach to.
+ * `record` passes its command's status through (its own: record.c).
+ *
+ * Every command parses with cli_next over one option table, cli_cmd_t,
+ * which also writes its --help (cli_help): the two cannot drift.
  */
 #ifndef MALLOCK_CLI_H
 #define MALLOCK_CLI_H
@@ -37,31 +44,69 @@ int cmd_detach(int argc, char **argv);
  * (record.c). */
 int find_shim(char *out, size_t n);
 
-/* The exit status of a bad option value (a number that is not one, or out
- * of range) in report, record and compress; attach, detach and ctl exit 1,
- * their 2 meaning "ptrace refused". */
-#define CLI_EXIT_BAD_VALUE 2
+/* The exit status of a usage error, in every command. */
+#define CLI_EXIT_USAGE 2
 /* Linux's largest pid_max (PID_MAX_LIMIT). */
 #define CLI_PID_MAX 4194304L
 
-/* s as a whole decimal number in min..max into *out: 0; else -1 after one
- * line on stderr, "mallock CMD: OPT 'S': not a whole number from MIN to
- * MAX". Inline: report.c is also in the fuzz target's library. */
-static inline int cli_number(const char *cmd, const char *opt, const char *s,
-                             long min, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < min || v > max) {
-		fprintf(stderr,
-		        "mallock %s: %s '%s': not a whole number from %ld to "
-		        "%ld\n",
-		        cmd, opt, s, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
+/* One option of a command. */
+typedef struct cli_opt {
+	const char *name;  /* the long name, without "--"; or NULL */
+	int key;           /* cli_next's answer: the short letter, or a
+	                      value >= 256 for a long-only option; 'h' is
+	                      --help, handled by cli_next */
+	int arg;           /* 1: it takes a value (--name=V, --name V, -kV) */
+	const char *value; /* the value's name in the help ("N", "FILE") */
+	const char *help;  /* what it does; "\n" continues on the next line */
+} cli_opt_t;
+
+/* One command: its synopsis, options and operands. */
+typedef struct cli_cmd {
+	const char *name;      /* "report" */
+	const char *usage;     /* after "mallock NAME ": "[options] TRACE...";
+	                          "\n" separates more synopses */
+	const char *intro;     /* text between synopsis and options, or NULL */
+	const char *outro;     /* text after the options, or NULL */
+	const cli_opt_t *opts; /* ends with an entry of no name and no key */
+	const char *operands;  /* what a missing operand is called: "TRACE" */
+	int min_operands;
+	int max_operands; /* -1: no limit */
+	int in_order;     /* 1: the first operand ends the options (getopt's
+	                     '+'), so options after it go to a program */
+} cli_cmd_t;
+
+/* A parse in progress: {.cmd = &table}. */
+typedef struct cli {
+	const cli_cmd_t *cmd;
+	int started;
+	int status; /* after CLI_DONE: what the command returns */
+} cli_t;
+
+/* cli_next's answer when the command must return p->status now: --help
+ * was printed (0) or a usage error was (CLI_EXIT_USAGE). */
+#define CLI_DONE (-2)
+
+/* The next option of argv (getopt_long: optarg holds its value): its key;
+ * -1 at the end of the options, when the operands are argv[optind..] and
+ * their count is within the table's; or CLI_DONE. Not reentrant. */
+int cli_next(cli_t *p, int argc, char **argv);
+
+/* c's --help text, to o. */
+void cli_help(const cli_cmd_t *c, FILE *o);
+
+/* "mallock CMD: " fmt and "try 'mallock CMD --help'" on stderr. Returns
+ * CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A value that is not one of those allowed: "mallock CMD: OPT 'VALUE':
+ * WANT" and the hint. Returns CLI_EXIT_USAGE. */
+int cli_bad_value(const char *cmd, const char *opt, const char *value,
+                  const char *want);
+
+/* s as a whole decimal number in min..max into *out: 0; else -1 after the
+ * usage error "mallock CMD: OPT 'S': not a whole number from MIN to MAX". */
+int cli_number(const char *cmd, const char *opt, const char *s, long min,
+               long max, long *out);
 
 #endif

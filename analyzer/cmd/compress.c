@@ -1,5 +1,5 @@
 /*
- * compress.c - `mallock compress [--level N] [-o OUT] TRACE...`: the
+ * compress.c - `mallock compress [--level=N] [-o OUT] TRACE...`: the
  * command over trace_compress.h's engine.
  */
 #define _GNU_SOURCE
@@ -7,66 +7,58 @@
 #include "trace_compress.h"
 #include "util.h"
 
+#include <getopt.h> /* optarg, optind */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
-static void compress_usage(FILE *f)
-{
-	fprintf(f,
-	        "usage: mallock compress [--level N] [-o OUT] TRACE...\n"
-	        "  --level N   zstd level %d..%d (default %d)\n"
-	        "  -o OUT      write a compressed copy to OUT (one TRACE) and "
-	        "leave\n"
-	        "              TRACE as it is; allowed while a process still "
-	        "writes it\n"
-	        "Each TRACE is rewritten in place (a temporary file beside it, "
-	        "then\n"
-	        "rename), chunk by chunk: what `mallock report` reads is "
-	        "unchanged.\n",
-	        TC_LEVEL_MIN, TC_LEVEL_MAX, TC_LEVEL_DEFAULT);
-}
+/* The range's figures are trace_compress.h's TC_LEVEL_*. */
+static const cli_opt_t compress_opts[] = {
+    {"level", 256, 1, "N", "zstd level 1..19 (default 3)"},
+    {"output", 'o', 1, "OUT",
+     "write a compressed copy to OUT (one TRACE) and\nleave TRACE as it "
+     "is; allowed while a process\nstill writes it"},
+    {"help", 'h', 0, NULL, "this help"},
+    {0}};
+
+static const cli_cmd_t compress_cli = {
+    .name = "compress",
+    .usage = "[--level=N] [-o OUT] TRACE...",
+    .outro = "Each TRACE is rewritten in place (a temporary file beside it, "
+             "then\nrename), chunk by chunk: what `mallock report` reads "
+             "is unchanged.\n",
+    .opts = compress_opts,
+    .operands = "TRACE",
+    .min_operands = 1,
+    .max_operands = -1,
+};
+
+_Static_assert(TC_LEVEL_MIN == 1 && TC_LEVEL_MAX == 19 && TC_LEVEL_DEFAULT == 3,
+               "compress_opts' help gives the levels");
 
 int cmd_compress(int argc, char **argv)
 {
-	int level = TC_LEVEL_DEFAULT, i = 1;
+	int level = TC_LEVEL_DEFAULT, c;
 	const char *out = NULL;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			compress_usage(stdout);
-			return 0;
-		} else if (strcmp(a, "--level") == 0 && i + 1 < argc) {
-			long v;
-			if (cli_number("compress", "--level", argv[++i],
-			               TC_LEVEL_MIN, TC_LEVEL_MAX, &v))
-				return CLI_EXIT_BAD_VALUE;
+	cli_t cli = {.cmd = &compress_cli};
+	while ((c = cli_next(&cli, argc, argv)) != -1) {
+		long v;
+		if (c == CLI_DONE)
+			return cli.status;
+		if (c == 'o')
+			out = optarg;
+		else if (c == 256 && cli_number("compress", "--level", optarg,
+		                                TC_LEVEL_MIN, TC_LEVEL_MAX, &v))
+			return CLI_EXIT_USAGE;
+		else if (c == 256)
 			level = (int)v;
-		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-			out = argv[++i];
-		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr,
-			        "mallock compress: unknown or incomplete "
-			        "option '%s'\n",
-			        a);
-			compress_usage(stderr);
-			return 1;
-		} else {
-			break;
-		}
 	}
-	if (i >= argc) {
-		fprintf(stderr, "mallock compress: no trace given\n");
-		compress_usage(stderr);
-		return 1;
-	}
-	if (out && argc - i != 1) {
-		fprintf(stderr, "mallock compress: -o takes one TRACE\n");
-		return 1;
-	}
+	int i = optind;
+	if (out && argc - i != 1)
+		return cli_usage_error("compress",
+		                       "-o takes one TRACE, not "
+		                       "%d",
+		                       argc - i);
 	tc_signals();
 	int status = 0;
 	for (; i < argc; i++) {

@@ -25,10 +25,9 @@
  * (target/ctl_client.h says how); /proc is read by target/proc.c. This
  * file is the command: its options, the wait for the answers, the output.
  *
- * Exit status: 0 done or pending, 1 usage, a failure, a --wake refused or
- * a woken process or thread gone
- * (one line on stderr per process saying what, which process, why and what
- * to do).
+ * Exit status (cli.h): 0 done or pending; 1 a failure, a --wake refused
+ * or a woken process or thread gone (one line on stderr per process
+ * saying what, which process, why and what to do); 2 a usage error.
  */
 #define _GNU_SOURCE
 #include "cli.h"
@@ -36,6 +35,7 @@
 #include "proc.h"
 
 #include <errno.h>
+#include <getopt.h> /* optarg, optind */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,31 +50,41 @@
 #define CTL_WAKE_MS 300   /* --wake: when a silent process is woken */
 #define CTL_AFTER_MS 500  /* ... and how long after the wake it is seen */
 
-static void usage(FILE *o)
-{
-	fputs(
-	    "usage: mallock ctl start|stop|status [--wake] PID\n"
-	    "       mallock ctl start|stop|status [--wake] --tree PID\n"
-	    "       mallock ctl start|stop|status [--wake] --exe NAME\n"
-	    "  start   switch recording on (MALLOCK_START=paused, or after "
-	    "stop)\n"
-	    "  stop    switch recording off; the trace is complete up to here\n"
-	    "  status  print the recording state, the trace path and its size "
-	    "(reads the\n          page only: never signals)\n"
-	    "  --tree  PID and all its descendants that run under the shim\n"
-	    "  --exe   every process of that executable running under the "
-	    "shim\n"
-	    "  --wake  start/stop: a process that has not answered within "
-	    "300 ms gets its\n          MALLOCK_SIGNAL, only if its page "
-	    "says the handler is still the shim's,\n          and only in "
-	    "one thread the signal cannot make fail with EINTR (not\n"
-	    "          one in poll, epoll_wait, nanosleep...); refused "
-	    "otherwise\n"
-	    "A request no allocation or lock call has served within 1 s (5 s "
-	    "if the process\nran meanwhile) stays pending: the process "
-	    "applies it at its next such call.\n",
-	    o);
-}
+enum { OPT_WAKE = 256, OPT_TREE, OPT_EXE };
+
+static const cli_opt_t ctl_opts[] = {
+    {"tree", OPT_TREE, 0, NULL,
+     "PID and all its descendants that run under\nthe shim"},
+    {"exe", OPT_EXE, 1, "NAME",
+     "every process of that executable running\nunder the shim (no PID)"},
+    {"wake", OPT_WAKE, 0, NULL,
+     "start/stop: a process that has not answered\nwithin 300 ms gets its "
+     "MALLOCK_SIGNAL, only if\nits page says the handler is still the "
+     "shim's,\nand only in one thread the signal cannot make\nfail with "
+     "EINTR (not one in poll, epoll_wait,\nnanosleep...); refused "
+     "otherwise"},
+    {"help", 'h', 0, NULL, "this help"},
+    {0}};
+
+static const cli_cmd_t ctl_cli = {
+    .name = "ctl",
+    .usage = "start|stop|status [--wake] PID\n"
+             "start|stop|status [--wake] --tree PID\n"
+             "start|stop|status [--wake] --exe=NAME",
+    .intro = "  start   switch recording on (MALLOCK_START=paused, or after "
+             "stop)\n"
+             "  stop    switch recording off; the trace is complete up to "
+             "here\n"
+             "  status  print the recording state, the trace path and its "
+             "size (reads the\n          page only: never signals)\n",
+    .outro = "A request no allocation or lock call has served within 1 s (5 "
+             "s if the process\nran meanwhile) stays pending: the process "
+             "applies it at its next such call.\n",
+    .opts = ctl_opts,
+    .operands = "request (start, stop or status)",
+    .min_operands = 1,
+    .max_operands = 2,
+};
 
 /* The trace line: the file's size when it exists (the page's count is
  * rewritten only when the process serves a request), "not created yet"
@@ -182,49 +192,53 @@ static int woken_check(const ctl_target_t *ts, size_t n, int waited_ms)
 
 int cmd_ctl(int argc, char **argv)
 {
-	if (argc == 2 &&
-	    (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		usage(stdout);
-		return 0;
-	}
-	int do_wake = 0;
-	for (int i = 2; i < argc; i++)
-		if (!strcmp(argv[i], "--wake")) {
+	int do_wake = 0, tree = 0, c;
+	const char *exe = NULL;
+	cli_t cli = {.cmd = &ctl_cli};
+	while ((c = cli_next(&cli, argc, argv)) != -1) {
+		if (c == CLI_DONE)
+			return cli.status;
+		if (c == OPT_WAKE)
 			do_wake = 1;
-			memmove(argv + i, argv + i + 1,
-			        (size_t)(argc - i) * sizeof *argv);
-			argc--;
-			break;
-		}
-	if (argc != 3 && argc != 4) {
-		usage(stderr);
-		return 1;
+		else if (c == OPT_TREE)
+			tree = 1;
+		else if (c == OPT_EXE)
+			exe = optarg;
 	}
-	const char *cmd = argv[1];
+	const char *cmd = argv[optind];
 	unsigned code = !strcmp(cmd, "start")    ? CTLP_CMD_START
 	                : !strcmp(cmd, "stop")   ? CTLP_CMD_STOP
 	                : !strcmp(cmd, "status") ? CTL_CMD_STATUS
 	                                         : 0;
-	if (!code) {
-		usage(stderr);
-		return 1;
-	}
-	if (do_wake && code == CTL_CMD_STATUS) {
-		fprintf(stderr, "mallock ctl: status never signals: --wake is "
-		                "for start and stop\n");
-		return 1;
-	}
-	const char *mode = argc == 4 ? argv[2] : "";
-	const char *arg = argv[argc - 1];
+	if (!code)
+		return cli_usage_error("ctl",
+		                       "unknown request '%s' (start, stop or "
+		                       "status)",
+		                       cmd);
+	if (do_wake && code == CTL_CMD_STATUS)
+		return cli_usage_error("ctl", "status never signals: --wake is "
+		                              "for start and stop");
+	if (exe && tree)
+		return cli_usage_error("ctl", "--tree and --exe exclude each "
+		                              "other");
+	if (exe && optind + 1 < argc)
+		return cli_usage_error("ctl",
+		                       "extra operand '%s' (--exe names "
+		                       "the processes)",
+		                       argv[optind + 1]);
+	if (!exe && optind + 1 >= argc)
+		return cli_usage_error("ctl", "missing PID (or --exe=NAME)");
+	const char *mode = exe ? "--exe" : tree ? "--tree" : "";
+	const char *arg = exe ? exe : argv[optind + 1];
 	long *pids = NULL;
 	size_t n = 0;
 	int group = 1;
 	if (!strcmp(mode, "--exe")) {
 		pids = proc_exe_pids(arg, &n);
-	} else if (!*mode || !strcmp(mode, "--tree")) {
+	} else {
 		long pid;
 		if (cli_number("ctl", "process id", arg, 1, CLI_PID_MAX, &pid))
-			return 1;
+			return CLI_EXIT_USAGE;
 		if (*mode) {
 			pids = proc_tree_pids(pid, &n);
 		} else {
@@ -233,9 +247,6 @@ int cmd_ctl(int argc, char **argv)
 			n = 1;
 			group = 0;
 		}
-	} else {
-		usage(stderr);
-		return 1;
 	}
 	/* The operator's own directory: pages of dead processes go. */
 	char own[64];

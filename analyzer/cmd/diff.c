@@ -7,14 +7,13 @@
  *
  * Exit status as `mallock report`.
  */
-#define _GNU_SOURCE /* getopt_long */
 #include "cli.h"
 #include "json.h"
 #include "load.h"
 #include "report.h"
 #include "symbols.h"
 
-#include <getopt.h>
+#include <getopt.h> /* optarg, optind */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -281,55 +280,46 @@ static void json_out(FILE *o, model_t *m, const dtab_t *locks,
 	jw_end(&w, '}');
 }
 
-static void diff_usage(FILE *o)
-{
-	fputs("usage: mallock diff [options] BEFORE AFTER\n"
-	      "  --format=text|json  output (default text): totals, lock "
-	      "classes and\n"
-	      "                      findings side by side, with the change\n"
-	      "  --no-symbols        leave frames as addresses (then only "
-	      "named locks\n"
-	      "                      match across builds)\n"
-	      "  -h, --help          this usage\n"
-	      "BEFORE and AFTER are traces (a run before and after a fix); "
-	      "lock classes\n"
-	      "match by name or symbolized site, findings by kind, lock and "
-	      "site.\n",
-	      o);
-}
+enum { OPT_FORMAT = 256, OPT_NOSYM };
+
+static const cli_opt_t diff_opts[] = {
+    {"format", OPT_FORMAT, 1, "text|json",
+     "output (default text): totals, lock classes and\nfindings side by "
+     "side, with the change"},
+    {"no-symbols", OPT_NOSYM, 0, NULL,
+     "leave frames as addresses (then only named locks\nmatch across "
+     "builds)"},
+    {"help", 'h', 0, NULL, "this help"},
+    {0}};
+
+static const cli_cmd_t diff_cli = {
+    .name = "diff",
+    .usage = "[options] BEFORE AFTER",
+    .outro = "BEFORE and AFTER are traces (a run before and after a fix); "
+             "lock classes\nmatch by name or symbolized site, findings by "
+             "kind, lock and site.\n",
+    .opts = diff_opts,
+    .operands = "BEFORE AFTER (two traces)",
+    .min_operands = 2,
+    .max_operands = 2,
+};
 
 int cmd_diff(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"format", required_argument, 0, 'f'},
-	    {"no-symbols", no_argument, 0, 'n'},
-	    {"help", no_argument, 0, 'h'},
-	    {0, 0, 0, 0}};
 	int c, json = 0, rc = 0;
 	load_opts_t lo = {.symbols = true, .fold_locks = true};
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'f' &&
+	cli_t cli = {.cmd = &diff_cli};
+	while ((c = cli_next(&cli, argc, argv)) != -1) {
+		if (c == CLI_DONE)
+			return cli.status;
+		if (c == OPT_FORMAT &&
 		    (!strcmp(optarg, "text") || !strcmp(optarg, "json")))
 			json = !strcmp(optarg, "json");
-		else if (c == 'n')
+		else if (c == OPT_FORMAT)
+			return cli_bad_value("diff", "--format", optarg,
+			                     "not text or json");
+		else if (c == OPT_NOSYM)
 			lo.symbols = false;
-		else if (c == 'h') {
-			diff_usage(stdout);
-			return 0;
-		} else {
-			if (c == 'f')
-				fprintf(stderr,
-				        "mallock diff: unknown format '%s' "
-				        "(text or json)\n",
-				        optarg);
-			diff_usage(stderr);
-			return 1;
-		}
-	}
-	if (argc - optind != 2) {
-		diff_usage(stderr);
-		return 1;
 	}
 	model_t m[2];
 	findings_t f[2] = {{0}, {0}};

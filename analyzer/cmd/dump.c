@@ -8,11 +8,11 @@
  *
  * Field names come from trace_format.h's FMT_CORE_FIELDS.
  */
-#define _GNU_SOURCE /* getopt_long */
 #include "cli.h"
 #include "meta.h"
 #include "reader.h"
 
+#include <getopt.h> /* optind */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -167,50 +167,36 @@ static void walk_cb(void *ctx, uint32_t chunk_no, const fmt_chunk_header_t *h,
 	put_record(o, h->tid, rec);
 }
 
-static void dump_usage(FILE *o)
-{
-	fputs("usage: mallock dump [--merged] TRACE\n"
-	      "  (default)   every record in file order, a line per chunk "
-	      "header\n"
-	      "  --merged    every thread's records in the reader's time "
-	      "order (the\n"
-	      "              order mallock report folds them in), no chunk "
-	      "lines\n"
-	      "  -h, --help  this usage\n",
-	      o);
-}
+static const cli_opt_t dump_opts[] = {
+    {"merged", 256, 0, NULL,
+     "every thread's records in the reader's time\norder (the order "
+     "mallock report folds them in),\nno chunk lines"},
+    {"help", 'h', 0, NULL, "this help"},
+    {0}};
+
+static const cli_cmd_t dump_cli = {
+    .name = "dump",
+    .usage = "[--merged] TRACE",
+    .intro = "Without --merged: every record in file order, a line per "
+             "chunk header.\n",
+    .opts = dump_opts,
+    .operands = "TRACE",
+    .min_operands = 1,
+    .max_operands = 1,
+};
 
 int cmd_dump(int argc, char **argv)
 {
 	bool merged = false;
-	const char *path = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--merged"))
+	cli_t cli = {.cmd = &dump_cli};
+	int c;
+	while ((c = cli_next(&cli, argc, argv)) != -1) {
+		if (c == CLI_DONE)
+			return cli.status;
+		if (c == 256)
 			merged = true;
-		else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			dump_usage(stdout);
-			return 0;
-		} else if (argv[i][0] == '-' && argv[i][1]) {
-			fprintf(stderr, "mallock dump: unknown option '%s'\n",
-			        argv[i]);
-			dump_usage(stderr);
-			return 1;
-		} else if (!path)
-			path = argv[i];
-		else {
-			fprintf(stderr,
-			        "mallock dump: one TRACE only ('%s' is a "
-			        "second)\n",
-			        argv[i]);
-			dump_usage(stderr);
-			return 1;
-		}
 	}
-	if (!path) {
-		fprintf(stderr, "mallock dump: no trace given\n");
-		dump_usage(stderr);
-		return 1;
-	}
+	const char *path = argv[optind];
 	reader_t *r;
 	char err[256];
 	int rc = reader_open(path, &r, err, sizeof err);

@@ -27,8 +27,8 @@ static void usage(FILE *o)
 #define SUB_USAGE_(name, doc) fprintf(o, "  %-8s %s\n", #name, doc);
 	SUBCOMMANDS(SUB_USAGE_)
 #undef SUB_USAGE_
-	fputs("\n`mallock COMMAND --help` for a command's options; "
-	      "`mallock --version`.\n",
+	fputs("\n`mallock help COMMAND` (or `mallock COMMAND --help`) for a "
+	      "command's options;\n`mallock --version`.\n",
 	      o);
 }
 
@@ -44,8 +44,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (argc < 2) {
-		usage(stderr);
-		return 1;
+		fputs("mallock: missing COMMAND\ntry 'mallock --help'\n",
+		      stderr);
+		return CLI_EXIT_USAGE;
 	}
 	const char *cmd = argv[1];
 	/* `mallock` reads and writes files and runs programs for its user:
@@ -66,12 +67,34 @@ int main(int argc, char **argv)
 		       FMT_VERSION_MAJOR, FMT_VERSION_MINOR);
 		return 0;
 	}
+	if (!strcmp(cmd, "help") && argc == 3) {
+		/* `mallock help CMD`: CMD's --help. */
+		char *hargv[] = {argv[2], "--help", NULL};
+		cmd = argv[2];
+#define SUB_HELP_(name, doc)                                                   \
+	if (strcmp(cmd, #name) == 0)                                           \
+		return cmd_##name(2, hargv);
+		SUBCOMMANDS(SUB_HELP_)
+#undef SUB_HELP_
+		fprintf(stderr,
+		        "mallock help: unknown command '%s'\ntry 'mallock "
+		        "--help'\n",
+		        cmd);
+		return CLI_EXIT_USAGE;
+	}
+	if (!strcmp(cmd, "help") && argc > 3) {
+		fprintf(stderr,
+		        "mallock help: extra operand '%s'\ntry 'mallock "
+		        "--help'\n",
+		        argv[3]);
+		return CLI_EXIT_USAGE;
+	}
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") ||
 	    !strcmp(cmd, "help")) {
 		usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, "mallock: unknown command '%s'\n", cmd);
-	usage(stderr);
-	return 1;
+	fprintf(stderr, "mallock: unknown command '%s'\ntry 'mallock --help'\n",
+	        cmd);
+	return CLI_EXIT_USAGE;
 }

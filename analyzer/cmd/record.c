@@ -27,6 +27,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h> /* optarg, optind */
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,29 +41,57 @@
 
 #define DEFAULT_OUTPUT "mallock.%e.%p.trace"
 
-static void record_usage(FILE *f)
-{
-	fprintf(
-	    f,
-	    "usage: mallock record [options] -- CMD [ARGS...]\n"
-	    "  -o FILE            write the trace to FILE (%%p: pid, %%e: "
-	    "program name)\n"
-	    "  --depth N          stack depth (MALLOCK_STACK_DEPTH, default "
-	    "16)\n"
-	    "  --unwind KIND      libunwind | fp | none (MALLOCK_UNWIND)\n"
-	    "  --no-follow-exec   do not trace programs the command execs\n"
-	    "  --exe NAME         trace only processes of the program NAME "
-	    "(MALLOCK_EXE:\n"
-	    "                     wrappers such as sh, env, setpriv leave no "
-	    "trace)\n"
-	    "  --shim PATH        use this libmallock.so\n"
-	    "  --no-compress      leave the trace uncompressed (as "
-	    "MALLOCK_COMPRESS=0)\n"
-	    "  --compress-level N zstd level of the compression after the run\n"
-	    "                     (%d..%d, default %d)\n"
-	    "Without -o, MALLOCK_OUTPUT or %s is used.\n",
-	    TC_LEVEL_MIN, TC_LEVEL_MAX, TC_LEVEL_DEFAULT, DEFAULT_OUTPUT);
-}
+/* Exit statuses of record's own, as env(1), nice(1) and timeout(1) have
+ * them; a usage error is CLI_EXIT_USAGE, any other status the command's. */
+#define RECORD_EXIT_OWN 125         /* record itself failed */
+#define RECORD_EXIT_CANNOT_EXEC 126 /* CMD found but not executable */
+#define RECORD_EXIT_NOTFOUND 127    /* CMD not found */
+
+enum {
+	OPT_DEPTH = 256,
+	OPT_UNWIND,
+	OPT_NOFOLLOW,
+	OPT_EXE,
+	OPT_SHIM,
+	OPT_NOCOMPRESS,
+	OPT_LEVEL
+};
+
+static const cli_opt_t record_opts[] = {
+    {"output", 'o', 1, "FILE",
+     "write the trace to FILE (%p: pid, %e: program\nname)"},
+    {"depth", OPT_DEPTH, 1, "N",
+     "stack depth 1..64 (MALLOCK_STACK_DEPTH, default 16)"},
+    {"unwind", OPT_UNWIND, 1, "libunwind|fp|none",
+     "how stacks are taken "
+     "(MALLOCK_UNWIND)"},
+    {"no-follow-exec", OPT_NOFOLLOW, 0, NULL,
+     "do not trace programs the command execs"},
+    {"exe", OPT_EXE, 1, "NAME",
+     "trace only processes of the program NAME\n(MALLOCK_EXE: wrappers "
+     "such as sh, env, setpriv\nleave no trace)"},
+    {"shim", OPT_SHIM, 1, "PATH", "use this libmallock.so"},
+    {"no-compress", OPT_NOCOMPRESS, 0, NULL,
+     "leave the trace uncompressed (as MALLOCK_COMPRESS=0)"},
+    {"compress-level", OPT_LEVEL, 1, "N",
+     "zstd level of the compression after the run\n(1..19, default 3)"},
+    {"help", 'h', 0, NULL, "this help"},
+    {0}};
+
+static const cli_cmd_t record_cli = {
+    .name = "record",
+    .usage = "[options] [--] CMD [ARGS...]",
+    .outro = "Options end at CMD: what follows is CMD's. Without -o, "
+             "MALLOCK_OUTPUT or\n" DEFAULT_OUTPUT " is used.\n",
+    .opts = record_opts,
+    .operands = "CMD (the program to run)",
+    .min_operands = 1,
+    .max_operands = -1,
+    .in_order = 1,
+};
+
+_Static_assert(TC_LEVEL_MIN == 1 && TC_LEVEL_MAX == 19 && TC_LEVEL_DEFAULT == 3,
+               "record_opts' help gives the levels");
 
 /* The shim's places relative to this executable's directory, first found
  * wins: installed (cmake --install, the .deb: PREFIX/bin/mallock and
@@ -310,69 +339,64 @@ int cmd_record(int argc, char **argv)
 	int pack = !(zenv && *zenv && strtol(zenv, &zend, 10) == 0 && !*zend);
 	int level = TC_LEVEL_DEFAULT;
 
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			record_usage(stdout);
-			return 0;
-		} else if (strcmp(a, "-o") == 0 && i + 1 < argc) {
-			output = argv[++i];
+	cli_t cli = {.cmd = &record_cli};
+	int c;
+	while ((c = cli_next(&cli, argc, argv)) != -1) {
+		long v;
+		switch (c) {
+		case CLI_DONE:
+			return cli.status;
+		case 'o':
+			output = optarg;
 			output_given = 1;
-		} else if (strcmp(a, "--depth") == 0 && i + 1 < argc) {
-			long v; /* the shim's range (shim/core/config.h) */
-			if (cli_number("record", "--depth", argv[++i], 1, 64,
-			               &v))
-				return CLI_EXIT_BAD_VALUE;
-			setenv("MALLOCK_STACK_DEPTH", argv[i], 1);
-		} else if (strcmp(a, "--unwind") == 0 && i + 1 < argc) {
-			setenv("MALLOCK_UNWIND", argv[++i], 1);
-		} else if (strcmp(a, "--exe") == 0 && i + 1 < argc) {
-			setenv("MALLOCK_EXE", argv[++i], 1);
-		} else if (strcmp(a, "--no-follow-exec") == 0) {
+			break;
+		case OPT_DEPTH: /* the shim's range (shim/core/config.h) */
+			if (cli_number("record", "--depth", optarg, 1, 64, &v))
+				return CLI_EXIT_USAGE;
+			setenv("MALLOCK_STACK_DEPTH", optarg, 1);
+			break;
+		case OPT_UNWIND:
+			if (strcmp(optarg, "libunwind") &&
+			    strcmp(optarg, "fp") && strcmp(optarg, "none"))
+				return cli_bad_value(
+				    "record", "--unwind", optarg,
+				    "not libunwind, fp or none");
+			setenv("MALLOCK_UNWIND", optarg, 1);
+			break;
+		case OPT_EXE:
+			setenv("MALLOCK_EXE", optarg, 1);
+			break;
+		case OPT_NOFOLLOW:
 			setenv("MALLOCK_FOLLOW_EXEC", "0", 1);
-		} else if (strcmp(a, "--shim") == 0 && i + 1 < argc) {
-			shim_arg = argv[++i];
-		} else if (strcmp(a, "--no-compress") == 0) {
+			break;
+		case OPT_SHIM:
+			shim_arg = optarg;
+			break;
+		case OPT_NOCOMPRESS:
 			pack = 0;
-		} else if (strcmp(a, "--compress-level") == 0 && i + 1 < argc) {
-			long v;
-			if (cli_number("record", "--compress-level", argv[++i],
+			break;
+		case OPT_LEVEL:
+			if (cli_number("record", "--compress-level", optarg,
 			               TC_LEVEL_MIN, TC_LEVEL_MAX, &v))
-				return CLI_EXIT_BAD_VALUE;
+				return CLI_EXIT_USAGE;
 			level = (int)v;
-		} else if (a[0] == '-') {
-			fprintf(stderr,
-			        "mallock record: unknown or incomplete option "
-			        "'%s'\n",
-			        a);
-			record_usage(stderr);
-			return 2;
-		} else {
-			break; /* the command starts here (no "--") */
+			break;
 		}
 	}
-	if (i >= argc) {
-		fprintf(stderr, "mallock record: no command given\n");
-		record_usage(stderr);
-		return 2;
-	}
+	i = optind;
 
 	char shim[PATH_MAX];
 	if (shim_arg) {
 		if (!realpath(shim_arg, shim)) {
-			fprintf(stderr, "mallock record: %s: %s\n", shim_arg,
-			        strerror(errno));
-			return 2;
+			return cli_bad_value("record", "--shim", shim_arg,
+			                     strerror(errno));
 		}
 	} else if (find_shim(shim, sizeof shim) < 0) {
 		fprintf(stderr,
 		        "mallock record: libmallock.so not found beside this "
 		        "program (expected " MALLOCK_SHIM_INSTALLED
 		        " or " MALLOCK_SHIM_BUILD "); use --shim PATH\n");
-		return 2;
+		return RECORD_EXIT_OWN;
 	}
 	if (!output)
 		output = getenv("MALLOCK_OUTPUT");
@@ -380,15 +404,15 @@ int cmd_record(int argc, char **argv)
 		output = DEFAULT_OUTPUT;
 	if (set_preload(shim) < 0) {
 		fprintf(stderr, "mallock record: cannot set LD_PRELOAD\n");
-		return 2;
+		return RECORD_EXIT_OWN;
 	}
 
 	/* The child expands the path (it knows its pid, which exec keeps) and
 	 * writes it back through a pipe, so the parent can name the file. */
-	int fds[2];
-	if (pipe2(fds, O_CLOEXEC) < 0) {
+	int fds[2], efd[2];
+	if (pipe2(fds, O_CLOEXEC) < 0 || pipe2(efd, O_CLOEXEC) < 0) {
 		perror("mallock record: pipe");
-		return 2;
+		return RECORD_EXIT_OWN;
 	}
 	const char *exe = program_name(argv[i]);
 	struct timespec started;
@@ -405,16 +429,17 @@ int cmd_record(int argc, char **argv)
 	pid_t pid = fork();
 	if (pid < 0) {
 		perror("mallock record: fork");
-		return 2;
+		return RECORD_EXIT_OWN;
 	}
 	if (pid == 0) {
 		char path[PATH_MAX];
 		close(fds[0]);
+		close(efd[0]);
 		if (expand_output(output, getpid(), exe, path, sizeof path) <
 		    0) {
 			fprintf(stderr,
 			        "mallock record: output path too long\n");
-			_exit(127);
+			_exit(RECORD_EXIT_OWN);
 		}
 		/* -o names the file to write, as a compiler's -o does: an old
 		 * regular file there is replaced. Anything else (a symlink, a
@@ -425,14 +450,19 @@ int cmd_record(int argc, char **argv)
 		    S_ISREG(old.st_mode))
 			unlink(path);
 		if (write(fds[1], path, strlen(path)) < 0)
-			_exit(127);
+			_exit(RECORD_EXIT_OWN);
 		setenv("MALLOCK_OUTPUT", path, 1);
 		execvp(argv[i], argv + i);
-		fprintf(stderr, "mallock record: cannot run %s: %s\n", argv[i],
-		        strerror(errno));
-		_exit(127);
+		/* The parent says it: the exec's errno, through the pipe that
+		 * a successful exec closes with nothing written. */
+		int e = errno;
+		if (write(efd[1], &e, sizeof e) < 0)
+			_exit(RECORD_EXIT_NOTFOUND);
+		_exit(e == ENOENT ? RECORD_EXIT_NOTFOUND
+		                  : RECORD_EXIT_CANNOT_EXEC);
 	}
 	close(fds[1]);
+	close(efd[1]);
 	char path[PATH_MAX];
 	ssize_t got = 0, r;
 	while ((r = read(fds[0], path + got, sizeof path - 1 - (size_t)got)) >
@@ -440,6 +470,21 @@ int cmd_record(int argc, char **argv)
 		got += r;
 	path[got > 0 ? got : 0] = '\0';
 	close(fds[0]);
+	int exec_errno = 0;
+	while ((r = read(efd[0], &exec_errno, sizeof exec_errno)) < 0 &&
+	       errno == EINTR)
+		;
+	close(efd[0]);
+	if (r == (ssize_t)sizeof exec_errno) {
+		int st;
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		fprintf(stderr,
+		        "mallock record: cannot run %s: exec failed: %s\n",
+		        argv[i], strerror(exec_errno));
+		return exec_errno == ENOENT ? RECORD_EXIT_NOTFOUND
+		                            : RECORD_EXIT_CANNOT_EXEC;
+	}
 
 	/* Signals meant for the program (^C) reach it through the process
 	 * group; this process waits for it and does not die first. */
@@ -459,7 +504,7 @@ int cmd_record(int argc, char **argv)
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			perror("mallock record: waitpid");
-			return 2;
+			return RECORD_EXIT_OWN;
 		}
 	}
 	/* The command is gone (its pid may be reused): no more forwarding.
@@ -509,5 +554,5 @@ int cmd_record(int argc, char **argv)
 		raise(sig);
 		return 128 + sig;
 	}
-	return 2;
+	return RECORD_EXIT_OWN;
 }

@@ -10,12 +10,11 @@
  * since the reader reads at offsets and the binary outputs read each trace
  * twice.
  *
- * Exit status: 0 (also for a truncated trace, which is reported up to its
- * last good chunk), 1 on an I/O or usage error, 2 when a file is not a
- * mallock trace or of an unsupported version, or an option's value is bad
- * (cli.h, CLI_EXIT_BAD_VALUE).
+ * Exit status (cli.h): 0 (also for a truncated trace, which is reported up
+ * to its last good chunk), 1 on an I/O error, 2 on a usage error or when a
+ * file is not a mallock trace or of an unsupported version.
  */
-#define _GNU_SOURCE /* getopt_long */
+#define _GNU_SOURCE /* O_TMPFILE */
 #include "cli.h"
 #include "load.h"
 #include "progress.h"
@@ -25,7 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
+#include <getopt.h> /* optarg, optind */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -33,47 +32,73 @@
 #include <sys/stat.h>
 #include <unistd.h> /* isatty */
 
-static void usage(FILE *o)
-{
-	fputs(
-	    "usage: mallock report [options] TRACE...   (TRACE - : the "
-	    "standard input)\n"
-	    "  --format=text|json|folded|pprof|perfetto|html\n"
-	    "                             output (default text; pprof, "
-	    "perfetto\n"
-	    "                             and html need -o FILE or a pipe)\n"
-	    "  --top=N                    findings shown in text (default 10)\n"
-	    "  --metric=wait|hold|caused|alloc-under-lock|cross-thread\n"
-	    "                             what folded stacks and pprof count\n"
-	    "                             (default wait)\n"
-	    "  --lock=ID|NAME             only this lock (id, name or site "
-	    "function)\n"
-	    "  --progress, --no-progress  progress on stderr (default: on a\n"
-	    "                             terminal, in the foreground)\n"
-	    "  --from=T --to=T            perfetto: only this window (s, ms, "
-	    "us,\n"
-	    "                             ns since the trace's first event)\n"
-	    "  --thread=TID|NAME[,...]    only these threads' events\n"
-	    "  --min-severity=info|low|medium|high\n"
-	    "  --per-process              one report per trace instead of one "
-	    "for all\n"
-	    "  --all                      JSON: list every lock and lock class "
-	    "(default:\n"
-	    "                             the top 50, the named and the ones "
-	    "findings name)\n"
-	    "  --no-symbols               leave frames as addresses\n"
-	    "  --no-fold                  keep a record for every destroyed "
-	    "lock\n"
-	    "                             (same report, more memory)\n"
-	    "  --stats                    the model's lock table on stderr\n"
-	    "  --debug-dir=DIR            look there first for separate debug\n"
-	    "                             files (DIR/.build-id/xx/rest.debug,\n"
-	    "                             DIR/NAME.debug); may be repeated\n"
-	    "  -o, --output=FILE          write there instead of stdout\n"
-	    "  --thresholds               print the findings' thresholds and "
-	    "exit\n",
-	    o);
-}
+enum {
+	O_FORMAT = 256,
+	O_TOP,
+	O_METRIC,
+	O_LOCK,
+	O_THREAD,
+	O_SEV,
+	O_PER,
+	O_NOSYM,
+	O_TH,
+	O_FROM,
+	O_TO,
+	O_PROGRESS,
+	O_NOPROGRESS,
+	O_ALL,
+	O_DEBUGDIR,
+	O_NOFOLD,
+	O_STATS
+};
+
+static const cli_opt_t report_opts[] = {
+    {"format", O_FORMAT, 1, "text|json|folded|pprof|perfetto|html",
+     "output (default text; pprof, perfetto\nand html need -o FILE or a "
+     "pipe)"},
+    {"top", O_TOP, 1, "N", "findings shown in text (default 10)"},
+    {"metric", O_METRIC, 1, "wait|hold|caused|alloc-under-lock|cross-thread",
+     "what folded stacks and pprof count\n(default wait)"},
+    {"lock", O_LOCK, 1, "ID|NAME",
+     "only this lock (id, name or site "
+     "function)"},
+    {"progress", O_PROGRESS, 0, NULL,
+     "progress on stderr (default: on a\nterminal, in the foreground)"},
+    {"no-progress", O_NOPROGRESS, 0, NULL, "no progress on stderr"},
+    {"from", O_FROM, 1, "T",
+     "perfetto: only this window (s, ms, us,\nns since the trace's first "
+     "event)"},
+    {"to", O_TO, 1, "T", "perfetto: the window's end"},
+    {"thread", O_THREAD, 1, "TID|NAME[,...]", "only these threads' events"},
+    {"min-severity", O_SEV, 1, "info|low|medium|high",
+     "only findings of this severity or more"},
+    {"per-process", O_PER, 0, NULL,
+     "one report per trace instead of one "
+     "for all"},
+    {"all", O_ALL, 0, NULL,
+     "JSON: list every lock and lock class (default:\nthe top 50, the "
+     "named and the ones findings name)"},
+    {"no-symbols", O_NOSYM, 0, NULL, "leave frames as addresses"},
+    {"no-fold", O_NOFOLD, 0, NULL,
+     "keep a record for every destroyed lock\n(same report, more memory)"},
+    {"stats", O_STATS, 0, NULL, "the model's lock table on stderr"},
+    {"debug-dir", O_DEBUGDIR, 1, "DIR",
+     "look there first for separate debug\nfiles "
+     "(DIR/.build-id/xx/rest.debug,\nDIR/NAME.debug); may be repeated"},
+    {"output", 'o', 1, "FILE", "write there instead of stdout"},
+    {"thresholds", O_TH, 0, NULL, "print the findings' thresholds and exit"},
+    {"help", 'h', 0, NULL, "this help"},
+    {0}};
+
+static const cli_cmd_t report_cli = {
+    .name = "report",
+    .usage = "[options] TRACE...",
+    .intro = "TRACE - is the standard input.\n",
+    .opts = report_opts,
+    .operands = "TRACE (a file, or - for the standard input)",
+    .min_operands = 1,
+    .max_operands = -1,
+};
 
 static void print_thresholds(void)
 {
@@ -218,47 +243,6 @@ static int emit(report_t *r, int format, FILE *out)
 
 int cmd_report(int argc, char **argv)
 {
-	enum {
-		O_FORMAT = 256,
-		O_TOP,
-		O_METRIC,
-		O_LOCK,
-		O_THREAD,
-		O_SEV,
-		O_PER,
-		O_NOSYM,
-		O_TH,
-		O_HELP,
-		O_FROM,
-		O_TO,
-		O_PROGRESS,
-		O_NOPROGRESS,
-		O_ALL,
-		O_DEBUGDIR,
-		O_NOFOLD,
-		O_STATS
-	};
-	static const struct option opts[] = {
-	    {"format", required_argument, 0, O_FORMAT},
-	    {"top", required_argument, 0, O_TOP},
-	    {"metric", required_argument, 0, O_METRIC},
-	    {"lock", required_argument, 0, O_LOCK},
-	    {"thread", required_argument, 0, O_THREAD},
-	    {"min-severity", required_argument, 0, O_SEV},
-	    {"per-process", no_argument, 0, O_PER},
-	    {"all", no_argument, 0, O_ALL},
-	    {"no-fold", no_argument, 0, O_NOFOLD},
-	    {"stats", no_argument, 0, O_STATS},
-	    {"no-symbols", no_argument, 0, O_NOSYM},
-	    {"debug-dir", required_argument, 0, O_DEBUGDIR},
-	    {"thresholds", no_argument, 0, O_TH},
-	    {"output", required_argument, 0, 'o'},
-	    {"help", no_argument, 0, O_HELP},
-	    {"from", required_argument, 0, O_FROM},
-	    {"to", required_argument, 0, O_TO},
-	    {"progress", no_argument, 0, O_PROGRESS},
-	    {"no-progress", no_argument, 0, O_NOPROGRESS},
-	    {0, 0, 0, 0}};
 	report_t r = {0};
 	int format = 0, c, rc = 0, progress = PROGRESS_AUTO;
 	bool nofold = false, stats = false;
@@ -272,9 +256,11 @@ int cmd_report(int argc, char **argv)
 
 	r.top = 10;
 	r.metric = METRIC_WAIT;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+	cli_t cli = {.cmd = &report_cli};
+	while ((c = cli_next(&cli, argc, argv)) != -1) {
 		switch (c) {
+		case CLI_DONE:
+			return cli.status;
 		case O_FORMAT:
 			format = !strcmp(optarg, "text")       ? F_TEXT
 			         : !strcmp(optarg, "json")     ? F_JSON
@@ -283,31 +269,27 @@ int cmd_report(int argc, char **argv)
 			         : !strcmp(optarg, "perfetto") ? F_PERFETTO
 			         : !strcmp(optarg, "html")     ? F_HTML
 			                                       : -1;
-			if (format < 0) {
-				fprintf(stderr,
-				        "mallock report: unknown format "
-				        "'%s'\n",
-				        optarg);
-				return 1;
-			}
+			if (format < 0)
+				return cli_bad_value(
+				    "report", "--format", optarg,
+				    "not text, json, folded, pprof, "
+				    "perfetto or html");
 			break;
 		case O_TOP: {
 			long v;
 			if (cli_number("report", "--top", optarg, 0, 1000000,
 			               &v))
-				return CLI_EXIT_BAD_VALUE;
+				return CLI_EXIT_USAGE;
 			r.top = (int)v;
 			break;
 		}
 		case O_METRIC:
 			r.metric = parse_metric(optarg);
-			if (r.metric < 0) {
-				fprintf(stderr,
-				        "mallock report: unknown metric "
-				        "'%s'\n",
-				        optarg);
-				return 1;
-			}
+			if (r.metric < 0)
+				return cli_bad_value(
+				    "report", "--metric", optarg,
+				    "not wait, hold, caused, "
+				    "alloc-under-lock or cross-thread");
 			break;
 		case O_LOCK:
 			r.lock_filter = optarg;
@@ -317,13 +299,10 @@ int cmd_report(int argc, char **argv)
 			break;
 		case O_SEV:
 			r.min_sev = severity_parse(optarg);
-			if (r.min_sev < 0) {
-				fprintf(stderr,
-				        "mallock report: unknown severity "
-				        "'%s'\n",
-				        optarg);
-				return 1;
-			}
+			if (r.min_sev < 0)
+				return cli_bad_value(
+				    "report", "--min-severity", optarg,
+				    "not info, low, medium or high");
 			break;
 		case O_ALL:
 			r.all = true;
@@ -343,15 +322,11 @@ int cmd_report(int argc, char **argv)
 		case O_DEBUGDIR: {
 			struct stat st;
 			if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode) ||
-			    ndebug == 32) {
-				fprintf(stderr,
-				        "mallock report: --debug-dir %s: "
-				        "%s\n",
-				        optarg,
-				        ndebug == 32 ? "more than 32 given"
-				                     : "not a directory");
-				return 1;
-			}
+			    ndebug == 32)
+				return cli_bad_value(
+				    "report", "--debug-dir", optarg,
+				    ndebug == 32 ? "more than 32 given"
+				                 : "not a directory");
 			debug_dirs[ndebug++] = optarg;
 			break;
 		}
@@ -371,33 +346,17 @@ int cmd_report(int argc, char **argv)
 		case O_TO:
 			r.window = true;
 			if (parse_time(optarg,
-			               c == O_FROM ? &r.from_ns : &r.to_ns)) {
-				fprintf(stderr,
-				        "mallock report: %s '%s': not a time "
-				        "(seconds, or a number with s, ms, us "
-				        "or ns)\n",
-				        c == O_FROM ? "--from" : "--to",
-				        optarg);
-				return CLI_EXIT_BAD_VALUE;
-			}
+			               c == O_FROM ? &r.from_ns : &r.to_ns))
+				return cli_bad_value(
+				    "report", c == O_FROM ? "--from" : "--to",
+				    optarg,
+				    "not a time (seconds, or a number with "
+				    "s, ms, us or ns)");
 			break;
-		case 'h':
-		case O_HELP:
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 1;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 1;
-	}
-	if (r.to_ns && r.from_ns >= r.to_ns) {
-		fprintf(stderr, "mallock report: --from must be before --to\n");
-		return 1;
-	}
+	if (r.to_ns && r.from_ns >= r.to_ns)
+		return cli_usage_error("report", "--from must be before --to");
 	char *targ = NULL;
 	if (thread_arg) {
 		size_t n = 2;
@@ -412,11 +371,14 @@ int cmd_report(int argc, char **argv)
 	}
 	/* A binary profile is not for a terminal. */
 	if (format >= F_PPROF && !outpath && isatty(1)) {
-		fprintf(stderr, "mallock report: --format needs -o FILE "
-		                "(binary output)\n");
 		free(threads);
 		free(targ);
-		return 1;
+		return cli_usage_error("report",
+		                       "--format=%s needs -o FILE (binary "
+		                       "output, not for a terminal)",
+		                       format == F_PPROF      ? "pprof"
+		                       : format == F_PERFETTO ? "perfetto"
+		                                              : "html");
 	}
 	FILE *out = stdout;
 	if (outpath && !(out = fopen(outpath, "w"))) {

@@ -261,6 +261,15 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 	aggregate(m, r, path, o->fold_locks, o->thread_filter);
 	progress_done();
 	reader_close(r);
+	if (m->info.truncated && !m->info.chunks) {
+		/* A report of nothing is no report: the damage is the
+		 * answer. */
+		fprintf(stderr, "mallock: %s: no chunk could be read: %s\n",
+		        path, truncation_text(m, tr, sizeof tr));
+		model_free(m);
+		memset(m, 0, sizeof *m);
+		return 1;
+	}
 	window_notes(m);
 	model_index_pairs(m);
 	if (m->info.truncated && !o->quiet)

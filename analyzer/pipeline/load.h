@@ -24,8 +24,10 @@ typedef struct load_opts {
 
 /*
  * Loads path into m and appends its findings to f. Returns 0 (also for a
- * truncated trace, after a one-line warning on stderr), 2 when the file is
- * not a mallock trace or of an unsupported version, 1 on an I/O error;
+ * truncated trace of which at least one chunk was read, after a one-line
+ * warning on stderr), 2 when the file is not a mallock trace or of an
+ * unsupported version, 1 on an I/O error or a truncated trace of which no
+ * chunk could be read (m is then empty);
  * errors print one line "mallock: PATH: what" on stderr.
  * Allocates; free with load_free().
  */

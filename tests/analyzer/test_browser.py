@@ -31,7 +31,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import MALLOCK, TMP, check, done, eq, run  # noqa: E402
+from common import MALLOCK, SRCDIR, TMP, check, done, eq, run  # noqa: E402
 from recorded import ensure_tool, record_svcqueue  # noqa: E402
 
 chromium = ensure_tool("chromium", "chromium")
@@ -269,6 +269,16 @@ try:
             eq((s.get("metric"), s.get("view")), (m, v), "the URL's view")
             c.shot("url-%s-%s" % (m, v), "#flame")
     eq(c.errors(), [], "console errors on the URL loads")
+    # The example link of docs/mallock-report.md finds what it searches.
+    doc = open(os.path.join(SRCDIR, "..", "..", "docs",
+                            "mallock-report.md")).read()
+    links = re.findall(r"`report\.html(#[^`]*search=[^`]*)`", doc)
+    check(len(links) == 1, "the docs' example link: %r" % links)
+    for h in links:
+        c.open(URL + h)
+        s = state(c)
+        check(int(s.get("matches", 0)) >= 1, "the docs' %s finds frames "
+              "(%s matches)" % (h, s.get("matches")))
 
     # 2. The controls, clicked.
     c.open(URL)
@@ -377,6 +387,18 @@ try:
        (T["window"]["from_ns"], T["window"]["to_ns"]),
        "the timeline opens at the costliest window")
     eq(s.get("tlMode"), "slices", "every slice in that window")
+    note = c.js("document.getElementById('tl-note').textContent")
+    m = re.match(r"Shown: (.+?) to (.+?) \(", note or "")
+    check(m and m.group(1) != m.group(2),
+          "the note tells the window's ends apart: %r" % note)
+    # ... and those of a 2 us view (once "300.00 ms to 300.00 ms").
+    f0 = T["window"]["from_ns"]
+    c.open("%s#tl=%d,%d" % (URL, f0, f0 + 2000))
+    note = c.js("document.getElementById('tl-note').textContent")
+    m = re.match(r"Shown: (.+?) to (.+?) \(", note or "")
+    check(m and m.group(1) != m.group(2),
+          "a 2 us view's note tells its ends apart: %r" % note)
+    c.open(URL + "#tl=window")
     check(int(s.get("tlTicks", 0)) >= 3, "a time axis (%s ticks)"
           % s.get("tlTicks"))
     check(c.js("document.querySelector('#tl-svg line.axis') !== null"),

@@ -2,11 +2,11 @@
 """The commands' surface: `mallock report -` reads the trace from the
 standard input (a pipe and a redirected file give the report of the file);
 every numeric option refuses a value that is not a whole number in range
-with one line, "mallock CMD: OPTION 'VALUE': not a whole number from MIN to
-MAX", and its command's bad-value status (2 for report, record and
-compress; 1 for attach, detach and ctl, whose 2 means "ptrace refused");
-`diff --help` and `dump --help` describe each option; every usage error
-starts with "mallock CMD: "."""
+with the line "mallock CMD: OPTION 'VALUE': not a whole number from MIN to
+MAX", the hint "try 'mallock CMD --help'" and the usage error status 2 in
+every command; `diff --help` and `dump --help` describe each option; every
+usage error starts with "mallock CMD: " (test_usage.py: every command
+with every bad form)."""
 import re
 
 from common import *
@@ -69,19 +69,19 @@ cases = [
      "--compress-level", "20", 1, 19),
     (2, ["compress", "--level", "x", trace], "compress", "--level", "x",
      1, 19),
-    (1, ["ctl", "status", "12x"], "ctl", "process id", "12x", 1, 4194304),
-    (1, ["ctl", "stop", "--tree", "-3"], "ctl", "process id", "-3", 1,
+    (2, ["ctl", "status", "12x"], "ctl", "process id", "12x", 1, 4194304),
+    (2, ["ctl", "stop", "--tree", "3x"], "ctl", "process id", "3x", 1,
      4194304),
-    (1, ["attach", "--duration", "0", "1"], "attach",
+    (2, ["attach", "--duration", "0", "1"], "attach",
      "--duration (seconds)", "0", 1, 31536000),
-    (1, ["attach", "9999999999"], "attach", "process id", "9999999999", 1,
+    (2, ["attach", "9999999999"], "attach", "process id", "9999999999", 1,
      4194304),
-    (1, ["detach", "x1"], "detach", "process id", "x1", 1, 4194304),
+    (2, ["detach", "x1"], "detach", "process id", "x1", 1, 4194304),
 ]
 for status, argv, cmd, opt, val, lo, hi in cases:
     rc, out, err = run(*argv)
-    line = "mallock %s: %s '%s': not a whole number from %d to %d\n" % (
-        cmd, opt, val, lo, hi)
+    line = ("mallock %s: %s '%s': not a whole number from %d to %d\n"
+            "try 'mallock %s --help'\n" % (cmd, opt, val, lo, hi, cmd))
     eq((rc, err), (status, line), " ".join(argv))
 rc, out, err = run("report", "--top=0", trace)
 eq(rc, 0, "--top=0 is a number")
@@ -89,7 +89,8 @@ for v in ("soon", "-1s", "5 ms"):
     rc, out, err = run("report", "--format=perfetto", "-o",
                        os.path.join(TMP, "x.pftrace"), "--from=" + v, trace)
     eq((rc, err), (2, "mallock report: --from '%s': not a time (seconds, or "
-                   "a number with s, ms, us or ns)\n" % v), "--from=" + v)
+                   "a number with s, ms, us or ns)\n"
+                   "try 'mallock report --help'\n" % v), "--from=" + v)
 
 # The help of diff and dump: each option with what it does.
 rc, out, err = run("diff", "--help")

@@ -177,11 +177,11 @@ d, secs = report("json", "--debug-dir", fifo, timeout=30)
 check("dbgf_fill_under_lock" not in functions(d) and secs < 15,
       "FIFOs as debug files: skipped in %.1f s" % secs)
 
-# Bad input: one line, non-zero exit.
+# Bad input: a usage error (the line, then the hint), exit 2.
 r = subprocess.run([MALLOCK, "report", "--debug-dir",
                     os.path.join(TMP, "nonexistent"), trace],
                    capture_output=True, text=True, timeout=30)
-check(r.returncode == 1 and "--debug-dir" in r.stderr and
-      len(r.stderr.strip().splitlines()) == 1,
+check(r.returncode == 2 and "--debug-dir" in r.stderr and
+      r.stderr.splitlines()[1:] == ["try 'mallock report --help'"],
       "--debug-dir of no directory: %d %r" % (r.returncode, r.stderr))
 done("analyzer_debugfile")

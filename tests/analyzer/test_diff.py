@@ -48,7 +48,7 @@ for a, b, want in ((before, double, "+100%"), (double, before, "-50%")):
           [want] * 3, "text diff: queue wait, hold, allocator %s: %s"
           % (want, queue))
 rc, out, err = run("diff", before)
-eq(rc, 1, "usage error")
+eq(rc, 2, "usage error (docs/mallock.md)")
 empty = os.path.join(TMP, "e.trace")
 open(empty, "w").close()
 rc, out, err = run("diff", before, empty)

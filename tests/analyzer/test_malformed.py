@@ -3,7 +3,8 @@
 or of a future version gets one line and exit status 2; a trace cut in
 the middle of a chunk, with a bad CRC in chunk 3, or with a malformed
 record inside a CRC-valid chunk, is read up to the damage and the report
-says where it stopped."""
+says where it stopped; one of which no chunk can be read is an error (exit
+1) saying so."""
 import os
 import re
 from common import *
@@ -92,6 +93,28 @@ check(0 < d["trace"]["events"] < full["trace"]["events"], "stopped there")
 rc, out, err = run("dump", p)
 eq(rc, 0, "bad varint: dump exit")
 check("# malformed record at byte" in out, "dump says where")
+
+# No chunk read (cut in the first, or a bad CRC in it): a report of nothing
+# is an error, one line saying what, where and why; dump still prints what
+# it can.
+# (Cut inside chunk 1, the file holds one chunk, begun.)
+for what, opts, total in (("cut in chunk 1", ["--cut", 1], 1),
+                          ("bad CRC in chunk 1", ["--corrupt-crc", 1], K)):
+    p, _ = mktrace("cascade", "none.trace", "--rounds", 200, *opts)
+    for fmt in ("text", "json"):
+        rc, out, err = run("report", "--format=" + fmt, p)
+        line = ("mallock: %s: no chunk could be read: trace truncated at "
+                "byte %d: 0 of %d chunks read (chunk 1: " % (p, offs[0], total))
+        check(rc == 1 and err.startswith(line) and err.count("\n") == 1
+              and out == "",
+              "%s, %s: %d %r %r (want 1, %r...)" % (what, fmt, rc, err,
+                                                    out[:80], line))
+    rc, out, err = run("diff", p, good)
+    check(rc == 1 and err.startswith("mallock: %s: no chunk" % p),
+          "%s: diff: %d %r" % (what, rc, err))
+    rc, out, err = run("dump", p)
+    check(rc == 0 and "0 of %d chunks read" % total in out,
+          "%s: dump: %d %r" % (what, rc, out[-200:]))
 
 # A 5-chunk trace with a bad CRC in chunk 3: "2 of 5 chunks read".
 p, _ = mktrace("cascade", "five.trace", "--rounds", 3, "--chunk", 100000)

@@ -374,7 +374,7 @@ rc, out, err = run("report", "--format=perfetto", "--from=soon", "-o",
 check(rc == 2 and "not a time" in err, "--from=soon: %d %s" % (rc, err))
 rc, out, err = run("report", "--format=perfetto", "--from=2ms", "--to=1ms",
                    "-o", os.path.join(TMP, "x"), trace)
-check(rc == 1 and "before --to" in err, "--from after --to: %d %s"
+check(rc == 2 and "before --to" in err, "--from after --to: %d %s"
       % (rc, err))
 if not os.environ.get("MALLOCK_TEST_TRACE"):
     os.unlink(trace)

@@ -245,7 +245,8 @@ for what, path in (("not a trace", notrace), ("an empty file", empty),
     if before is not None:
         check(open(path, "rb").read() == before, f"{what}: left as it was")
 r = compress("--level", "99", comp)
-check(r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1,
-      f"a bad level: {r.stderr.strip()}")
+check(r.returncode == 2 and r.stderr.splitlines() == [
+    "mallock compress: --level '99': not a whole number from 1 to 19",
+    "try 'mallock compress --help'"], f"a bad level: {r.stderr.strip()}")
 
 done("post_compress")

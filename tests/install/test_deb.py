@@ -22,9 +22,13 @@ if not check(rc == 0 and len(debs) == 1, "cpack -G DEB: %d %s %s"
              % (rc, out[-500:], err[-500:])):
     done("install_deb")
 deb = debs[0]
-rc, info, err = run(["dpkg-deb", "-f", deb, "Package", "Depends"])
+rc, info, err = run(["dpkg-deb", "-f", deb, "Package", "Depends",
+                     "Recommends"])
 check(rc == 0 and "Package: mallock" in info and "libunwind" in info,
       "control: %r %s" % (info, err))
+# The completion's option values need bash-completion's _init_completion.
+check(re.search(r"^Recommends: .*\bbash-completion\b", info, re.M),
+      "Recommends bash-completion: %r" % info)
 root = os.path.join(TMP, "root")
 rc, out, err = run(["dpkg-deb", "-x", deb, root])
 check(rc == 0, "dpkg-deb -x: %s" % err)

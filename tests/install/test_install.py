@@ -28,6 +28,7 @@ if not check(rc == 0, "cmake --install: %d %s" % (rc, err)):
 man1 = os.path.join(P, "share", "man", "man1")
 pages = ["mallock"] + ["mallock-" + c for c in
                        commands(os.path.join(P, "bin", "mallock"))]
+summaries = {}
 for page in pages:
     f = os.path.join(man1, page + ".1.gz")
     if not check(os.path.isfile(f), "man page " + f):
@@ -43,6 +44,20 @@ for page in pages:
               "man -l %s: NAME says %s: %r" % (f, page, text[:300]))
         check("SYNOPSIS" in text and "DESCRIPTION" in text,
               "%s: SYNOPSIS and DESCRIPTION" % page)
+        m = re.search(r"^NAME\n\s+\S+\s+-\s+(.*)", text, re.M)
+        summaries[page] = m.group(1) if m else ""
+        # groff's warnings (lintian's groff-message): none, but for the
+        # one cell of mallock-report's findings table longer than a page.
+        rc, _, err = run(["man", "--warnings", "-E", "UTF-8", "-l", f],
+                         env=dict(os.environ, LC_ALL="C.UTF-8",
+                                  MANROFFSEQ="", MANWIDTH="80"))
+        warns = [w for w in err.splitlines() if not (
+            page == "mallock-report" and "will not fit on one page" in w)]
+        check(rc == 0 and not warns, "%s: groff warnings: %r" % (page, warns))
+if summaries.get("mallock-detach"):
+    check(summaries["mallock-detach"] != summaries.get("mallock-attach") and
+          "attach" in summaries["mallock-detach"],
+          "whatis mallock-detach: its own NAME line: %r" % summaries)
 refs = set()
 for doc in glob.glob(os.path.join(SRC, "docs", "*.md")) + \
         [os.path.join(SRC, "README.md")]:
@@ -95,7 +110,10 @@ def complete(*words):
     script = ('source %s; COMP_WORDS=(%s); COMP_CWORD=%d; _mallock; '
               'printf "%%s\\n" "${COMPREPLY[@]}"' %
               (comp, " ".join("'%s'" % w for w in words), len(words) - 1))
-    rc, out, err = run(["bash", "--norc", "-c", script], cwd=TMP)
+    # The completion asks `mallock CMD --help`: the installed one, on PATH.
+    env = dict(os.environ, PATH=os.path.join(P, "bin") + ":" +
+               os.environ.get("PATH", ""))
+    rc, out, err = run(["bash", "--norc", "-c", script], cwd=TMP, env=env)
     check(rc == 0, "completion of %r: %s" % (words, err))
     return sorted(out.split())
 
@@ -113,6 +131,8 @@ if os.path.isfile(comp):
           "ctl st<TAB>: %r" % complete("mallock", "ctl", "st"))
     check(complete("mallock", "record", "--unwind", "") ==
           ["fp", "libunwind", "none"], "record --unwind <TAB>")
+    check("--wake" in complete("mallock", "ctl", "start", "--"),
+          "ctl start --<TAB> offers --wake")
 
 # ---- the installed tree runs ------------------------------------------------
 record_true(P, "bin", "lib", TMP)

@@ -28,11 +28,19 @@
     (kids || []).forEach(function (c) { if (c) e.appendChild(c); });
     return e;
   }
-  function fmtNs(ns) {
-    if (ns >= 1e9) return (ns / 1e9).toFixed(2) + " s";
-    if (ns >= 1e6) return (ns / 1e6).toFixed(2) + " ms";
-    if (ns >= 1e3) return (ns / 1e3).toFixed(1) + " us";
+  // d: the decimals (default 2, 1 in us).
+  function fmtNs(ns, d) {
+    if (ns >= 1e9) return (ns / 1e9).toFixed(d || 2) + " s";
+    if (ns >= 1e6) return (ns / 1e6).toFixed(d || 2) + " ms";
+    if (ns >= 1e3) return (ns / 1e3).toFixed(d || 1) + " us";
     return ns + " ns";
+  }
+  // "A to B" with as many decimals as tell A from B (a 2 ms window at
+  // 2.12 s is not "2.12 s to 2.12 s").
+  function fmtRange(a, b) {
+    var d = 2;
+    while (d < 9 && fmtNs(a, d) === fmtNs(b, d)) d++;
+    return fmtNs(a, d) + " to " + fmtNs(b, d);
   }
   function fmtN(n) {
     if (n >= 1e6) return (n / 1e6).toFixed(2) + "M";
@@ -358,7 +366,7 @@
       "waits for it (red), allocator calls in its holds (orange) and, inside them, waits on the " +
       "allocator's own lock (purple). Exact in the window where the cascade cost most, the " +
       "wait on the lock while its holders were in the allocator (" +
-      fmtNs(Wn.from_ns) + " to " + fmtNs(Wn.to_ns) + ": " + fmtNs(Wn.wait_ns) + " waited, " +
+      fmtRange(Wn.from_ns, Wn.to_ns) + ": " + fmtNs(Wn.wait_ns) + " waited, " +
       fmtNs(Wn.allocator_ns) + " in the allocator in holds, " + fmtNs(Wn.allocator_lock_wait_ns) +
       " of it on the allocator's lock" + (Wn.cut ? "; slices past the page's limit left out" : "") +
       "); elsewhere the time in each state per " + fmtNs(T.bin_ns) + ". Wheel or buttons to zoom, " +
@@ -489,7 +497,7 @@
       window.onmouseup = function () { drag = null; };
       holder.textContent = "";
       holder.appendChild(svg);
-      tlNote.textContent = "Shown: " + fmtNs(v0) + " to " + fmtNs(v1) + " (" + fmtNs(span) + " of " +
+      tlNote.textContent = "Shown: " + fmtRange(v0, v1) + " (" + fmtNs(span) + " of " +
         fmtNs(T.duration_ns) + "), " + (exact ? "every slice" : "time per " + fmtNs(T.bin_ns) +
         (Wn.from_ns < v1 && Wn.to_ns > v0 ? "; the costliest window is highlighted, zoom into it for each slice" : "")) + ".";
       body.dataset.tlFrom = String(Math.round(v0));
