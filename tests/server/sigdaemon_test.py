@@ -230,7 +230,7 @@ def case_wake():
           "no sigsuspend was interrupted; the requests stay pending")
     d.untouched("--wake, the shim's RTMIN+3")
     r = ctl("status", "--wake", str(m))
-    check(r.returncode == 1 and "status never signals" in r.stderr,
+    check(r.returncode == 2 and "status never signals" in r.stderr,
           "status --wake is refused")
     d.stop()
 
