@@ -3,6 +3,10 @@
 standard operators over mallock's C sources, each built and judged by the
 tests that guard its folder (docs/testing.md, "Mutations nobody chose").
 
+  mutate.py --check
+      the operators on a fixed C snippet give the mutants they must, and
+      each entry of the equivalents file is still a mutant of its file
+      (CTest's tooling_mutate);
   mutate.py --list [--paths P,P...]
       how many mutable lines and mutants each file has;
   mutate.py --sample N --seed S [--paths P,P...] [--scratch DIR]
@@ -160,8 +164,14 @@ def match_paren(toks, i):
     return None
 
 
+KEYWORDS = {"return", "case", "sizeof", "else", "do", "goto"}
+
+
 def operand_end(kind, s):
-    return kind in ("id", "num") or s in (")", "]")
+    """Whether a token of KIND and text S can end an operand (so that a
+    + or - after it is binary, a ++ or -- postfix)."""
+    return kind == "num" or kind == "id" and s not in KEYWORDS or \
+        s in (")", "]")
 
 
 def mutants_of(text):
@@ -169,7 +179,11 @@ def mutants_of(text):
     the span [start, end) of TEXT replaced."""
     toks = tokenize(text)
     skip = skipped(toks)
-    out = []
+    out, pdepth, d = [], [], 0
+    for t in toks:  # the parenthesis depth of each token
+        d += t[1] == "("
+        d -= t[1] == ")"
+        pdepth.append(d)
     swap = {"&&": "||", "||": "&&", "<": "<=", "<=": "<", ">": ">=",
             ">=": ">", "==": "!=", "!=": "==", "+": "-", "-": "+"}
     name = {"&&": "and-or", "||": "and-or", "<": "relational",
@@ -206,6 +220,10 @@ def mutants_of(text):
             else:
                 out.append(("incdec", off, end, "", line))
         elif kind == "num" and not (prev[1] == "[" and nxt[1] == "]" and
+                                    i >= 3 and
+                                    (toks[i - 3][0] == "id" and
+                                     toks[i - 3][1] not in KEYWORDS or
+                                     toks[i - 3][1] == "*") and
                                     i + 2 < len(toks) and
                                     toks[i + 2][1] in (";", "=", "[")):
             # an array's length in its declaration: a size, not logic
@@ -236,6 +254,7 @@ def mutants_of(text):
             expr = text[a:b].strip()
             out.append(("return", a, b, "1" if expr == "0" else "0", line))
         if kind == "id" and prev[1] in (";", "{", "}") and \
+                pdepth[i] == 0 and \
                 s not in TYPE_WORDS and not s.endswith("_t") and \
                 s not in ("if", "while", "for", "do", "else", "switch",
                           "case", "default", "goto", "typedef") and \
@@ -426,11 +445,74 @@ def report(ms, equiv):
     return 1 if open_ else 0
 
 
+SNIPPET = """\
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+/* if (x < 1) a++; */
+static int f(int *v, int n)
+{
+	int buf[8];
+	shim_warn("n < %d", n + 1);
+	assert(n >= 0);
+	for (int i = 0; i < n; i++)
+		v[i] = v[i] + 2;
+	if (n == 3 && v[0])
+		return -1;
+	n--;
+	return buf[0];
+}
+"""
+SNIPPET_WANT = {
+    ("relational", "for (int i = 0; i <= n; i++)"),
+    ("incdec", "for (int i = 0; i < n; i += 0)"),
+    ("constant", "for (int i = 1; i < n; i++)"),
+    ("arith", "v[i] = v[i] - 2;"),
+    ("constant", "v[i] = v[i] + 3;"),
+    ("constant", "v[i] = v[i] + 1;"),
+    ("delete", ""),
+    ("negate", "if (!(n == 3 && v[0]))"),
+    ("equality", "if (n != 3 && v[0])"),
+    ("and-or", "if (n == 3 || v[0])"),
+    ("constant", "if (n == 4 && v[0])"),
+    ("constant", "if (n == 2 && v[0])"),
+    ("return", "return 0;"),
+    ("constant", "return -2;"),
+    ("constant", "return -0;"),
+    ("incdec", "n += 0;"),
+    ("constant", "return buf[1];"),
+    ("constant", "if (n == 3 && v[1])"),
+}
+
+
+def check(src):
+    bad = 0
+    got = {(m.op, norm(m.after)) for m in
+           (Mutant("s.c", SNIPPET, x) for x in mutants_of(SNIPPET))}
+    for w in sorted(SNIPPET_WANT ^ got):
+        bad += 1
+        what = "missing" if w in SNIPPET_WANT else "not expected"
+        print(f"mutate: the snippet's mutant {w} is {what}",
+              file=sys.stderr)
+    equiv = read_equivalents()
+    files = {k[0] for k in equiv}
+    have = {m.key() for f in files if os.path.exists(os.path.join(src, f))
+            for ms in all_mutants(src, [f]).get(f, {}).values()
+            for m in ms} if files else set()
+    for k in sorted(set(equiv) - have):
+        bad += 1
+        print(f"mutate: {EQUIVALENTS}: {k[0]} ({k[1]}) `{k[2]}` -> "
+              f"`{k[3]}` is no longer a mutant of its file; follow the "
+              f"code or drop the entry", file=sys.stderr)
+    print(f"mutate: {len(SNIPPET_WANT)} snippet mutants, {len(equiv)} "
+          f"equivalents, {bad} wrong")
+    return 1 if bad else 0
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--src", default=os.path.join(HERE, "..", ".."))
     ap.add_argument("--paths", default=DEFAULT_PATHS)
     ap.add_argument("--list", action="store_true")
+    ap.add_argument("--check", action="store_true")
     ap.add_argument("--sample", type=int)
     ap.add_argument("--seed", default="0")
     ap.add_argument("--scratch", default="/tmp/mallock-mutate")
@@ -454,6 +536,8 @@ def main(argv):
             print(f"mutate: {p}: no such folder under {src}",
                   file=sys.stderr)
             return 2
+    if a.check:
+        return check(src)
     if a.list:
         every = all_mutants(src, paths)
         for f in sorted(every):
