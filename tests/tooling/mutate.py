@@ -66,7 +66,8 @@ GUARDS = [
         "shim_stress", "shim_threads1000", "analyzer_plainlock",
         "analyzer_futex", "analyzer_time_every", "groundtruth.xthread",
         "groundtruth.svcqueue_cascade", "groundtruth.reportqueue",
-        "rel_hostile_signals",
+        "rel_hostile_signals", "rel_hostile_closeall_range",
+        "format_compressed",
     ]),
     ("analyzer/", [
         "analyzer_golden", "analyzer_report", "analyzer_holds",
@@ -79,7 +80,7 @@ GUARDS = [
         "analyzer_futex_words", "analyzer_lock_names",
         "analyzer_window_names", "analyzer_seed", "groundtruth.xthread",
         "groundtruth.admission", "groundtruth.svcqueue_cascade",
-        "groundtruth.reportqueue", "analyzer_sizes",
+        "groundtruth.reportqueue", "analyzer_sizes", "groundtruth.stripped",
     ]),
 ]
 
