@@ -284,6 +284,8 @@ def files_under(src, paths):
     out = []
     for p in paths:
         base = os.path.join(src, p)
+        if os.path.isfile(base):
+            out.append(p)
         for dirpath, _, names in os.walk(base):
             for n in sorted(names):
                 if n.endswith((".c", ".h")):
