@@ -210,9 +210,13 @@ def mutants_of(text):
             if operand_end(prev[0], prev[1]):
                 # postfix: standalone (x++; or a for's step) keeps a
                 # statement with an effectless += 0, else the value stays
-                k = i - 1
-                while k > 0 and (toks[k][0] in ("id", "num") or
-                                 toks[k][1] in (".", "->", "[", "]")):
+                k, depth = i - 1, 0
+                while k > 0:
+                    depth += {"]": 1, "[": -1}.get(toks[k][1], 0)
+                    if not (depth > 0 or toks[k][1] in ("[", "]", ".",
+                                                         "->") or
+                            toks[k][0] in ("id", "num")):
+                        break
                     k -= 1
                 alone = toks[k][1] in (";", "{", "}", ")") and \
                     nxt[1] in (";", ")")
@@ -461,6 +465,7 @@ static int f(int *v, int n)
 	if (n == 3 && v[0])
 		return -1;
 	n--;
+	v[*v]++;
 	return buf[0];
 }
 """
@@ -481,6 +486,8 @@ SNIPPET_WANT = {
     ("constant", "return -2;"),
     ("constant", "return -0;"),
     ("incdec", "n += 0;"),
+    ("incdec", "v[*v] += 0;"),
+    ("delete", ""),
     ("constant", "return buf[1];"),
     ("constant", "if (n == 3 && v[1])"),
 }
