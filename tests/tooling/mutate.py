@@ -61,7 +61,8 @@ DEFAULT_PATHS = "shim/hooks,shim/core,analyzer/model,analyzer/find"
 # analyzer's by the tests on forged traces and the ground-truth cases.
 GUARDS = [
     ("shim/", [
-        "shim_exact", "shim_stackcache", "shim_robust", "shim_cancel",
+        "shim_exact", "shim_stackcache", "shim_robust", "shim_newfail",
+        "shim_cancel",
         "shim_cxx_glibc", "shim_nextalloc", "shim_fork", "shim_output",
         "shim_stress", "shim_threads1000", "analyzer_plainlock",
         "analyzer_futex", "analyzer_time_every", "groundtruth.xthread",
