@@ -72,6 +72,7 @@ GUARDS = [
     ]),
     ("analyzer/", [
         "analyzer_golden", "analyzer_report", "analyzer_holds",
+        "analyzer_malformed",
         "analyzer_unit_reader", "analyzer_unit_classes",
         "analyzer_contention", "analyzer_sites", "analyzer_classes",
         "analyzer_pools", "analyzer_striped", "analyzer_nest_overlap",
