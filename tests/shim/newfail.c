@@ -38,8 +38,7 @@ static int child(void)
 		return 4;
 	signal(SIGABRT, on_abort);
 	void *p = new_(huge);
-	fprintf(stderr, "newfail: the throwing operator new returned %p\n",
-	        p);
+	fprintf(stderr, "newfail: the throwing operator new returned %p\n", p);
 	return 3;
 }
 
