@@ -215,7 +215,14 @@ int main(int argc, char **argv)
 		until_asleep_on(atomic_load(&worker_tid[i]), &futexlock_ready);
 	}
 	atomic_store(&futexlock_ready, 1);
-	futex(&futexlock_ready, FUTEX_WAKE, THREADS);
+	/* Every worker is asleep on the word: the wake says it woke them all
+	 * (the shim's hook returns what the kernel said). */
+	long woke = futex(&futexlock_ready, FUTEX_WAKE, THREADS);
+	if (woke != THREADS) {
+		fprintf(stderr, "futexlock: FUTEX_WAKE returned %ld, not %d\n",
+		        woke, THREADS);
+		return 1;
+	}
 	for (int i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
 	printf("futexlock: %d forced rounds, %d threads x %ld rounds\n", FORCED,

@@ -290,6 +290,8 @@ eq(st[0]["score"], e["covered_ns"], "starve: score = covered_ns")
 check(st[0]["score"] <= d["trace"]["duration_ns"],
       f"starve: score {st[0]['score']} above the trace's duration")
 check("client_main" in st[0]["advice"], "starve: advice names the role")
+check(f"(condition wakes from 0 to {R}, 2 with none)" in st[0]["advice"],
+      f"starve: advice gives the range of service: {st[0]['advice']}")
 eq(st[0]["severity"], "high", "starve: severity")
 # Without symbols the role is the name stem: the same five peers.
 d = report_json("--no-symbols", path)

@@ -11,7 +11,9 @@
  *
  * Scenarios:
  *   closeall loop|range|from   N rounds, close every fd >= 3 (a loop to
- *                              1024, close_range, closefrom), open a.db
+ *                              1024, close_range, closefrom; range
+ *                              first puts an fd above the shim's and
+ *                              checks it closed: exit 92), open a.db
  *                              b.db c.db (they get the freed low numbers),
  *                              then N more rounds with a record written to
  *                              each file every N/4
@@ -59,6 +61,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -96,8 +99,17 @@ static int sc_closeall(const char *mode)
 		for (int fd = 3; fd < 1024; fd++)
 			close(fd);
 	} else if (!strcmp(mode, "range")) {
+		/* An fd above the shim's (which sits near the top of
+		 * RLIMIT_NOFILE, below 65536): the range closes it too. */
+		struct rlimit rl;
+		int hi = -1;
+		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64)
+			hi = dup2(0, rl.rlim_cur < 65600 ? (int)rl.rlim_cur - 1
+			                                 : 65599);
 		if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
 			return 90;
+		if (hi >= 0 && fcntl(hi, F_GETFD) != -1)
+			return 92;
 	} else {
 		closefrom(3);
 	}

@@ -835,6 +835,12 @@ def case_stripped(ctx):
           f"missing_symbols entry: {m}")
     bid = m.get("build_id") or ""
     check(len(bid) > 2, f"the stripped program's build_id: {bid!r}")
+    elf = subprocess.run(["readelf", "-n", exe], capture_output=True,
+                         text=True, timeout=60).stdout
+    want = [ln.split("Build ID:")[1].strip() for ln in elf.splitlines()
+            if "Build ID:" in ln]
+    check(want and bid == want[0], f"the stripped program's build_id "
+          f"{bid!r} is not the one readelf -n reads: {want}")
     rel = f".build-id/{bid[:2]}/{bid[2:]}.debug"
     hint = m.get("hint") or ""
     check("--debug-dir" in hint and "DIR/" + rel in hint,

@@ -18,11 +18,10 @@ with the test that must fail on it and the words that say why.
       must be installed (`make test` installs them).
 """
 import os
-import re
-import shutil
-import subprocess
 import sys
 import time
+
+from scratch import build, configure, copy_tracked, ctest
 
 # (what breaks, file, text, replacement, ctest regex, words of the reason)
 M = [
@@ -141,35 +140,12 @@ def check(src):
     return 1 if bad else 0
 
 
-def sh(cmd, cwd):
-    return subprocess.run(cmd, shell=True, cwd=cwd, capture_output=True,
-                          text=True)
-
-
-def build(dst):
-    b = sh("cmake --build build -j 2", dst)
-    return b.returncode == 0, b.stdout[-800:] + b.stderr[-800:]
-
-
-def ctest(dst, regex):
-    t = sh(f"ctest --test-dir build -R '{regex}' --output-on-failure", dst)
-    ran = re.search(r"tests passed, (\d+) tests failed out of (\d+)",
-                    t.stdout)
-    return t.returncode, ran, t.stdout + t.stderr
-
-
 def run(src, dst, only):
-    files = subprocess.run(["git", "-C", src, "ls-files", "-z"],
-                           capture_output=True, check=True).stdout
-    for f in files.decode().split("\0"):
-        if f and os.path.isfile(os.path.join(src, f)):
-            os.makedirs(os.path.dirname(os.path.join(dst, f)) or dst,
-                        exist_ok=True)
-            shutil.copy2(os.path.join(src, f), os.path.join(dst, f))
-    c = sh("cmake -S . -B build -DMALLOCK_WERROR=ON", dst)
+    copy_tracked(src, dst)
+    cok, clog = configure(dst)
     ok, log = build(dst)
-    if c.returncode or not ok:
-        print("mutants: the unmutated build failed:\n" + c.stderr + log)
+    if not cok or not ok:
+        print("mutants: the unmutated build failed:\n" + clog + log)
         return 1
     todo = [(i, m) for i, m in enumerate(M, 1) if not only or i in only]
     regex = "|".join(m[4] for _, m in todo)
