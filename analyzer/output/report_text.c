@@ -577,23 +577,27 @@ static void print_cascade(FILE *out, const report_t *r)
 	char where[600] = "";
 	if (f->sites_total > 1) {
 		const fsite_t *s0 = &f->sites[0];
-		snprintf(where, sizeof where,
-		         "%u sites (%s; the heaviest %s, %s: %.0f allocations, "
-		         "%.0f frees)",
-		         f->sites_total,
-		         human_ns(a, sizeof a, ev(f, EV_SITE_ALLOCATOR_NS)),
-		         site, human_ns(c, sizeof c, s0->ns), s0->allocs,
-		         s0->frees);
+		snprintf(
+		    where, sizeof where,
+		    "%u sites (%s; the heaviest %s, %s: %.0f allocation%s, "
+		    "%.0f free%s)",
+		    f->sites_total,
+		    human_ns(a, sizeof a, ev(f, EV_SITE_ALLOCATOR_NS)), site,
+		    human_ns(c, sizeof c, s0->ns), s0->allocs,
+		    s0->allocs == 1 ? "" : "s", s0->frees,
+		    s0->frees == 1 ? "" : "s");
 	} else {
 		snprintf(where, sizeof where, "%s (%s)", site,
 		         human_ns(a, sizeof a, ev(f, EV_SITE_ALLOCATOR_NS)));
 	}
 	snprintf(txt, sizeof txt,
-	         "%.0f of those calls (%.0f allocations, %.0f frees) are for "
-	         "blocks allocated at %s, %.0f of them slow (over %s), %s "
+	         "%.0f of those calls (%.0f allocation%s, %.0f free%s) are "
+	         "for blocks allocated at %s, %.0f of them slow (over %s), %s "
 	         "of it waiting on the allocator's own lock;",
-	         ev(f, EV_CALLS), ev(f, EV_ALLOCS), ev(f, EV_FREES), where,
-	         ev(f, EV_SLOW_CALLS), human_ns(d, sizeof d, TH_SLOW_ALLOC_NS),
+	         ev(f, EV_CALLS), ev(f, EV_ALLOCS),
+	         ev(f, EV_ALLOCS) == 1 ? "" : "s", ev(f, EV_FREES),
+	         ev(f, EV_FREES) == 1 ? "" : "s", where, ev(f, EV_SLOW_CALLS),
+	         human_ns(d, sizeof d, TH_SLOW_ALLOC_NS),
 	         human_ns(b, sizeof b, ev(f, EV_ALLOCATOR_LOCK_WAIT_NS)));
 	double F = ev(f, EV_FREE_SHARE);
 	if (ev(f, EV_FREE_NS_IN_HOLDS) > 0) {

@@ -93,8 +93,8 @@ static void window_notes(model_t *m)
 	    m->tot.resumes) {
 		n = snprintf(t, sizeof t,
 		             "recording %s; %llu window%s started, %llu "
-		             "stopped; %llu lock holds open across a start or "
-		             "stop were not measured",
+		             "stopped; %llu lock hold%s open across a start or "
+		             "stop %s not measured",
 		             (m->proc_flags & FMT_PROCF_START_PAUSED)
 		                 ? "started paused (MALLOCK_START=paused)"
 		             : m->attached ? "started at the attach"
@@ -102,7 +102,9 @@ static void window_notes(model_t *m)
 		             (unsigned long long)m->tot.resumes,
 		             m->tot.resumes == 1 ? "" : "s",
 		             (unsigned long long)m->tot.pauses,
-		             (unsigned long long)m->tot.holds_cut);
+		             (unsigned long long)m->tot.holds_cut,
+		             m->tot.holds_cut == 1 ? "" : "s",
+		             m->tot.holds_cut == 1 ? "was" : "were");
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
 }
