@@ -72,6 +72,10 @@ static int dpkg_ask(const char *path, char *pkg, size_t len, uint64_t deadline,
 	int st;
 	waitpid(pid, &st, 0);
 	buf[n] = 0;
+	if (!*answered && !n) {
+		errno = ETIMEDOUT; /* no answer by the deadline */
+		return -1;
+	}
 	/* "pkg: /path", "pkg:amd64: /path", "pkg1, pkg2: /path"; lines
 	 * about diversions come first. */
 	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {

@@ -12,7 +12,8 @@
  * returns 0. Runs `dpkg -S -- PATH` (no shell: the path comes from a
  * trace) and reads its output until deadline (CLOCK_MONOTONIC, ns), then
  * kills it. Returns -1 when dpkg owns no such file or fails, with errno
- * ENOENT when dpkg is not installed. dpkg's answers (not its time-outs)
+ * ENOENT when dpkg is not installed, ETIMEDOUT when it said nothing by
+ * the deadline. dpkg's answers (not its time-outs)
  * are kept for the process: a path is asked once. Allocates a copy of
  * each path asked.
  */

@@ -761,9 +761,16 @@ size_t sym_missing_notes(model_t *m)
 			e->package = xstrdup(pkg);
 		else if (errno == ENOENT)
 			dpkg = false;
+		bool slow = !e->package && errno == ETIMEDOUT;
 		free(canon);
 		char hint[900];
-		if (e->package)
+		if (slow) /* a package may own it: do not say "build it" */
+			snprintf(
+			    hint, sizeof hint,
+			    "`dpkg -S` did not answer in time: if a package "
+			    "owns it, install its -dbgsym package; or pass "
+			    "--debug-dir DIR holding its debug file");
+		else if (e->package)
 			snprintf(
 			    hint, sizeof hint,
 			    "install %s-dbgsym (`dpkg -S` says %s owns it; "

@@ -134,6 +134,10 @@ env = dict(base_env, PATH=hungbin + ":" + base_env["PATH"])
 d, secs = report("json", env=env, timeout=30)
 check(secs < 15 and missing(d) and missing(d)[0]["package"] is None,
       "a hung dpkg: report in %.1f s, no package" % secs)
+check(missing(d) and "did not answer in time" in missing(d)[0]["hint"] and
+      "build it with -g" not in missing(d)[0]["hint"],
+      "a hung dpkg: the hint says dpkg did not answer, not to rebuild a "
+      "file a package may own: %r" % missing(d))
 
 # (b) the debug file found: named, and nothing missing in the program.
 for what, args, env in (
