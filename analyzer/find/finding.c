@@ -32,6 +32,12 @@ const char *severity_name(int sev)
 	return sev >= 0 && sev <= SEV_HIGH ? names[sev] : "?";
 }
 
+/* "s" after a count other than one, "" after one. */
+static const char *plural(double n)
+{
+	return n == 1 ? "" : "s";
+}
+
 int severity_parse(const char *s)
 {
 	for (int i = 0; i <= SEV_HIGH; i++)
@@ -304,14 +310,16 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		snprintf(
 		    buf, len,
 		    "waiters lost %s on this lock (%.0f contended "
-		    "acquisitions); its holders spent %.1f%% of their hold "
-		    "time in the allocator; %.0f calls (%.0f allocations, "
-		    "%.0f frees) for blocks from %s take %.1f%% (%.0f slow, %s "
+		    "acquisition%s); its holders spent %.1f%% of their hold "
+		    "time in the allocator; %.0f calls (%.0f allocation%s, "
+		    "%.0f free%s) for blocks from %s take %.1f%% (%.0f slow, "
+		    "%s "
 		    "waiting on the allocator's own lock).",
 		    human_ns(a, sizeof a, ev(f, EV_LOCK_WAIT_NS)),
-		    ev(f, EV_CONTENDED),
+		    ev(f, EV_CONTENDED), plural(ev(f, EV_CONTENDED)),
 		    100 * ev(f, EV_ALLOCATOR_SHARE_OF_HOLD), ev(f, EV_CALLS),
-		    ev(f, EV_ALLOCS), ev(f, EV_FREES), from,
+		    ev(f, EV_ALLOCS), plural(ev(f, EV_ALLOCS)), ev(f, EV_FREES),
+		    plural(ev(f, EV_FREES)), from,
 		    100 * ev(f, EV_SITE_SHARE_OF_HOLD), ev(f, EV_SLOW_CALLS),
 		    human_ns(b, sizeof b, ev(f, EV_ALLOCATOR_LOCK_WAIT_NS)));
 		if (ev(f, EV_CALLS_WITHOUT_STACK) > 0) {

@@ -562,9 +562,10 @@ static void print_cascade(FILE *out, const report_t *r)
 		         ", not counting %s of waits that found no work",
 		         human_ns(c, sizeof c, ev(f, EV_IDLE_WAIT_NS)));
 	snprintf(txt, sizeof txt,
-	         "waiters lost %s on lock %s (%.0f contended acquisitions, up "
-	         "to %.0f waiting at once%s);",
+	         "waiters lost %s on lock %s (%.0f contended acquisition%s, "
+	         "up to %.0f waiting at once%s);",
 	         human_ns(a, sizeof a, W), lab, ev(f, EV_CONTENDED),
+	         ev(f, EV_CONTENDED) == 1 ? "" : "s",
 	         (double)m->cls[f->cls].s.max_waiters, idle);
 	wrap_print(out, 5, "  1. ", txt);
 	snprintf(txt, sizeof txt,
