@@ -117,3 +117,22 @@ def chunk(tid, payload, base=1000):
 
 def s(b):
     return uv(len(b)) + b
+
+
+def proc_record(exe, comm):
+    """A PROCESS record (1 tick = 1 ns) for a trace forged by hand."""
+    body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
+    body += s(exe) + s(comm) + s(b"h") + s(b"test")
+    return b"\x80" + uv(len(body)) + body
+
+
+def lock_acq(dt, lk, site=0):
+    return b"\x04" + uv(dt) + uv(lk) + uv(site)
+
+
+def lock_acq_wait(dt, lk, w, site=0):
+    return b"\x06" + uv(dt) + uv(lk) + uv(site) + uv(w) + uv(2)
+
+
+def lock_rel(dt, lk):
+    return b"\x09" + uv(dt) + uv(lk)

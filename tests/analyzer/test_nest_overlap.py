@@ -14,13 +14,8 @@ was 20 x 900 ns, more than the outer lock was held at all."""
 import struct
 from common import *
 
-body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
-body += s(b"/bin/nest") + s(b"nest") + s(b"h") + s(b"test")
-proc = b"\x80" + uv(len(body)) + body
-
-acq = lambda dt, l: b"\x04" + uv(dt) + uv(l) + b"\x00"
-acq_wait = lambda dt, l, w: b"\x06" + uv(dt) + uv(l) + b"\x00" + uv(w) + uv(2)
-rel = lambda dt, l: b"\x09" + uv(dt) + uv(l)
+proc = proc_record(b"/bin/nest", b"nest")
+acq, acq_wait, rel = lock_acq, lock_acq_wait, lock_rel
 
 R = 20
 t7 = b"".join(acq(1000, 1) + acq(100, 2) + rel(200, 1) + rel(700, 2)
