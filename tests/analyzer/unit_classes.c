@@ -28,7 +28,7 @@
  * allocates (workers); 6 does nothing (idle).
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
-#include "../check.h"
+#include "test.h"
 #include "classes.h"
 #include "load.h"
 #include "unit_trace.h"
@@ -38,14 +38,14 @@ static uint32_t lock_ix(model_t *m, uint64_t id)
 	for (size_t i = 0; i < m->nlock; i++)
 		if (m->lock[i].id == id)
 			return (uint32_t)i;
-	CHECK(!"lock id not in the model");
+	check(!"lock id not in the model");
 	return 0;
 }
 
 static const lockclass_t *cls_of(model_t *m, uint64_t id)
 {
 	uint32_t c = m->lock[lock_ix(m, id)].cls;
-	CHECK(c != NONE32 && c < m->ncls);
+	check(c != NONE32 && c < m->ncls);
 	return c != NONE32 && c < m->ncls ? &m->cls[c] : NULL;
 }
 
@@ -54,7 +54,7 @@ static const thread_t *thr(model_t *m, uint32_t tid)
 	for (size_t i = 0; i < m->nthr; i++)
 		if (m->thr[i].tid == tid)
 			return &m->thr[i];
-	CHECK(!"thread not in the model");
+	check(!"thread not in the model");
 	return &m->thr[0];
 }
 
@@ -143,73 +143,73 @@ int main(void)
 	load_opts_t o = {.symbols = false, .quiet = true};
 	int rc = load_trace(path, &m, NULL, &o);
 	unlink(path);
-	CHECK(rc == 0);
+	check(rc == 0);
 	if (rc)
-		return check_done("unit_classes");
+		return test_done();
 	/* load_trace ran classes_build and thread_activity; run them again
 	 * to check they start over (no class twice). */
 	classes_build(&m);
 	thread_activity(&m);
 
-	CHECK_EQ_U(m.ncls, 6);
+	check_eq(m.ncls, 6);
 	const lockclass_t *a = cls_of(&m, 1), *c = cls_of(&m, 4);
 	if (a) {
-		CHECK(cls_of(&m, 2) == a && cls_of(&m, 3) == a);
-		CHECK_EQ_U(a->key, 0x1000);
-		CHECK(a->by_init);
-		CHECK_EQ_U(a->site, model_stack(&m, 10)); /* lock 1's init */
-		CHECK_EQ_U(a->ninst, 3);
-		CHECK_EQ_U(a->rep, lock_ix(&m, 2));
-		CHECK(a->queue);
-		CHECK(a->name && strcmp(a->name, "q") == 0);
-		CHECK_EQ_U(a->s.acq, 3 + 1 + 5);
-		CHECK_EQ_U(a->s.contended, 1);
-		CHECK_EQ_U(a->s.wait_ns, 500);
-		CHECK_EQ_U(a->kind, FMT_KIND_MUTEX);
+		check(cls_of(&m, 2) == a && cls_of(&m, 3) == a);
+		check_eq(a->key, 0x1000);
+		check(a->by_init);
+		check_eq(a->site, model_stack(&m, 10)); /* lock 1's init */
+		check_eq(a->ninst, 3);
+		check_eq(a->rep, lock_ix(&m, 2));
+		check(a->queue);
+		check(a->name && strcmp(a->name, "q") == 0);
+		check_eq(a->s.acq, 3 + 1 + 5);
+		check_eq(a->s.contended, 1);
+		check_eq(a->s.wait_ns, 500);
+		check_eq(a->kind, FMT_KIND_MUTEX);
 	}
 	if (c) {
-		CHECK(cls_of(&m, 5) == c && cls_of(&m, 12) == c);
-		CHECK_EQ_U(c->key, 0x3000);
-		CHECK(!c->by_init);
-		CHECK_EQ_U(c->site, model_stack(&m, 20)); /* lock 4's first */
-		CHECK_EQ_U(c->ninst, 3);
-		CHECK_EQ_U(c->rep, lock_ix(&m, 5));
-		CHECK(!c->queue);
-		CHECK(c->name == NULL);
-		CHECK_EQ_U(c->s.acq, 2 + 3 + 1); /* lock 4: threads 1 and 4 */
+		check(cls_of(&m, 5) == c && cls_of(&m, 12) == c);
+		check_eq(c->key, 0x3000);
+		check(!c->by_init);
+		check_eq(c->site, model_stack(&m, 20)); /* lock 4's first */
+		check_eq(c->ninst, 3);
+		check_eq(c->rep, lock_ix(&m, 5));
+		check(!c->queue);
+		check(c->name == NULL);
+		check_eq(c->s.acq, 2 + 3 + 1); /* lock 4: threads 1 and 4 */
 	}
 	const lockclass_t *b = cls_of(&m, 6);
 	if (b) {
-		CHECK(b != a && b != c);
-		CHECK_EQ_U(b->key, 0x2000);
-		CHECK_EQ_U(b->site, model_stack(&m, 12));
-		CHECK(b->by_init);
-		CHECK_EQ_U(b->ninst, 1);
-		CHECK(b->queue); /* a condition variable waits on it */
+		check(b != a && b != c);
+		check_eq(b->key, 0x2000);
+		check_eq(b->site, model_stack(&m, 12));
+		check(b->by_init);
+		check_eq(b->ninst, 1);
+		check(b->queue); /* a condition variable waits on it */
 	}
 	const lockclass_t *i7 = cls_of(&m, 7), *i8 = cls_of(&m, 8);
 	if (i7 && i8) {
-		CHECK(i7 != i8 && i7 != c);
-		CHECK(i7->key >> 63 && i8->key >> 63);
-		CHECK(i7->site == NONE32 && i8->site == NONE32);
-		CHECK_EQ_U(i7->kind, FMT_KIND_ALLOC_INTERNAL);
-		CHECK_EQ_U(i7->ninst, 1);
+		check(i7 != i8 && i7 != c);
+		check(i7->key >> 63 && i8->key >> 63);
+		check(i7->site == NONE32 && i8->site == NONE32);
+		check_eq(i7->kind, FMT_KIND_ALLOC_INTERNAL);
+		check_eq(i7->ninst, 1);
 	}
 	const lockclass_t *n11 = cls_of(&m, 11);
 	if (n11) {
-		CHECK(n11->key >> 63);
-		CHECK(n11->site == NONE32);
-		CHECK_EQ_U(n11->ninst, 1);
+		check(n11->key >> 63);
+		check(n11->site == NONE32);
+		check_eq(n11->ninst, 1);
 	}
-	CHECK(m.lock[lock_ix(&m, 9)].cls == NONE32);
-	CHECK(m.lock[lock_ix(&m, 10)].cls == NONE32);
+	check(m.lock[lock_ix(&m, 9)].cls == NONE32);
+	check(m.lock[lock_ix(&m, 10)].cls == NONE32);
 
-	CHECK(strcmp(thr(&m, 1)->role, "main") == 0);
-	CHECK(strncmp(thr(&m, 2)->role, "consumer", 8) == 0);
-	CHECK(strncmp(thr(&m, 3)->role, "producer", 8) == 0);
-	CHECK(strcmp(thr(&m, 4)->role, "worker (takes locks)") == 0);
-	CHECK(strcmp(thr(&m, 5)->role, "worker (allocates)") == 0);
-	CHECK(strcmp(thr(&m, 6)->role, "idle") == 0);
+	check_eq(thr(&m, 1)->role, "main");
+	check(strncmp(thr(&m, 2)->role, "consumer", 8) == 0);
+	check(strncmp(thr(&m, 3)->role, "producer", 8) == 0);
+	check_eq(thr(&m, 4)->role, "worker (takes locks)");
+	check_eq(thr(&m, 5)->role, "worker (allocates)");
+	check_eq(thr(&m, 6)->role, "idle");
 	load_free(&m);
-	return check_done("unit_classes");
+	return test_done();
 }

@@ -1,7 +1,7 @@
 /*
  * unit_cxxname.c - the short C++ names of the text report (cxxname.h).
  */
-#include "../check.h"
+#include "test.h"
 #include "cxxname.h"
 
 #include <stdio.h>
@@ -11,9 +11,8 @@ static void is(const char *in, const char *want)
 {
 	char b[512];
 	cxx_short(in, b, sizeof b, false);
-	if (strcmp(b, want) != 0)
-		fprintf(stderr, "%s -> %s, not %s\n", in, b, want);
-	CHECK(strcmp(b, want) == 0);
+	if (!check_eq(b, want))
+		fprintf(stderr, "  the name was %s\n", in);
 }
 
 int main(void)
@@ -53,9 +52,9 @@ int main(void)
 	    "put(std::__cxx11::basic_string<char, std::char_traits<char>, "
 	    "std::allocator<char> > const&, int)",
 	    b, sizeof b, true);
-	CHECK(strcmp(b, "put(std::string const&, int)") == 0);
+	check_eq(b, "put(std::string const&, int)");
 	char small[8];
 	cxx_short("Registry::Registry()", small, sizeof small, false);
-	CHECK(strlen(small) < sizeof small);
-	return check_done("unit_cxxname");
+	check(strlen(small) < sizeof small);
+	return test_done();
 }

@@ -13,7 +13,7 @@
  */
 #include "finding.h"
 
-#include "../check.h"
+#include "test.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -34,17 +34,17 @@ static void fill(findings_t *out, model_t *m, int kind)
 	for (int e = 0; e < EV_COUNT_; e++)
 		if (ev_kinds(e) >> kind & 1)
 			finding_put(f, e, 1000.0 + e);
-	CHECK_EQ_U(f->nev, ev_kind_count(kind));
+	check_eq(f->nev, ev_kind_count(kind));
 	int k = 0;
 	for (int e = 0; e < EV_COUNT_; e++) {
 		if (ev_kinds(e) >> kind & 1) {
-			CHECK(finding_has(f, e));
-			CHECK(finding_ev(f, e, -1) == 1000.0 + e);
-			CHECK_EQ_U(f->ev_id[k], e); /* the order it was put */
+			check(finding_has(f, e));
+			check(finding_ev(f, e, -1) == 1000.0 + e);
+			check_eq(f->ev_id[k], e); /* the order it was put */
 			k++;
 		} else {
-			CHECK(!finding_has(f, e));
-			CHECK(finding_ev(f, e, -1) == -1);
+			check(!finding_has(f, e));
+			check(finding_ev(f, e, -1) == -1);
 		}
 	}
 }
@@ -73,8 +73,8 @@ int main(int argc, char **argv)
 			    "unit_evidence: %s declares %d evidence members, "
 			    "more than EV_MAX (%d) hold\n",
 			    finding_kind_name(k), n, EV_MAX);
-		CHECK(n <= EV_MAX);
-		CHECK(n > 0);
+		check(n <= EV_MAX);
+		check(n > 0);
 		most = n > most ? n : most;
 		fill(&out, &m, k);
 	}
@@ -91,15 +91,15 @@ int main(int argc, char **argv)
 		if (strcmp(low, ev_name(e)) != 0)
 			fprintf(stderr, "unit_evidence: EV_%s is named %s\n",
 			        enum_names[e], ev_name(e));
-		CHECK(strcmp(low, ev_name(e)) == 0);
-		CHECK(ev_kinds(e) != 0);
-		CHECK(ev_unit(e) >= 0 && ev_unit(e) < EVU_COUNT_);
+		check_eq(low, ev_name(e));
+		check(ev_kinds(e) != 0);
+		check(ev_unit(e) >= 0 && ev_unit(e) < EVU_COUNT_);
 		for (int o = 0; o < e; o++)
-			CHECK(strcmp(ev_name(o), ev_name(e)) != 0);
+			check(strcmp(ev_name(o), ev_name(e)) != 0);
 		/* a phrase has one %s, where the value goes */
 		const char *w = ev_words(e), *p = w ? strchr(w, '%') : NULL;
-		CHECK(!w || (p && p[1] == 's' && !strchr(p + 1, '%')));
+		check(!w || (p && p[1] == 's' && !strchr(p + 1, '%')));
 	}
 	free(out.v);
-	return check_done("unit_evidence");
+	return test_done();
 }

@@ -15,7 +15,7 @@
  *   PROCESS's tsc_hz; neither gives "none" and 1 ns a tick.
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
-#include "../check.h"
+#include "test.h"
 #include "reader.h"
 #include "unit_trace.h"
 
@@ -40,7 +40,7 @@ static int read_all(reader_t *r, seen_t *out, int max)
 	reader_ev_t ev;
 	int n = 0, rc;
 	while ((rc = reader_next(r, &ev)) > 0) {
-		CHECK(ev.rec->type == FMT_FREE);
+		check(ev.rec->type == FMT_FREE);
 		if (n < max) {
 			out[n].tsc = ev.rec->tsc;
 			out[n].ptr = ev.rec->f[FMT_FREE_PTR];
@@ -49,7 +49,7 @@ static int read_all(reader_t *r, seen_t *out, int max)
 		}
 		n++;
 	}
-	CHECK(rc == 0);
+	check(rc == 0);
 	return n;
 }
 
@@ -83,42 +83,42 @@ static void test_merge(void)
 
 	reader_t *r;
 	char err[256];
-	CHECK(reader_open(path, &r, err, sizeof err) == 0);
+	check(reader_open(path, &r, err, sizeof err) == 0);
 	unlink(path);
 	const reader_info_t *in = reader_info(r);
-	CHECK(!in->truncated);
-	CHECK_EQ_U(in->chunks, 5);
-	CHECK_EQ_U(in->seq_gaps, 0);
-	CHECK_EQ_U(reader_streams(r), 3);
+	check(!in->truncated);
+	check_eq(in->chunks, 5);
+	check_eq(in->seq_gaps, 0);
+	check_eq(reader_streams(r), 3);
 
 	seen_t a[NEV], b[NEV];
 	int n = read_all(r, a, NEV);
-	CHECK_EQ_U(n, total);
+	check_eq(n, total);
 	uint64_t next[4] = {0, 0, 0, 0};
 	for (int i = 0; i < n; i++) {
-		CHECK(a[i].tid >= 1 && a[i].tid <= 3);
-		CHECK(a[i].stream < 3);
+		check(a[i].tid >= 1 && a[i].tid <= 3);
+		check(a[i].stream < 3);
 		/* The event belongs to the thread it is reported for, and
 		 * comes in that thread's order: all of them, once. */
-		CHECK_EQ_U(a[i].ptr / 1000, a[i].tid);
+		check_eq(a[i].ptr / 1000, a[i].tid);
 		if (a[i].tid <= 3) {
-			CHECK_EQ_U(a[i].ptr % 1000, next[a[i].tid]);
+			check_eq(a[i].ptr % 1000, next[a[i].tid]);
 			next[a[i].tid] = a[i].ptr % 1000 + 1;
 		}
 		if (i == 0)
 			continue;
-		CHECK(a[i - 1].tsc <= a[i].tsc);
+		check(a[i - 1].tsc <= a[i].tsc);
 		if (a[i - 1].tsc == a[i].tsc)
-			CHECK(a[i - 1].stream <= a[i].stream);
+			check(a[i - 1].stream <= a[i].stream);
 	}
-	CHECK_EQ_U(next[1], k1);
-	CHECK_EQ_U(next[2], k2);
-	CHECK_EQ_U(next[3], k3);
+	check_eq(next[1], k1);
+	check_eq(next[2], k2);
+	check_eq(next[3], k3);
 	/* Streams are numbered by first chunk in the file. */
 	for (int i = 0; i < n; i++)
-		CHECK_EQ_U(a[i].stream, a[i].tid == 2   ? 0
-		                        : a[i].tid == 1 ? 1
-		                                        : 2);
+		check_eq(a[i].stream, a[i].tid == 2   ? 0
+		                      : a[i].tid == 1 ? 1
+		                                      : 2);
 	/* The five events at tsc 20: thread 2's two, thread 1's two,
 	 * thread 3's one. */
 	int at20 = 0;
@@ -126,16 +126,16 @@ static void test_merge(void)
 		if (a[i].tsc == 20) {
 			static const uint32_t want[] = {2, 2, 1, 1, 3};
 			if (at20 < 5)
-				CHECK_EQ_U(a[i].tid, want[at20]);
+				check_eq(a[i].tid, want[at20]);
 			at20++;
 		}
-	CHECK_EQ_U(at20, 5);
+	check_eq(at20, 5);
 
 	reader_rewind(r);
 	int n2 = read_all(r, b, NEV);
-	CHECK_EQ_U(n2, n);
+	check_eq(n2, n);
 	for (int i = 0; i < n && i < n2; i++)
-		CHECK(a[i].ptr == b[i].ptr && a[i].tsc == b[i].tsc);
+		check(a[i].ptr == b[i].ptr && a[i].tsc == b[i].tsc);
 	reader_close(r);
 }
 
@@ -169,7 +169,7 @@ static const reader_info_t *calib(reader_t **r, uint64_t t0, uint64_t n0,
 	free(c);
 	int rc = reader_open(path, r, err, sizeof err);
 	unlink(path);
-	CHECK(rc == 0);
+	check(rc == 0);
 	return rc == 0 ? reader_info(*r) : NULL;
 }
 
@@ -180,29 +180,29 @@ static void test_calibration(void)
 	/* 4M ticks over 2 ms: 0.5 ns a tick, from the pairs. */
 	in = calib(&r, 1000000, 500000, 5000000, 2500000, 0);
 	if (in) {
-		CHECK(fabs(in->ns_per_tick - 0.5) < 1e-9);
-		CHECK(strcmp(in->clock_source, "monotonic pairs") == 0);
+		check(fabs(in->ns_per_tick - 0.5) < 1e-9);
+		check_eq(in->clock_source, "monotonic pairs");
 		reader_close(r);
 	}
 	/* Pairs over 0.2 ms only: PROCESS's tsc_hz (4 GHz) instead. */
 	in = calib(&r, 1000000, 500000, 1400000, 700000, 4000000000ull);
 	if (in) {
-		CHECK(fabs(in->ns_per_tick - 0.25) < 1e-9);
-		CHECK(strcmp(in->clock_source, "tsc_hz") == 0);
+		check(fabs(in->ns_per_tick - 0.25) < 1e-9);
+		check_eq(in->clock_source, "tsc_hz");
 		reader_close(r);
 	}
 	/* Short pairs and no PROCESS: 1 ns a tick, said to be a guess. */
 	in = calib(&r, 1000000, 500000, 1400000, 700000, 0);
 	if (in) {
-		CHECK(fabs(in->ns_per_tick - 1.0) < 1e-9);
-		CHECK(strcmp(in->clock_source, "none") == 0);
+		check(fabs(in->ns_per_tick - 1.0) < 1e-9);
+		check_eq(in->clock_source, "none");
 		reader_close(r);
 	}
 }
 
 int main(void)
 {
-	test_merge();
-	test_calibration();
-	return check_done("unit_reader");
+	test_run(test_merge);
+	test_run(test_calibration);
+	return test_done();
 }

@@ -3,12 +3,14 @@
  * chunk at a time, written with format/'s encoders in whatever file order a
  * test needs. (mktrace.c writes whole scenarios; this writes exactly the
  * records a unit test names.) Times are ticks; a chunk's clock pair is
- * (its last tsc, that tsc as ns) unless the test sets it. Includers define
- * _GNU_SOURCE first (mkstemp, fdopen).
+ * (its last tsc, that tsc as ns) unless the test sets it; files go to the
+ * harness's scratch directory (test.h). Includers define _GNU_SOURCE first
+ * (mkstemp, fdopen).
  */
 #ifndef MALLOCK_UNIT_TRACE_H
 #define MALLOCK_UNIT_TRACE_H
 
+#include "test.h"
 #include "trace_format.h"
 
 #include <stdint.h>
@@ -137,8 +139,7 @@ static inline void ut_process(ut_chunk_t *c, uint64_t pid, uint64_t tsc,
 /* A new trace file (file header written); *path gets its name. */
 static inline FILE *ut_open(char *path, size_t len)
 {
-	const char *dir = getenv("TMPDIR");
-	snprintf(path, len, "%s/mallock-unit-XXXXXX", dir ? dir : "/tmp");
+	test_tmp_path(path, len, "mallock-unit-XXXXXX");
 	int fd = mkstemp(path);
 	FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
 	if (!f) {

@@ -14,7 +14,7 @@
  * the program twice that way and expects different tables (getrandom).
  */
 #define _GNU_SOURCE /* popen, fmemopen, readlink */
-#include "../check.h"
+#include "test.h"
 #include "u64map.h"
 
 #include <inttypes.h>
@@ -26,15 +26,15 @@
 /* The map's invariants, and that it holds exactly the n keys of ref. */
 static void check_shape(const u64map_t *m, uint32_t n)
 {
-	CHECK_EQ_U(m->n, n);
+	check_eq(m->n, n);
 	if (!m->slot)
 		return;
 	uint32_t cap = m->mask + 1, used = 0;
-	CHECK((cap & m->mask) == 0);
-	CHECK(2 * (uint64_t)m->n <= cap);
+	check((cap & m->mask) == 0);
+	check(2 * (uint64_t)m->n <= cap);
 	for (uint32_t i = 0; i < cap; i++)
 		used += m->slot[i].key != U64MAP_EMPTY;
-	CHECK_EQ_U(used, n);
+	check_eq(used, n);
 }
 
 /* Key i of a mix of shapes: small integers, heap-like pointers (multiples
@@ -55,12 +55,12 @@ static void test_empty(void)
 {
 	u64map_t m = {0};
 	uint32_t v = 7;
-	CHECK(u64map_find(&m, 1) == NULL);
-	CHECK(u64map_del(&m, 1, &v) == 0);
-	CHECK_EQ_U(v, 7);
-	CHECK(m.slot == NULL);
+	check(u64map_find(&m, 1) == NULL);
+	check(u64map_del(&m, 1, &v) == 0);
+	check_eq(v, 7);
+	check(m.slot == NULL);
 	u64map_free(&m);
-	CHECK(m.slot == NULL && m.n == 0);
+	check(m.slot == NULL && m.n == 0);
 }
 
 /* Many keys: insert (growing from 64 slots to 2^19), find, re-put, delete
@@ -73,7 +73,7 @@ static void test_many(void)
 	uint32_t grows = 0, cap = 0, bad = 0;
 	for (uint32_t i = 0; i < N; i++) {
 		uint32_t *v = u64map_put(&m, key_of(i), &added);
-		CHECK(v && added == 1);
+		check(v && added == 1);
 		*v = i + 1;
 		bad += 2 * (uint64_t)m.n > (uint64_t)m.mask + 1;
 		if (m.mask + 1 != cap) {
@@ -83,27 +83,27 @@ static void test_many(void)
 		}
 	}
 	check_shape(&m, N);
-	CHECK(grows >= 13); /* 64 -> 524288 */
-	CHECK_EQ_U(bad, 0); /* the load never passed 1/2 */
+	check(grows >= 13); /* 64 -> 524288 */
+	check_eq(bad, 0);   /* the load never passed 1/2 */
 	for (uint32_t i = 0; i < N; i++) {
 		uint32_t *v = u64map_find(&m, key_of(i));
 		bad += !v || *v != i + 1;
 	}
-	CHECK_EQ_U(bad, 0);
+	check_eq(bad, 0);
 	/* A key already in: found, not added, value kept. */
 	uint32_t *v = u64map_put(&m, key_of(12345), &added);
-	CHECK(added == 0 && v && *v == 12346);
-	CHECK_EQ_U(m.n, N);
+	check(added == 0 && v && *v == 12346);
+	check_eq(m.n, N);
 	/* Absent keys. */
-	CHECK(u64map_find(&m, 0x7f0000000008ull) == NULL);
-	CHECK(u64map_find(&m, (uint64_t)N << 40) == NULL);
+	check(u64map_find(&m, 0x7f0000000008ull) == NULL);
+	check(u64map_find(&m, (uint64_t)N << 40) == NULL);
 
 	uint32_t val;
 	for (uint32_t i = 0; i < N; i += 2) {
 		val = 0;
 		bad += !u64map_del(&m, key_of(i), &val) || val != i + 1;
 	}
-	CHECK_EQ_U(bad, 0);
+	check_eq(bad, 0);
 	check_shape(&m, N / 2);
 	for (uint32_t i = 0; i < N; i++) {
 		uint32_t *p = u64map_find(&m, key_of(i));
@@ -112,22 +112,22 @@ static void test_many(void)
 		else
 			bad += !p || *p != i + 1;
 	}
-	CHECK_EQ_U(bad, 0);
-	CHECK(u64map_del(&m, key_of(0), &val) == 0); /* twice: absent */
+	check_eq(bad, 0);
+	check(u64map_del(&m, key_of(0), &val) == 0); /* twice: absent */
 	for (uint32_t i = 0; i < N; i += 2) {
 		uint32_t *p = u64map_put(&m, key_of(i), &added);
 		bad += !p || added != 1 || *p != 0;
 		*p = i + 1;
 	}
-	CHECK_EQ_U(bad, 0);
+	check_eq(bad, 0);
 	check_shape(&m, N);
 	for (uint32_t i = 0; i < N; i++) {
 		uint32_t *p = u64map_find(&m, key_of(i));
 		bad += !p || *p != i + 1;
 	}
-	CHECK_EQ_U(bad, 0);
+	check_eq(bad, 0);
 	u64map_free(&m);
-	CHECK(m.slot == NULL && m.n == 0 && m.mask == 0);
+	check(m.slot == NULL && m.n == 0 && m.mask == 0);
 }
 
 /*
@@ -144,8 +144,8 @@ static void test_clusters(void)
 	int added;
 	u64map_put(&m, 0, &added); /* seeds the tables, allocates 64 slots */
 	uint32_t v;
-	CHECK(u64map_del(&m, 0, &v) == 1);
-	CHECK_EQ_U(m.mask, 63);
+	check(u64map_del(&m, 0, &v) == 1);
+	check_eq(m.mask, 63);
 	static const uint32_t homes[] = {60, 61, 62, 63, 0, 1};
 	uint64_t keys[K];
 	uint32_t n = 0;
@@ -160,12 +160,12 @@ static void test_clusters(void)
 		int in[K];
 		for (uint32_t i = 0; i < K; i++) {
 			uint32_t *p = u64map_put(&m, keys[i], &added);
-			CHECK(p && added);
+			check(p && added);
 			*p = i + 100;
 			in[i] = 1;
 			nin++;
 		}
-		CHECK_EQ_U(m.mask, 63); /* 30 keys: no growth */
+		check_eq(m.mask, 63); /* 30 keys: no growth */
 		/* Delete in an order that changes per round (i * 7 + round,
 		 * mod 30, as 7 is prime to 30 a permutation), checking all. */
 		uint32_t bad = 0;
@@ -180,7 +180,7 @@ static void test_clusters(void)
 			}
 			check_shape(&m, nin);
 		}
-		CHECK_EQ_U(bad, 0);
+		check_eq(bad, 0);
 	}
 	u64map_free(&m);
 }
@@ -209,10 +209,10 @@ static void test_seeded(const char *self)
 	for (size_t i = 0; i < 8 * 256; i++)
 		nonzero += u64map_tab[i / 256][i % 256] != 0;
 	/* test_empty only: no map has held a key in this process yet. */
-	CHECK_EQ_U(nonzero, 0);
+	check_eq(nonzero, 0);
 	char mine[128], a[128] = "", b[128] = "";
 	FILE *o = fmemopen(mine, sizeof mine, "w");
-	CHECK(o != NULL);
+	check(o != NULL);
 	if (!o)
 		return;
 	print_hashes(o);
@@ -224,22 +224,22 @@ static void test_seeded(const char *self)
 		distinct += i && u64map_tab[i / 256][i % 256] !=
 		                     u64map_tab[(i - 1) / 256][(i - 1) % 256];
 	}
-	CHECK(nonzero > 8 * 256 - 8);
-	CHECK(distinct > 8 * 256 - 8);
+	check(nonzero > 8 * 256 - 8);
+	check(distinct > 8 * 256 - 8);
 	char cmd[4200];
 	snprintf(cmd, sizeof cmd, "'%s' --hash", self);
 	for (int r = 0; r < 2; r++) {
 		FILE *p = popen(cmd, "r");
-		CHECK(p != NULL);
+		check(p != NULL);
 		if (!p)
 			return;
 		char *dst = r ? b : a;
-		CHECK(fgets(dst, 128, p) != NULL);
-		CHECK(pclose(p) == 0);
+		check(fgets(dst, 128, p) != NULL);
+		check(pclose(p) == 0);
 	}
-	CHECK(strlen(a) == 8 * 9 + 1);
-	CHECK(strcmp(a, b) != 0);
-	CHECK(strcmp(a, mine) != 0);
+	check(strlen(a) == 8 * 9 + 1);
+	check(strcmp(a, b) != 0);
+	check(strcmp(a, mine) != 0);
 }
 
 int main(int argc, char **argv)
@@ -255,9 +255,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	self[n] = 0;
-	test_empty();
+	test_run(test_empty);
 	test_seeded(self);
-	test_many();
-	test_clusters();
-	return check_done("unit_u64map");
+	test_run(test_many);
+	test_run(test_clusters);
+	return test_done();
 }

@@ -3,7 +3,7 @@
  * chunk seal/parse/verify, fmt_decode of every core type (encoded with
  * fmt_put_*), metadata framing, and a corrupt CRC or bad varint detected.
  */
-#include "../check.h"
+#include "test.h"
 #include "trace_format.h"
 
 #include <stdint.h>
@@ -26,36 +26,36 @@ static void test_varints(void)
 	for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
 		uint8_t buf[FMT_VARINT_MAX + 2];
 		uint8_t *e = fmt_put_u(buf, vals[i]);
-		CHECK(e - buf <= FMT_VARINT_MAX);
+		check(e - buf <= FMT_VARINT_MAX);
 		const uint8_t *p = buf;
 		uint64_t v = 0;
-		CHECK(fmt_get_u(&p, e, &v) == 0);
-		CHECK_EQ_U(v, vals[i]);
-		CHECK(p == e);
+		check(fmt_get_u(&p, e, &v) == 0);
+		check_eq(v, vals[i]);
+		check(p == e);
 		/* one byte short: fails */
 		p = buf;
-		CHECK(fmt_get_u(&p, e - 1, &v) == -1);
+		check(fmt_get_u(&p, e - 1, &v) == -1);
 	}
 	static const int64_t svals[] = {
 	    0,   1,         -1,        63,        -64,      64,
 	    -65, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN};
 	for (size_t i = 0; i < sizeof svals / sizeof *svals; i++) {
-		CHECK(fmt_unzigzag(fmt_zigzag(svals[i])) == svals[i]);
+		check(fmt_unzigzag(fmt_zigzag(svals[i])) == svals[i]);
 		uint8_t buf[FMT_VARINT_MAX];
 		uint8_t *e = fmt_put_s(buf, svals[i]);
 		const uint8_t *p = buf;
 		uint64_t v = 0;
-		CHECK(fmt_get_u(&p, e, &v) == 0);
-		CHECK(fmt_unzigzag(v) == svals[i]);
+		check(fmt_get_u(&p, e, &v) == 0);
+		check(fmt_unzigzag(v) == svals[i]);
 	}
-	CHECK_EQ_U(fmt_zigzag(-1), 1);
-	CHECK_EQ_U(fmt_zigzag(1), 2);
+	check_eq(fmt_zigzag(-1), 1);
+	check_eq(fmt_zigzag(1), 2);
 	/* 11 continuation bytes: too long */
 	uint8_t bad[12];
 	memset(bad, 0x80, sizeof bad);
 	const uint8_t *p = bad;
 	uint64_t v;
-	CHECK(fmt_get_u(&p, bad + sizeof bad, &v) == -1);
+	check(fmt_get_u(&p, bad + sizeof bad, &v) == -1);
 }
 
 static void test_file_header(void)
@@ -63,15 +63,15 @@ static void test_file_header(void)
 	uint8_t h[FMT_FILE_HEADER_SIZE];
 	unsigned ma = 9, mi = 9;
 	fmt_file_header(h);
-	CHECK(fmt_file_header_check(h, sizeof h, &ma, &mi) == 0);
-	CHECK_EQ_U(ma, FMT_VERSION_MAJOR);
-	CHECK_EQ_U(mi, FMT_VERSION_MINOR);
-	CHECK(fmt_file_header_check(h, sizeof h - 1, &ma, &mi) == -1);
+	check(fmt_file_header_check(h, sizeof h, &ma, &mi) == 0);
+	check_eq(ma, FMT_VERSION_MAJOR);
+	check_eq(mi, FMT_VERSION_MINOR);
+	check(fmt_file_header_check(h, sizeof h - 1, &ma, &mi) == -1);
 	h[8] = FMT_VERSION_MAJOR + 1;
-	CHECK(fmt_file_header_check(h, sizeof h, &ma, &mi) == -2);
-	CHECK_EQ_U(ma, FMT_VERSION_MAJOR + 1);
+	check(fmt_file_header_check(h, sizeof h, &ma, &mi) == -2);
+	check_eq(ma, FMT_VERSION_MAJOR + 1);
 	h[0] ^= 1;
-	CHECK(fmt_file_header_check(h, sizeof h, &ma, &mi) == -1);
+	check(fmt_file_header_check(h, sizeof h, &ma, &mi) == -1);
 }
 
 /*
@@ -97,10 +97,10 @@ static void test_documented_layouts(void)
 #define T_(name, code, l) n++;
 	FMT_CORE_RECORDS(T_)
 #undef T_
-	CHECK_EQ_U(n, sizeof doc / sizeof *doc);
+	check_eq(n, sizeof doc / sizeof *doc);
 	for (size_t i = 0; i < sizeof doc / sizeof *doc; i++) {
 		const char *l = fmt_core_layout(doc[i].code);
-		CHECK(l && !strcmp(l, doc[i].layout));
+		check(l && !strcmp(l, doc[i].layout));
 	}
 }
 
@@ -110,18 +110,18 @@ static void test_field_names(void)
 {
 	unsigned next[0x80] = {0};
 #define T_(rec, i, field, name)                                                \
-	CHECK_EQ_U(i, next[FMT_##rec]);                                        \
+	check_eq(i, next[FMT_##rec]);                                          \
 	next[FMT_##rec]++;                                                     \
-	CHECK(!strcmp(fmt_field_name(FMT_##rec, i), name));
+	check_eq(fmt_field_name(FMT_##rec, i), name);
 	FMT_CORE_FIELDS(T_)
 #undef T_
 #define T_(name, code, l)                                                      \
-	CHECK_EQ_U(next[code], strlen(l));                                     \
-	CHECK(fmt_field_name(code, (unsigned)strlen(l)) == NULL);
+	check_eq(next[code], strlen(l));                                       \
+	check(fmt_field_name(code, (unsigned)strlen(l)) == NULL);
 	FMT_CORE_RECORDS(T_)
 #undef T_
-	CHECK(!strcmp(fmt_field_name(FMT_ALLOC, FMT_ALLOC_SIZE), "size"));
-	CHECK(fmt_field_name(FMT_NOTE, 0) == NULL);
+	check_eq(fmt_field_name(FMT_ALLOC, FMT_ALLOC_SIZE), "size");
+	check(fmt_field_name(FMT_NOTE, 0) == NULL);
 }
 
 /* Every core type, with field values that exercise the pointer deltas. */
@@ -177,58 +177,58 @@ static void test_core_roundtrip(void)
 	uint8_t hb[FMT_CHUNK_HEADER_SIZE];
 	fmt_chunk_seal(hb, &h, payload);
 	fmt_chunk_header_t g;
-	CHECK(fmt_chunk_parse(hb, &g) == 0);
-	CHECK_EQ_U(g.magic, FMT_CHUNK_MAGIC);
-	CHECK_EQ_U(g.tid, 42);
-	CHECK_EQ_U(g.seq, 3);
-	CHECK_EQ_U(g.payload_len, h.payload_len);
-	CHECK_EQ_U(g.tsc_base, 1000);
-	CHECK_EQ_U(g.tsc_flush, tsc);
-	CHECK_EQ_U(g.mono_flush_ns, 123456789);
-	CHECK(fmt_chunk_verify(hb, &g, payload) == 0);
+	check(fmt_chunk_parse(hb, &g) == 0);
+	check_eq(g.magic, FMT_CHUNK_MAGIC);
+	check_eq(g.tid, 42);
+	check_eq(g.seq, 3);
+	check_eq(g.payload_len, h.payload_len);
+	check_eq(g.tsc_base, 1000);
+	check_eq(g.tsc_flush, tsc);
+	check_eq(g.mono_flush_ns, 123456789);
+	check(fmt_chunk_verify(hb, &g, payload) == 0);
 
 	fmt_dec_t d;
 	fmt_record_t r;
 	size_t eo;
 	fmt_dec_init(&d, &g, payload);
 	for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
-		CHECK(fmt_decode(&d, &r, &eo) == 1);
-		CHECK_EQ_U(r.type, types[i]);
-		CHECK_EQ_U(r.tsc, want_tsc[i]);
-		CHECK_EQ_U(r.nf, strlen(fmt_core_layout(types[i])));
+		check(fmt_decode(&d, &r, &eo) == 1);
+		check_eq(r.type, types[i]);
+		check_eq(r.tsc, want_tsc[i]);
+		check_eq(r.nf, strlen(fmt_core_layout(types[i])));
 		for (unsigned k = 0; k < r.nf; k++)
-			CHECK_EQ_U(r.f[k], want[i][k]);
-		CHECK(fmt_type_name(r.type) != NULL);
-		CHECK(fmt_decode(&d, &r, &eo) == 1);
-		CHECK_EQ_U(r.type, FMT_NOTE);
+			check_eq(r.f[k], want[i][k]);
+		check(fmt_type_name(r.type) != NULL);
+		check(fmt_decode(&d, &r, &eo) == 1);
+		check_eq(r.type, FMT_NOTE);
 		const uint8_t *q = r.body;
 		uint64_t lvl = 0;
 		const char *s;
 		size_t n;
-		CHECK(fmt_get_u(&q, r.body + r.body_len, &lvl) == 0);
-		CHECK_EQ_U(lvl, FMT_NOTE_WARN);
-		CHECK(fmt_get_str(&q, r.body + r.body_len, &s, &n) == 0);
-		CHECK(n == 2 && memcmp(s, "hi", 2) == 0);
+		check(fmt_get_u(&q, r.body + r.body_len, &lvl) == 0);
+		check_eq(lvl, FMT_NOTE_WARN);
+		check(fmt_get_str(&q, r.body + r.body_len, &s, &n) == 0);
+		check(n == 2 && memcmp(s, "hi", 2) == 0);
 	}
-	CHECK(fmt_decode(&d, &r, &eo) == 0);
+	check(fmt_decode(&d, &r, &eo) == 0);
 
 	/* corrupt one payload byte: the CRC catches it */
 	payload[h.payload_len / 2] ^= 0x10;
-	CHECK(fmt_chunk_verify(hb, &g, payload) == -1);
+	check(fmt_chunk_verify(hb, &g, payload) == -1);
 	payload[h.payload_len / 2] ^= 0x10;
 	/* corrupt a header byte covered by the CRC */
 	hb[13] ^= 1;
-	CHECK(fmt_chunk_parse(hb, &g) == 0);
-	CHECK(fmt_chunk_verify(hb, &g, payload) == -1);
+	check(fmt_chunk_parse(hb, &g) == 0);
+	check(fmt_chunk_verify(hb, &g, payload) == -1);
 	hb[13] ^= 1;
 	/* bad magic, oversized payload */
 	hb[0] ^= 1;
-	CHECK(fmt_chunk_parse(hb, &g) == -1);
+	check(fmt_chunk_parse(hb, &g) == -1);
 	hb[0] ^= 1;
 	uint8_t big[FMT_CHUNK_HEADER_SIZE];
 	memcpy(big, hb, sizeof big);
 	big[7] = 0x7f;
-	CHECK(fmt_chunk_parse(big, &g) == -1);
+	check(fmt_chunk_parse(big, &g) == -1);
 }
 
 static void test_malformed_records(void)
@@ -241,46 +241,46 @@ static void test_malformed_records(void)
 	uint8_t a[] = {FMT_REL, 5, 1, FMT_ALLOC, 1, 2, 0xff, 0xff};
 	h.payload_len = sizeof a;
 	fmt_dec_init(&d, &h, a);
-	CHECK(fmt_decode(&d, &r, &eo) == 1);
-	CHECK(fmt_decode(&d, &r, &eo) == -1);
-	CHECK_EQ_U(eo, 3);
+	check(fmt_decode(&d, &r, &eo) == 1);
+	check(fmt_decode(&d, &r, &eo) == -1);
+	check_eq(eo, 3);
 	/* unknown core type */
 	uint8_t b[] = {0x7e, 0};
 	h.payload_len = sizeof b;
 	fmt_dec_init(&d, &h, b);
-	CHECK(fmt_decode(&d, &r, &eo) == -1);
-	CHECK_EQ_U(eo, 0);
+	check(fmt_decode(&d, &r, &eo) == -1);
+	check_eq(eo, 0);
 	/* metadata length past the payload */
 	uint8_t c[] = {FMT_NOTE, 50, 1, 2};
 	h.payload_len = sizeof c;
 	fmt_dec_init(&d, &h, c);
-	CHECK(fmt_decode(&d, &r, &eo) == -1);
+	check(fmt_decode(&d, &r, &eo) == -1);
 	/* unknown metadata type: skipped by length */
 	uint8_t e[] = {0xf0, 2, 9, 9, FMT_REL, 0, 1};
 	h.payload_len = sizeof e;
 	fmt_dec_init(&d, &h, e);
-	CHECK(fmt_decode(&d, &r, &eo) == 1);
-	CHECK_EQ_U(r.body_len, 2);
-	CHECK(fmt_decode(&d, &r, &eo) == 1);
-	CHECK_EQ_U(r.type, FMT_REL);
-	CHECK(fmt_decode(&d, &r, &eo) == 0);
+	check(fmt_decode(&d, &r, &eo) == 1);
+	check_eq(r.body_len, 2);
+	check(fmt_decode(&d, &r, &eo) == 1);
+	check_eq(r.type, FMT_REL);
+	check(fmt_decode(&d, &r, &eo) == 0);
 	/* string longer than its body */
 	uint8_t s[] = {10, 'a'};
 	const uint8_t *q = s;
 	const char *str;
 	size_t n;
-	CHECK(fmt_get_str(&q, s + sizeof s, &str, &n) == -1);
-	CHECK(strcmp(fmt_alloc_fn_name(FMT_FN_NEW), "operator new") == 0);
-	CHECK(strcmp(fmt_lock_kind_name(FMT_KIND_RWLOCK), "rwlock") == 0);
+	check(fmt_get_str(&q, s + sizeof s, &str, &n) == -1);
+	check_eq(fmt_alloc_fn_name(FMT_FN_NEW), "operator new");
+	check_eq(fmt_lock_kind_name(FMT_KIND_RWLOCK), "rwlock");
 }
 
 int main(void)
 {
-	test_varints();
-	test_file_header();
-	test_documented_layouts();
-	test_field_names();
-	test_core_roundtrip();
-	test_malformed_records();
-	return check_done("format");
+	test_run(test_varints);
+	test_run(test_file_header);
+	test_run(test_documented_layouts);
+	test_run(test_field_names);
+	test_run(test_core_roundtrip);
+	test_run(test_malformed_records);
+	return test_done();
 }

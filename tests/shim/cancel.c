@@ -219,34 +219,34 @@ int main(int argc, char **argv)
 {
 	char file[800];
 	if (st_run_one(argc, argv, child, &s, file) != 0)
-		return check_done("cancel");
+		return test_done();
 	for (int v = 0; v < NV; v++) {
 		fprintf(stderr, "%s\n", vname[v]);
-		CHECK_EQ_U(st_named_threads(&s, vname[v]), 1);
-		CHECK_EQ_U(st_named(&s, vname[v], FMT_ALLOC), 2);
-		CHECK_EQ_U(st_named(&s, vname[v], FMT_FREE), 2);
-		CHECK_EQ_U(st_named(&s, vname[v], FMT_COND_WAIT), 1);
-		CHECK_EQ_U(st_named(&s, vname[v], FMT_COND_WAKE), 1);
-		CHECK_EQ_U(st_named(&s, vname[v], FMT_REL) +
-		               st_named(&s, vname[v], FMT_REL_CONTENDED),
-		           1);
-		CHECK_EQ_U(st_named(&s, vname[v], FMT_DROP), 0);
-		CHECK_EQ_U(st_named(&s, vname[v], FMT_THREAD_EXIT), 1);
+		check_eq(st_named_threads(&s, vname[v]), 1);
+		check_eq(st_named(&s, vname[v], FMT_ALLOC), 2);
+		check_eq(st_named(&s, vname[v], FMT_FREE), 2);
+		check_eq(st_named(&s, vname[v], FMT_COND_WAIT), 1);
+		check_eq(st_named(&s, vname[v], FMT_COND_WAKE), 1);
+		check_eq(st_named(&s, vname[v], FMT_REL) +
+		             st_named(&s, vname[v], FMT_REL_CONTENDED),
+		         1);
+		check_eq(st_named(&s, vname[v], FMT_DROP), 0);
+		check_eq(st_named(&s, vname[v], FMT_THREAD_EXIT), 1);
 	}
-	CHECK_EQ_U(st_named(&s, "c_lib", FMT_COND_WAKE), 1);
-	CHECK_EQ_U(st_named(&s, "c_lib", FMT_REL), 1);
+	check_eq(st_named(&s, "c_lib", FMT_COND_WAKE), 1);
+	check_eq(st_named(&s, "c_lib", FMT_REL), 1);
 	static const char *const lj[2] = {"lj_cond", "lj_lock"};
 	for (int k = 0; k < 2; k++) {
 		fprintf(stderr, "%s\n", lj[k]);
-		CHECK_EQ_U(st_named_threads(&s, lj[k]), 1);
-		CHECK_EQ_U(st_named(&s, lj[k], FMT_ALLOC), 1 + k * LJ_PAIRS);
-		CHECK_EQ_U(st_named(&s, lj[k], FMT_FREE), 1 + k * LJ_PAIRS);
-		CHECK_EQ_U(st_named(&s, lj[k], FMT_DROP), 1);
-		CHECK_EQ_U(st_named(&s, lj[k], FMT_THREAD_EXIT), 1);
+		check_eq(st_named_threads(&s, lj[k]), 1);
+		check_eq(st_named(&s, lj[k], FMT_ALLOC), 1 + k * LJ_PAIRS);
+		check_eq(st_named(&s, lj[k], FMT_FREE), 1 + k * LJ_PAIRS);
+		check_eq(st_named(&s, lj[k], FMT_DROP), 1);
+		check_eq(st_named(&s, lj[k], FMT_THREAD_EXIT), 1);
 	}
 	/* recorded + dropped = what the threads did */
-	CHECK_EQ_U(s.drop_sum, 1 + 1 + 2 * LJ_DEEP);
-	CHECK_EQ_U(s.have_end, 1);
-	CHECK_EQ_U(s.end_events, st_core_events(&s));
-	return check_done("cancel");
+	check_eq(s.drop_sum, 1 + 1 + 2 * LJ_DEEP);
+	check_eq(s.have_end, 1);
+	check_eq(s.end_events, st_core_events(&s));
+	return test_done();
 }

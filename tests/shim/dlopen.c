@@ -58,12 +58,12 @@ int main(int argc, char **argv)
 	if (argc < 4)
 		return 2;
 	const char *args[] = {argv[3], NULL};
-	CHECK_EQ_U(st_run(args, NULL), 0);
+	check_eq(st_run(args, NULL), 0);
 	char files[2][800], err[256];
-	CHECK_EQ_U(st_files(files, 2), 1);
-	CHECK(tr_walk(files[0], cb, NULL, err, sizeof err) == 0);
-	CHECK_EQ_U(seen.marked, RUNS);
-	CHECK_EQ_U(seen.stacked, RUNS);
-	CHECK(seen.module >= 1);
-	return check_done("dlopen");
+	check_eq(st_files(files, 2), 1);
+	check(tr_walk(files[0], cb, NULL, err, sizeof err) == 0);
+	check_eq(seen.marked, RUNS);
+	check_eq(seen.stacked, RUNS);
+	check(seen.module >= 1);
+	return test_done();
 }

@@ -100,34 +100,34 @@ int main(int argc, char **argv)
 {
 	char file[800];
 	if (st_run_one(argc, argv, child, &s, file) != 0)
-		return check_done("exact");
+		return test_done();
 	const uint64_t per_alloc = 2 * ITERS + 2 * (ITERS / 10);
-	CHECK_EQ_U(st_named_threads(&s, "worker"), WORKERS);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_ALLOC), WORKERS * per_alloc);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_FREE), WORKERS * per_alloc);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_REALLOC), WORKERS * ITERS);
+	check_eq(st_named_threads(&s, "worker"), WORKERS);
+	check_eq(st_named(&s, "worker", FMT_ALLOC), WORKERS * per_alloc);
+	check_eq(st_named(&s, "worker", FMT_FREE), WORKERS * per_alloc);
+	check_eq(st_named(&s, "worker", FMT_REALLOC), WORKERS * ITERS);
 	const uint64_t excl = LOCKS + RW + CLK + SPINS + 1;
-	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ) +
-	               st_named(&s, "worker", FMT_ACQ_WAIT),
-	           WORKERS * excl);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ_SHARED) +
-	               st_named(&s, "worker", FMT_ACQ_SHARED_WAIT),
-	           WORKERS * (RW + CLK));
-	CHECK_EQ_U(st_named(&s, "worker", FMT_REL) +
-	               st_named(&s, "worker", FMT_REL_CONTENDED),
-	           WORKERS * (excl + RW + CLK));
-	CHECK_EQ_U(st_named(&s, "worker", FMT_TRY_FAIL), WORKERS * TRIES);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_LOCK_INIT), WORKERS * INITS);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_LOCK_DESTROY), WORKERS * INITS);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_THREAD_START), WORKERS);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_THREAD_EXIT), WORKERS);
-	CHECK_EQ_U(s.by_type[FMT_DROP], 0);
-	CHECK_EQ_U(s.by_type[FMT_PROCESS], 1);
-	CHECK(s.by_type[FMT_MODULE] >= 3);
-	CHECK_EQ_U(s.have_end, 1);
-	CHECK_EQ_U(s.end_dropped, 0);
-	CHECK_EQ_U(s.end_flags, FMT_ENDF_CLEAN);
-	CHECK_EQ_U(s.end_events, st_core_events(&s));
-	CHECK(s.stack_frames_max >= 3);
-	return check_done("exact");
+	check_eq(st_named(&s, "worker", FMT_ACQ) +
+	             st_named(&s, "worker", FMT_ACQ_WAIT),
+	         WORKERS * excl);
+	check_eq(st_named(&s, "worker", FMT_ACQ_SHARED) +
+	             st_named(&s, "worker", FMT_ACQ_SHARED_WAIT),
+	         WORKERS * (RW + CLK));
+	check_eq(st_named(&s, "worker", FMT_REL) +
+	             st_named(&s, "worker", FMT_REL_CONTENDED),
+	         WORKERS * (excl + RW + CLK));
+	check_eq(st_named(&s, "worker", FMT_TRY_FAIL), WORKERS * TRIES);
+	check_eq(st_named(&s, "worker", FMT_LOCK_INIT), WORKERS * INITS);
+	check_eq(st_named(&s, "worker", FMT_LOCK_DESTROY), WORKERS * INITS);
+	check_eq(st_named(&s, "worker", FMT_THREAD_START), WORKERS);
+	check_eq(st_named(&s, "worker", FMT_THREAD_EXIT), WORKERS);
+	check_eq(s.by_type[FMT_DROP], 0);
+	check_eq(s.by_type[FMT_PROCESS], 1);
+	check(s.by_type[FMT_MODULE] >= 3);
+	check_eq(s.have_end, 1);
+	check_eq(s.end_dropped, 0);
+	check_eq(s.end_flags, FMT_ENDF_CLEAN);
+	check_eq(s.end_events, st_core_events(&s));
+	check(s.stack_frames_max >= 3);
+	return test_done();
 }

@@ -42,29 +42,29 @@ int main(int argc, char **argv)
 		return child(argc, argv);
 	}
 	st_setup(argc, argv);
-	CHECK_EQ_U(st_run(NULL, NULL), 5);
+	check_eq(st_run(NULL, NULL), 5);
 	char files[4][800];
 	int n = st_files(files, 4), targets = 0;
-	CHECK_EQ_U(n, 2);
+	check_eq(n, 2);
 	for (int i = 0; i < n; i++) {
-		CHECK(tr_stats(files[i], &s) == 0);
-		CHECK_EQ_U(s.have_end, 1);
+		check(tr_stats(files[i], &s) == 0);
+		check_eq(s.have_end, 1);
 		if (st_named_threads(&s, "target")) {
 			targets++;
-			CHECK_EQ_U(st_named(&s, "target", FMT_ALLOC),
-			           TARGET_ALLOCS);
+			check_eq(st_named(&s, "target", FMT_ALLOC),
+			         TARGET_ALLOCS);
 		}
 	}
-	CHECK_EQ_U(targets, 1);
+	check_eq(targets, 1);
 
 	st_setup(argc, argv);
 	const char *e[] = {"MALLOCK_FOLLOW_EXEC=0", NULL};
-	CHECK_EQ_U(st_run(NULL, e), 5);
+	check_eq(st_run(NULL, e), 5);
 	n = st_files(files, 4);
-	CHECK_EQ_U(n, 1);
+	check_eq(n, 1);
 	if (n == 1) {
-		CHECK(tr_stats(files[0], &s) == 0);
-		CHECK_EQ_U(st_named_threads(&s, "target"), 0);
+		check(tr_stats(files[0], &s) == 0);
+		check_eq(st_named_threads(&s, "target"), 0);
 	}
-	return check_done("exec");
+	return test_done();
 }

@@ -136,27 +136,27 @@ int main(int argc, char **argv)
 	    "MALLOCK_FLUSH_MS=600", "MALLOCK_BUFFER_KB=16384",
 	    "MALLOCK_COMPRESS=0", "GLIBC_TUNABLES=glibc.malloc.arena_max=1",
 	    NULL};
-	CHECK_EQ_U(st_run(NULL, env), 0);
+	check_eq(st_run(NULL, env), 0);
 	char files[2][800];
 	int n = st_files(files, 2);
-	CHECK_EQ_U(n, 1);
+	check_eq(n, 1);
 	if (n != 1)
-		return check_done("shim_flushstamp");
+		return test_done();
 	static tr_stats_t st;
-	CHECK(tr_stats(files[0], &st) == 0);
+	check(tr_stats(files[0], &st) == 0);
 	scan_t s = {.pid = st.pid};
 	char err[256];
-	CHECK(tr_walk(files[0], find_p, &s, err, sizeof err) == 0);
-	CHECK(s.p != 0);
-	CHECK(tr_walk(files[0], find_uses, &s, err, sizeof err) == 0);
-	CHECK_EQ_U(s.free_n, 1);
-	CHECK(s.take_n >= 1);
+	check(tr_walk(files[0], find_p, &s, err, sizeof err) == 0);
+	check(s.p != 0);
+	check(tr_walk(files[0], find_uses, &s, err, sizeof err) == 0);
+	check_eq(s.free_n, 1);
+	check(s.take_n >= 1);
 	if (s.free_start >= s.take_end)
 		fprintf(stderr,
 		        "the free of P began at tsc %llu, %llu ticks after "
 		        "another thread's malloc returned P\n",
 		        (unsigned long long)s.free_start,
 		        (unsigned long long)(s.free_start - s.take_end));
-	CHECK(s.free_start < s.take_end);
-	return check_done("shim_flushstamp");
+	check(s.free_start < s.take_end);
+	return test_done();
 }

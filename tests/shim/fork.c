@@ -59,39 +59,39 @@ static void check_pair(void)
 {
 	char files[4][800];
 	int n = st_files(files, 4);
-	CHECK_EQ_U(n, 2);
+	check_eq(n, 2);
 	int seen_parent = 0, seen_child = 0;
 	for (int i = 0; i < n; i++) {
-		CHECK(tr_stats(files[i], &s) == 0);
-		CHECK_EQ_U(s.by_type[FMT_PROCESS], 1);
-		CHECK_EQ_U(s.have_end, 1);
-		CHECK_EQ_U(s.end_dropped, 0);
-		CHECK_EQ_U(s.end_events, st_core_events(&s));
-		CHECK(s.by_type[FMT_MODULE] >= 3);
+		check(tr_stats(files[i], &s) == 0);
+		check_eq(s.by_type[FMT_PROCESS], 1);
+		check_eq(s.have_end, 1);
+		check_eq(s.end_dropped, 0);
+		check_eq(s.end_events, st_core_events(&s));
+		check(s.by_type[FMT_MODULE] >= 3);
 		if (st_named_threads(&s, "forkchild")) {
 			seen_child++;
-			CHECK_EQ_U(st_named(&s, "forkchild", FMT_ALLOC),
-			           CHILD_ALLOCS);
-			CHECK_EQ_U(st_named(&s, "forkchild", FMT_FREE),
-			           CHILD_ALLOCS);
-			CHECK_EQ_U(st_named(&s, "forkchild", FMT_ACQ),
-			           CHILD_ALLOCS);
+			check_eq(st_named(&s, "forkchild", FMT_ALLOC),
+			         CHILD_ALLOCS);
+			check_eq(st_named(&s, "forkchild", FMT_FREE),
+			         CHILD_ALLOCS);
+			check_eq(st_named(&s, "forkchild", FMT_ACQ),
+			         CHILD_ALLOCS);
 			/* Self-contained: the mutex and stacks are defined
 			 * in the child's own file. */
-			CHECK(s.by_type[FMT_LOCK_NEW] >= 1);
-			CHECK(s.by_type[FMT_STACK] >= 2);
-			CHECK_EQ_U(s.by_type[FMT_ALLOC], CHILD_ALLOCS);
-			CHECK(st_named_threads(&s, "helper") == 0);
+			check(s.by_type[FMT_LOCK_NEW] >= 1);
+			check(s.by_type[FMT_STACK] >= 2);
+			check_eq(s.by_type[FMT_ALLOC], CHILD_ALLOCS);
+			check(st_named_threads(&s, "helper") == 0);
 		} else {
 			seen_parent++;
-			CHECK_EQ_U(st_named(&s, "helper", FMT_ALLOC), 50);
-			CHECK(st_named(&s, "forker", FMT_ALLOC) >=
+			check_eq(st_named(&s, "helper", FMT_ALLOC), 50);
+			check(st_named(&s, "forker", FMT_ALLOC) >=
 			      PARENT_ALLOCS);
-			CHECK(st_named(&s, "forker", FMT_ACQ) >= PARENT_ALLOCS);
+			check(st_named(&s, "forker", FMT_ACQ) >= PARENT_ALLOCS);
 		}
 	}
-	CHECK_EQ_U(seen_parent, 1);
-	CHECK_EQ_U(seen_child, 1);
+	check_eq(seen_parent, 1);
+	check_eq(seen_child, 1);
 }
 
 int main(int argc, char **argv)
@@ -99,7 +99,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child();
 	st_setup(argc, argv);
-	CHECK_EQ_U(st_run(NULL, NULL), 0);
+	check_eq(st_run(NULL, NULL), 0);
 	check_pair();
 
 	/* Without %p: the parent writes PATH, the child PATH.<pid>. */
@@ -108,8 +108,8 @@ int main(int argc, char **argv)
 	snprintf(out, sizeof out, "%s/fixed.trace", st_dir);
 	snprintf(env, sizeof env, "MALLOCK_OUTPUT=%s", out);
 	const char *e[] = {env, NULL};
-	CHECK_EQ_U(st_run(NULL, e), 0);
+	check_eq(st_run(NULL, e), 0);
 	check_pair();
-	CHECK(access(out, F_OK) == 0);
-	return check_done("fork");
+	check(access(out, F_OK) == 0);
+	return test_done();
 }

@@ -113,23 +113,23 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child();
 	st_setup(argc, argv);
-	CHECK_EQ_U(st_run(NULL, NULL), 0);
+	check_eq(st_run(NULL, NULL), 0);
 	static char files[FORKS + 2][800];
 	int n = st_files(files, FORKS + 2);
 	/* The parent's trace and one per child (each child recorded). */
-	CHECK_EQ_U(n, FORKS + 1);
+	check_eq(n, FORKS + 1);
 	unsigned children = 0;
 	for (int i = 0; i < n; i++) {
 		static tr_stats_t s;
 		memset(&s, 0, sizeof s);
-		CHECK(tr_stats(files[i], &s) == 0);
-		CHECK_EQ_U(s.have_end, 1);
+		check(tr_stats(files[i], &s) == 0);
+		check_eq(s.have_end, 1);
 		if (s.nthreads == 1 && s.ppid != (uint32_t)getpid()) {
 			children++;
-			CHECK_EQ_U(s.by_type[FMT_ALLOC], CHILD_ALLOCS);
-			CHECK_EQ_U(s.by_type[FMT_FREE], CHILD_ALLOCS);
+			check_eq(s.by_type[FMT_ALLOC], CHILD_ALLOCS);
+			check_eq(s.by_type[FMT_FREE], CHILD_ALLOCS);
 		}
 	}
-	CHECK_EQ_U(children, FORKS);
-	return check_done("forkunw");
+	check_eq(children, FORKS);
+	return test_done();
 }

@@ -47,7 +47,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child();
 	st_setup(argc, argv);
-	CHECK_EQ_U(st_run(NULL, NULL), 42);
+	check_eq(st_run(NULL, NULL), 42);
 	st_clean();
-	return check_done("newfail");
+	return test_done();
 }

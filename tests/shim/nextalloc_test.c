@@ -70,7 +70,7 @@ static int cb(const fmt_chunk_header_t *h, const fmt_record_t *r, void *arg)
 		return 0;
 	if (r->type == FMT_ALLOC_LOCK_WAIT) {
 		seen.waits++;
-		CHECK(r->f[1] > 0);
+		check(r->f[1] > 0);
 	}
 	if (r->type == FMT_ALLOC && seen.last == FMT_ALLOC_LOCK_WAIT)
 		seen.waits_then_alloc++;
@@ -85,11 +85,11 @@ int main(int argc, char **argv)
 	char file[800], err[256];
 	/* property 1 is checked inside the child (its exit status) */
 	if (st_run_one(argc, argv, child, &s, file) != 0)
-		return check_done("nextalloc");
-	CHECK(tr_walk(file, cb, &s, err, sizeof err) == 0);
+		return test_done();
+	check(tr_walk(file, cb, &s, err, sizeof err) == 0);
 	/* Worker mallocs: 20 + ITERS, every 10th waits. */
-	CHECK_EQ_U(seen.waits, (20 + ITERS) / 10);
-	CHECK_EQ_U(seen.waits_then_alloc, seen.waits);
-	CHECK_EQ_U(seen.internal_locks, 1);
-	return check_done("nextalloc");
+	check_eq(seen.waits, (20 + ITERS) / 10);
+	check_eq(seen.waits_then_alloc, seen.waits);
+	check_eq(seen.internal_locks, 1);
+	return test_done();
 }

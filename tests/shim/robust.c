@@ -205,38 +205,38 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child();
 	st_setup(argc, argv);
-	CHECK_EQ_U(run(0, bare, sizeof bare), 0);
+	check_eq(run(0, bare, sizeof bare), 0);
 	int rc = run(1, shim, sizeof shim);
 	if (rc == 128 + SIGALRM)
 		fprintf(stderr, "robust: the child hung under the shim\n");
-	CHECK_EQ_U(rc, 0);
+	check_eq(rc, 0);
 	/* The bare run is the reference; it must show what glibc promises. */
-	CHECK(strstr(bare, "normal lock: 130 consistent 0 unlock 0 then free "
+	check(strstr(bare, "normal lock: 130 consistent 0 unlock 0 then free "
 	                   "elsewhere 0") != NULL);
 	if (strcmp(bare, shim)) {
 		fprintf(stderr, "--- bare\n%s--- under the shim\n%s", bare,
 		        shim);
-		CHECK(!"the output differs from the bare run");
+		check(!"the output differs from the bare run");
 	}
 	unsigned acq = 0, rel = 0;
 	const char *a = strstr(shim, "acquired ");
-	CHECK(a && sscanf(a, "acquired %u released %u", &acq, &rel) == 2);
+	check(a && sscanf(a, "acquired %u released %u", &acq, &rel) == 2);
 	char files[4][800];
 	int n = st_files(files, 4);
-	CHECK_EQ_U(n, 1);
+	check_eq(n, 1);
 	if (n < 1 || rc != 0)
-		return check_done("robust");
-	CHECK(tr_stats(files[0], &s) == 0);
+		return test_done();
+	check(tr_stats(files[0], &s) == 0);
 	if (s.error[0])
 		fprintf(stderr, "%s\n", s.error);
-	CHECK(acq >= 15);
-	CHECK_EQ_U(st_named(&s, "robust_main", FMT_ACQ) +
-	               st_named(&s, "robust_main", FMT_ACQ_WAIT),
-	           acq);
-	CHECK_EQ_U(st_named(&s, "robust_main", FMT_REL) +
-	               st_named(&s, "robust_main", FMT_REL_CONTENDED),
-	           rel);
-	CHECK_EQ_U(s.by_type[FMT_DROP], 0);
-	CHECK_EQ_U(s.end_events, st_core_events(&s));
-	return check_done("robust");
+	check(acq >= 15);
+	check_eq(st_named(&s, "robust_main", FMT_ACQ) +
+	             st_named(&s, "robust_main", FMT_ACQ_WAIT),
+	         acq);
+	check_eq(st_named(&s, "robust_main", FMT_REL) +
+	             st_named(&s, "robust_main", FMT_REL_CONTENDED),
+	         rel);
+	check_eq(s.by_type[FMT_DROP], 0);
+	check_eq(s.end_events, st_core_events(&s));
+	return test_done();
 }

@@ -10,7 +10,7 @@
 #ifndef MALLOCK_TESTS_SHIM_TEST_H
 #define MALLOCK_TESTS_SHIM_TEST_H
 
-#include "../check.h"
+#include "test.h"
 #include "trace_read.h"
 
 #include <dirent.h>
@@ -120,7 +120,7 @@ static inline int st_files(char paths[][800], int max)
  * runs the child under the shim, checks that it exited 0 and left exactly
  * one trace, and reads that trace into *s (its path into path). Returns 0
  * when *s holds the trace, -1 when there is none (a check has failed; end
- * with check_done).
+ * with test_done).
  */
 static inline int st_run_one(int argc, char **argv, int (*child)(void),
                              tr_stats_t *s, char path[800])
@@ -128,14 +128,14 @@ static inline int st_run_one(int argc, char **argv, int (*child)(void),
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		exit(child());
 	st_setup(argc, argv);
-	CHECK_EQ_U(st_run(NULL, NULL), 0);
+	check_eq(st_run(NULL, NULL), 0);
 	char files[2][800];
 	int n = st_files(files, 2);
-	CHECK_EQ_U(n, 1);
+	check_eq(n, 1);
 	if (n < 1)
 		return -1;
 	snprintf(path, 800, "%s", files[0]);
-	CHECK(tr_stats(path, s) == 0);
+	check(tr_stats(path, s) == 0);
 	if (s->error[0])
 		fprintf(stderr, "%s\n", s->error);
 	return 0;

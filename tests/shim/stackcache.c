@@ -221,15 +221,15 @@ static void load(run_t *x, const char *cache)
 {
 	const char *env[] = {cache, "MALLOCK_STACK_DEPTH=16", NULL};
 	st_clean();
-	CHECK_EQ_U(st_run(NULL, env), 0);
+	check_eq(st_run(NULL, env), 0);
 	char files[2][800];
-	CHECK_EQ_U(st_files(files, 2), 1);
+	check_eq(st_files(files, 2), 1);
 	x->hits = -1;
 	/* The main thread's tid is the pid: the file name says it. */
 	const char *dot = strrchr(files[0], '/');
 	x->main_tid = (uint32_t)strtoul(dot ? dot + 3 : files[0], NULL, 10);
 	char err[256];
-	CHECK(tr_walk(files[0], collect, x, err, sizeof err) == 0);
+	check(tr_walk(files[0], collect, x, err, sizeof err) == 0);
 }
 
 static run_t off, on;
@@ -255,19 +255,19 @@ static void check_anchors(const run_t *x)
 	const uint64_t *a = frames_of(x, 7, &na), *b = frames_of(x, 8, &nb);
 	/* caller_a and caller_b: the same leaf_alloc and helper frames, and
 	 * different callers (frame 2). */
-	CHECK(a && b && na >= 3 && a[0] == b[0] && a[1] == b[1] &&
+	check(a && b && na >= 3 && a[0] == b[0] && a[1] == b[1] &&
 	      a[2] != b[2]);
 	/* outer_a (round 1) and outer_b (round 3): frames 0 to 4 (leaf_alloc,
 	 * deep4 .. deep1) equal, frame 5 differs. */
 	const uint64_t *oa = frames_of(x, 9, &n1), *ob = frames_of(x, 21, &n2);
-	CHECK(oa && ob && n1 >= 6 && n2 >= 6 && !memcmp(oa, ob, 5 * 8) &&
+	check(oa && ob && n1 >= 6 && n2 >= 6 && !memcmp(oa, ob, 5 * 8) &&
 	      oa[5] != ob[5]);
 	/* recurse(n) in rounds 1..6: leaf_alloc, n + 1 recurse frames and
 	 * child at least. */
 	for (unsigned r = 1; r <= 6; r++) {
 		unsigned n;
 		frames_of(x, 6 * r + 1 + 3, &n);
-		CHECK(n >= r + 3);
+		check(n >= r + 3);
 	}
 }
 
@@ -285,15 +285,15 @@ int main(int argc, char **argv)
 	load(&off, "MALLOCK_STACK_CACHE=0");
 	load(&on, "MALLOCK_STACK_CACHE=1");
 	unsigned expect = ROUNDS * 6 + ROUNDS / 50;
-	CHECK_EQ_U(off.nalloc, expect);
-	CHECK_EQ_U(on.nalloc, off.nalloc);
-	CHECK(off.hits <= 0);
+	check_eq(off.nalloc, expect);
+	check_eq(on.nalloc, off.nalloc);
+	check(off.hits <= 0);
 	check_anchors(&off);
 	/* The cache was used. How often is not asserted: learning is paid
 	 * for by a credit priced in TSC ticks (stackcache.c), so a loaded
 	 * machine that preempts a learning walk learns less (688 hits of
 	 * 1806 seen under load 5, over 1500 when quiet). */
-	CHECK(on.hits > 0);
+	check(on.hits > 0);
 	unsigned bad = 0;
 	for (unsigned i = 0; i < on.nalloc && i < off.nalloc; i++) {
 		int a = find_stack(&off, off.stack[i]);
@@ -310,8 +310,8 @@ int main(int argc, char **argv)
 			        a >= 0 ? off.nframes[a] : 0,
 			        b >= 0 ? on.nframes[b] : 0);
 	}
-	CHECK_EQ_U(bad, 0);
+	check_eq(bad, 0);
 	printf("stackcache: %u tagged allocations, %ld hits with the cache\n",
 	       on.nalloc, on.hits);
-	return check_done("stackcache");
+	return test_done();
 }

@@ -69,25 +69,25 @@ int main(int argc, char **argv)
 	snprintf(errpath, sizeof errpath, "%s.stderr", st_dir);
 	int saved = dup(2);
 	int fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	CHECK(saved >= 0 && fd >= 0);
+	check(saved >= 0 && fd >= 0);
 	dup2(fd, 2);
 	close(fd);
 	int rc = st_run_exe(argv[3], NULL, NULL);
 	dup2(saved, 2);
 	close(saved);
-	CHECK_EQ_U(rc, 0);
-	CHECK_EQ_U(count_in_file(errpath, WARNING), 1);
-	CHECK_EQ_U(count_in_file(errpath, "mallock: "), 1);
+	check_eq(rc, 0);
+	check_eq(count_in_file(errpath, WARNING), 1);
+	check_eq(count_in_file(errpath, "mallock: "), 1);
 	char files[2][800], err[256];
-	CHECK_EQ_U(st_files(files, 2), 1);
-	CHECK(tr_stats(files[0], &s) == 0);
-	CHECK(tr_walk(files[0], cb, &s, err, sizeof err) == 0);
-	CHECK_EQ_U(hooked, 1000);
-	CHECK(st_named(&s, "worker", FMT_FREE) >= 1000);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ) +
-	               st_named(&s, "worker", FMT_ACQ_WAIT),
-	           1000);
-	CHECK_EQ_U(warn_notes, 1);
-	CHECK_EQ_U(other_warns, 0);
-	return check_done("static_tcmalloc");
+	check_eq(st_files(files, 2), 1);
+	check(tr_stats(files[0], &s) == 0);
+	check(tr_walk(files[0], cb, &s, err, sizeof err) == 0);
+	check_eq(hooked, 1000);
+	check(st_named(&s, "worker", FMT_FREE) >= 1000);
+	check_eq(st_named(&s, "worker", FMT_ACQ) +
+	             st_named(&s, "worker", FMT_ACQ_WAIT),
+	         1000);
+	check_eq(warn_notes, 1);
+	check_eq(other_warns, 0);
+	return test_done();
 }

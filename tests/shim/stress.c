@@ -235,7 +235,7 @@ static void run_case(int rounds, int toggle)
 	snprintf(arg, sizeof arg, "%d", rounds);
 	const char *args[] = {arg, toggle ? "--toggle" : NULL, NULL};
 	st_clean();
-	CHECK_EQ_U(st_run(args, NULL), 0);
+	check_eq(st_run(args, NULL), 0);
 	plan_t want = {0};
 	for (int r = 0; r < rounds; r++)
 		for (int w = 0; w < WORKERS; w++)
@@ -245,21 +245,21 @@ static void run_case(int rounds, int toggle)
 	int forks = (rounds + FORK_EVERY - 1) / FORK_EVERY, parents = 0;
 	/* Paused, a fork child may record nothing, and leave no trace. */
 	if (!toggle)
-		CHECK_EQ_U(n, 1 + forks);
+		check_eq(n, 1 + forks);
 	else
-		CHECK(n >= 1 && n <= 1 + forks);
+		check(n >= 1 && n <= 1 + forks);
 	for (int i = 0; i < n; i++) {
 		memset(&s, 0, sizeof s);
 		if (tr_stats(files[i], &s) != 0) {
 			fprintf(stderr, "%s: %s\n", files[i], s.error);
-			CHECK(0);
+			check(0);
 			continue;
 		}
-		CHECK_EQ_U(s.have_end, 1);
-		CHECK_EQ_U(s.end_flags, FMT_ENDF_CLEAN);
-		CHECK_EQ_U(s.end_dropped, 0);
-		CHECK_EQ_U(s.by_type[FMT_DROP], 0);
-		CHECK_EQ_U(s.end_events, st_core_events(&s));
+		check_eq(s.have_end, 1);
+		check_eq(s.end_flags, FMT_ENDF_CLEAN);
+		check_eq(s.end_dropped, 0);
+		check_eq(s.by_type[FMT_DROP], 0);
+		check_eq(s.end_events, st_core_events(&s));
 		unsigned named = st_named_threads(&s, "stress");
 		if (s.ppid == (uint32_t)getpid()) {
 			/* The recording process, a child of this driver. */
@@ -273,31 +273,31 @@ static void run_case(int rounds, int toggle)
 			uint64_t fr = st_named(&s, "stress", FMT_FREE);
 			uint64_t re = st_named(&s, "stress", FMT_REALLOC);
 			if (!toggle) {
-				CHECK_EQ_U(named, (uint64_t)rounds * WORKERS);
-				CHECK_EQ_U(al, want.alloc);
-				CHECK_EQ_U(fr, want.free);
-				CHECK_EQ_U(re, want.realloc);
-				CHECK_EQ_U(acq, want.acq);
-				CHECK_EQ_U(rel, want.rel);
-				CHECK_EQ_U(
+				check_eq(named, (uint64_t)rounds * WORKERS);
+				check_eq(al, want.alloc);
+				check_eq(fr, want.free);
+				check_eq(re, want.realloc);
+				check_eq(acq, want.acq);
+				check_eq(rel, want.rel);
+				check_eq(
 				    st_named(&s, "stress", FMT_THREAD_EXIT),
 				    (uint64_t)rounds * WORKERS);
 			} else {
 				/* Paused part of the time: never more
 				 * than was done, and something was seen. */
-				CHECK(al <= want.alloc && fr <= want.free);
-				CHECK(re <= want.realloc && acq <= want.acq);
-				CHECK(rel <= want.rel && al > 0);
+				check(al <= want.alloc && fr <= want.free);
+				check(re <= want.realloc && acq <= want.acq);
+				check(rel <= want.rel && al > 0);
 			}
 		} else {
 			/* A fork child: its own work, none of the
 			 * parent's workers (their threads are gone). */
-			CHECK_EQ_U(named, 0);
+			check_eq(named, 0);
 			if (!toggle)
-				CHECK(s.by_type[FMT_ALLOC] >= CHILD_ALLOCS);
+				check(s.by_type[FMT_ALLOC] >= CHILD_ALLOCS);
 		}
 	}
-	CHECK_EQ_U(parents, 1);
+	check_eq(parents, 1);
 }
 
 int main(int argc, char **argv)
@@ -308,5 +308,5 @@ int main(int argc, char **argv)
 	int rounds = rounds_of(argc, argv, 3);
 	run_case(rounds, 0);
 	run_case(rounds, 1);
-	return check_done("stress");
+	return test_done();
 }

@@ -37,9 +37,9 @@ int main(int argc, char **argv)
 {
 	char file[800];
 	if (st_run_one(argc, argv, child, &s, file) != 0)
-		return check_done("threads1000");
-	CHECK_EQ_U(s.by_type[FMT_THREAD_START], THREADS);
-	CHECK_EQ_U(s.by_type[FMT_THREAD_EXIT], THREADS);
+		return test_done();
+	check_eq(s.by_type[FMT_THREAD_START], THREADS);
+	check_eq(s.by_type[FMT_THREAD_EXIT], THREADS);
 	/* Allocations of the short threads: every chunk but the main's. */
 	uint64_t allocs = 0, frees = 0;
 	for (unsigned i = 0; i < s.nthreads; i++)
@@ -47,10 +47,10 @@ int main(int argc, char **argv)
 			allocs += s.threads[i].by_type[FMT_ALLOC];
 			frees += s.threads[i].by_type[FMT_FREE];
 		}
-	CHECK_EQ_U(allocs, THREADS);
-	CHECK(frees >= THREADS);
-	CHECK_EQ_U(s.by_type[FMT_DROP], 0);
-	CHECK_EQ_U(s.end_dropped, 0);
-	CHECK_EQ_U(s.end_events, st_core_events(&s));
-	return check_done("threads1000");
+	check_eq(allocs, THREADS);
+	check(frees >= THREADS);
+	check_eq(s.by_type[FMT_DROP], 0);
+	check_eq(s.end_dropped, 0);
+	check_eq(s.end_events, st_core_events(&s));
+	return test_done();
 }

@@ -11,7 +11,7 @@
  *
  * Built from shim/control/attach_elf.c alone: no preload, no process.
  */
-#include "../check.h"
+#include "test.h"
 #include "attach_elf.h"
 
 #include <dlfcn.h>
@@ -69,25 +69,25 @@ static void test_self(void)
 	memset(&info, 0, sizeof info);
 	dl_iterate_phdr(first_cb, &info);
 	attach_module_t m;
-	CHECK(attach_module_parse(&info, &m) == 1);
-	CHECK(strcmp(m.name, "the executable") == 0);
-	CHECK(m.lo < m.hi);
-	CHECK(m.symtab && m.strtab);
-	CHECK(m.njmp + m.nrela > 0);
-	CHECK(attach_segment_has(&info, (uintptr_t)test_self));
+	check(attach_module_parse(&info, &m) == 1);
+	check_eq(m.name, "the executable");
+	check(m.lo < m.hi);
+	check(m.symtab && m.strtab);
+	check(m.njmp + m.nrela > 0);
+	check(attach_segment_has(&info, (uintptr_t)test_self));
 	if (m.relro_hi)
-		CHECK(m.relro_lo <= m.relro_hi && m.relro_hi <= m.hi);
+		check(m.relro_lo <= m.relro_hi && m.relro_hi <= m.hi);
 	static const char *const names[] = {"malloc", "realloc", "free"};
 	for (int k = 0; k < 3; k++) {
 		unsigned n, good;
 		uintptr_t want = (uintptr_t)dlsym(RTLD_DEFAULT, names[k]);
 		slots_of(&m, names[k], want, &n, &good);
-		CHECK(n >= 1);
-		CHECK_EQ_U(good, n);
+		check(n >= 1);
+		check_eq(good, n);
 	}
 	unsigned n, good;
 	slots_of(&m, "mallock_not_imported", 0, &n, &good);
-	CHECK_EQ_U(n, 0);
+	check_eq(n, 0);
 }
 
 /* ---- a module in a buffer ---- */
@@ -139,64 +139,64 @@ static void test_fake(void)
 	attach_module_t m;
 	attach_reloc_t rc;
 	fake_build();
-	CHECK(attach_module_parse(&fi, &m) == 1);
-	CHECK(strcmp(m.name, "fake.so") == 0);
-	CHECK_EQ_U(m.nrela, 2);
-	CHECK(m.jmprel == NULL);
-	CHECK(attach_reloc_get(&m, &m.rela[0], &rc) == 1);
-	CHECK(strcmp(rc.name, "malloc") == 0);
-	CHECK(rc.at == &f.got[0] && !rc.jump_slot);
-	CHECK(!attach_slot_lazy(&m, &rc, (uintptr_t)&f.plt));
-	CHECK(attach_reloc_get(&m, &m.rela[1], &rc) == 1);
-	CHECK(rc.at == &f.got[1] && rc.jump_slot);
-	CHECK(attach_slot_lazy(&m, &rc, (uintptr_t)&f.plt));
-	CHECK(!attach_slot_lazy(&m, &rc, (uintptr_t)malloc));
+	check(attach_module_parse(&fi, &m) == 1);
+	check_eq(m.name, "fake.so");
+	check_eq(m.nrela, 2);
+	check(m.jmprel == NULL);
+	check(attach_reloc_get(&m, &m.rela[0], &rc) == 1);
+	check_eq(rc.name, "malloc");
+	check(rc.at == &f.got[0] && !rc.jump_slot);
+	check(!attach_slot_lazy(&m, &rc, (uintptr_t)&f.plt));
+	check(attach_reloc_get(&m, &m.rela[1], &rc) == 1);
+	check(rc.at == &f.got[1] && rc.jump_slot);
+	check(attach_slot_lazy(&m, &rc, (uintptr_t)&f.plt));
+	check(!attach_slot_lazy(&m, &rc, (uintptr_t)malloc));
 
 	/* No DT_NULL inside the PT_DYNAMIC segment. */
 	fake_build();
 	for (int i = 4; i < 8; i++)
 		f.dyn[i].d_tag = DT_DEBUG;
-	CHECK(attach_module_parse(&fi, &m) == 0);
+	check(attach_module_parse(&fi, &m) == 0);
 	/* A string table outside the module. */
 	fake_build();
 	f.dyn[1].d_un.d_ptr = (uintptr_t)&f + sizeof f + 4096;
-	CHECK(attach_module_parse(&fi, &m) == 0);
+	check(attach_module_parse(&fi, &m) == 0);
 	/* A relocation table running past the module's end. */
 	fake_build();
 	f.dyn[3].d_un.d_val = (size_t)1 << 40;
-	CHECK(attach_module_parse(&fi, &m) == 0);
+	check(attach_module_parse(&fi, &m) == 0);
 	/* The dynamic section itself outside the loaded extent. */
 	fake_build();
 	ph[1].p_vaddr = (uintptr_t)&f + sizeof f;
-	CHECK(attach_module_parse(&fi, &m) == 0);
+	check(attach_module_parse(&fi, &m) == 0);
 	/* No symbol table: not looked at. */
 	fake_build();
 	f.dyn[0].d_tag = DT_DEBUG;
-	CHECK(attach_module_parse(&fi, &m) == 0);
+	check(attach_module_parse(&fi, &m) == 0);
 
 	/* Relocations naming a symbol, a name or a slot outside it. */
 	fake_build();
 	f.rela[0].r_info = ELF64_R_INFO((size_t)1 << 30, ATTACH_R_GLOB_DAT);
 	f.rela[1].r_offset = (uintptr_t)&f + (sizeof f) * 4096;
 	f.sym[1].st_name = 1u << 30;
-	CHECK(attach_module_parse(&fi, &m) == 1);
-	CHECK(attach_reloc_get(&m, &m.rela[0], &rc) == 0);
-	CHECK(attach_reloc_get(&m, &m.rela[1], &rc) == 0);
+	check(attach_module_parse(&fi, &m) == 1);
+	check(attach_reloc_get(&m, &m.rela[0], &rc) == 0);
+	check(attach_reloc_get(&m, &m.rela[1], &rc) == 0);
 	f.rela[1].r_offset = (uintptr_t)&f.got[1];
-	CHECK(attach_reloc_get(&m, &m.rela[1], &rc) == 0); /* the name */
+	check(attach_reloc_get(&m, &m.rela[1], &rc) == 0); /* the name */
 	f.sym[1].st_name = 1;
-	CHECK(attach_reloc_get(&m, &m.rela[1], &rc) == 1);
+	check(attach_reloc_get(&m, &m.rela[1], &rc) == 1);
 	/* Another relocation type, or no symbol: not a slot. */
 	f.rela[1].r_info = ELF64_R_INFO(1, 0);
-	CHECK(attach_reloc_get(&m, &m.rela[1], &rc) == 0);
+	check(attach_reloc_get(&m, &m.rela[1], &rc) == 0);
 	f.rela[1].r_info = ELF64_R_INFO(0, ATTACH_R_JUMP_SLOT);
-	CHECK(attach_reloc_get(&m, &m.rela[1], &rc) == 0);
+	check(attach_reloc_get(&m, &m.rela[1], &rc) == 0);
 }
 
 int main(void)
 {
-	test_self();
-	test_fake();
-	return check_done("unit_attach_elf");
+	test_run(test_self);
+	test_run(test_fake);
+	return test_done();
 }
 #endif
