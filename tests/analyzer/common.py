@@ -1,14 +1,13 @@
 """Helpers shared by the analyzer's python3 tests: run mktrace and mallock,
-parse JSON, and a tiny CHECK that counts failures like tests/check.h."""
+parse JSON, a tiny CHECK that counts failures, and trace bytes forged
+through the format's Python view (tests/lib/tracefmt.py)."""
 import atexit
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
-import zlib
 
 MALLOCK, MKTRACE, SRCDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 TMP = tempfile.mkdtemp(prefix="mallock-test-")
@@ -93,46 +92,37 @@ def done(name):
     print("%s: %d checks, %d failed" % (name, total, failures))
     sys.exit(1 if failures else 0)
 
-# Trace bytes written by hand (format/trace_format.h, docs/trace-format.md):
-# an unsigned varint, a zigzag-coded signed value, one chunk of thread tid
-# with its CRC, a length-prefixed string.
-def uv(v):
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
+# Trace bytes forged through the Python view of the format (tests/lib/
+# tracefmt.py over trace_format.py, generated from format/trace_format.h at
+# build time): varints, zigzag, a chunk of thread tid with its CRC, a
+# length-prefixed string, the file header.
+sys.path.insert(0, os.path.join(SRCDIR, "..", "lib"))
+import tracefmt  # noqa: E402
+from tracefmt import uv, zz, s, file_header  # noqa: E402,F401
 
-
-def zz(v):
-    return (v << 1) ^ (v >> 63) if v >= 0 else ((-v) << 1) - 1
+# MKTRACE is BUILD/tests/analyzer/mktrace
+FMT = tracefmt.find(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(MKTRACE)))))
 
 
 def chunk(tid, payload, base=1000):
-    tail = struct.pack("<IIIQQQ", tid, 0, 0, base, base + 1000, base + 1000)
-    return (struct.pack("<III", 0x434B4C4D, len(payload),
-                       zlib.crc32(tail + payload)) + tail + payload)
-
-
-def s(b):
-    return uv(len(b)) + b
+    return tracefmt.chunk(tid, payload, base=base)
 
 
 def proc_record(exe, comm):
     """A PROCESS record (1 tick = 1 ns) for a trace forged by hand."""
     body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
     body += s(exe) + s(comm) + s(b"h") + s(b"test")
-    return b"\x80" + uv(len(body)) + body
+    return tracefmt.meta("PROCESS", body)
 
 
 def lock_acq(dt, lk, site=0):
-    return b"\x04" + uv(dt) + uv(lk) + uv(site)
+    return tracefmt.event("ACQ", dt, lk, site)
 
 
 def lock_acq_wait(dt, lk, w, site=0):
-    return b"\x06" + uv(dt) + uv(lk) + uv(site) + uv(w) + uv(2)
+    return tracefmt.event("ACQ_WAIT", dt, lk, site, w, 2)
 
 
 def lock_rel(dt, lk):
-    return b"\x09" + uv(dt) + uv(lk)
+    return tracefmt.event("REL", dt, lk)

@@ -12,7 +12,6 @@ acquisitions, allocator calls in holds, allocator ns in holds, hold ns,
 and the alloc_under_lock finding's allocator_share_of_hold, the known
 share (the shares of analyzer_calibration's two configurations, 40% and
 23%)."""
-import struct
 from common import *
 
 SECTIONS = 2000
@@ -66,7 +65,7 @@ def forged(path, hold, calls, call_ns):
         streams[tid] += rec
         t += hold + gap
     with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+        f.write(file_header(1))
         f.write(chunk(0, proc))
         for tid, rec in streams.items():
             f.write(chunk(tid, b"".join(rec)))

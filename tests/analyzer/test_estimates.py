@@ -23,7 +23,6 @@ no lock:
    and freed on another, one call in 16 timed (16 timed calls): the time is
    "about ..., estimated from 16 timed calls", ranked at most low."""
 import re
-import struct
 from common import *
 
 EVERY = 16
@@ -46,7 +45,7 @@ def process():
 
 def write(path, streams):
     with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + struct.pack("<HHI", 1, 4, 16))
+        f.write(file_header(4))
         f.write(chunk(0, process()))
         for tid, w in streams.items():
             f.write(chunk(tid, b"".join(w.rec)))

@@ -23,7 +23,6 @@ without --no-fold; the class totals equal the sums computed here from the
 trace; and --stats shows the lock table stayed small while nearly every
 message's lock was folded."""
 import re
-import struct
 from common import *
 
 N = 30000
@@ -145,7 +144,7 @@ ev(10, 2002, 0x09, [uv(5)])
 
 path = os.path.join(TMP, "fold.trace")
 with open(path, "wb") as f:
-    f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+    f.write(file_header(1))
     f.write(chunk(0, proc))
     for tid in (7, 8, 9, 10):
         f.write(chunk(tid, b"".join(recs[tid])))

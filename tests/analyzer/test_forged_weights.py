@@ -16,7 +16,6 @@
    ticks), then one hold with two timed calls. The report must count every
    call, count the untimed ones, weigh each timed call outside by 4 and
    each call inside by 1."""
-import struct
 from common import *
 
 SECTIONS, CALLS, CALL_NS, HOLD = 400, 3, 1000, 20000
@@ -40,7 +39,7 @@ def process(extra=b""):
 
 def write(path, minor, proc, streams):
     with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + struct.pack("<HHI", 1, minor, 16))
+        f.write(file_header(minor))
         f.write(chunk(0, proc))
         for tid, rec in streams.items():
             f.write(chunk(tid, b"".join(rec)))

@@ -21,7 +21,6 @@ Two threads take one mutex in turn, every acquisition contended (ACQ_WAIT,
 HOLD is short enough that the holders spend over 5% of their hold in the
 allocator: past lock_contention's minimums, the lock's one finding is
 then alloc_under_lock (docs/mallock-report.md, "Lock contention")."""
-import struct
 from common import *
 
 SECTIONS, HOLD = 400, 5000
@@ -86,7 +85,7 @@ def trace(name, before, inside, after, cond=False):
         t += HOLD + 100
     path = os.path.join(TMP, name + ".trace")
     with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + struct.pack("<HHI", 1, 1, 16))
+        f.write(file_header(1))
         f.write(chunk(0, process()))
         for tid, w in streams.items():
             f.write(chunk(tid, b"".join(w.rec)))

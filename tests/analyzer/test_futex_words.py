@@ -236,15 +236,14 @@ check(len(set(names)) == 2 and any("waited on in fx_worker" in n
 
 # The same trace with only its process-level chunks (PROCESS, MODULE...):
 # the shim ran and no hook was called. The header says what that means.
-import struct
 data = open(p, "rb").read()
-keep, off = bytearray(data[:16]), 16
-while off + 48 <= len(data):
-    plen, tid = struct.unpack_from("<I", data, off + 4)[0], \
-        struct.unpack_from("<I", data, off + 12)[0]
+keep, off = bytearray(data[:FMT.FILE_HEADER_SIZE]), FMT.FILE_HEADER_SIZE
+while off + FMT.CHUNK_HEADER_SIZE <= len(data):
+    h = tracefmt.header_fields(data, off)
+    plen, tid = h["payload_len"], h["tid"]
     if tid == 0:
-        keep += data[off:off + 48 + plen]
-    off += 48 + plen
+        keep += data[off:off + FMT.CHUNK_HEADER_SIZE + plen]
+    off += FMT.CHUNK_HEADER_SIZE + plen
 empty = os.path.join(TMP, "noevents.trace")
 open(empty, "wb").write(bytes(keep))
 d = report_json(empty)
@@ -279,7 +278,7 @@ t7 += b"\x15" + uv(400) + uv(6) + uv(500) + uv(300)          # 1600 WAIT
 t7 += b"\x16" + uv(100) + uv(6) + uv(500) + uv(1)            # 1700 WAKE
 path = os.path.join(TMP, "exitwait.trace")
 with open(path, "wb") as f:
-    f.write(b"MALLOCK\x1a" + bytes([1, 0, 3, 0]) + struct.pack("<I", 16))
+    f.write(file_header(3))
     f.write(chunk(0, proc) + chunk(7, t7))
 d = report_json("--no-symbols", "--all", path)
 t = d["totals"]

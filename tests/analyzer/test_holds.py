@@ -18,7 +18,6 @@ A small trace written here, 1 tick = 1 ns:
             ends with lock 9 held
 
 The lock totals are those of 8141b96; the pairs differ (see the end)."""
-import struct
 from common import *
 
 
@@ -53,7 +52,7 @@ last[0] = 0
 t9 = acq(9) + alloc(0x5000, 50, 104)
 path = os.path.join(TMP, "holds.trace")
 with open(path, "wb") as f:
-    f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+    f.write(file_header(1))
     f.write(chunk(0, proc) + chunk(7, t7) + chunk(8, t8) +
             chunk(9, t9, base=5000))
 

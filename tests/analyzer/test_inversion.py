@@ -11,7 +11,6 @@ Traces written here, 1 tick = 1 ns, 20 rounds:
   thread 8: ACQ B at site 13; +50 TRY_FAIL A (site 14); +10 ACQ A at site
             15 (a trylock that succeeded); +100 REL A; +50 REL B
   blocking: thread 8 waits on A instead (ACQ_WAIT, stack 15, 40 ns)."""
-import struct
 from common import *
 
 body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
@@ -37,7 +36,7 @@ def trace(name, blocking):
                   for _ in range(R))
     path = os.path.join(TMP, name)
     with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+        f.write(file_header(1))
         f.write(chunk(0, proc) + chunk(7, t7) + chunk(8, t8, base=500))
     return path
 

@@ -12,7 +12,6 @@ A trace written here, 1 tick = 1 ns, 20 rounds:
   thread 8: ACQ_WAIT inner(2) (waited 400 ns); +300 REL inner
 The inner lock's waiters lost 20 x 500 ns, 20 x 100 of them while the
 outer lock was held; the outer lock was never waited on."""
-import struct
 from common import *
 
 proc = proc_record(b"/bin/nest", b"nest")
@@ -24,7 +23,7 @@ t7 = b"".join(acq(1000, 1) + acq_wait(200, 2, 100) + rel(200, 2) +
 t8 = b"".join(acq_wait(1010, 2, 400) + rel(300, 2) for _ in range(R))
 path = os.path.join(TMP, "nest_claim.trace")
 with open(path, "wb") as f:
-    f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+    f.write(file_header(1))
     f.write(chunk(0, proc) + chunk(7, t7) + chunk(8, t8))
 
 d = report_json("--no-symbols", "--all", path)

@@ -11,7 +11,6 @@ A trace written here, 1 tick = 1 ns, 20 rounds:
 The nesting's inner hold is 20 x 200 ns, its share of the outer's hold
 (20 x 300 + 20 x 10 ns) 4000 / 6200; counted to the inner's release it
 was 20 x 900 ns, more than the outer lock was held at all."""
-import struct
 from common import *
 
 proc = proc_record(b"/bin/nest", b"nest")
@@ -23,7 +22,7 @@ t7 = b"".join(acq(1000, 1) + acq(100, 2) + rel(200, 1) + rel(700, 2)
 t8 = b"".join(acq_wait(1990, 1, 50) + rel(10, 1) for _ in range(R))
 path = os.path.join(TMP, "nest_overlap.trace")
 with open(path, "wb") as f:
-    f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+    f.write(file_header(1))
     f.write(chunk(0, proc) + chunk(7, t7) + chunk(8, t8))
 
 d = report_json("--no-symbols", "--all", path)

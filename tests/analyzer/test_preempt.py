@@ -23,7 +23,6 @@ A second trace (format 1.5): site 105 makes 40 calls of 20 us, 12 of them
 preceded by ALLOC_MIGRATED (the shim saw the call end on another CPU),
 one of those after an allocator-lock wait: a call that moved CPU was
 descheduled, whatever its time: 12 set apart (migrated_calls 12), 28 slow."""
-import struct
 from common import *
 
 N, SLOW = 40, 35
@@ -68,7 +67,7 @@ def trace(name, build, minor=4):
     build(w)
     path = os.path.join(TMP, name)
     with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + struct.pack("<HHI", 1, minor, 16))
+        f.write(file_header(minor))
         f.write(chunk(0, process()))
         f.write(chunk(7, b"".join(w.rec)))
     return path

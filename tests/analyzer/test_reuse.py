@@ -18,7 +18,6 @@ A small trace written here, 1 tick = 1 ns (time: what happens):
   thread 9 (churn):    1200 ALLOC p (stack 200, 10 ns); 1500 FREE p
 The consumer's free is the producer's block's, under "queue"; the churn
 thread's free is its own block's, under no lock."""
-import struct
 from common import *
 
 
@@ -30,7 +29,7 @@ def write(name, body):
     """A trace: the file header, then body (its chunks). Returns its path."""
     path = os.path.join(TMP, name)
     with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + bytes([1, 0, 1, 0]) + struct.pack("<I", 16))
+        f.write(file_header(1))
         f.write(body)
     return path
 
@@ -163,9 +162,7 @@ alw = lambda dt: b"\x0e" + uv(dt) + uv(6) + uv(100)
 
 
 def chunk_seq(tid, seq, payload, base):
-    tail = struct.pack("<IIIQQQ", tid, seq, 0, base, base + 10, base + 10)
-    return (struct.pack("<III", 0x434B4C4D, len(payload),
-                        zlib.crc32(tail + payload)) + tail + payload)
+    return tracefmt.chunk(tid, payload, base=base, seq=seq, flush=base + 10)
 
 
 acq = b"\x04" + uv(100) + uv(1) + uv(300)                   # 1100 ACQ 1

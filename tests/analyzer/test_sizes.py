@@ -15,22 +15,17 @@ claims then fails the analyzer's allocation (exit 1), which fails the test.
 Under ASan (make test-sanitize) the shadow memory rules RLIMIT_AS out;
 ASan's own max_allocation_size_mb bounds any single allocation instead."""
 import os
-import struct
 import subprocess
-import zlib
 from common import *
 
-MAGIC = 0x434B4C4D
 SLACK_KB = 16 * 1024  # peak RSS over the baseline's that we tolerate
 
 
 def sized_chunk(payload, tid=0, seq=0, claim=None, crc=True):
     """A chunk header (48 bytes, trace_format.h) and its payload; claim
     overrides the payload length written in the header."""
-    plen = len(payload) if claim is None else claim
-    tail = struct.pack("<IIIQQQ", tid, seq, 0, 1000, 2000, 3000)
-    c = zlib.crc32(tail + payload) if crc else 0
-    return struct.pack("<III", MAGIC, plen & 0xFFFFFFFF, c) + tail + payload
+    return tracefmt.chunk(tid, payload, seq=seq, base=1000, flush=2000,
+                          mono=3000, plen=claim, crc=None if crc else 0)
 
 
 good, _ = mktrace("cascade", "sizes-good.trace", "--rounds", 3)
