@@ -1,0 +1,81 @@
+/*
+ * unit_holds.c - unit test of the model's hold accounting
+ * (analyzer/model/aggregate*.c, through load_trace): one thread holds lock
+ * 1 twice, 100 ticks with two allocations and a free inside, then 50 ticks
+ * with nothing; lock 2 is taken and never released. 1 tick is 1 ns (the
+ * chunk's clock pair). The lock's counters must say two completed holds,
+ * 150 ns held, 100 the longest, one hold that called the allocator with
+ * three calls, two of them allocations.
+ */
+#define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
+#include "load.h"
+#include "unit_trace.h"
+
+static const lock_t *lock_of(const model_t *m, uint64_t id)
+{
+	for (size_t i = 0; i < m->nlock; i++)
+		if (m->lock[i].id == id)
+			return &m->lock[i];
+	check(!"lock id not in the model");
+	return NULL;
+}
+
+static void write_trace(char *path, size_t len)
+{
+	FILE *f = ut_open(path, len);
+	ut_chunk_t *c = malloc(sizeof *c);
+	ut_begin(c, 0, 0, 1000);
+	ut_process(c, 1, 1000, 1000, 1000000000);
+	ut_write(f, c);
+	ut_begin(c, 1, 0, 1000);
+	static const uint64_t s5[] = {0x5000};
+	ut_stack(c, 5, 1, s5);
+	ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
+	ut_lock_new(c, 2, 0x10080, FMT_KIND_MUTEX, 0);
+	ut_ev(c, FMT_ACQ, 1000, 1, 5, 0, 0, 0);
+	ut_ev(c, FMT_ALLOC, 1010, 0x900000, 32, 5, 4, FMT_FN_MALLOC);
+	ut_ev(c, FMT_ALLOC, 1020, 0x900100, 64, 5, 4, FMT_FN_MALLOC);
+	ut_ev(c, FMT_FREE, 1030, 0x900000, 3, 0, 0, 0);
+	ut_ev(c, FMT_REL, 1100, 1, 0, 0, 0, 0);
+	ut_ev(c, FMT_ACQ, 1200, 1, 5, 0, 0, 0);
+	ut_ev(c, FMT_REL, 1250, 1, 0, 0, 0, 0);
+	ut_ev(c, FMT_ACQ, 1300, 2, 5, 0, 0, 0);
+	ut_write(f, c);
+	fclose(f);
+	free(c);
+}
+
+static model_t m;
+
+static void test_holds(void)
+{
+	const lock_t *l = lock_of(&m, 1);
+	if (!l)
+		return;
+	check_eq(l->s.acq, 2);
+	check_eq(l->s.holds, 2);
+	check_eq(l->s.hold_ns, 150);
+	check_eq(l->s.hold_max, 100);
+	check_eq(l->s.holds_with_alloc, 1);
+	check_eq(l->s.alloc_calls, 3);
+	check_eq(l->s.alloc_allocs, 2);
+	const lock_t *open = lock_of(&m, 2);
+	if (open) {
+		check_eq(open->s.acq, 1);
+		check_eq(open->s.holds, 0); /* never released: not completed */
+	}
+}
+
+int main(void)
+{
+	char path[256];
+	write_trace(path, sizeof path);
+	load_opts_t o = {.symbols = false, .quiet = true};
+	int rc = load_trace(path, &m, NULL, &o);
+	unlink(path);
+	if (!check_eq(rc, 0))
+		return test_done();
+	test_run(test_holds);
+	load_free(&m);
+	return test_done();
+}
