@@ -107,10 +107,10 @@ int main(int argc, char **argv)
 	CHECK_EQ_U(st_named(&s, "worker", FMT_FREE), WORKERS * per_alloc);
 	CHECK_EQ_U(st_named(&s, "worker", FMT_REALLOC), WORKERS * ITERS);
 	const uint64_t excl = LOCKS + RW + CLK + SPINS + 1;
-	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ) +
+	CHECK_EQ_U(st_acq(&s, "worker", 0) +
 	               st_named(&s, "worker", FMT_ACQ_WAIT),
 	           WORKERS * excl);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ_SHARED) +
+	CHECK_EQ_U(st_acq(&s, "worker", 1) +
 	               st_named(&s, "worker", FMT_ACQ_SHARED_WAIT),
 	           WORKERS * (RW + CLK));
 	CHECK_EQ_U(st_named(&s, "worker", FMT_REL) +

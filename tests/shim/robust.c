@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 	if (s.error[0])
 		fprintf(stderr, "%s\n", s.error);
 	CHECK(acq >= 15);
-	CHECK_EQ_U(st_named(&s, "robust_main", FMT_ACQ) +
+	CHECK_EQ_U(st_acq(&s, "robust_main", 0) +
 	               st_named(&s, "robust_main", FMT_ACQ_WAIT),
 	           acq);
 	CHECK_EQ_U(st_named(&s, "robust_main", FMT_REL) +

@@ -84,7 +84,7 @@ int main(int argc, char **argv)
 	CHECK(tr_walk(files[0], cb, &s, err, sizeof err) == 0);
 	CHECK_EQ_U(hooked, 1000);
 	CHECK(st_named(&s, "worker", FMT_FREE) >= 1000);
-	CHECK_EQ_U(st_named(&s, "worker", FMT_ACQ) +
+	CHECK_EQ_U(st_acq(&s, "worker", 0) +
 	               st_named(&s, "worker", FMT_ACQ_WAIT),
 	           1000);
 	CHECK_EQ_U(warn_notes, 1);
