@@ -32,8 +32,9 @@
 #define FMT_VERSION_MAJOR 1
 /* 1.1: PROCESS flags and trailing fields; 1.2: zstd-compressed chunks;
  * 1.3: FUTEX_WAIT, FUTEX_WAKE, kind futex; 1.4: PROCESS time_every and
- * untimed allocator calls (ticks 0); 1.5: ALLOC_MIGRATED */
-#define FMT_VERSION_MINOR 5
+ * untimed allocator calls (ticks 0); 1.5: ALLOC_MIGRATED; 1.6: timed holds
+ * (ACQ_UNTIMED, ACQ_SAMPLED and their shared forms, PROCESS hold_every) */
+#define FMT_VERSION_MINOR 6
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
@@ -89,7 +90,11 @@
 	X(MARK, 0x14, "u")                                                     \
 	X(FUTEX_WAIT, 0x15, "uuu")                                             \
 	X(FUTEX_WAKE, 0x16, "uuu")                                             \
-	X(ALLOC_MIGRATED, 0x17, "uu")
+	X(ALLOC_MIGRATED, 0x17, "uu")                                          \
+	X(ACQ_UNTIMED, 0x18, "uu")                                             \
+	X(ACQ_SHARED_UNTIMED, 0x19, "uu")                                      \
+	X(ACQ_SAMPLED, 0x1a, "uu")                                             \
+	X(ACQ_SHARED_SAMPLED, 0x1b, "uu")
 
 /*
  * Core event fields: X(record, index, FIELD, name), in each record's wire
@@ -149,7 +154,15 @@
 	X(FUTEX_WAKE, 1, STACK, "stack") /* the waker's */                     \
 	X(FUTEX_WAKE, 2, WOKEN, "woken") /* waiters woken (>= 1) */            \
 	X(ALLOC_MIGRATED, 0, FROM, "from") /* CPU the timed call began on */   \
-	X(ALLOC_MIGRATED, 1, TO, "to") /* and the one it ended on */
+	X(ALLOC_MIGRATED, 1, TO, "to") /* and the one it ended on */          \
+	X(ACQ_UNTIMED, 0, LOCK, "lock")                                        \
+	X(ACQ_UNTIMED, 1, SITE, "site")                                        \
+	X(ACQ_SHARED_UNTIMED, 0, LOCK, "lock")                                 \
+	X(ACQ_SHARED_UNTIMED, 1, SITE, "site")                                 \
+	X(ACQ_SAMPLED, 0, LOCK, "lock")                                        \
+	X(ACQ_SAMPLED, 1, SITE, "site")                                        \
+	X(ACQ_SHARED_SAMPLED, 0, LOCK, "lock")                                 \
+	X(ACQ_SHARED_SAMPLED, 1, SITE, "site")
 /* clang-format on */
 
 /* FMT_<record>_<FIELD>: a field's index in fmt_record_t.f. */
@@ -159,9 +172,18 @@ enum fmt_field {
 #undef FMT_FIELD_
 };
 
-/* The four acquisitions share their fields' places (lock, then the site or
+/* The acquisitions share their fields' places (lock, then the site or
  * stack; the waited ones add the wait and the waiters): a reader may read
  * any of them by FMT_ACQ_* and FMT_ACQ_WAIT_*. */
+_Static_assert(FMT_ACQ_LOCK == FMT_ACQ_UNTIMED_LOCK &&
+                   FMT_ACQ_LOCK == FMT_ACQ_SHARED_UNTIMED_LOCK &&
+                   FMT_ACQ_LOCK == FMT_ACQ_SAMPLED_LOCK &&
+                   FMT_ACQ_LOCK == FMT_ACQ_SHARED_SAMPLED_LOCK &&
+                   FMT_ACQ_SITE == FMT_ACQ_UNTIMED_SITE &&
+                   FMT_ACQ_SITE == FMT_ACQ_SHARED_UNTIMED_SITE &&
+                   FMT_ACQ_SITE == FMT_ACQ_SAMPLED_SITE &&
+                   FMT_ACQ_SITE == FMT_ACQ_SHARED_SAMPLED_SITE,
+               "uncontended acquisitions share a layout");
 _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
                    FMT_ACQ_LOCK == FMT_ACQ_SHARED_LOCK &&
                    FMT_ACQ_LOCK == FMT_ACQ_SHARED_WAIT_LOCK &&
@@ -179,7 +201,7 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
 	                 "tsc_hz u, depth u, unwinder u, flags u, exe str, "   \
 	                 "cmdline str, hostname str, version str, "            \
 	                 "sample_bytes u (1.1), max_bytes u (1.1), "           \
-	                 "time_every u (1.4)")                                 \
+	                 "time_every u (1.4), hold_every u (1.6)")             \
 	X(MODULE, 0x81, "bias u, lo u, hi u, path str, build_id bytes")        \
 	X(STACK, 0x82, "id u, n u, frame0 u, frame[i] s(vs frame[i-1])")       \
 	X(LOCK_NEW, 0x83, "id u, addr u, kind u, flags u")                     \

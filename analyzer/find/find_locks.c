@@ -363,6 +363,9 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		finding_put(f, EV_ACQUISITIONS, (double)c->s.acq);
 		finding_put(f, EV_HOLD_NS, H);
 		finding_put(f, EV_HOLDS, (double)c->s.holds);
+		if (c->s.holds_timed < c->s.holds)
+			finding_put(f, EV_TIMED_HOLDS,
+			            (double)c->s.holds_timed);
 		finding_put(f, EV_HOLDS_WITH_ALLOC,
 		            (double)c->s.holds_with_alloc);
 		finding_put(f, EV_ALLOCATOR_NS_IN_HOLDS, (double)c->s.alloc_ns);

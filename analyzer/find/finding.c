@@ -273,6 +273,23 @@ static const char *estimate_from(const finding_t *f, char *buf, size_t len)
 	return buf;
 }
 
+/* "about " and ", estimated from K of N timed holds" when f's hold and
+ * allocator-in-hold figures are estimates (timed_holds: some holds were
+ * not timed, MALLOCK_HOLD_EVERY), else "" and "". */
+static const char *hold_about(const finding_t *f)
+{
+	return finding_has(f, EV_TIMED_HOLDS) ? "about " : "";
+}
+
+static const char *holds_from(const finding_t *f, char *buf, size_t len)
+{
+	buf[0] = 0;
+	if (finding_has(f, EV_TIMED_HOLDS))
+		snprintf(buf, len, ", estimated from %.0f of %.0f timed holds",
+		         ev(f, EV_TIMED_HOLDS), ev(f, EV_HOLDS));
+	return buf;
+}
+
 /* "128 KiB" for whole KiB, else bytes. */
 static const char *bytes_label(char *buf, size_t len, double b)
 {
@@ -299,7 +316,7 @@ static void add_capped(const finding_t *f, char *buf, size_t len,
 
 const char *finding_summary(const finding_t *f, char *buf, size_t len)
 {
-	char a[32], b[32], c[32], g[32], d[64], e[64], efrom[80];
+	char a[32], b[32], c[32], g[32], d[64], e[64], efrom[80], hfrom[80];
 	const model_t *m = f->m;
 	switch (f->kind) {
 	case FK_ALLOC_UNDER_LOCK: {
@@ -310,17 +327,18 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		snprintf(
 		    buf, len,
 		    "waiters lost %s on this lock (%.0f contended "
-		    "acquisition%s); its holders spent %.1f%% of their hold "
-		    "time in the allocator; %.0f calls (%.0f allocation%s, "
-		    "%.0f free%s) for blocks from %s take %.1f%% (%.0f slow, "
-		    "%s "
-		    "waiting on the allocator's own lock).",
+		    "acquisition%s); its holders spent %s%.1f%% of their hold "
+		    "time in the allocator%s; %.0f calls (%.0f allocation%s, "
+		    "%.0f free%s) for blocks from %s take %s%.1f%% (%s%.0f "
+		    "slow, %s waiting on the allocator's own lock).",
 		    human_ns(a, sizeof a, ev(f, EV_LOCK_WAIT_NS)),
 		    ev(f, EV_CONTENDED), plural(ev(f, EV_CONTENDED)),
-		    100 * ev(f, EV_ALLOCATOR_SHARE_OF_HOLD), ev(f, EV_CALLS),
+		    hold_about(f), 100 * ev(f, EV_ALLOCATOR_SHARE_OF_HOLD),
+		    holds_from(f, hfrom, sizeof hfrom), ev(f, EV_CALLS),
 		    ev(f, EV_ALLOCS), plural(ev(f, EV_ALLOCS)), ev(f, EV_FREES),
-		    plural(ev(f, EV_FREES)), from,
-		    100 * ev(f, EV_SITE_SHARE_OF_HOLD), ev(f, EV_SLOW_CALLS),
+		    plural(ev(f, EV_FREES)), from, hold_about(f),
+		    100 * ev(f, EV_SITE_SHARE_OF_HOLD), hold_about(f),
+		    ev(f, EV_SLOW_CALLS),
 		    human_ns(b, sizeof b, ev(f, EV_ALLOCATOR_LOCK_WAIT_NS)));
 		if (ev(f, EV_CALLS_WITHOUT_STACK) > 0) {
 			size_t l = strlen(buf);
@@ -535,22 +553,24 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		    "waiters lost %s on this lock (%.0f of %s acquisitions "
 		    "contended, %.1f%%, up to %.0f thread%s waiting at once, "
 		    "%.0f of the %.0f threads that took it waited); holds "
-		    "took a median of %s, p99 %s, longest %s; holders spent "
-		    "%.1f%% of their hold time in the allocator, %.1f%% "
-		    "holding other locks, the rest (%.1f%%) on their own "
-		    "work.",
+		    "took a median of %s%s, p99 %s, longest %s%s; holders "
+		    "spent %s%.1f%% of their hold time in the allocator, "
+		    "%.1f%% holding other locks, the rest (%.1f%%) on their "
+		    "own work%s.",
 		    human_ns(a, sizeof a, ev(f, EV_LOCK_WAIT_NS)),
 		    ev(f, EV_CONTENDED),
 		    human_count(d, sizeof d, ev(f, EV_ACQUISITIONS)),
 		    100 * ev(f, EV_CONTENDED_SHARE), ev(f, EV_MAX_WAITERS),
 		    ev(f, EV_MAX_WAITERS) == 1 ? "" : "s",
-		    ev(f, EV_WAITING_THREADS), ev(f, EV_THREADS),
+		    ev(f, EV_WAITING_THREADS), ev(f, EV_THREADS), hold_about(f),
 		    human_ns(b, sizeof b, ev(f, EV_HOLD_MEDIAN_NS)),
 		    human_ns(c, sizeof c, ev(f, EV_HOLD_P99_NS)),
-		    human_ns(g, sizeof g, ev(f, EV_HOLD_MAX_NS)),
+		    finding_has(f, EV_TIMED_HOLDS) ? "timed " : "",
+		    human_ns(g, sizeof g, ev(f, EV_HOLD_MAX_NS)), hold_about(f),
 		    100 * ev(f, EV_ALLOCATOR_SHARE_OF_HOLD),
 		    100 * ev(f, EV_INNER_LOCK_SHARE_OF_HOLD),
-		    100 * ev(f, EV_OWN_WORK_SHARE));
+		    100 * ev(f, EV_OWN_WORK_SHARE),
+		    holds_from(f, hfrom, sizeof hfrom));
 		break;
 	default:
 		buf[0] = 0;

@@ -71,6 +71,9 @@ enum ev_unit {
 	X(WAITING_THREADS, "waiting_threads", COUNT, EVK_CONTD | EVK_FUTEX,    \
 	  "%s waiting threads")                                                \
 	X(HOLDS, "holds", COUNT, EVK_CONTD, NULL)                              \
+	/* only when fewer than holds (MALLOCK_HOLD_EVERY): the hold and   \
+	 * allocator figures are then estimates from the timed holds */      \
+	X(TIMED_HOLDS, "timed_holds", COUNT, EVK_CONTD, NULL)                  \
 	X(HOLD_NS, "hold_ns", NS, EVK_CONTD, NULL)                             \
 	X(HOLD_MEDIAN_NS, "hold_median_ns", NS, EVK_CONTD,                     \
 	  "a median hold of %s")                                               \

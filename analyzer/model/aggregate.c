@@ -9,10 +9,21 @@
  * event, times converted to ns once.
  *
  * Semantics follow trace_format.h:
- * - ACQ, ACQ_WAIT (and shared forms) and COND_WAKE start a hold on the acting
- * thread; REL, REL_CONTENDED and COND_WAIT end it (hold = release tsc - acquire
- * tsc). A thread may hold several locks; rwlocks may be held shared by many
- * threads at once.
+ * - ACQ, ACQ_WAIT (and shared, untimed and sampled forms) and COND_WAKE
+ * start a hold on the acting thread; REL, REL_CONTENDED and COND_WAIT end it
+ * (hold = release tsc - acquire tsc). A thread may hold several locks;
+ * rwlocks may be held shared by many threads at once.
+ * - Timed holds (trace format 1.6, MALLOCK_HOLD_EVERY = N): a hold begun by
+ * ACQ_UNTIMED or ACQ_SHARED_UNTIMED was not timed (its stamps are the
+ * thread's previous ones): it counts as a hold, adds no time. One begun by
+ * ACQ_SAMPLED or ACQ_SHARED_SAMPLED stands for N (one uncontended nest of
+ * holds in N was timed, at random gaps); every other one for itself.
+ * Each timed hold's time goes to the sums (hold time, the hold
+ * histogram, acquisition-site and holder pairs, nested time) times its
+ * weight, so that they estimate what all holds took (a Horvitz-Thompson
+ * sum); holds_timed counts the timed ones. A timed allocator call in a
+ * hold weighs what the thread's latest acquisition does (t->hold_w: the
+ * nest's timing, aggregate_alloc.c call_weight).
  * - ACQ_WAIT's tsc is the time acquired; its wait began wait ticks before.
  * - ALLOC_LOCK_WAIT and ALLOC_MIGRATED belong to the same thread's next
  *   allocator event.
@@ -147,6 +158,9 @@ static void charge_hold(model_t *m, const thread_t *t, const held_t *h,
 	s->alloc_allocs += b->allocs - a->allocs;
 	s->alloc_ns += b->ns - a->ns;
 	s->alloc_slow += b->slow - a->slow;
+	/* weighted slow calls (an estimate) never exceed the calls counted */
+	if (s->alloc_slow > s->alloc_calls)
+		s->alloc_slow = s->alloc_calls;
 	s->alloc_lw_ns += b->lw_ns - a->lw_ns;
 	s->alloc_lw_n += b->lw_n - a->lw_n;
 	/* By the hold's acquisition site (a condition wake's hold: the site
@@ -192,8 +206,10 @@ static void cut_holds(model_t *m, thread_t *t, uint64_t *cut)
 #define HELD_MAX 1024
 
 static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
-                         uint32_t site, uint64_t tsc)
+                         uint32_t site, uint64_t tsc, uint32_t w)
 {
+	/* The nest's timing, for the allocator calls that follow. */
+	t->hold_w = w ? w : 1;
 	uint32_t nest = 0;
 	if (t->nheld >= HELD_MAX) {
 		static const char msg[] =
@@ -230,8 +246,27 @@ static held_t *push_hold(model_t *m, thread_t *t, uint32_t ti, uint32_t li,
 	h->tsc = tsc;
 	h->wait_ns = 0;
 	h->resite1 = 0;
+	h->w = w;
 	m->lock[li].nheld++;
 	return h;
+}
+
+/* What a hold begun by an acquisition of record type `type` stands for:
+ * 0 untimed, MALLOCK_HOLD_EVERY sampled, else 1. */
+static uint32_t hold_weight(const model_t *m, unsigned type)
+{
+	switch (type) {
+	case FMT_ACQ_UNTIMED:
+	case FMT_ACQ_SHARED_UNTIMED:
+		return 0;
+	case FMT_ACQ_SAMPLED:
+	case FMT_ACQ_SHARED_SAMPLED:
+		return m->hold_every > 1 && m->hold_every <= UINT32_MAX
+		           ? (uint32_t)m->hold_every
+		           : 1;
+	default:
+		return 1;
+	}
 }
 
 static void on_acq(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
@@ -252,7 +287,8 @@ static void on_acq(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 		agg_first_stack(m, t, stack);
 	lockthr_t *lt = lockthr(m, t, ti, li);
 	lt->acq++;
-	held_t *h = push_hold(m, t, ti, li, stack, r->tsc);
+	held_t *h =
+	    push_hold(m, t, ti, li, stack, r->tsc, hold_weight(m, r->type));
 	uint32_t nest = h ? h->nest : 0;
 	if (!waited)
 		return;
@@ -285,8 +321,9 @@ static void on_acq(model_t *m, thread_t *t, uint32_t ti, const fmt_record_t *r,
 	}
 }
 
-/* Ends t's hold of lock li at tsc. Returns the hold's duration, or -1 when
- * t did not hold it (a hold that began before recording). */
+/* Ends t's hold of lock li at tsc. Returns the hold's duration times its
+ * weight (0 for an untimed hold), or -1 when t did not hold it (a hold
+ * that began before recording). */
 static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 {
 	lock_t *l = &m->lock[li];
@@ -309,29 +346,40 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 		held_t *in = &t->held[k];
 		if (!in->nest || m->nest[in->nest - 1].outer != li)
 			continue;
-		if (tsc > in->tsc)
+		if (in->w && tsc > in->tsc)
 			m->nest[in->nest - 1].inner_hold_ns +=
-			    to_ns(m, tsc - in->tsc);
+			    to_ns(m, tsc - in->tsc) * in->w;
 		in->nest = 0;
 	}
 	memmove(&t->held[i - 1], &t->held[i], (t->nheld - i) * sizeof h);
 	t->nheld--;
 	trim_snaps(t);
-	uint64_t hold = tsc > h.tsc ? to_ns(m, tsc - h.tsc) : 0;
 	l->s.holds++;
-	l->s.hold_ns += hold;
+	m->tot.holds++;
+	if (!h.w) {
+		m->tot.untimed_holds++;
+		if (h.site != NONE32 || h.resite1)
+			model_pair(m, LS_ACQSITE, li,
+			           h.site != NONE32 ? h.site : h.resite1 - 1)
+			    ->n++;
+		return 0;
+	}
+	uint64_t hold = tsc > h.tsc ? to_ns(m, tsc - h.tsc) : 0;
+	uint64_t wh = hold * h.w;
+	l->s.holds_timed++;
+	l->s.hold_ns += wh;
 	if (hold > l->s.hold_max)
 		l->s.hold_max = hold;
-	hist_add(lock_hist(m, l, 1), hold);
+	hist_add_n(lock_hist(m, l, 1), hold, h.w);
 	uint32_t site = h.site != NONE32 ? h.site : h.resite1 - 1;
 	if (h.site != NONE32 || h.resite1) {
 		lspair_t *p = model_pair(m, LS_ACQSITE, li, site);
 		p->n++;
-		p->ns += hold;
+		p->ns += wh;
 	}
 	if (h.nest)
-		m->nest[h.nest - 1].inner_hold_ns += hold;
-	return (int64_t)hold;
+		m->nest[h.nest - 1].inner_hold_ns += wh;
+	return (int64_t)wh;
 }
 
 /* Lock words and signal words (the file header): a futex word some thread
@@ -453,7 +501,7 @@ static void on_cond_wake(model_t *m, thread_t *t, uint32_t ti,
 		lt->sleep_ns += slept;
 	}
 	t->cond_sleep_tsc = 0;
-	held_t *h = push_hold(m, t, ti, li, NONE32, r->tsc);
+	held_t *h = push_hold(m, t, ti, li, NONE32, r->tsc, 1);
 	if (h)
 		h->resite1 = t->cond_site1;
 	t->cond_site1 = 0;
@@ -640,9 +688,13 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 		agg_on_realloc(m, t, ti, r, part);
 		break;
 	case FMT_ACQ:
+	case FMT_ACQ_UNTIMED:
+	case FMT_ACQ_SAMPLED:
 		on_acq(m, t, ti, r, false, false);
 		break;
 	case FMT_ACQ_SHARED:
+	case FMT_ACQ_SHARED_UNTIMED:
+	case FMT_ACQ_SHARED_SAMPLED:
 		on_acq(m, t, ti, r, true, false);
 		break;
 	case FMT_ACQ_WAIT:

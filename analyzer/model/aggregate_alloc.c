@@ -78,10 +78,11 @@ static void site_size(site_t *s, uint64_t size)
 /* Charges one allocator call to the locks t holds: to every one's totals
  * (through the running sums t->snap[0], see charge_hold), and to the
  * (lock, stack) pair of the ALLOC_PAIR_LOCKS innermost holds. O(1) in the
- * number of locks held. */
+ * number of locks held. ns and slow are weighted (call_weight: slow is the
+ * call's weight when it was slow, else 0). */
 static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
-                         uint64_t lw_ns, uint64_t lw_n, bool slow, bool alloc,
-                         uint64_t size)
+                         uint64_t lw_ns, uint64_t lw_n, uint64_t slow,
+                         bool alloc, uint64_t size)
 {
 	m->tot.alloc_calls_in_holds++;
 	holdsum_t *c = &t->snap[0]; /* allocated by push_hold: t holds one */
@@ -100,7 +101,9 @@ static void charge_holds(model_t *m, thread_t *t, uint32_t stack, uint64_t ns,
 		p->ns += ns;
 		p->ns2 += lw_ns;
 		p->n2 += alloc;
-		p->n3 += slow;
+		/* slow is weighted (an estimate): never more than the calls
+		 * counted */
+		p->n3 = p->n3 + slow < p->n ? p->n3 + slow : p->n;
 		p->bytes += size;
 	}
 }
@@ -121,19 +124,23 @@ static void lw_size(model_t *m, thread_t *t, uint64_t size)
 
 /*
  * What one allocator call's ticks stand for (PROCESS time_every = N > 1:
- * the shim timed every call made under a lock and one in N of the others):
- * 0 for an untimed call (ticks 0: its time is unknown), N for a timed call
- * outside every hold, 1 for a call under a hold or in a trace that timed
- * every call. Time sums add ns times the weight, so that they estimate what
- * all calls took.
+ * the shim timed one in N of the calls made outside every lock; hold_every
+ * = H > 1: the calls of one uncontended nest of holds in H, and those
+ * after a contended acquisition): 0 for an untimed call (ticks 0: its time
+ * is unknown), N for a timed call outside every hold, the nest's weight
+ * for one in a hold (t->hold_w: H in a sampled nest, else 1), 1 in a trace
+ * that timed every call. Time sums add ns times the weight, so that they
+ * estimate what all calls took.
  */
 static uint64_t call_weight(const model_t *m, const thread_t *t, uint64_t ticks)
 {
-	if (m->time_every <= 1)
+	if (m->time_every <= 1 && m->hold_every <= 1)
 		return 1;
 	if (!ticks)
 		return 0;
-	return t->nheld ? 1 : m->time_every;
+	if (t->nheld)
+		return t->hold_w ? t->hold_w : 1;
+	return m->time_every;
 }
 
 /*
@@ -350,8 +357,8 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 		m->tot.untracked_calls++;
 		bool slow = alloc_call(m, t, s, ticks, tw, ns1, lw_ns, size);
 		if (t->nheld)
-			charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true,
-			             size);
+			charge_holds(m, t, stack, ns, lw_ns, lw_n,
+			             slow ? tw : 0, true, size);
 		return;
 	}
 	double w;
@@ -380,7 +387,8 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	t->bytes += nb;
 	bool slow = alloc_call(m, t, s, ticks, tw, ns1, lw_ns, size);
 	if (t->nheld)
-		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, true, size);
+		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow ? tw : 0, true,
+		             size);
 	if (ptr)
 		block_new(m, ptr, size, tsc, stack, ti, ns, tw != 0);
 }
@@ -407,7 +415,8 @@ static void free_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 	s->lw_n += lw_n;
 	bool slow = alloc_call(m, t, s, ticks, tw, ns1, lw_ns, size);
 	if (t->nheld)
-		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow, false, 0);
+		charge_holds(m, t, stack, ns, lw_ns, lw_n, slow ? tw : 0, false,
+		             0);
 }
 
 /* A REALLOC's free of its old block, given at the call's start when it

@@ -57,6 +57,7 @@ void aggregate_meta(model_t *m, const fmt_record_t *r)
 		m->sample_bytes = p.sample_bytes;
 		m->max_bytes = p.max_bytes;
 		m->time_every = p.time_every;
+		m->hold_every = p.hold_every;
 		break;
 	}
 	case FMT_MODULE: {

@@ -75,12 +75,15 @@ double hist_quantile(const hist_t *h, double q);
 	X(cond_timeouts, S, "condition waits that timed out")                  \
 	X(owner_switches, S, "acquisitions by another thread than the last")   \
 	X(holds, S, "completed holds")                                         \
+	X(holds_timed, S, "of which timed (all but those MALLOCK_HOLD_EVERY "   \
+	                  "left untimed)")                                     \
 	X(contended_holds, S, "holds during which another thread waited")     \
 	X(unmatched_rel, S, "releases of holds that began before recording")   \
 	X(wait_ns, S, "total wait of contended acquisitions")                  \
 	X(idle_wait_ns, S, "of which waits of holds that ended in a "           \
 	                   "condition wait (the thread found no work)")       \
-	X(hold_ns, S, "total hold time")                                       \
+	X(hold_ns, S, "total hold time (timed holds weighted: an estimate "     \
+	              "when holds_timed < holds)")                             \
 	X(holds_with_alloc, S, "holds that called the allocator")              \
 	X(alloc_calls, S, "allocator calls made while held")                   \
 	X(alloc_allocs, S, "of which allocations (malloc/new/realloc)")        \
@@ -94,7 +97,7 @@ double hist_quantile(const hist_t *h, double q);
 	X(futex_woken, S, "futex word: waiters those wakes woke")              \
 	X(cond_signals, S, "signals and broadcasts (conds)")                   \
 	X(wait_max, M, "longest wait")                                         \
-	X(hold_max, M, "longest hold")                                         \
+	X(hold_max, M, "longest timed hold")                                   \
 	X(max_waiters, M, "most threads waiting at once")
 /* clang-format on */
 
@@ -296,6 +299,10 @@ typedef struct held {
 	uint32_t snap;       /* thread's sums at acquire: index in snap[] */
 	uint64_t tsc;
 	uint64_t wait_ns; /* the acquisition's wait */
+	/* What the hold's length stands for (hold_weight() in aggregate.c):
+	 * 1, MALLOCK_HOLD_EVERY for a sampled one, 0 when it was not timed
+	 * (its stamps are not its times). */
+	uint32_t w;
 	/* Re-taken by a condition wake: the site of the hold the wait ended
 	 * (+1; 0 none), which the hold continues: the hold's site for the
 	 * acquisition-site statistics. */
@@ -331,8 +338,13 @@ typedef struct thread {
 	size_t nsnap, capsnap;
 	uint64_t pend_lw_ns, pend_lw_n; /* ALLOC_LOCK_WAITs before next call */
 	uint32_t pend_lw_lock; /* the last one's lock index + 1, or 0 */
-	bool pend_mig;       /* the next allocator call moved to another CPU */
-	uint32_t cond_site1; /* at a condition wait: its hold's site + 1 */
+	bool pend_mig; /* the next allocator call moved to another CPU */
+	/* The weight of a timed allocator call made in the thread's current
+	 * nest of holds: its latest acquisition's (held_t.w, 1 for an
+	 * untimed one: a timed call there was timed by the shim's exact
+	 * clock); see call_weight() in aggregate_alloc.c. */
+	uint32_t hold_w;
+	uint32_t cond_site1;      /* at a condition wait: its hold's site + 1 */
 	uint32_t lt_lock, lt_idx; /* one-entry cache into lockthr */
 	/* Its first distinct whole stacks (of contended acquisitions and
 	 * allocations; an uncontended acquisition records only its call
@@ -426,6 +438,8 @@ typedef struct lockclass {
 	X(sampled_allocs, "sampled_allocations")                               \
 	X(untracked_calls, "unsampled_allocator_calls_in_holds")               \
 	X(untimed_calls, "untimed_allocator_calls")                            \
+	X(holds, "lock_holds")                                                 \
+	X(untimed_holds, "untimed_holds")                                      \
 	X(futex_waits, "futex_waits")                                          \
 	X(futex_wait_ns, "futex_wait_ns")                                      \
 	X(futex_lost_ns, "futex_lock_wait_ns")                                 \
@@ -454,6 +468,7 @@ typedef struct model {
 	uint64_t sample_bytes; /* MALLOCK_SAMPLE_BYTES; 0: every allocation */
 	uint64_t max_bytes;    /* MALLOCK_MAX_BYTES; 0: no cap */
 	uint64_t time_every;   /* MALLOCK_TIME_EVERY (call_weight()); 1: all */
+	uint64_t hold_every;   /* MALLOCK_HOLD_EVERY (hold_weight()); 1: all */
 	double wcarry;         /* fraction carried by sample_count() */
 	uint64_t free_n;       /* frees counted by the last block_free() */
 	char *exe, *cmdline, *hostname, *version;

@@ -16,10 +16,12 @@
 typedef struct rheld {
 	uint32_t lock, site;
 	uint64_t tsc;
+	uint32_t w; /* aggregate.c's held_t.w */
 } rheld_t;
 
 typedef struct rthr {
 	uint32_t cond_site1; /* aggregate.c's thread_t.cond_site1 */
+	uint32_t hold_w;     /* aggregate.c's thread_t.hold_w */
 	rheld_t *h;
 	uint32_t *locks; /* the held locks' indexes, for replay_ev_t.held */
 	size_t n, cap, capl;
@@ -66,13 +68,26 @@ static uint32_t stack_of(const model_t *m, uint64_t id)
 }
 
 static void push(rstate_t *s, uint32_t ti, uint32_t li, uint32_t site,
-                 uint64_t tsc)
+                 uint64_t tsc, uint32_t w)
 {
 	rthr_t *t = &s->thr[ti];
+	t->hold_w = w ? w : 1;
 	if (t->n >= REPLAY_HELD_MAX)
 		return;
 	VEC_RESERVE(t->h, t->cap, t->n);
-	t->h[t->n++] = (rheld_t){li, site, tsc};
+	t->h[t->n++] = (rheld_t){li, site, tsc, w};
+}
+
+/* aggregate.c's hold_weight(). */
+static uint32_t hold_weight(const model_t *m, unsigned type)
+{
+	if (type == FMT_ACQ_UNTIMED || type == FMT_ACQ_SHARED_UNTIMED)
+		return 0;
+	if (type == FMT_ACQ_SAMPLED || type == FMT_ACQ_SHARED_SAMPLED)
+		return m->hold_every > 1 && m->hold_every <= UINT32_MAX
+		           ? (uint32_t)m->hold_every
+		           : 1;
+	return 1;
 }
 
 /* Ends ti's innermost hold of li at tsc and reports it; an unmatched
@@ -91,7 +106,8 @@ static void pop(rstate_t *s, uint32_t ti, uint32_t li, uint64_t tsc,
 	                  .stack = NONE32,
 	                  .holder_stack = holder_stack,
 	                  .holder_thread = ti,
-	                  .contended = contended};
+	                  .contended = contended,
+	                  .w = 1};
 	ev.t1 = at_ns(m, tsc);
 	if (i == 0) {
 		if (!contended)
@@ -103,8 +119,9 @@ static void pop(rstate_t *s, uint32_t ti, uint32_t li, uint64_t tsc,
 		t->n--;
 		ev.matched = true;
 		ev.stack = h.site;
-		ev.t0 = at_ns(m, h.tsc);
-		ev.ns = tsc > h.tsc ? dur_ns(m, tsc - h.tsc) : 0;
+		ev.w = h.w;
+		ev.t0 = h.w ? at_ns(m, h.tsc) : ev.t1;
+		ev.ns = h.w && tsc > h.tsc ? dur_ns(m, tsc - h.tsc) : 0;
 	}
 	s->fn(s->ctx, &ev);
 }
@@ -137,6 +154,10 @@ static void alloc(rstate_t *s, uint32_t ti, uint64_t tsc, uint64_t stack_id,
 	                  .held = t->locks,
 	                  .nheld = (uint32_t)t->n};
 	ev.ns = dur_ns(s->m, ticks);
+	/* aggregate_alloc.c's call_weight() for a call in a hold */
+	ev.w = ticks || (s->m->time_every <= 1 && s->m->hold_every <= 1)
+	           ? t->hold_w
+	           : 0;
 	ev.t1 = at_ns(s->m, tsc);
 	ev.t0 = ev.t1 > ev.ns ? ev.t1 - ev.ns : 0;
 	s->fn(s->ctx, &ev);
@@ -162,17 +183,22 @@ static void on_event(rstate_t *s, uint32_t ti, const fmt_record_t *r)
 		break;
 	case FMT_ACQ:
 	case FMT_ACQ_SHARED:
+	case FMT_ACQ_UNTIMED:
+	case FMT_ACQ_SHARED_UNTIMED:
+	case FMT_ACQ_SAMPLED:
+	case FMT_ACQ_SHARED_SAMPLED:
 		if ((li = lock_of(m, r->f[FMT_ACQ_LOCK])) != NONE32)
-			push(s, ti, li, stack_of(m, r->f[FMT_ACQ_SITE]),
-			     r->tsc);
+			push(s, ti, li, stack_of(m, r->f[FMT_ACQ_SITE]), r->tsc,
+			     hold_weight(m, r->type));
 		break;
 	case FMT_ACQ_WAIT:
 	case FMT_ACQ_SHARED_WAIT: {
 		if ((li = lock_of(m, r->f[FMT_ACQ_WAIT_LOCK])) == NONE32)
 			break;
 		uint32_t stack = stack_of(m, r->f[FMT_ACQ_WAIT_STACK]);
-		push(s, ti, li, stack, r->tsc);
+		push(s, ti, li, stack, r->tsc, 1);
 		replay_ev_t ev = {.kind = REPLAY_WAIT,
+		                  .w = 1,
 		                  .thread = ti,
 		                  .lock = li,
 		                  .stack = stack,
@@ -214,7 +240,7 @@ static void on_event(rstate_t *s, uint32_t ti, const fmt_record_t *r)
 		break;
 	case FMT_COND_WAKE:
 		if ((li = lock_of(m, r->f[FMT_COND_WAKE_LOCK])) != NONE32) {
-			push(s, ti, li, s->thr[ti].cond_site1 - 1, r->tsc);
+			push(s, ti, li, s->thr[ti].cond_site1 - 1, r->tsc, 1);
 			s->thr[ti].cond_site1 = 0;
 		}
 		break;

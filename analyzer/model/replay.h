@@ -44,7 +44,12 @@ typedef struct replay_ev {
 	 * acquisition; HOLD acquisition to release; ALLOC the call;
 	 * ALLOC_WAIT the wait, which ends at its record's time. */
 	uint64_t t0, t1;
-	uint64_t ns;      /* WAIT wait, HOLD hold, ALLOC allocator time */
+	uint64_t ns; /* WAIT wait, HOLD hold, ALLOC allocator time */
+	/* HOLD, ALLOC: what ns stands for (aggregate.c's weights: a sampled
+	 * hold or call of a trace that timed one nest of holds in N stands
+	 * for N); 0 when it was not timed: ns is then 0 and a hold's t0 is
+	 * its t1 (its stamps are not its times). WAIT: 1. */
+	uint32_t w;
 	uint64_t size;    /* ALLOC: bytes asked for (0 for a free) */
 	uint64_t waiters; /* WAIT: threads waiting when it began, itself too */
 	bool contended;   /* HOLD: released with REL_CONTENDED */

@@ -154,7 +154,8 @@ static int tl_kind(const tl_t *t, const replay_ev_t *e)
 {
 	switch (e->kind) {
 	case REPLAY_HOLD:
-		return e->lock == t->lock && e->matched ? TLK_HOLD : -1;
+		/* an untimed hold (w 0) has no times to draw */
+		return e->lock == t->lock && e->matched && e->w ? TLK_HOLD : -1;
 	case REPLAY_WAIT:
 		return e->lock == t->lock ? TLK_WAIT : -1;
 	case REPLAY_ALLOC:

@@ -224,6 +224,7 @@ static void stats_json(jw_t *w, const lockstat_t *s)
 	jw_ku64(w, "allocs_in_holds", s->alloc_allocs);
 	jw_ku64(w, "slow_allocator_calls_in_holds", s->alloc_slow);
 	jw_ku64(w, "holds", s->holds);
+	jw_ku64(w, "timed_holds", s->holds_timed);
 	jw_ku64(w, "holds_with_alloc", s->holds_with_alloc);
 	jw_ku64(w, "shared_acquisitions", s->acq_shared);
 	jw_ku64(w, "try_failures", s->try_fail);

@@ -174,8 +174,8 @@ static void count(pf_t *p, const replay_ev_t *e)
 	case REPLAY_WAIT:
 		kept = lock_kept(p, e->lock);
 		break;
-	case REPLAY_HOLD:
-		kept = e->matched && lock_kept(p, e->lock);
+	case REPLAY_HOLD: /* an untimed hold (w 0) has no times to draw */
+		kept = e->matched && e->w && lock_kept(p, e->lock);
 		break;
 	case REPLAY_ALLOC:
 		kept = lock_kept(p, e->held[e->nheld - 1]);
@@ -221,7 +221,7 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 		}
 		break;
 	case REPLAY_HOLD:
-		if (!e->matched || !lock_kept(p, e->lock))
+		if (!e->matched || !e->w || !lock_kept(p, e->lock))
 			break;
 		s = add(p, SL_HOLD, track(p, 2, e->thread, e->lock), e);
 		if (!s)

@@ -409,14 +409,21 @@ static void print_contention(FILE *out, const finding_t *f)
 {
 	if (!finding_has(f, EV_HOLD_MEDIAN_NS))
 		return;
-	char a[32], b[32], c[32], d[32], txt[700];
+	char a[32], b[32], c[32], d[32], txt[700], from[96] = "";
+	/* Estimates when some holds were not timed (MALLOCK_HOLD_EVERY). */
+	bool est = finding_has(f, EV_TIMED_HOLDS);
+	if (est)
+		snprintf(from, sizeof from,
+		         " (about, estimated from %.0f of %.0f timed holds)",
+		         ev(f, EV_TIMED_HOLDS), ev(f, EV_HOLDS));
 	snprintf(txt, sizeof txt,
-	         "%s holds, median <= %s, p99 <= %s (log2 bucket tops), "
-	         "longest %s; %.1f%% of %s acquisitions contended, up to "
+	         "%s holds, median <= %s, p99 <= %s (log2 bucket tops)%s, "
+	         "longest %s%s; %.1f%% of %s acquisitions contended, up to "
 	         "%.0f waiting at once",
 	         human_count(a, sizeof a, ev(f, EV_HOLDS)),
 	         human_ns(b, sizeof b, ev(f, EV_HOLD_MEDIAN_NS)),
-	         human_ns(c, sizeof c, ev(f, EV_HOLD_P99_NS)),
+	         human_ns(c, sizeof c, ev(f, EV_HOLD_P99_NS)), from,
+	         est ? "timed " : "",
 	         human_ns(d, sizeof d, ev(f, EV_HOLD_MAX_NS)),
 	         100 * ev(f, EV_CONTENDED_SHARE),
 	         human_count(a, sizeof a, ev(f, EV_ACQUISITIONS)),
@@ -424,9 +431,9 @@ static void print_contention(FILE *out, const finding_t *f)
 	wrap_print(out, 10, "   holds  ", txt);
 	size_t n = (size_t)snprintf(
 	    txt, sizeof txt,
-	    "holders spent %.1f%% of their hold time in the allocator, "
+	    "holders spent %s%.1f%% of their hold time in the allocator, "
 	    "%.1f%% holding other locks, %.1f%% on their own work",
-	    100 * ev(f, EV_ALLOCATOR_SHARE_OF_HOLD),
+	    est ? "about " : "", 100 * ev(f, EV_ALLOCATOR_SHARE_OF_HOLD),
 	    100 * ev(f, EV_INNER_LOCK_SHARE_OF_HOLD),
 	    100 * ev(f, EV_OWN_WORK_SHARE));
 	if (ev(f, EV_COND_WAITS) > 0 && n < sizeof txt)
@@ -786,6 +793,17 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		        "work, after the locks;\n"
 		        "   alloc%% = share of hold time spent in the "
 		        "allocator)\n");
+	if (n && m->tot.untimed_holds) {
+		uint64_t k = 0, h = 0;
+		for (size_t i = 0; i < n; i++) {
+			k += v[i]->s.holds_timed;
+			h += v[i]->s.holds;
+		}
+		fprintf(out,
+		        "  (hold and alloc%%: about, estimated from %llu of "
+		        "%llu timed holds; max hold: the longest timed one)\n",
+		        (unsigned long long)k, (unsigned long long)h);
+	}
 	/* An allocator's own locks in the table: the block sizes of the
 	 * calls that waited on them (a central free list's size class). */
 	for (size_t i = 0; i < n && i < LOCK_ROWS; i++) {

@@ -68,9 +68,27 @@ static void window_notes(model_t *m)
 		    "one in %llu (MALLOCK_TIME_EVERY; %llu not timed): "
 		    "their time, slow counts and latency histogram are "
 		    "scaled from the timed ones; calls inside critical "
-		    "sections were all timed",
+		    "sections were %s",
 		    (unsigned long long)m->time_every,
-		    (unsigned long long)m->tot.untimed_calls);
+		    (unsigned long long)m->tot.untimed_calls,
+		    m->tot.untimed_holds ? "timed as their holds (below)"
+		                         : "all timed");
+		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
+	}
+	if (m->tot.untimed_holds) {
+		uint64_t h = m->tot.holds;
+		n = snprintf(
+		    t, sizeof t,
+		    "lock holds were timed one uncontended nest in %llu "
+		    "(MALLOCK_HOLD_EVERY), and every hold from a contended "
+		    "acquisition or a condition wake on, to the end of its "
+		    "nest: hold times and allocator time and slow calls in "
+		    "holds are about, estimated from %llu of %llu timed "
+		    "holds, each weighted by the holds it stands for; counts "
+		    "and waits are exact",
+		    (unsigned long long)m->hold_every,
+		    (unsigned long long)(h - m->tot.untimed_holds),
+		    (unsigned long long)h);
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
 	if (m->tot.alloc_preempted) {

@@ -59,6 +59,10 @@ int meta_process(const fmt_record_t *r, meta_process_t *m)
 	m->time_every = c.p < c.end ? u(&c) : 1;
 	if (!m->time_every)
 		m->time_every = 1;
+	/* 1.6: before it, every hold was timed. */
+	m->hold_every = c.p < c.end ? u(&c) : 1;
+	if (!m->hold_every)
+		m->hold_every = 1;
 	return c.bad ? -1 : 0;
 }
 

@@ -23,6 +23,9 @@ typedef struct meta_process {
 	uint64_t sample_bytes, max_bytes; /* 1.1; 0 in a 1.0 trace */
 	/* 1.4: calls outside locks timed one in N; 1 in an older trace */
 	uint64_t time_every;
+	/* 1.6: uncontended nests of holds timed one in N; 1 in an older
+	 * trace (every hold was timed) */
+	uint64_t hold_every;
 } meta_process_t;
 
 typedef struct meta_module {

@@ -120,6 +120,8 @@ void config_load(void)
 	load_number("MALLOCK_" #env, lo, hi, &g_cfg.field);
 	CONFIG_NUMBERS(CONFIG_LOAD_)
 #undef CONFIG_LOAD_
+	if (!g_cfg.hold_every)
+		g_cfg.hold_every = g_cfg.time_every;
 
 	const char *u = prim_getenv("MALLOCK_UNWIND");
 	if (u) {

@@ -194,6 +194,7 @@ void process_write_header(void)
 	p = fmt_put_u(p, (uint64_t)g_cfg.sample_bytes);
 	p = fmt_put_u(p, (uint64_t)g_cfg.max_bytes);
 	p = fmt_put_u(p, (uint64_t)g_cfg.time_every); /* 1.4 */
+	p = fmt_put_u(p, (uint64_t)g_cfg.hold_every); /* 1.6 */
 
 	writer_proc_begin();
 	writer_proc_meta(FMT_PROCESS, body, (size_t)(p - body));

@@ -64,6 +64,13 @@ uint32_t sample_time_interval(tls_t *t)
 	return (uint32_t)(1 + (n > 1 ? rng_next(t) % (2 * n - 1) : 0));
 }
 
+uint32_t sample_hold_interval(tls_t *t)
+{
+	rng_seed(t);
+	uint64_t n = (uint64_t)g_cfg.hold_every;
+	return (uint32_t)(1 + (n > 1 ? rng_next(t) % (2 * n - 1) : 0));
+}
+
 void sample_thread_init(tls_t *t)
 {
 	t->rng = 0;

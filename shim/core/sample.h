@@ -58,6 +58,10 @@ void sample_thread_init(tls_t *t);
  * MALLOCK_TIME_EVERY, so that a program's periodic pattern of calls (malloc,
  * free, malloc, ...) is not always timed at the same place. */
 uint32_t sample_time_interval(tls_t *t);
+/* Uncontended nests of holds until the next timed one (lock_hooks.c), as
+ * sample_time_interval with MALLOCK_HOLD_EVERY: uniform in
+ * 1 .. 2 MALLOCK_HOLD_EVERY - 1. */
+uint32_t sample_hold_interval(tls_t *t);
 /* Tracks ptr (a sampled block). Lock-free. */
 void sample_track(const void *ptr);
 /* The slow half of sample_untrack. */

@@ -30,6 +30,14 @@ enum tls_gate {
 	GATE_DEAD = 3,   /* thread finished (or set-up failed): pass through */
 };
 
+/* How the holds of a nest are timed (tls_t.hold_clock; lock_hooks.c). */
+enum tls_hold_clock {
+	HOLD_UNTIMED = 0, /* no clock read: one of the N-1 of N not timed */
+	HOLD_SAMPLED = 1, /* timed: the one of N (MALLOCK_HOLD_EVERY) */
+	HOLD_EXACT = 2,   /* timed: a contended acquisition (or a condition
+	                     wake) in the nest, or MALLOCK_HOLD_EVERY=1 */
+};
+
 /* g_off bits */
 #define SHIM_OFF_INIT 1u    /* the shim is not (yet) recording */
 #define SHIM_OFF_PAUSED 2u  /* mallock_recording(0) */
@@ -76,11 +84,18 @@ typedef struct tls {
 	uint32_t flush_gen; /* g_flush_gen when this thread last flushed */
 	uint8_t sc_failed;  /* the stack cache could not be set up */
 	uint8_t attach_due; /* a late-library walk waits for the hold's end */
+	/* The timing of the thread's current nest of holds (lock_hooks.c:
+	 * from an acquisition made holding no lock to the release that
+	 * leaves none): enum tls_hold_clock, meaningful while
+	 * tls_holds_lock(); and the uncontended nests before the next timed
+	 * one, 0 at the thread's start (its first nest is timed). */
+	uint8_t hold_clock;
+	uint32_t hold_left;
 	/* An acquisition not yet encoded (lock_hooks.c): its
 	 * record is written after the hold, or before the thread's next event,
 	 * whichever is first. pend_type 0: none. */
 	uint8_t pend_type, pend_kind;
-	uint64_t pend_tsc;
+	uint64_t pend_tsc; /* 0: untimed, stamped when encoded */
 	void *pend_lock;
 	uintptr_t pend_ra;
 	/* ACQ_WAIT / ACQ_SHARED_WAIT: its fields, already resolved */

@@ -51,6 +51,9 @@ static void cond_before(tls_t *t, pthread_cond_t *c, pthread_mutex_t *m,
 static void cond_after(tls_t *t, uint32_t cid, uint32_t mid, int r)
 {
 	uint64_t tsc = prim_tsc();
+	/* The re-acquisition is timed (the thread slept: the clock costs
+	 * nothing here), and so is the rest of its nest (lock_hooks.c). */
+	t->hold_clock = HOLD_EXACT;
 	if (!cid)
 		return;
 	unsigned flags = r == 0           ? 0

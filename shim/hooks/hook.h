@@ -84,7 +84,9 @@
 
 /*
  * Timing of allocator calls. A call made while the thread holds a lock is
- * timed: the TSC is read before and after it. Of the other calls, one in
+ * timed as its nest of holds is (lock_hooks.c): the TSC is read before and
+ * after it in a timed nest, once (its stamp) in an untimed one, which
+ * records 0 ticks. Of the other calls, one in
  * MALLOCK_TIME_EVERY is timed (on average: sample.h); the rest read the TSC
  * once for their stamp (the merge's order) and record 0 ticks: an allocation
  * after the call (its block exists from then), a free before it (the merge puts
@@ -105,7 +107,8 @@
 static inline uint64_t call_t0(tls_t *t)
 {
 	if (tls_holds_lock(t))
-		return prim_tsc_cpu(&t->cpu0);
+		return t->hold_clock != HOLD_UNTIMED ? prim_tsc_cpu(&t->cpu0)
+		                                     : 0;
 	if (likely(t->time_left > 1)) {
 		t->time_left--;
 		return 0;

@@ -3,9 +3,30 @@
  * first, the clock read only around a wait that really happens), release,
  * trylock failure, init and destroy.
  *
+ * Timed holds. A thread's holds come in nests: from an acquisition made
+ * while it holds no lock to the release that leaves it none. The first
+ * acquisition of a nest decides how the nest is timed (tls.h
+ * hold_clock): a contended one is always timed (HOLD_EXACT), and so is
+ * everything after it in the nest; of the uncontended ones, one nest in
+ * MALLOCK_HOLD_EVERY (a per-thread countdown of random gaps, mean N:
+ * sample_hold_interval) is timed (HOLD_SAMPLED), the others are not
+ * (HOLD_UNTIMED). A contended acquisition inside an untimed or sampled
+ * nest makes the rest of it exact. In an untimed nest no lock hook reads
+ * the clock: its acquisitions (ACQ_UNTIMED, ACQ_SHARED_UNTIMED) and
+ * releases are stamped with the thread's previous stamp, and its
+ * allocator calls are untimed (hook.h call_t0; they read the clock once
+ * for their stamp, as calls outside holds do: the merge orders a block's
+ * free and its reuse on another thread by it). A sampled nest's
+ * uncontended acquisitions are ACQ_SAMPLED / ACQ_SHARED_SAMPLED (each
+ * stands for MALLOCK_HOLD_EVERY), an exact nest's ACQ / ACQ_SHARED. Every
+ * event is recorded either way: the counts stay exact. A release that
+ * finds the waited flag set reads the clock whatever the nest's timing
+ * (the next holder's ACQ_WAIT is ordered after it).
+ *
  * Uncontended acquisition: the real trylock succeeds -> ACQ/ACQ_SHARED(lock,
- * site). Inside the hold only the TSC is read (the timestamp, needed for
- * hold times); the lock id (read-only table lookup), the one-frame call-site
+ * site), or their untimed or sampled forms. Inside the hold only the TSC is
+ * read (the timestamp, needed for hold times; not at all in an untimed
+ * nest); the lock id (read-only table lookup), the one-frame call-site
  * id and the encoding follow after the release's unlock, or before the
  * thread's next event (tls.h: pend_*). No atomic read-modify-write, no
  * hashing of deep stacks. A thread that exits or crashes holding a lock
@@ -42,6 +63,8 @@
  * recording started) is passed through unrecorded.
  */
 #include "hook.h"
+
+#include "config.h"
 
 #include <errno.h>
 
@@ -176,21 +199,48 @@ static int op_shared(enum lock_op op)
 	return op == OP_RD || op == OP_RD_TIMED || op == OP_RD_CLOCK;
 }
 
-/* ACQ or ACQ_SHARED at the call site ra: only the time is taken inside the
- * hold; the lookups and the encoding wait until the release has unlocked
- * (rel_end), or until the thread's next event (ev_head), whichever comes
- * first. */
-static inline void rec_acq(tls_t *t, unsigned type, void *l, unsigned kind,
+/* The timing of a nest that begins with an uncontended acquisition whose
+ * countdown ran out: the next gap, and HOLD_SAMPLED (HOLD_EXACT when
+ * every hold is timed). Out of line: one nest in MALLOCK_HOLD_EVERY. */
+__attribute__((noinline)) static void hold_nest_timed(tls_t *t)
+{
+	t->hold_left = sample_hold_interval(t);
+	t->hold_clock = g_cfg.hold_every > 1 ? HOLD_SAMPLED : HOLD_EXACT;
+}
+
+/* The record types of an uncontended acquisition, by the nest's
+ * hold_clock and whether it is shared. */
+static const uint8_t acq_types[3][2] = {
+    [HOLD_UNTIMED] = {FMT_ACQ_UNTIMED, FMT_ACQ_SHARED_UNTIMED},
+    [HOLD_SAMPLED] = {FMT_ACQ_SAMPLED, FMT_ACQ_SHARED_SAMPLED},
+    [HOLD_EXACT] = {FMT_ACQ, FMT_ACQ_SHARED},
+};
+
+/* An uncontended acquisition (ACQ, ACQ_SHARED or their untimed or sampled
+ * forms: the nest's timing) at the call site ra: only the time is taken
+ * inside the hold, and not even that in an untimed nest; the lookups and
+ * the encoding wait until the release has unlocked (rel_end), or until
+ * the thread's next event (ev_head), whichever comes first. */
+static inline void rec_acq(tls_t *t, int shared, void *l, unsigned kind,
                            uintptr_t ra)
 {
-	uint64_t tsc = prim_tsc();
+	if (!tls_holds_lock(t)) { /* a nest begins */
+		if (likely(t->hold_left > 1)) {
+			t->hold_left--;
+			t->hold_clock = HOLD_UNTIMED;
+		} else {
+			hold_nest_timed(t);
+		}
+	}
+	unsigned clock = t->hold_clock;
+	uint64_t tsc = clock != HOLD_UNTIMED ? prim_tsc() : 0;
 	if (unlikely(t->pend_type))
 		acq_pend_flush(t);
 	t->pend_tsc = tsc;
 	t->pend_lock = l;
 	t->pend_ra = ra;
 	t->pend_kind = (uint8_t)kind;
-	t->pend_type = (uint8_t)type;
+	t->pend_type = acq_types[clock][shared];
 }
 
 /* Acquisitions this thread could not record (the lock table was full):
@@ -205,6 +255,9 @@ __attribute__((noinline)) void acq_pend_flush(tls_t *t)
 	t->pend_type = 0;
 	if (!type)
 		return;
+	/* An untimed acquisition takes the thread's previous stamp. */
+	if (!t->pend_tsc)
+		t->pend_tsc = t->enc.last_tsc;
 	if (type == FMT_ACQ_WAIT || type == FMT_ACQ_SHARED_WAIT) {
 		uint8_t *p = ev_head(t, type, t->pend_tsc);
 		p = fmt_put_u(p, t->pend_id);
@@ -286,6 +339,9 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 	}
 	atomic_fetch_sub(&c->waiters, 1);
 	if (r == 0 || (r == EOWNERDEAD && !op_shared(op))) {
+		/* A contended acquisition times its hold and the rest of
+		 * its nest. */
+		t->hold_clock = HOLD_EXACT;
 		/* Encoded after the hold, as an uncontended ACQ is. */
 		if (unlikely(t->pend_type))
 			acq_pend_flush(t);
@@ -305,11 +361,12 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 }
 
 /* The release of l, in two halves around the real unlock: rel_begin reads
- * the clock and the waited flag before it (so hold intervals never overlap
- * the next holder's), rel_end encodes REL or REL_CONTENDED after it (so the
- * encoding and the holder's stack do not lengthen the hold). */
+ * the waited flag and the clock before it (so hold intervals never overlap
+ * the next holder's; no clock in an untimed nest unless a thread waited),
+ * rel_end encodes REL or REL_CONTENDED after it (so the encoding and the
+ * holder's stack do not lengthen the hold). */
 typedef struct rel {
-	uint64_t tsc;
+	uint64_t tsc; /* 0: untimed, stamped when encoded */
 	uint32_t id;
 	uint8_t contended;
 } rel_t;
@@ -338,27 +395,28 @@ static inline void rel_begin(tls_t *t, void *l, rel_t *rl)
 		}
 	}
 	rl->id = atomic_load_explicit(&e->id, memory_order_relaxed);
-	rl->tsc = prim_tsc();
 	rl->contended = 0;
 	lock_cont_t *c = lockmap_cont(e);
 	if (unlikely(atomic_load_explicit(&c->waited, memory_order_relaxed))) {
 		atomic_store_explicit(&c->waited, 0, memory_order_relaxed);
 		rl->contended = 1;
 	}
+	rl->tsc =
+	    (t->hold_clock != HOLD_UNTIMED) | rl->contended ? prim_tsc() : 0;
 }
 
 static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 {
-	if (unlikely(!rl->id)) {
-		if (t->pend_type)
-			acq_pend_flush(t);
+	if (t->pend_type)
+		acq_pend_flush(t);
+	if (unlikely(!rl->id))
 		return;
-	}
+	uint64_t tsc = rl->tsc ? rl->tsc : t->enc.last_tsc;
 	if (unlikely(rl->contended))
-		rec_uu(t, FMT_REL_CONTENDED, rl->tsc, rl->id,
+		rec_uu(t, FMT_REL_CONTENDED, tsc, rl->id,
 		       stack_here(t, ra, fp));
 	else
-		rec_u(t, FMT_REL, rl->tsc, rl->id);
+		rec_u(t, FMT_REL, tsc, rl->id);
 }
 
 /* Before the real functions are known (dlsym bootstrap, one thread): locks
@@ -367,7 +425,7 @@ static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 
 /* ---- acquisition hooks ---- */
 
-#define ACQ_HOOK(sym, type_t, trylock, op, acq_type)                           \
+#define ACQ_HOOK(sym, type_t, trylock, op, shared)                             \
 	HOOK_EXPORT int sym(type_t *l)                                         \
 	{                                                                      \
 		tls_t *t = &shim_tls;                                          \
@@ -375,8 +433,7 @@ static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 			return PASS_OR_BOOT(op_call(op, (void *)l, 0, NULL));  \
 		int r = real.trylock(l);                                       \
 		if (likely(r == 0) || unlikely(r == EOWNERDEAD))               \
-			rec_acq(t, acq_type, (void *)l, op_kind(op),           \
-			        HOOK_RA());                                    \
+			rec_acq(t, shared, (void *)l, op_kind(op), HOOK_RA()); \
 		else if (r == EBUSY)                                           \
 			r = lock_wait(t, op, (void *)l, 0, NULL, HOOK_RA(),    \
 			              HOOK_FP());                              \
@@ -387,15 +444,15 @@ static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 	}
 
 ACQ_HOOK(pthread_mutex_lock, pthread_mutex_t, pthread_mutex_trylock, OP_MUTEX,
-         FMT_ACQ)
+         0)
 ACQ_HOOK(pthread_rwlock_rdlock, pthread_rwlock_t, pthread_rwlock_tryrdlock,
-         OP_RD, FMT_ACQ_SHARED)
+         OP_RD, 1)
 ACQ_HOOK(pthread_rwlock_wrlock, pthread_rwlock_t, pthread_rwlock_trywrlock,
-         OP_WR, FMT_ACQ)
+         OP_WR, 0)
 ACQ_HOOK(pthread_spin_lock, pthread_spinlock_t, pthread_spin_trylock, OP_SPIN,
-         FMT_ACQ)
+         0)
 
-#define TIMED_HOOK(sym, type_t, trylock, op, acq_type, clk_param, clk_arg)     \
+#define TIMED_HOOK(sym, type_t, trylock, op, shared, clk_param, clk_arg)       \
 	HOOK_EXPORT int sym(type_t *l clk_param, const struct timespec *abs)   \
 	{                                                                      \
 		tls_t *t = &shim_tls;                                          \
@@ -406,8 +463,7 @@ ACQ_HOOK(pthread_spin_lock, pthread_spinlock_t, pthread_spin_trylock, OP_SPIN,
 		if (likely(r == 0))                                            \
 			r = real.trylock(l);                                   \
 		if (likely(r == 0) || unlikely(r == EOWNERDEAD))               \
-			rec_acq(t, acq_type, (void *)l, op_kind(op),           \
-			        HOOK_RA());                                    \
+			rec_acq(t, shared, (void *)l, op_kind(op), HOOK_RA()); \
 		else if (r == EBUSY)                                           \
 			r = lock_wait(t, op, (void *)l, clk_arg, abs,          \
 			              HOOK_RA(), HOOK_FP());                   \
@@ -420,25 +476,23 @@ ACQ_HOOK(pthread_spin_lock, pthread_spinlock_t, pthread_spin_trylock, OP_SPIN,
 #define NO_CLK_PARAM
 #define CLK_PARAM , clockid_t clk
 TIMED_HOOK(pthread_mutex_timedlock, pthread_mutex_t, pthread_mutex_trylock,
-           OP_MUTEX_TIMED, FMT_ACQ, NO_CLK_PARAM, 0)
+           OP_MUTEX_TIMED, 0, NO_CLK_PARAM, 0)
 TIMED_HOOK(pthread_mutex_clocklock, pthread_mutex_t, pthread_mutex_trylock,
-           OP_MUTEX_CLOCK, FMT_ACQ, CLK_PARAM, clk)
+           OP_MUTEX_CLOCK, 0, CLK_PARAM, clk)
 TIMED_HOOK(pthread_rwlock_timedrdlock, pthread_rwlock_t,
-           pthread_rwlock_tryrdlock, OP_RD_TIMED, FMT_ACQ_SHARED, NO_CLK_PARAM,
-           0)
+           pthread_rwlock_tryrdlock, OP_RD_TIMED, 1, NO_CLK_PARAM, 0)
 TIMED_HOOK(pthread_rwlock_timedwrlock, pthread_rwlock_t,
-           pthread_rwlock_trywrlock, OP_WR_TIMED, FMT_ACQ, NO_CLK_PARAM, 0)
+           pthread_rwlock_trywrlock, OP_WR_TIMED, 0, NO_CLK_PARAM, 0)
 /* std::shared_timed_mutex and code that passes a clock. */
 TIMED_HOOK(pthread_rwlock_clockrdlock, pthread_rwlock_t,
-           pthread_rwlock_tryrdlock, OP_RD_CLOCK, FMT_ACQ_SHARED, CLK_PARAM,
-           clk)
+           pthread_rwlock_tryrdlock, OP_RD_CLOCK, 1, CLK_PARAM, clk)
 TIMED_HOOK(pthread_rwlock_clockwrlock, pthread_rwlock_t,
-           pthread_rwlock_trywrlock, OP_WR_CLOCK, FMT_ACQ, CLK_PARAM, clk)
+           pthread_rwlock_trywrlock, OP_WR_CLOCK, 0, CLK_PARAM, clk)
 
 /* ---- trylock hooks: ACQ on success (and on EOWNERDEAD: the caller now
  * holds the mutex), TRY_FAIL on EBUSY ---- */
 
-#define TRY_HOOK(sym, type_t, kind, acq_type)                                  \
+#define TRY_HOOK(sym, type_t, kind, shared)                                    \
 	HOOK_EXPORT int sym(type_t *l)                                         \
 	{                                                                      \
 		tls_t *t = &shim_tls;                                          \
@@ -446,7 +500,7 @@ TIMED_HOOK(pthread_rwlock_clockwrlock, pthread_rwlock_t,
 			return PASS_OR_BOOT(real.sym(l));                      \
 		int r = real.sym(l);                                           \
 		if (likely(r == 0) || unlikely(r == EOWNERDEAD)) {             \
-			rec_acq(t, acq_type, (void *)l, kind, HOOK_RA());      \
+			rec_acq(t, shared, (void *)l, kind, HOOK_RA());        \
 			tls_held_inc(t);                                       \
 		} else if (r == EBUSY)                                         \
 			rec_tryfail(t, (void *)l, kind, HOOK_RA());            \
@@ -454,11 +508,10 @@ TIMED_HOOK(pthread_rwlock_clockwrlock, pthread_rwlock_t,
 		return r;                                                      \
 	}
 
-TRY_HOOK(pthread_mutex_trylock, pthread_mutex_t, FMT_KIND_MUTEX, FMT_ACQ)
-TRY_HOOK(pthread_rwlock_tryrdlock, pthread_rwlock_t, FMT_KIND_RWLOCK,
-         FMT_ACQ_SHARED)
-TRY_HOOK(pthread_rwlock_trywrlock, pthread_rwlock_t, FMT_KIND_RWLOCK, FMT_ACQ)
-TRY_HOOK(pthread_spin_trylock, pthread_spinlock_t, FMT_KIND_SPIN, FMT_ACQ)
+TRY_HOOK(pthread_mutex_trylock, pthread_mutex_t, FMT_KIND_MUTEX, 0)
+TRY_HOOK(pthread_rwlock_tryrdlock, pthread_rwlock_t, FMT_KIND_RWLOCK, 1)
+TRY_HOOK(pthread_rwlock_trywrlock, pthread_rwlock_t, FMT_KIND_RWLOCK, 0)
+TRY_HOOK(pthread_spin_trylock, pthread_spinlock_t, FMT_KIND_SPIN, 0)
 
 /* ---- release hooks ---- */
 

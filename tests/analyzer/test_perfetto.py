@@ -223,7 +223,10 @@ for attempt in range(5):
     trace, j = record_svcqueue(MALLOCK, TMP, duration="0.08",
                                min_contended=3,
                                extra=["--allocs-per-put=2", "--producers=4",
-                                      "--consumers=4"])
+                                      "--consumers=4"],
+                               # every hold timed: each one is a slice
+                               # (an untimed hold has no times to draw)
+                               env_extra={"MALLOCK_HOLD_EVERY": "1"})
     q = next(l for l in j["locks"] if l["name"] == "svcqueue.lock")
     tracks, events, slices = structure(parse(decode("--lock=svcqueue.lock")),
                                        "whole")

@@ -55,6 +55,9 @@ def record(every, attempt):
     env = dict(os.environ, LD_PRELOAD=SHIM + ":" + SLOWALLOC,
                MALLOCK_OUTPUT=trace)
     env.pop("MALLOCK_TIME_EVERY", None)
+    # Calls outside locks only: every hold (and the calls in it) timed,
+    # whatever MALLOCK_TIME_EVERY (test_timed_holds.py covers holds).
+    env["MALLOCK_HOLD_EVERY"] = "1"
     if every is not None:
         env["MALLOCK_TIME_EVERY"] = str(every)
     r = subprocess.run([CALIB, "--threads", str(THREADS), "--rounds",

@@ -91,7 +91,8 @@ static void test_documented_layouts(void)
 	    {0x09, "u"},     {0x0a, "uu"},   {0x0b, "uu"},    {0x0c, "uuu"},
 	    {0x0d, "uu"},    {0x0e, "uu"},   {0x0f, "u"},     {0x10, ""},
 	    {0x11, "u"},     {0x12, "uu"},   {0x13, "u"},     {0x14, "u"},
-	    {0x15, "uuu"},   {0x16, "uuu"},  {0x17, "uu"},
+	    {0x15, "uuu"},   {0x16, "uuu"},  {0x17, "uu"},    {0x18, "uu"},
+	    {0x19, "uu"},    {0x1a, "uu"},   {0x1b, "uu"},
 	};
 	unsigned n = 0;
 #define T_(name, code, l) n++;

@@ -107,10 +107,9 @@ int main(int argc, char **argv)
 	check_eq(st_named(&s, "worker", FMT_FREE), WORKERS * per_alloc);
 	check_eq(st_named(&s, "worker", FMT_REALLOC), WORKERS * ITERS);
 	const uint64_t excl = LOCKS + RW + CLK + SPINS + 1;
-	check_eq(st_named(&s, "worker", FMT_ACQ) +
-	             st_named(&s, "worker", FMT_ACQ_WAIT),
+	check_eq(st_acq(&s, "worker", 0) + st_named(&s, "worker", FMT_ACQ_WAIT),
 	         WORKERS * excl);
-	check_eq(st_named(&s, "worker", FMT_ACQ_SHARED) +
+	check_eq(st_acq(&s, "worker", 1) +
 	             st_named(&s, "worker", FMT_ACQ_SHARED_WAIT),
 	         WORKERS * (RW + CLK));
 	check_eq(st_named(&s, "worker", FMT_REL) +

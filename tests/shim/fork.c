@@ -74,8 +74,7 @@ static void check_pair(void)
 			         CHILD_ALLOCS);
 			check_eq(st_named(&s, "forkchild", FMT_FREE),
 			         CHILD_ALLOCS);
-			check_eq(st_named(&s, "forkchild", FMT_ACQ),
-			         CHILD_ALLOCS);
+			check_eq(st_acq(&s, "forkchild", 0), CHILD_ALLOCS);
 			/* Self-contained: the mutex and stacks are defined
 			 * in the child's own file. */
 			check(s.by_type[FMT_LOCK_NEW] >= 1);
@@ -87,7 +86,7 @@ static void check_pair(void)
 			check_eq(st_named(&s, "helper", FMT_ALLOC), 50);
 			check(st_named(&s, "forker", FMT_ALLOC) >=
 			      PARENT_ALLOCS);
-			check(st_named(&s, "forker", FMT_ACQ) >= PARENT_ALLOCS);
+			check(st_acq(&s, "forker", 0) >= PARENT_ALLOCS);
 		}
 	}
 	check_eq(seen_parent, 1);

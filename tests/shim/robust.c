@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 	if (s.error[0])
 		fprintf(stderr, "%s\n", s.error);
 	check(acq >= 15);
-	check_eq(st_named(&s, "robust_main", FMT_ACQ) +
+	check_eq(st_acq(&s, "robust_main", 0) +
 	             st_named(&s, "robust_main", FMT_ACQ_WAIT),
 	         acq);
 	check_eq(st_named(&s, "robust_main", FMT_REL) +

@@ -160,6 +160,20 @@ static inline uint64_t st_named(tr_stats_t *s, const char *name, unsigned type)
 	return n;
 }
 
+/* The uncontended acquisitions (exclusive, or shared) of the threads
+ * named name, however their holds were timed: ACQ, ACQ_SAMPLED and
+ * ACQ_UNTIMED (trace format 1.6, MALLOCK_HOLD_EVERY), or their shared
+ * forms. */
+static inline uint64_t st_acq(tr_stats_t *s, const char *name, int shared)
+{
+	if (shared)
+		return st_named(s, name, FMT_ACQ_SHARED) +
+		       st_named(s, name, FMT_ACQ_SHARED_SAMPLED) +
+		       st_named(s, name, FMT_ACQ_SHARED_UNTIMED);
+	return st_named(s, name, FMT_ACQ) + st_named(s, name, FMT_ACQ_SAMPLED) +
+	       st_named(s, name, FMT_ACQ_UNTIMED);
+}
+
 static inline unsigned st_named_threads(tr_stats_t *s, const char *name)
 {
 	unsigned n = 0;

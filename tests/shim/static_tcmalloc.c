@@ -84,8 +84,7 @@ int main(int argc, char **argv)
 	check(tr_walk(files[0], cb, &s, err, sizeof err) == 0);
 	check_eq(hooked, 1000);
 	check(st_named(&s, "worker", FMT_FREE) >= 1000);
-	check_eq(st_named(&s, "worker", FMT_ACQ) +
-	             st_named(&s, "worker", FMT_ACQ_WAIT),
+	check_eq(st_acq(&s, "worker", 0) + st_named(&s, "worker", FMT_ACQ_WAIT),
 	         1000);
 	check_eq(warn_notes, 1);
 	check_eq(other_warns, 0);

@@ -264,7 +264,7 @@ static void run_case(int rounds, int toggle)
 		if (s.ppid == (uint32_t)getpid()) {
 			/* The recording process, a child of this driver. */
 			parents++;
-			uint64_t acq = st_named(&s, "stress", FMT_ACQ) +
+			uint64_t acq = st_acq(&s, "stress", 0) +
 			               st_named(&s, "stress", FMT_ACQ_WAIT);
 			uint64_t rel =
 			    st_named(&s, "stress", FMT_REL) +

@@ -122,6 +122,21 @@ M = [
     ("_exit ends the process without the trace's tail",
      "shim/control/exit_hooks.c", 'end_by("_exit");', "",
      r"^rel_ending__exit$", "_exit: no END record"),
+    ("a contended acquisition leaves its hold untimed",
+     "shim/hooks/lock_hooks.c", "\t\tt->hold_clock = HOLD_EXACT;\n", "",
+     r"^analyzer_contended_timed$",
+     "contended holds whose release was not timed"),
+    ("no uncontended nest is left untimed", "shim/hooks/lock_hooks.c",
+     "t->hold_clock = HOLD_UNTIMED;", "t->hold_clock = HOLD_EXACT;",
+     r"^analyzer_contended_timed$", "untimed holds recorded"),
+    ("a sampled hold stands for itself only", "analyzer/model/aggregate.c",
+     "? (uint32_t)m->hold_every\n\t\t           : 1;",
+     "? 1\n\t\t           : 1;", r"^analyzer_timed_holds$",
+     "weighted lock figures"),
+    ("a timed call in a sampled nest stands for itself only",
+     "analyzer/model/aggregate_alloc.c",
+     "return t->hold_w ? t->hold_w : 1;", "return 1;",
+     r"^analyzer_timed_holds$", "weighted lock figures"),
 ]
 
 

@@ -1,0 +1,110 @@
+#!/usr/bin/env python3
+"""Timed holds (trace format 1.6, MALLOCK_HOLD_EVERY): a hold begun by
+ACQ_SAMPLED stands for hold_every holds, one begun by ACQ_UNTIMED adds no
+time, every other hold (contended, or after a contended acquisition in its
+nest) stands for itself; a timed allocator call in a hold weighs what its
+thread's latest acquisition does. Counts and waits stay exact; the report
+says which figures are estimates and from how many timed holds.
+
+A trace written here, 1 tick = 1 ns, PROCESS hold_every = 4:
+  thread 7, lock 1:
+    1010 ACQ_SAMPLED 1; 1050 ALLOC (30 ns); 1100 REL 1   hold 90 x 4
+    1100 ACQ_UNTIMED 1; 1120 ALLOC (untimed); 1120 REL 1 (no time)
+    two more untimed holds with nothing in them
+    1220 ACQ_WAIT 1 (waited 70); 1230 ALLOC (15 ns); 1250 REL 1
+                                                        hold 30 x 1
+    one more untimed hold
+  thread 8, one sampled nest:
+    1010 ACQ_SAMPLED 2; 1020 ACQ_SAMPLED 3; 1040 ALLOC (10 ns, x 4);
+    1060 ACQ_WAIT 4 (waited 5); 1080 ALLOC (8 ns, x 1); 1090 REL 4;
+    1100 REL 3; 1110 REL 2
+The same trace with every hold timed at weight 1 (ACQ for ACQ_SAMPLED,
+hold_every absent) gives the plain sums."""
+import struct
+from common import *
+
+EVERY = 4
+
+
+def trace(name, every, sampled, untimed):
+    body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
+    body += s(b"/bin/holds") + s(b"holds") + s(b"h") + s(b"test")
+    body += uv(0) + uv(0) + uv(1)  # sample_bytes, max_bytes, time_every
+    if every:
+        body += uv(every)  # hold_every (1.6)
+    proc = b"\x80" + uv(len(body)) + body
+    last = [0]
+
+    def acq(dt, lk, code):
+        return bytes([code]) + uv(dt) + uv(lk) + uv(0)
+
+    def alloc(dt, p, ns):
+        r = b"\x01" + uv(dt) + uv(zz(p - last[0])) + uv(64) + uv(0) + \
+            uv(ns) + b"\x00"
+        last[0] = p
+        return r
+
+    t7 = acq(10, 1, sampled) + alloc(40, 0x1000, 30) + lock_rel(50, 1)
+    t7 += acq(0, 1, untimed) + alloc(20, 0x2000, 0) + lock_rel(0, 1)
+    for _ in range(2):
+        t7 += acq(0, 1, untimed) + lock_rel(0, 1)
+    t7 += lock_acq_wait(100, 1, 70) + alloc(10, 0x3000, 15) + \
+        lock_rel(20, 1)
+    t7 += acq(0, 1, untimed) + lock_rel(0, 1)
+    last[0] = 0
+    t8 = acq(10, 2, sampled) + acq(10, 3, sampled)
+    t8 += alloc(20, 0x4000, 10) + lock_acq_wait(20, 4, 5)
+    t8 += alloc(20, 0x5000, 8)
+    t8 += lock_rel(10, 4) + lock_rel(10, 3) + lock_rel(10, 2)
+    path = os.path.join(TMP, name)
+    with open(path, "wb") as f:
+        f.write(b"MALLOCK\x1a" + bytes([1, 0, 6, 0]) + struct.pack("<I", 16))
+        f.write(chunk(0, proc) + chunk(7, t7) + chunk(8, t8))
+    return path
+
+
+def locks(d):
+    return {lk["id"]: (lk["holds"], lk["timed_holds"], lk["hold_ns"],
+                       lk["hold_max_ns"], lk["allocations_in_holds"],
+                       lk["allocator_ns_in_holds"], lk["contended"],
+                       lk["wait_ns"])
+            for lk in d["locks"] if lk["kind"] == "mutex" or
+            lk["id"] in (1, 2, 3, 4)}
+
+
+# Sampled: lock 1's hold of 90 ns stands for 4, the contended one (30 ns)
+# for itself, the untimed ones add nothing; its calls: 30 x 4 + 15. The
+# nest of thread 8: locks 2 and 3 sampled (x 4), lock 4 contended (x 1);
+# the call before the wait weighs 4, the one after it 1.
+path = trace("timed_holds.trace", EVERY, 0x1a, 0x18)
+d = report_json("--no-symbols", path)
+# id -> (holds, timed, hold_ns, hold_max, calls, alloc_ns, contended, wait)
+eq(locks(d), {1: (6, 2, 90 * 4 + 30, 90, 3, 30 * 4 + 15, 1, 70),
+              2: (1, 1, 100 * 4, 100, 2, 10 * 4 + 8, 0, 0),
+              3: (1, 1, 80 * 4, 80, 2, 10 * 4 + 8, 0, 0),
+              4: (1, 1, 30, 30, 1, 8, 1, 5)}, "weighted lock figures")
+eq(d["totals"]["lock_holds"], 9, "holds counted")
+eq(d["totals"]["untimed_holds"], 4, "holds not timed")
+eq(d["totals"]["lock_acquisitions"], 9, "acquisitions counted")
+eq(d["totals"]["lock_wait_ns"], 75, "waits exact")
+eq(d["totals"]["allocator_calls_in_holds"], 5, "calls in holds counted")
+notes = [n["text"] for n in d["trace"]["notes"]
+         if "MALLOCK_HOLD_EVERY" in n["text"]]
+check(len(notes) == 1 and "estimated from 5 of 9 timed holds" in notes[0],
+      "the note says the hold figures are estimates: %s" % notes)
+rc, out, err = run("report", "--no-symbols", path)
+eq(rc, 0, "text report")
+check("about, estimated from 5 of 9 timed holds" in out,
+      "the lock table says its hold figures are estimates:\n" + out)
+
+# The same holds all timed at weight 1 (a 1.5 trace's ACQ, no
+# hold_every): the plain sums, no note.
+path = trace("all_timed.trace", 0, 0x04, 0x04)
+d = report_json("--no-symbols", path)
+got = locks(d)
+eq(got[1][:4], (6, 6, 90 + 20 + 30, 90), "lock 1, all timed")
+eq(got[2][:6], (1, 1, 100, 100, 2, 18), "lock 2, all timed")
+eq(d["totals"]["untimed_holds"], 0, "no untimed holds")
+check(not [n for n in d["trace"]["notes"]
+           if "MALLOCK_HOLD_EVERY" in n["text"]], "no hold note")
+done("analyzer_timed_holds")
