@@ -110,8 +110,8 @@ int main(int argc, char **argv)
 		if (!FMT_IS_META(t)) {
 			const char *l = fmt_core_layout(t);
 			for (unsigned i = 0; i < 2 + (l ? strlen(l) : 0); i++)
-				printf(" %.2f", (double)fbytes[t][i] /
-				                    (double)n[t]);
+				printf(" %.2f",
+				       (double)fbytes[t][i] / (double)n[t]);
 		}
 		printf("\n");
 	}

@@ -84,8 +84,8 @@ static inline uint32_t *u64map_find(const u64map_t *m, uint64_t key)
 static inline void prefetch_line(const void *a)
 {
 #if defined(__x86_64__)
-	/* GCC 12 drops a __builtin_prefetch whose address comes from the
-	 * hash's table loads (u64map_prefetch); the instruction is kept. */
+	/* GCC 12.2 -O2 compiled __builtin_prefetch in u64map_prefetch to
+	 * nothing (no prefetch in the binary); the instruction is kept. */
 	__asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)a));
 #else
 	__builtin_prefetch(a);
