@@ -762,6 +762,107 @@ static void on_event(model_t *m, uint32_t ti, const fmt_record_t *r,
 	}
 }
 
+/*
+ * The per-event loop reads AHEAD core events before it handles them, and
+ * asks the CPU for the live-map slots (pointers land anywhere in a table
+ * of megabytes) and lock-table slots they will touch: their cache misses
+ * overlap instead of stalling one event each. The events are handled in
+ * the reader's order all the same; a metadata record is handled after
+ * every core event read before it (its body is valid until the next
+ * reader_next, which is not called in between).
+ */
+#define AHEAD 8
+typedef struct pending {
+	fmt_record_t rec;
+	uint32_t stream, tid;
+	reader_part_t part;
+} pending_t;
+typedef struct ahead {
+	pending_t v[AHEAD];
+	unsigned head, n;
+} ahead_t;
+
+static void ahead_prefetch(const model_t *m, const fmt_record_t *r)
+{
+	switch (r->type) {
+	case FMT_ALLOC:
+	case FMT_FREE:
+		u64map_prefetch(&m->live, r->f[0]);
+		break;
+	case FMT_REALLOC:
+		u64map_prefetch(&m->live, r->f[FMT_REALLOC_OLD]);
+		u64map_prefetch(&m->live, r->f[FMT_REALLOC_NEW]);
+		break;
+	case FMT_ACQ:
+	case FMT_ACQ_SHARED:
+	case FMT_ACQ_WAIT:
+	case FMT_ACQ_SHARED_WAIT:
+	case FMT_TRY_FAIL:
+	case FMT_REL:
+	case FMT_REL_CONTENDED:
+		if (!u64cache_get(&m->lock_cache, r->f[FMT_ACQ_LOCK]))
+			u64map_prefetch(&m->lock_by_id, r->f[FMT_ACQ_LOCK]);
+		break;
+	default:
+		break;
+	}
+}
+
+/* The second step for a free read ahead: its block's record, once its
+ * live-map slot (asked for AHEAD / 2 events before) is in the cache. */
+static void ahead_prefetch_block(const model_t *m, const fmt_record_t *r)
+{
+	uint64_t ptr;
+	if (r->type == FMT_FREE)
+		ptr = r->f[FMT_FREE_PTR];
+	else if (r->type == FMT_REALLOC)
+		ptr = r->f[FMT_REALLOC_OLD];
+	else
+		return;
+	const uint32_t *v = u64map_find(&m->live, ptr);
+	if (v)
+		prefetch_line(&m->blk[*v]);
+}
+
+/* One core event read by the loop (aggregate). */
+static void core_event(model_t *m, const pending_t *p)
+{
+	const fmt_record_t *rec = &p->rec;
+	uint32_t ti = m->thr_of_stream[p->stream];
+	if (!ti) {
+		ti = model_thread(m, p->tid) + 1;
+		m->thr_of_stream[p->stream] = ti;
+		m->thr[ti - 1].excluded =
+		    !aggregate_thread_matches(m, &m->thr[ti - 1]);
+	}
+	if (p->part == READER_REALLOC_FREE) {
+		/* Not an event of its own: the record comes again
+		 * (READER_REALLOC_REST) at its end. An excluded thread's
+		 * REALLOC leaves the live map alone. */
+		if (!m->thr[ti - 1].excluded)
+			agg_on_realloc_free(m, &m->thr[ti - 1], ti - 1, rec);
+		return;
+	}
+	/* A FREE merges at its start (reader.h): tsc may step back. */
+	if (!m->events)
+		m->rec_since = rec->tsc;
+	if (!m->events || rec->tsc < m->first_tsc)
+		m->first_tsc = rec->tsc;
+	if (rec->tsc > m->last_tsc)
+		m->last_tsc = rec->tsc;
+	on_event(m, ti - 1, rec, p->part);
+}
+
+/* Handles the oldest events read ahead until at most keep are left. */
+static void ahead_drain(model_t *m, ahead_t *q, unsigned keep)
+{
+	while (q->n > keep) {
+		core_event(m, &q->v[q->head]);
+		q->head = (q->head + 1) % AHEAD;
+		q->n--;
+	}
+}
+
 int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
               const char **thread_filter)
 {
@@ -780,37 +881,28 @@ int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
 	m->fold_locks = fold_locks;
 	m->pid = m->info.have_process ? m->info.process.pid : 0;
 	m->thr_of_stream = xcalloc(ns + 1, sizeof *m->thr_of_stream);
+	ahead_t q = {.n = 0};
 	while ((rc = reader_next(r, &ev)) > 0) {
-		const fmt_record_t *rec = ev.rec;
-		if (FMT_IS_META(rec->type)) {
-			aggregate_meta(m, rec);
+		if (FMT_IS_META(ev.rec->type)) {
+			/* In order: the events read ahead first; the body
+			 * stays valid, the reader is not called meanwhile. */
+			ahead_drain(m, &q, 0);
+			aggregate_meta(m, ev.rec);
 			continue;
 		}
-		uint32_t ti = m->thr_of_stream[ev.stream];
-		if (!ti) {
-			ti = model_thread(m, ev.tid) + 1;
-			m->thr_of_stream[ev.stream] = ti;
-			m->thr[ti - 1].excluded =
-			    !aggregate_thread_matches(m, &m->thr[ti - 1]);
-		}
-		if (ev.part == READER_REALLOC_FREE) {
-			/* Not an event of its own: the record comes again
-			 * (READER_REALLOC_REST) at its end. An excluded
-			 * thread's REALLOC leaves the live map alone. */
-			if (!m->thr[ti - 1].excluded)
-				agg_on_realloc_free(m, &m->thr[ti - 1], ti - 1,
-				                    rec);
-			continue;
-		}
-		/* A FREE merges at its start (reader.h): tsc may step back. */
-		if (!m->events)
-			m->rec_since = rec->tsc;
-		if (!m->events || rec->tsc < m->first_tsc)
-			m->first_tsc = rec->tsc;
-		if (rec->tsc > m->last_tsc)
-			m->last_tsc = rec->tsc;
-		on_event(m, ti - 1, rec, ev.part);
+		ahead_drain(m, &q, AHEAD - 1);
+		pending_t *p = &q.v[(q.head + q.n++) % AHEAD];
+		p->rec = *ev.rec;
+		p->stream = ev.stream;
+		p->tid = ev.tid;
+		p->part = ev.part;
+		ahead_prefetch(m, &p->rec);
+		if (q.n > AHEAD / 2)
+			ahead_prefetch_block(
+			    m,
+			    &q.v[(q.head + q.n - 1 - AHEAD / 2) % AHEAD].rec);
 	}
+	ahead_drain(m, &q, 0);
 	if (!m->paused && m->last_tsc > m->rec_since)
 		m->rec_ticks += m->last_tsc - m->rec_since;
 	lockfold_finish(m);

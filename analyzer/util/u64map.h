@@ -76,6 +76,28 @@ static inline uint32_t *u64map_find(const u64map_t *m, uint64_t key)
 	}
 }
 
+/* Asks the CPU to load key's home slot: a caller that knows the keys of
+ * its next few finds ahead (the live-block map, keyed by pointers that
+ * land anywhere in a table of megabytes) overlaps their cache misses. A
+ * hint only: the map may grow before the find, and nothing changes. */
+/* Asks the CPU to load the cache line at a (a hint: nothing changes). */
+static inline void prefetch_line(const void *a)
+{
+#if defined(__x86_64__)
+	/* GCC 12.2 -O2 compiled __builtin_prefetch in u64map_prefetch to
+	 * nothing (no prefetch in the binary); the instruction is kept. */
+	__asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)a));
+#else
+	__builtin_prefetch(a);
+#endif
+}
+
+static inline void u64map_prefetch(const u64map_t *m, uint64_t key)
+{
+	if (m->slot)
+		prefetch_line(&m->slot[u64map_hash(key) & m->mask]);
+}
+
 /* Finds key or inserts it (value 0, *added = 1). Returns the value's
  * address, valid until the next insert or remove. May allocate (exits on
  * out of memory). */
