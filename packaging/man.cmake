@@ -1,9 +1,13 @@
 # man.cmake: one man page from one docs/ page, run by packaging/
 # (cmake -DPANDOC= -DIN=docs/PAGE.md -DOUT=NAME.1.gz -DNAME= -DVERSION=
-# [-DSUMMARY=] -P).
+# [-DSUMMARY=] [-DMALLOCK=bin/mallock -DCMDS=CMD[,CMD]] -P).
 # The page's first heading ("# mallock-diff(1)") is replaced by the man
 # page's title line (NAME, section 1); its "## Name", "## Synopsis"...
 # become the sections, upper-cased as man pages have them.
+# With CMDS, the OPTIONS section opens with each command's option list as
+# `mallock help --man CMD` writes it from the table its parser and --help
+# use (one .SS per command when there are several); the docs page's own
+# "## Options" text follows it.
 file(READ ${IN} text)
 string(REGEX REPLACE "^# [^\n]*\n" "" text "${text}")
 string(REGEX MATCHALL "\n## [^\n]*" heads "${text}")
@@ -35,6 +39,30 @@ execute_process(COMMAND ${PANDOC} --standalone --from=gfm --to=man
 file(REMOVE ${OUT}.md)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "pandoc ${IN}: ${err}")
+endif()
+if(DEFINED CMDS)
+  string(REPLACE "," ";" cmds "${CMDS}")
+  list(LENGTH cmds ncmds)
+  set(frag "")
+  foreach(cmd IN LISTS cmds)
+    execute_process(COMMAND ${MALLOCK} help --man ${cmd}
+      OUTPUT_VARIABLE list RESULT_VARIABLE rc ERROR_VARIABLE err)
+    if(NOT rc EQUAL 0 OR NOT list MATCHES "^\\.TP\n")
+      message(FATAL_ERROR "mallock help --man ${cmd}: ${rc} ${err}")
+    endif()
+    if(ncmds GREATER 1)
+      string(APPEND frag ".SS \"mallock ${cmd}\"\n")
+    endif()
+    string(APPEND frag "${list}")
+  endforeach()
+  file(READ ${OUT}.tmp page)
+  string(FIND "${page}" "\n.SH OPTIONS\n" at)
+  if(at LESS 0)
+    message(FATAL_ERROR "${IN}: no '## Options' section for the options")
+  endif()
+  string(REPLACE "\n.SH OPTIONS\n" "\n.SH OPTIONS\n${frag}.SS \"In detail\"\n" page
+    "${page}")
+  file(WRITE ${OUT}.tmp "${page}")
 endif()
 # Tables made quiet for groff (man-tables.sed says how).
 execute_process(COMMAND sed -i -f ${CMAKE_CURRENT_LIST_DIR}/man-tables.sed

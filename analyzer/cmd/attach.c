@@ -36,12 +36,15 @@
  * Exit status (cli.h): 0 attached and recording; 1 a failure (no such
  * process, the injection failed: one line saying why); 2 a usage error,
  * or refused (ptrace is not permitted for this user, or the kernel
- * refused it).
+ * refused it, or the process was attached and detached before: its shim
+ * cannot start a second trace and a second copy does not fit in glibc's
+ * static TLS surplus, so nothing is injected).
  */
 #define _GNU_SOURCE
 #include "cli.h"
 #include "inject.h"
 
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h> /* optarg, optind */
@@ -248,6 +251,38 @@ static int ptrace_permitted(long pid)
 
 static int mapped_shim(long pid, char *out, size_t n);
 
+/* The size of the thread-local block (PT_TLS) of the ELF file at path, in
+ * bytes; 0 when it has none or cannot be read. The shim's is initial-exec
+ * TLS: a copy loaded late takes it from glibc's static TLS surplus. */
+static unsigned long shim_tls_bytes(const char *path)
+{
+	char file[PATH_MAX];
+	snprintf(file, sizeof file, "%s", path);
+	char *del = strstr(file, " (deleted)");
+	if (del)
+		*del = 0;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	Elf64_Ehdr eh;
+	unsigned long size = 0;
+	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+	    !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+	    eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+	    eh.e_phentsize == sizeof(Elf64_Phdr))
+		for (unsigned i = 0; i < eh.e_phnum && !size; i++) {
+			Elf64_Phdr ph;
+			if (pread(fd, &ph, sizeof ph,
+			          (off_t)(eh.e_phoff + i * sizeof ph)) !=
+			    (ssize_t)sizeof ph)
+				break;
+			if (ph.p_type == PT_TLS)
+				size = (unsigned long)ph.p_memsz;
+		}
+	close(fd);
+	return size;
+}
+
 /* Nonzero when pid has a libmallock.so that an attach must not touch: one
  * preloaded (its LD_PRELOAD names it), or another file than shim; 2 when
  * it is one detached (its page's name removed). The same
@@ -400,12 +435,27 @@ int cmd_attach(int argc, char **argv)
 	}
 	int has = has_shim(pid, shim);
 	if (has == 2) {
+		/* Measured on glibc 2.36: dlopen of a copy of the shim into a
+		 * detached process fails with "cannot allocate memory in
+		 * static TLS block". Nothing is injected. */
+		char mapped[PATH_MAX], need[160] = "";
+		unsigned long tls = mapped_shim(pid, mapped, sizeof mapped) == 0
+		                        ? shim_tls_bytes(mapped)
+		                        : 0;
+		if (tls)
+			snprintf(need, sizeof need,
+			         " (each copy takes %lu bytes of the static "
+			         "TLS glibc keeps for libraries loaded late, "
+			         "1664 by default)",
+			         tls);
 		fprintf(stderr,
-		        "mallock attach: pid %ld was attached and detached "
-		        "before: its shim stays loaded, unused, and cannot be "
-		        "started again; restart the process to record it\n",
-		        pid);
-		return 1;
+		        "mallock attach: refused: pid %ld was attached and "
+		        "detached before: its shim ended its one trace at the "
+		        "detach and cannot start another, and glibc cannot "
+		        "load a second copy beside it%s; restart the process "
+		        "(or preload the shim) to record it\n",
+		        pid, need);
+		return 2;
 	}
 	if (has) {
 		fprintf(stderr,

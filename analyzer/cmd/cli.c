@@ -3,7 +3,8 @@
  * over a command's option table (cli.h), the --help text written from the
  * same table, and the one form of a usage error: "mallock CMD: what is
  * wrong" and "try 'mallock CMD --help'" on stderr, exit status
- * CLI_EXIT_USAGE.
+ * CLI_EXIT_USAGE. The same table writes the man page's OPTIONS list
+ * (cli_man), so --help and the man page cannot drift either.
  *
  * getopt_long's tables are built in static buffers when a parse starts:
  * one parse at a time, as getopt itself.
@@ -99,6 +100,60 @@ void cli_help(const cli_cmd_t *c, FILE *o)
 		fputs(c->outro, o);
 }
 
+int cli_help_man;
+
+/* s (n bytes) as groff text: a backslash is \e, a '-' in an option's name
+ * \- (a minus sign, not a hyphen), a line never starts with a control
+ * character. */
+static void man_text(const char *s, size_t n, int dashes, FILE *o)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '\\')
+			fputs("\\e", o);
+		else if (s[i] == '-' && dashes)
+			fputs("\\-", o);
+		else
+			fputc(s[i], o);
+	}
+}
+
+void cli_man(const cli_cmd_t *c, FILE *o)
+{
+	for (const cli_opt_t *p = c->opts; p->name || p->key; p++) {
+		fputs(".TP\n", o);
+		if (p->key > 0 && p->key < 256)
+			fprintf(o, "\\fB\\-%c\\fR%s", p->key,
+			        p->name ? ", " : "");
+		if (p->name) {
+			fputs("\\fB", o);
+			man_text("--", 2, 1, o);
+			man_text(p->name, strlen(p->name), 1, o);
+			fputs("\\fR", o);
+		}
+		if (p->arg && p->value) {
+			fputs(p->name ? "=\\fI" : " \\fI", o);
+			man_text(p->value, strlen(p->value), 0, o);
+			fputs("\\fR", o);
+		}
+		fputs("\n\\&", o);
+		/* "this help" is --help's own line; a man page says more. */
+		if (p->key == 'h') {
+			fputs("print the command's usage and options, and "
+			      "exit\n",
+			      o);
+			continue;
+		}
+		for (const char *h = p->help; h;) {
+			const char *nl = strchr(h, '\n');
+			man_text(h, nl ? (size_t)(nl - h) : strlen(h), 0, o);
+			h = nl ? nl + 1 : NULL;
+			if (h)
+				fputc(' ', o);
+		}
+		fputc('\n', o);
+	}
+}
+
 /* The table as getopt_long wants it, into cli_long and cli_short. */
 static void build(const cli_cmd_t *c)
 {
@@ -175,7 +230,10 @@ int cli_next(cli_t *p, int argc, char **argv)
 		return CLI_DONE;
 	}
 	if (k == 'h') {
-		cli_help(c, stdout);
+		if (cli_help_man)
+			cli_man(c, stdout);
+		else
+			cli_help(c, stdout);
 		p->status = 0;
 		return CLI_DONE;
 	}

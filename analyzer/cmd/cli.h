@@ -94,6 +94,15 @@ int cli_next(cli_t *p, int argc, char **argv);
 /* c's --help text, to o. */
 void cli_help(const cli_cmd_t *c, FILE *o);
 
+/* Nonzero: --help writes c's options as its man page's OPTIONS list in
+ * groff (cli_man) instead of the help (`mallock help --man CMD`, run at
+ * build time by packaging/man.cmake). */
+extern int cli_help_man;
+
+/* c's options, one .TP paragraph each (label, then its help joined into
+ * one line), to o. */
+void cli_man(const cli_cmd_t *c, FILE *o);
+
 /* "mallock CMD: " fmt and "try 'mallock CMD --help'" on stderr. Returns
  * CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -67,6 +67,13 @@ int main(int argc, char **argv)
 		       FMT_VERSION_MAJOR, FMT_VERSION_MINOR);
 		return 0;
 	}
+	/* `mallock help --man CMD`: CMD's options in groff, for its man
+	 * page (packaging/man.cmake). */
+	if (!strcmp(cmd, "help") && argc == 4 && !strcmp(argv[2], "--man")) {
+		cli_help_man = 1;
+		argv[2] = argv[3];
+		argc = 3;
+	}
 	if (!strcmp(cmd, "help") && argc == 3) {
 		/* `mallock help CMD`: CMD's --help. */
 		char *hargv[] = {argv[2], "--help", NULL};

@@ -6,7 +6,11 @@ names every option --help lists, and lists as a bullet only options
 --help knows; (2) the bash completion (packaging/mallock.bash-completion),
 which offers exactly the options --help lists, "--name=" for those with a
 value, and the values a --help gives as a|b|c; `mallock help` and every
-command complete at the first word."""
+command complete at the first word; (3) the built man page
+(BUILD/man/man1/mallock-CMD.1.gz), whose OPTIONS section opens with
+`mallock help --man CMD`: one .TP paragraph per option of the table,
+the same options --help lists, each with its help text."""
+import gzip
 import re
 import subprocess
 
@@ -83,6 +87,44 @@ for cmd in COMMANDS:
             eq(complete(cmd, *first, o + "="),
                sorted(o + "=" + x for x in v.split("|")),
                "completion of mallock %s %s=" % (cmd, o))
+# (3) the man pages the build made (packaging/man.cmake), unless the build
+# was configured without them.
+BUILD = os.path.dirname(os.path.dirname(os.path.abspath(MALLOCK)))
+MAN1 = os.path.join(BUILD, "man", "man1")
+cache = os.path.join(BUILD, "CMakeCache.txt")
+man_off = os.path.isfile(cache) and \
+    "MALLOCK_MAN:BOOL=OFF" in open(cache).read()
+if man_off:
+    print("note: configured with -DMALLOCK_MAN=OFF: no man page to compare")
+for cmd in [] if man_off else COMMANDS:
+    rc, frag, err = run("help", "--man", cmd)
+    eq(rc, 0, "mallock help --man %s: %s" % (cmd, err))
+    tps = frag.split(".TP\n")
+    check(tps[0] == "" and len(tps) > 1,
+          "help --man %s is .TP paragraphs: %r" % (cmd, frag[:200]))
+    got = {}
+    for tp in tps[1:]:
+        label, _, text = tp.partition("\n")
+        plain = label.replace("\\-", "-")
+        val = re.search(r"\\fI([^\\]+)\\fR", plain)
+        for n in re.findall(r"\\fB(-[a-z]|--[a-z-]+)\\fR", plain):
+            got[n] = val.group(1) if val else None
+        check(text.startswith("\\&") and len(text) > 3,
+              "help --man %s: %s has its text: %r" % (cmd, label, text))
+    eq(got, help_options(cmd), "help --man %s names --help's options and "
+       "values" % cmd)
+    for o, h in re.findall(r"^  (?:-\w, )?(--[a-z-]+)\S*\s+(\S[^\n]*)",
+                           run(cmd, "--help")[1], re.M):
+        if o != "--help":
+            check(h.replace("\\", "\\e") in frag,
+                  "help --man %s: %s says %r as --help does" % (cmd, o, h))
+    f = os.path.join(MAN1, "mallock-%s.1.gz" % cmd)
+    if not check(os.path.isfile(f), "man page " + f):
+        continue
+    src = gzip.open(f, "rt").read()
+    check(frag in src, "%s holds `mallock help --man %s`" % (f, cmd))
+    m = re.search(r"^\.SH OPTIONS\n(?:\.SS [^\n]*\n)?\.TP\n", src, re.M)
+    check(m is not None, "%s: OPTIONS opens with the option list" % f)
 check(set(COMMANDS + ["help"]) <= set(complete("")),
       "the commands complete: %r" % complete(""))
 eq(complete("help", ""), sorted(COMMANDS), "mallock help completes commands")

@@ -13,7 +13,10 @@ every answer equals the bare run's, the process exits 0; the trace holds
 exactly the late_work allocations made between the attach and the detach
 (3000 + 2000 of size 777), NOTEs name both libraries as loaded after the
 attach and say `detached`, the trace ends cleanly at the detach and does not
-grow after it while the process allocates on; a second detach is refused.
+grow after it while the process allocates on; `ctl status` says detached;
+a new attach is refused (exit 2, one line: the shim cannot start a second
+trace, a second copy does not fit in glibc's static TLS) and loads
+nothing; a second detach is refused.
 
 Exits 77 when gdb is missing or ptrace is blocked here.
 """
@@ -141,12 +144,26 @@ st = subprocess.run([MALLOCK, "ctl", "status", str(app.p.pid)],
 check("detach" in st.stderr and "exited" not in st.stderr,
       "ctl status of the detached process says detached: "
       + st.stderr.strip())
+def shim_maps(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return sorted(l.split()[-1] for l in f if "libmallock" in l)
+
+
+maps_before = shim_maps(app.p.pid)
 re_at = subprocess.run([MALLOCK, "attach", str(app.p.pid)],
                        capture_output=True, text=True)
-check(re_at.returncode == 1 and "detached before" in re_at.stderr and
-      "mallock ctl" not in re_at.stderr,
-      "a new attach says it was detached, without advising ctl: "
-      + re_at.stderr.strip())
+err = re_at.stderr.strip()
+check(re_at.returncode == 2 and len(err.splitlines()) == 1 and
+      err.startswith("mallock attach: refused: ") and
+      "detached before" in err and "static TLS" in err and
+      "mallock ctl" not in err,
+      "a new attach is refused (exit 2, %d) in one line naming why, "
+      "without advising ctl: %s" % (re_at.returncode, err))
+check(shim_maps(app.p.pid) == maps_before,
+      "the refused attach loaded nothing into the process")
+alive = app.ask("work 1000")
+check(alive.startswith("done 1000 "),
+      "the process answers after the refused attach: " + alive)
 again = subprocess.run([MALLOCK, "detach", str(app.p.pid)],
                        capture_output=True, text=True)
 check(again.returncode == 1 and "already detached" in again.stderr,
