@@ -55,16 +55,23 @@
 #define TOP_MIN_ROWS 24
 #define TOP_CTL_WAIT_MS 5000 /* how long a start/stop request is waited */
 
-enum { OPT_INTERVAL = 256, OPT_BATCH, OPT_COUNT, OPT_FORMAT, OPT_SORT,
-       OPT_ATTACH };
+enum {
+	OPT_INTERVAL = 256,
+	OPT_BATCH,
+	OPT_COUNT,
+	OPT_FORMAT,
+	OPT_SORT,
+	OPT_ATTACH
+};
 
 static const cli_opt_t top_opts[] = {
     {"interval", OPT_INTERVAL, 1, "S",
      "seconds between two views (0.2..3600,\ndefault 1)"},
     {"batch", OPT_BATCH, 0, NULL,
      "one plain-text block per interval on stdout\n(as top -b)"},
-    {"count", OPT_COUNT, 1, "N", "stop after N intervals (default: until "
-                                 "the\nprocess ends or ^C)"},
+    {"count", OPT_COUNT, 1, "N",
+     "stop after N intervals (default: until "
+     "the\nprocess ends or ^C)"},
     {"format", OPT_FORMAT, 1, "text|json",
      "json: one JSON object per interval and line"},
     {"sort", OPT_SORT, 1, "wait|hold|alloc",
@@ -95,7 +102,6 @@ static const cli_cmd_t top_cli = {
     .operands = "PID, --attach PID or -- CMD",
     .min_operands = 0,
     .max_operands = -1,
-    .in_order = 1,
 };
 
 static volatile sig_atomic_t top_stop;
@@ -187,11 +193,23 @@ static int run_self(char *const argv[])
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Whether pid is still the process that started at start. */
+/* Whether pid is still the process that started at start, and not a
+ * zombie its parent has yet to reap (it has ended). */
 static bool same_process(long pid, uint64_t start)
 {
 	proc_t p;
-	return proc_stat(pid, &p) == 0 && p.start == start;
+	if (proc_stat(pid, &p) != 0 || p.start != start)
+		return false;
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
 }
 
 /* Writes cmd on t's page and waits for it to be served (up to
@@ -296,8 +314,9 @@ static int start_attach(top_target_t *t, const char *output)
 	char *argv[] = {"mallock", "attach", "-o", (char *)output, pid, NULL};
 	int rc = run_self(argv);
 	if (rc != 0) {
-		fprintf(stderr, "mallock top: pid %ld (%s): `mallock attach` "
-		                "failed (above): nothing to show\n",
+		fprintf(stderr,
+		        "mallock top: pid %ld (%s): `mallock attach` "
+		        "failed (above): nothing to show\n",
 		        t->pid, t->comm);
 		return -1;
 	}
@@ -552,10 +571,10 @@ int cmd_top(int argc, char **argv)
 			snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output);
 	}
 	const char *out_path = out_abs[0] ? out_abs : output;
-	int rc = t.how == TT_PID      ? start_pid(&t)
-	         : t.how == TT_ATTACH ? start_attach(&t, out_path)
-	                              : start_cmd(&t, argv + optind, out_path,
-	                                          output_given);
+	int rc = t.how == TT_PID ? start_pid(&t)
+	         : t.how == TT_ATTACH
+	             ? start_attach(&t, out_path)
+	             : start_cmd(&t, argv + optind, out_path, output_given);
 	if (rc < 0) {
 		if (t.ctl_open)
 			ctl_target_close(&t.ctl);
@@ -601,8 +620,7 @@ int cmd_top(int argc, char **argv)
 		if (!alive)
 			break;
 	}
-	if (!status && !alive && t.how != TT_CMD &&
-	    (!count || shown < count)) {
+	if (!status && !alive && t.how != TT_CMD && (!count || shown < count)) {
 		fprintf(stderr,
 		        "mallock top: pid %ld (%s) ended after %d interval%s\n",
 		        t.pid, t.comm, shown, shown == 1 ? "" : "s");
@@ -616,7 +634,8 @@ int cmd_top(int argc, char **argv)
 		    copy_file(t.trace, dst) == 0)
 			snprintf(t.trace, sizeof t.trace, "%s", dst);
 		else
-			fprintf(stderr, "mallock top: cannot copy %s to %s: %s\n",
+			fprintf(stderr,
+			        "mallock top: cannot copy %s to %s: %s\n",
 			        t.trace, output, strerror(errno));
 	}
 	fprintf(stderr, "mallock top: the window's trace: %s\n", t.trace);

@@ -69,11 +69,10 @@ void top_text(const live_view_t *v, int n, const char *sort, FILE *out)
 	        "\nLock classes by %s (last interval | since the window "
 	        "opened):\n",
 	        sort);
-	fprintf(out,
-	        "  %-28s %9s %7s %9s %9s %6s %9s | %9s %7s %9s %9s %6s %9s\n",
-	        "lock", "wait", "cont", "max wait", "hold", "alloc%",
-	        "alloc-lw", "wait", "cont", "max wait", "hold", "alloc%",
-	        "alloc-lw");
+	fprintf(
+	    out, "  %-28s %9s %7s %9s %9s %6s %9s | %9s %7s %9s %9s %6s %9s\n",
+	    "lock", "wait", "cont", "max wait", "hold", "alloc%", "alloc-lw",
+	    "wait", "cont", "max wait", "hold", "alloc%", "alloc-lw");
 	size_t shown = 0;
 	for (size_t i = 0; i < v->nlock && shown < TOP_LOCK_ROWS; i++) {
 		const live_lock_t *l = &v->lock[i];
@@ -99,24 +98,23 @@ void top_text(const live_view_t *v, int n, const char *sort, FILE *out)
 		char lk[32], st[48];
 		name_col(lk, sizeof lk, s->lock, 20);
 		name_col(st, sizeof st, s->site, 40);
-		fprintf(out, "  %-20s %-40s %9s %6s allocs %6s frees | %9s\n",
-		        lk, st, human_ns(a, sizeof a, (double)s->ins),
-		        human_count(b, sizeof b, (double)s->iallocs),
-		        human_count(c, sizeof c,
-		                    (double)(s->icalls - s->iallocs)),
-		        human_ns(col, sizeof col, (double)s->ns));
+		fprintf(
+		    out, "  %-20s %-40s %9s %6s allocs %6s frees | %9s\n", lk,
+		    st, human_ns(a, sizeof a, (double)s->ins),
+		    human_count(b, sizeof b, (double)s->iallocs),
+		    human_count(c, sizeof c, (double)(s->icalls - s->iallocs)),
+		    human_ns(col, sizeof col, (double)s->ns));
 		shown++;
 	}
 	if (!shown)
 		fprintf(out, "  (no allocator call inside a hold yet)\n");
-	fprintf(out, "\nFindings of the window so far (as `mallock report`):\n");
+	fprintf(out,
+	        "\nFindings of the window so far (as `mallock report`):\n");
 	for (size_t i = 0; i < v->nfind && i < TOP_FIND_ROWS; i++) {
 		const live_find_t *f = &v->find[i];
 		fprintf(out, "  %-6s %-17s %s%s%s\n", f->severity, f->kind,
-		        f->lock[0] ? f->lock : "", f->lock[0] && f->site[0]
-		                                      ? " @ "
-		                                      : "",
-		        f->site);
+		        f->lock[0] ? f->lock : "",
+		        f->lock[0] && f->site[0] ? " @ " : "", f->site);
 		fprintf(out, "         %s\n", f->summary);
 	}
 	if (!v->nfind)
@@ -127,8 +125,7 @@ void top_text(const live_view_t *v, int n, const char *sort, FILE *out)
 	fflush(out);
 }
 
-static void json_stat(jw_t *w, const char *key, const lockstat_t *s,
-                      bool bound)
+static void json_stat(jw_t *w, const char *key, const lockstat_t *s, bool bound)
 {
 	jw_key(w, key);
 	jw_obj(w);
@@ -215,7 +212,6 @@ void top_json(const live_view_t *v, int n, const char *sort, FILE *out)
 	}
 	jw_end(&w, ']');
 	jw_ku64(&w, "findings_total", v->nfind);
-	jw_end(&w, '}');
-	fputc('\n', out);
+	jw_end(&w, '}'); /* and the line's end */
 	fflush(out);
 }

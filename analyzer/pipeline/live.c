@@ -69,12 +69,13 @@ static void lock_interval(live_lock_t *l, const live_lock_t *o)
 	if (!o)
 		return;
 #define LOCK_SUB_(name, how, doc)                                              \
-	l->ivl.name = l->win.name >= o->win.name ? l->win.name - o->win.name : 0;
+	l->ivl.name =                                                          \
+	    l->win.name >= o->win.name ? l->win.name - o->win.name : 0;
 	LOCK_COUNTERS(LOCK_SUB_)
 #undef LOCK_SUB_
 	l->ivl.max_waiters = l->win.max_waiters;
-	l->ivl.hold_max = l->win.hold_max > o->win.hold_max ? l->win.hold_max
-	                                                      : 0;
+	l->ivl.hold_max =
+	    l->win.hold_max > o->win.hold_max ? l->win.hold_max : 0;
 	if (l->win.wait_max > o->win.wait_max) {
 		l->ivl.wait_max = l->win.wait_max;
 		return;
@@ -176,12 +177,15 @@ static void copy_sites(live_t *lv, model_t *m, live_view_t *v)
 	}
 	for (size_t k = 0; k < v->nsite; k++) {
 		live_site_t *s = &v->site[k];
-		const live_site_t *o = prev_site(&lv->prev, s->cls_key, s->site);
-		s->icalls = s->calls - (o && o->calls <= s->calls ? o->calls : 0);
+		const live_site_t *o =
+		    prev_site(&lv->prev, s->cls_key, s->site);
+		s->icalls =
+		    s->calls - (o && o->calls <= s->calls ? o->calls : 0);
 		s->iallocs =
 		    s->allocs - (o && o->allocs <= s->allocs ? o->allocs : 0);
 		s->ins = s->ns - (o && o->ns <= s->ns ? o->ns : 0);
-		s->ilw_ns = s->lw_ns - (o && o->lw_ns <= s->lw_ns ? o->lw_ns : 0);
+		s->ilw_ns =
+		    s->lw_ns - (o && o->lw_ns <= s->lw_ns ? o->lw_ns : 0);
 	}
 	qsort(v->site, v->nsite, sizeof *v->site, by_site_ns);
 }
@@ -230,11 +234,11 @@ int live_poll(live_t *lv, uint64_t until_mono_ns, int sort)
 	uint64_t from = lv->from_mono_ns;
 	if (!from && m.info.have_process)
 		from = m.info.process.mono_ns;
-	v->age_s = until_mono_ns > from ? (double)(until_mono_ns - from) / 1e9
-	                                : 0;
+	v->age_s =
+	    until_mono_ns > from ? (double)(until_mono_ns - from) / 1e9 : 0;
 	uint64_t since = lv->polls ? p->until_mono_ns : from;
-	v->ivl_s = until_mono_ns > since ? (double)(until_mono_ns - since) / 1e9
-	                                 : 0;
+	v->ivl_s =
+	    until_mono_ns > since ? (double)(until_mono_ns - since) / 1e9 : 0;
 	for (size_t i = 0; i < m.nthr; i++)
 		v->threads += m.thr[i].events && !m.thr[i].exited;
 	v->events = m.events;

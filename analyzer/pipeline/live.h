@@ -53,7 +53,7 @@ typedef struct live_lock {
 typedef struct live_site {
 	uint64_t cls_key;
 	char lock[LIVE_NAME], site[LIVE_NAME];
-	uint64_t calls, allocs, ns, lw_ns;      /* window */
+	uint64_t calls, allocs, ns, lw_ns;     /* window */
 	uint64_t icalls, iallocs, ins, ilw_ns; /* the last interval */
 } live_site_t;
 
