@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""`mallock top` (docs/mallock-top.md) on the bundled svcqueue.
+
+usage: top_test.py CASE MALLOCK SHIM SVCQUEUE TMPDIR
+CASE:
+  batch  `-- CMD`: --batch --count 3 gives 3 blocks naming svcqueue.lock and
+         tree_insert; every lock and site top names is named so by
+         `mallock report` of the kept trace; the program runs on to its end
+  json   PID, started paused: --format=json --count 2 gives 2 JSON lines
+         naming the lock and the site; the process is paused again
+         afterwards, runs to its end, leaves no page, and the trace is the
+         one window; a process that was recording is left recording
+  bad    a gone PID, a terminal under 80x24, a process ending mid-view:
+         one line "mallock top: ..." each and exit 1; the process of the
+         small terminal was not touched (still paused, never started)
+"""
+import fcntl
+import json
+import os
+import pty
+import shutil
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+CASE, MALLOCK, SHIM, SVC, TMP = sys.argv[1:6]
+FAILED = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILED.append(what)
+
+
+def env(**kw):
+    e = dict(os.environ)
+    e.pop("MALLOCK_CTL_DIR", None)
+    e.pop("MALLOCK_START", None)
+    e.update(LD_PRELOAD=SHIM, MALLOCK_OUTPUT=os.path.join(TMP, "t.%p.trace"))
+    e.update({k: str(v) for k, v in kw.items()})
+    return e
+
+
+def svcqueue(duration, **kw):
+    return subprocess.Popen([SVC, "--producers=2", "--consumers=2",
+                             "--duration=%s" % duration],
+                            env=env(**kw), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def top(*args, **kw):
+    return subprocess.run([MALLOCK, "top", *args], capture_output=True,
+                          text=True, timeout=120, **kw)
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def ctl_status(pid):
+    return subprocess.run([MALLOCK, "ctl", "status", str(pid)],
+                          capture_output=True, text=True).stdout
+
+
+def report_names(trace):
+    """The lock class names and site functions `mallock report` gives."""
+    r = subprocess.run([MALLOCK, "report", "--format=json", trace],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "report of the kept trace: " + r.stderr[-300:])
+    d = json.loads(r.stdout)
+    locks = {c["name"] for c in d["lock_classes"] if c.get("name")}
+    sites = {s["site"]["function"] for s in d["alloc_sites"]
+             if s.get("site")}
+    for f in d["findings"]:
+        for s in [f.get("site")] + [x.get("site") for x in f.get("sites",
+                                                                  [])]:
+            if s and s.get("function"):
+                sites.add(s["function"])
+    return locks, sites
+
+
+def page_of(pid):
+    return os.path.join("/tmp/mallock-%d" % os.geteuid(), "%d.page" % pid)
+
+
+shutil.rmtree(TMP, ignore_errors=True)
+os.makedirs(TMP)
+
+if CASE == "batch":
+    kept = os.path.join(TMP, "kept.trace")
+    # Files, not pipes: the program keeps its stdout after top ends.
+    with open(os.path.join(TMP, "out"), "w+") as o, \
+            open(os.path.join(TMP, "err"), "w+") as e:
+        r = subprocess.run([MALLOCK, "top", "--batch", "--count", "3", "-o",
+                            kept, "--", SVC, "--producers=2",
+                            "--consumers=2", "--duration=6"], stdout=o,
+                           stderr=e, cwd=TMP, timeout=120)
+        o.seek(0)
+        e.seek(0)
+        r.stdout, r.stderr = o.read(), e.read()
+    check(r.returncode == 0, "top -- svcqueue: exit %d %r"
+          % (r.returncode, r.stderr[-400:]))
+    blocks = [b for b in r.stdout.split("mallock top - ")[1:]]
+    check(len(blocks) == 3, "3 blocks: %d" % len(blocks))
+    check(all("svcqueue.lock" in b for b in blocks),
+          "each block names svcqueue.lock")
+    check("tree_insert" in blocks[-1], "the last block names tree_insert")
+    check(r.stderr.strip().endswith("the window's trace: " + kept),
+          "the kept trace is named: %r" % r.stderr[-200:])
+    pid = int(blocks[0].split("(pid ")[1].split(")")[0])
+    check(alive(pid), "the program runs on after top")
+    for _ in range(200):
+        if not alive(pid):
+            break
+        time.sleep(0.05)
+    check(not alive(pid), "the program ended by itself")
+    locks, sites = report_names(kept)
+    # The rows of the last block's tables: lock names and site functions.
+    last = blocks[-1]
+    sec = last.split("Lock classes by")[1].split("\n\n")[0].splitlines()[2:]
+    named = [l.split()[0].lstrip("*") for l in sec]
+    check(named and all(n in locks or n.endswith("...") for n in named),
+          "top's locks %r are report's %r" % (named, sorted(locks)))
+    sec = last.split("Code that allocates")[1].split("\n\n")[0]
+    funcs = [l.split()[1] for l in sec.splitlines()[2:]]
+    check(funcs and all(f in sites for f in funcs),
+          "top's sites %r are report's" % funcs)
+
+elif CASE == "json":
+    p = svcqueue(6, MALLOCK_START="paused")
+    time.sleep(0.5)
+    kept = os.path.join(TMP, "copy.trace")
+    r = top("--format=json", "--count", "2", "-o", kept, str(p.pid))
+    check(r.returncode == 0, "top --format=json PID: exit %d %r"
+          % (r.returncode, r.stderr))
+    lines = r.stdout.splitlines()
+    check(len(lines) == 2, "2 JSON lines: %d" % len(lines))
+    objs = [json.loads(l) for l in lines]
+    check([o["interval"] for o in objs] == [1, 2], "intervals 1, 2")
+    check(all(o["pid"] == p.pid for o in objs), "the pid")
+    check(objs[-1]["locks"][0]["name"] == "svcqueue.lock",
+          "the top lock is svcqueue.lock: %r" % objs[-1]["locks"][:1])
+    check(any(s["site"].startswith("tree_insert") for s in objs[-1]["sites"]),
+          "a site is tree_insert")
+    w = objs[-1]["locks"][0]["window"]
+    check(0 <= w["alloc_share_of_hold"] <= 1 and w["contended"] <=
+          w["acquisitions"], "a share within 0..1, contended <= acquired")
+    st = ctl_status(p.pid)
+    check("paused" in st, "paused again after top: %r" % st)
+    check(alive(p.pid), "the process runs on")
+    err = p.communicate(timeout=60)[1]
+    check(p.returncode == 0, "the process ended well: %d" % p.returncode)
+    check(not os.path.exists(page_of(p.pid)), "no page left")
+    check(os.path.getsize(kept) > 0, "the copy -o names is kept")
+    locks, sites = report_names(os.path.join(TMP, "t.%d.trace" % p.pid))
+    check(objs[-1]["locks"][0]["name"] in locks, "report names the lock")
+    check("tree_insert" in sites, "report names tree_insert")
+    # A process that records already is left recording.
+    p = svcqueue(4)
+    time.sleep(0.5)
+    r = top("--batch", "--count", "1", str(p.pid))
+    check(r.returncode == 0, "top on a recording process: %r" % r.stderr)
+    st = ctl_status(p.pid)
+    check("recording" in st, "still recording after top: %r" % st)
+    p.communicate(timeout=60)
+
+elif CASE == "bad":
+    # A gone PID.
+    q = subprocess.Popen(["true"])
+    q.wait()
+    r = top("--batch", str(q.pid))
+    check(r.returncode == 1 and r.stderr == "mallock top: no process %d\n"
+          % q.pid, "a gone pid: %d %r" % (r.returncode, r.stderr))
+    # A terminal too small: refused before the process is touched.
+    p = svcqueue(4, MALLOCK_START="paused")
+    time.sleep(0.3)
+    before = ctl_status(p.pid)
+    m, s = pty.openpty()
+    fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 10, 40, 0, 0))
+    r = subprocess.run([MALLOCK, "top", str(p.pid)], stdout=s,
+                       stderr=subprocess.PIPE, text=True, timeout=30)
+    os.close(s)
+    os.close(m)
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and
+          "the terminal is 40x10" in r.stderr,
+          "a small terminal: %d %r" % (r.returncode, r.stderr))
+    check(ctl_status(p.pid) == before and "paused" in before,
+          "the process untouched: %r" % before)
+    p.communicate(timeout=60)
+    # A process ending mid-view.
+    p = svcqueue(1.5, MALLOCK_START="paused")
+    time.sleep(0.3)
+    r = top("--batch", "--count", "20", str(p.pid))
+    errs = [l for l in r.stderr.splitlines() if "ended after" in l]
+    check(r.returncode == 1 and len(errs) == 1,
+          "ended mid-view: %d %r" % (r.returncode, r.stderr))
+    p.communicate(timeout=60)
+    check(p.returncode == 0, "the process ended well")
+else:
+    sys.exit("unknown case " + CASE)
+
+if FAILED:
+    print("%d checks failed" % len(FAILED))
+    sys.exit(1)
+print("top_%s: ok" % CASE)
