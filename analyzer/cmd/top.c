@@ -597,6 +597,7 @@ int cmd_top(int argc, char **argv)
 		}
 		if (top_stop)
 			break;
+		alive = target_alive(&t);
 		next += (uint64_t)step_ms * 1000000ull;
 		struct stat st;
 		if (stat(t.trace, &st) != 0) {
@@ -605,8 +606,9 @@ int cmd_top(int argc, char **argv)
 				break;
 			continue;
 		}
-		/* Once the process has ended its trace is whole. */
-		uint64_t until = alive ? mono_ns() - lag : 0;
+		/* Once the process has ended its trace is whole: every event
+		 * is before now. */
+		uint64_t until = alive ? mono_ns() - lag : mono_ns();
 		int lr = live_poll(&lv, until, sort);
 		if (lr) {
 			status = 1;
@@ -619,6 +621,11 @@ int cmd_top(int argc, char **argv)
 			top_text(&lv.cur, shown, sort_name, stdout);
 		if (!alive)
 			break;
+		/* A look that took longer than the interval delays the next
+		 * one: top takes at most half of a core, and says so in the
+		 * interval's length. */
+		if (next < mono_ns())
+			next = mono_ns() + (uint64_t)step_ms * 1000000ull;
 	}
 	if (!status && !alive && t.how != TT_CMD && (!count || shown < count)) {
 		fprintf(stderr,
