@@ -13,6 +13,11 @@ CASE:
   bad    a gone PID, a terminal under 80x24, a process ending mid-view:
          one line "mallock top: ..." each and exit 1; the process of the
          small terminal was not touched (still paused, never started)
+  memcached  Debian's memcached (4 threads) started paused under the shim,
+         loaded by 4 client threads (set/get): --batch --count 3 PID gives
+         3 blocks whose locks report names so; the server keeps its pid,
+         is paused again, serves on, and ends cleanly on SIGTERM with
+         nothing on stderr (77 when memcached is not installed)
 """
 import fcntl
 import json
@@ -22,7 +27,9 @@ import shutil
 import struct
 import subprocess
 import sys
+import socket
 import termios
+import threading
 import time
 
 CASE, MALLOCK, SHIM, SVC, TMP = sys.argv[1:6]
@@ -75,7 +82,7 @@ def report_names(trace):
                        capture_output=True, text=True)
     check(r.returncode == 0, "report of the kept trace: " + r.stderr[-300:])
     d = json.loads(r.stdout)
-    locks = {c["name"] for c in d["lock_classes"] if c.get("name")}
+    locks = {c.get("name") or c.get("label") for c in d["lock_classes"]}
     sites = {s["site"]["function"] for s in d["alloc_sites"]
              if s.get("site")}
     for f in d["findings"]:
@@ -84,6 +91,13 @@ def report_names(trace):
             if s and s.get("function"):
                 sites.add(s["function"])
     return locks, sites
+
+
+def same_name(col, names):
+    """Whether the text column col (cut to 28 with "...") is a name."""
+    if col.endswith("..."):
+        return any(n and n.startswith(col[:-3]) for n in names)
+    return col in names
 
 
 def page_of(pid):
@@ -100,7 +114,7 @@ if CASE == "batch":
             open(os.path.join(TMP, "err"), "w+") as e:
         r = subprocess.run([MALLOCK, "top", "--batch", "--count", "3", "-o",
                             kept, "--", SVC, "--producers=2",
-                            "--consumers=2", "--duration=6"], stdout=o,
+                            "--consumers=2", "--duration=12"], stdout=o,
                            stderr=e, cwd=TMP, timeout=120)
         o.seek(0)
         e.seek(0)
@@ -116,7 +130,7 @@ if CASE == "batch":
           "the kept trace is named: %r" % r.stderr[-200:])
     pid = int(blocks[0].split("(pid ")[1].split(")")[0])
     check(alive(pid), "the program runs on after top")
-    for _ in range(200):
+    for _ in range(400):
         if not alive(pid):
             break
         time.sleep(0.05)
@@ -125,8 +139,8 @@ if CASE == "batch":
     # The rows of the last block's tables: lock names and site functions.
     last = blocks[-1]
     sec = last.split("Lock classes by")[1].split("\n\n")[0].splitlines()[2:]
-    named = [l.split()[0].lstrip("*") for l in sec]
-    check(named and all(n in locks or n.endswith("...") for n in named),
+    named = [l[2:30].strip().lstrip("*") for l in sec]
+    check(named and all(same_name(n, locks) for n in named),
           "top's locks %r are report's %r" % (named, sorted(locks)))
     sec = last.split("Code that allocates")[1].split("\n\n")[0]
     funcs = [l.split()[1] for l in sec.splitlines()[2:]]
@@ -203,6 +217,77 @@ elif CASE == "bad":
           "ended mid-view: %d %r" % (r.returncode, r.stderr))
     p.communicate(timeout=60)
     check(p.returncode == 0, "the process ended well")
+elif CASE == "memcached":
+    mc = shutil.which("memcached")
+    if not mc:
+        print("SKIP: memcached is not installed (apt-get install memcached)")
+        sys.exit(77)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    p = subprocess.Popen([mc, "-l", "127.0.0.1", "-p", str(port), "-U", "0",
+                          "-t", "4", "-u", "nobody"],
+                         env=env(MALLOCK_START="paused",
+                                 MALLOCK_OUTPUT=os.path.join(TMP,
+                                                             "mc.%p.trace")),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    os.chmod(TMP, 0o777)
+    stop = threading.Event()
+
+    def load(n):
+        for _ in range(50):
+            try:
+                c = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                time.sleep(0.1)
+        c.settimeout(10)
+        f = c.makefile("rwb")
+        i = 0
+        while not stop.is_set():
+            k = b"k%d_%d" % (n, i % 500)
+            v = b"x" * (64 + i % 900)
+            f.write(b"set %s 0 0 %d\r\n%s\r\nget %s\r\n" % (k, len(v), v,
+                                                               k))
+            f.flush()
+            f.readline()  # STORED
+            while f.readline() not in (b"END\r\n", b""):
+                pass
+            i += 1
+        c.close()
+
+    ts = [threading.Thread(target=load, args=(n,)) for n in range(4)]
+    for t in ts:
+        t.start()
+    time.sleep(1)
+    r = top("--batch", "--count", "3", str(p.pid))
+    check(r.returncode == 0, "top on memcached: %d %r" % (r.returncode,
+                                                          r.stderr))
+    blocks = r.stdout.split("mallock top - ")[1:]
+    check(len(blocks) == 3, "3 blocks: %d" % len(blocks))
+    check(all("memcached (pid %d)" % p.pid in b for b in blocks),
+          "each block names memcached and its pid")
+    check("paused" in ctl_status(p.pid), "paused again after top")
+    check(alive(p.pid), "memcached runs on, same pid")
+    time.sleep(0.5)
+    stop.set()
+    for t in ts:
+        t.join()
+    trace = os.path.join(TMP, "mc.%d.trace" % p.pid)
+    p.terminate()
+    err = p.communicate(timeout=30)[1]
+    check(p.returncode == 0 and not err.strip(),
+          "memcached ended cleanly: %d %r" % (p.returncode, err[-300:]))
+    check(not os.path.exists(page_of(p.pid)), "no page left")
+    locks, _ = report_names(trace)
+    last = blocks[-1]
+    sec = last.split("Lock classes by")[1].split("\n\n")[0].splitlines()[2:]
+    named = [l[2:30].strip().lstrip("*") for l in sec]
+    check(named and all(same_name(n, locks) for n in named),
+          "top's locks %r are report's %r" % (named, sorted(locks)))
+    print(last)
 else:
     sys.exit("unknown case " + CASE)
 
