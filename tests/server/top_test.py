@@ -13,6 +13,9 @@ CASE:
   bad    a gone PID, a terminal under 80x24, a process ending mid-view:
          one line "mallock top: ..." each and exit 1; the process of the
          small terminal was not touched (still paused, never started)
+  attach svcqueue started without the shim: --attach PID --count 2 gives 2
+         blocks, detaches (the shim's hooks out: its page gone), and the
+         process runs on to a clean end (77 where ptrace is refused)
   memcached  Debian's memcached (4 threads) started paused under the shim,
          loaded by 4 client threads (set/get): --batch --count 3 PID gives
          3 blocks whose locks report names so; the server keeps its pid,
@@ -217,6 +220,33 @@ elif CASE == "bad":
           "ended mid-view: %d %r" % (r.returncode, r.stderr))
     p.communicate(timeout=60)
     check(p.returncode == 0, "the process ended well")
+elif CASE == "attach":
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    p = subprocess.Popen([SVC, "--producers=2", "--consumers=2",
+                          "--duration=12"], env=e,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(0.5)
+    kept = os.path.join(TMP, "att.%p.trace")
+    r = top("--batch", "--count", "2", "--attach", str(p.pid), "-o", kept)
+    if "ptrace" in r.stderr and r.returncode:
+        p.kill()
+        print("SKIP: ptrace refused: " + r.stderr)
+        sys.exit(77)
+    check(r.returncode == 0, "top --attach: %d %r" % (r.returncode,
+                                                      r.stderr))
+    blocks = r.stdout.split("mallock top - ")[1:]
+    check(len(blocks) == 2 and all("svcqueue (pid %d)" % p.pid in b
+                                   for b in blocks), "2 blocks of svcqueue")
+    check("detached" in r.stderr, "detached at the end: %r" % r.stderr)
+    check(alive(p.pid) and not os.path.exists(page_of(p.pid)),
+          "the process runs on, its page gone")
+    err = p.communicate(timeout=60)[1]
+    check(p.returncode == 0, "svcqueue ended well: %d %r"
+          % (p.returncode, err[-300:]))
+    check(os.path.getsize(kept.replace("%p", str(p.pid))) > 0,
+          "the trace is kept")
 elif CASE == "memcached":
     mc = shutil.which("memcached")
     if not mc:
