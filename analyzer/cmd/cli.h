@@ -30,6 +30,8 @@ int cmd_compress(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 /* mallock ctl start|stop|status PID (ctl.c) */
 int cmd_ctl(int argc, char **argv);
+/* mallock top [options] (PID | --attach PID | -- CMD) (top.c) */
+int cmd_top(int argc, char **argv);
 /* mallock attach [-o FILE] [--duration S] PID (attach.c); its exit status 2
  * means "ptrace refused", not a file problem. */
 int cmd_attach(int argc, char **argv);

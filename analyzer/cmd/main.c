@@ -17,6 +17,7 @@
 	X(compress, "compress finished traces (zstd, chunk by chunk)")         \
 	X(dump, "print every record of a trace, one per line")                 \
 	X(ctl, "start/stop recording in a running process (server.md)")        \
+	X(top, "a live view of a process's contention (mallock-top.md)")       \
 	X(attach, "inject the recorder into a running process (server.md)")    \
 	X(detach, "undo an attach: the process runs on as before")
 /* clang-format on */

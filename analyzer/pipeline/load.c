@@ -264,6 +264,27 @@ const char *blind_text(const model_t *m, char *buf, size_t len)
 	return buf;
 }
 
+/* The monotonic time ns as a TSC of r's trace, by its PROCESS record's
+ * clock pair; 0 for 0 or without a pair (no bound). */
+static uint64_t mono_tsc(const reader_info_t *in, uint64_t ns)
+{
+	if (!ns || !in->have_process || !in->process.mono_ns ||
+	    !(in->ns_per_tick > 0))
+		return 0;
+	double t = (double)in->process.tsc +
+	           ((double)ns - (double)in->process.mono_ns) / in->ns_per_tick;
+	return t <= 0                        ? 1
+	       : t >= 18446744073709549568.0 ? UINT64_MAX
+	                                     : (uint64_t)t;
+}
+
+static void limit_mono(reader_t *r, uint64_t from, uint64_t until)
+{
+	const reader_info_t *in = reader_info(r);
+	uint64_t u = mono_tsc(in, until);
+	reader_limit(r, mono_tsc(in, from), u ? u : UINT64_MAX);
+}
+
 int load_trace(const char *path, model_t *m, findings_t *f,
                const load_opts_t *o)
 {
@@ -277,6 +298,8 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 		fprintf(stderr, "mallock: %s: %s\n", path, err);
 		return rc;
 	}
+	if (o->from_mono_ns || o->until_mono_ns)
+		limit_mono(r, o->from_mono_ns, o->until_mono_ns);
 	progress_pass(path, 2);
 	aggregate(m, r, path, o->fold_locks, o->thread_filter);
 	progress_done();

@@ -20,6 +20,10 @@ typedef struct load_opts {
 	/* Fold destroyed per-object locks (model.h): for outputs that name
 	 * no instance but a class's (not --all, --lock or a replay). */
 	bool fold_locks;
+	/* `mallock top`: only the events from from_mono_ns until
+	 * until_mono_ns (CLOCK_MONOTONIC of the traced host; 0: no bound),
+	 * converted to the trace's clock by its PROCESS record's pair. */
+	uint64_t from_mono_ns, until_mono_ns;
 } load_opts_t;
 
 /*

@@ -89,6 +89,8 @@ struct reader {
 	bool failed;
 	uint8_t *zin; /* a compressed chunk as stored, before inflating */
 	size_t zcap;
+	uint64_t lim_from, lim_until; /* reader_limit: keys kept */
+	bool limited;
 };
 
 #define NONE UINT32_MAX
@@ -582,7 +584,7 @@ void reader_rewind(reader_t *r)
 		sift_down(r, i);
 }
 
-int reader_next(reader_t *r, reader_ev_t *ev)
+static int next_any(reader_t *r, reader_ev_t *ev)
 {
 	if (r->failed)
 		return -1;
@@ -619,6 +621,26 @@ int reader_next(reader_t *r, reader_ev_t *ev)
 	ev->tid = r->st[top].tid;
 	ev->part = r->st[top].part;
 	return 1;
+}
+
+void reader_limit(reader_t *r, uint64_t from_tsc, uint64_t until_tsc)
+{
+	r->lim_from = from_tsc;
+	r->lim_until = until_tsc;
+	r->limited = from_tsc || until_tsc != UINT64_MAX;
+}
+
+int reader_next(reader_t *r, reader_ev_t *ev)
+{
+	int rc;
+	while ((rc = next_any(r, ev)) > 0) {
+		if (!r->limited || FMT_IS_META(ev->rec->type))
+			return rc;
+		uint64_t key = r->st[ev->stream].key;
+		if (key >= r->lim_from && key < r->lim_until)
+			return rc;
+	}
+	return rc;
 }
 
 int reader_walk(reader_t *r, reader_walk_fn fn, void *ctx, uint64_t *err_off)

@@ -92,6 +92,12 @@ uint32_t reader_streams(const reader_t *r);
  */
 int reader_next(reader_t *r, reader_ev_t *ev);
 
+/* Keeps pass 2 to the events keyed in [from_tsc, until_tsc) (`mallock
+ * top`: a window opened in a trace that holds earlier ones, cut at the
+ * watermark below which every thread's events are written); metadata
+ * records are all given whatever their time. 0, UINT64_MAX: no limit. */
+void reader_limit(reader_t *r, uint64_t from_tsc, uint64_t until_tsc);
+
 /* Starts pass 2 over from the beginning. */
 void reader_rewind(reader_t *r);
 

@@ -19,7 +19,7 @@ from common import *
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(SRCDIR)))
 COMPLETION = os.path.join(ROOT, "packaging", "mallock.bash-completion")
 COMMANDS = ["record", "report", "diff", "compress", "dump", "ctl", "attach",
-            "detach"]
+            "detach", "top"]
 OPT = re.compile(r"^  (?:(-\w), )?(--[a-z-]+)(=(\S+))?", re.M)
 
 

@@ -61,6 +61,12 @@ TABLE = {
         missing=(["-o", os.path.join(TMP, "a.trace")],
                  "missing PID (the process to attach to)"),
         extra=([PID, "7"], "extra operand '7'")),
+    "top": dict(
+        number=(["--count=0", PID], "--count " + NUM % ("0", 1, 100000000)),
+        value=([PID, "--count"], "option '--count' needs a value"),
+        missing=(["--batch"], "missing PID, --attach PID or -- CMD"),
+        extra=([PID, "7"],
+               "extra operand '7' (a command to run follows --)")),
     "detach": dict(
         number=(["abc"], "process id " + NUM % ("abc", 1, 4194304)),
         value=None,
@@ -70,7 +76,7 @@ TABLE = {
 # The operands that make a command line complete, for the unknown options.
 GOOD = {"report": [trace], "record": ["--", "true"], "compress": [trace],
         "diff": [trace, trace], "dump": [trace], "ctl": ["status", PID],
-        "attach": [PID], "detach": [PID]}
+        "attach": [PID], "detach": [PID], "top": [PID]}
 
 
 def usage_error(argv, first):

@@ -1,0 +1,653 @@
+/*
+ * top.c - `mallock top`: a live view of a process's lock contention and
+ * the allocator calls inside its locks, one block per interval
+ * (docs/mallock-top.md).
+ *
+ * Three ways to a process, each left as it was found:
+ * - PID, running under the shim (preloaded, paused or recording): a
+ *   window is opened through its control page as `mallock ctl start`
+ *   does (no signal, ever) and closed at the end when top opened it; a
+ *   process that was recording already is left recording.
+ * - --attach PID, a process without the shim: `mallock attach` injects it
+ *   and `mallock detach` takes it out at the end (both run as this
+ *   executable's subcommands, their reports on stderr).
+ * - -- CMD: the program is run under the shim, as `record` runs it; top
+ *   ends when it ends, or after --count intervals, when its recording is
+ *   stopped through its page and it runs on unrecorded.
+ * The window's trace stays (its path on stderr at the end); `-o` names it
+ * (PID: a copy of the process's trace, taken when the window closed).
+ *
+ * Every interval the engine (pipeline/live.h) reads the window up to a
+ * watermark, now minus the shim's flush deadline (MALLOCK_FLUSH_MS of the
+ * process, 200 ms by default, and a quarter more plus its 10 ms poll and
+ * a margin): before it, every thread's events are on disk.
+ *
+ * Exit status (cli.h): 0 the intervals were shown (or the program run
+ * with -- CMD ended); 1 the process is gone, ended mid-view, cannot be
+ * reached, or the terminal is too small; 2 a usage error. Each failure is
+ * one line on stderr, "mallock top: ...".
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+#include "ctl_client.h"
+#include "live.h"
+#include "proc.h"
+#include "top_out.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h> /* optarg, optind */
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TOP_DEFAULT_OUTPUT "mallock.%e.%p.trace"
+#define TOP_MIN_COLS 80
+#define TOP_MIN_ROWS 24
+#define TOP_CTL_WAIT_MS 5000 /* how long a start/stop request is waited */
+
+enum {
+	OPT_INTERVAL = 256,
+	OPT_BATCH,
+	OPT_COUNT,
+	OPT_FORMAT,
+	OPT_SORT,
+	OPT_ATTACH
+};
+
+static const cli_opt_t top_opts[] = {
+    {"interval", OPT_INTERVAL, 1, "S",
+     "seconds between two views (0.2..3600,\ndefault 1)"},
+    {"batch", OPT_BATCH, 0, NULL,
+     "one plain-text block per interval on stdout\n(as top -b)"},
+    {"count", OPT_COUNT, 1, "N",
+     "stop after N intervals (default: until "
+     "the\nprocess ends or ^C)"},
+    {"format", OPT_FORMAT, 1, "text|json",
+     "json: one JSON object per interval and line"},
+    {"sort", OPT_SORT, 1, "wait|hold|alloc",
+     "order the lock classes by wait (default),\nhold time or allocator "
+     "time in holds"},
+    {"output", 'o', 1, "TRACE",
+     "keep the window's trace as TRACE (%p: pid,\n%e: program name)"},
+    {"attach", OPT_ATTACH, 1, "PID",
+     "a process without the shim: attach it (as\n`mallock attach`), "
+     "detach at the end"},
+    {"help", 'h', 0, NULL, "this help"},
+    {0}};
+
+static const cli_cmd_t top_cli = {
+    .name = "top",
+    .usage = "[options] PID\n"
+             "[options] --attach PID\n"
+             "[options] -- CMD [ARGS...]",
+    .intro = "A live view of lock contention and the allocator calls "
+             "inside locks: per\ninterval and since the window opened, "
+             "the lock classes, the code that\nallocates or frees under "
+             "them and the findings of `mallock report`.\n",
+    .outro = "PID runs under the shim: a window is opened through its "
+             "control page (no\nsignal) and closed at the end; its "
+             "recording state is restored. The\nwindow's trace is kept; "
+             "its path is printed at the end.\n",
+    .opts = top_opts,
+    .operands = "PID, --attach PID or -- CMD",
+    .min_operands = 0,
+    .max_operands = -1,
+};
+
+static volatile sig_atomic_t top_stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	top_stop = 1;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR && !top_stop)
+		;
+}
+
+/* Expands %p, %e and %% of pattern into out: 0, or -1 if too long. */
+static int expand(const char *pattern, long pid, const char *exe, char *out,
+                  size_t n)
+{
+	size_t o = 0;
+	for (const char *s = pattern; *s; s++) {
+		char buf[32];
+		const char *piece = buf;
+		if (s[0] == '%' && s[1] == 'p') {
+			snprintf(buf, sizeof buf, "%ld", pid);
+			s++;
+		} else if (s[0] == '%' && s[1] == 'e') {
+			piece = exe;
+			s++;
+		} else if (s[0] == '%' && s[1] == '%') {
+			buf[0] = '%', buf[1] = '\0';
+			s++;
+		} else {
+			buf[0] = *s, buf[1] = '\0';
+		}
+		size_t k = strlen(piece);
+		if (o + k >= n)
+			return -1;
+		memcpy(out + o, piece, k);
+		o += k;
+	}
+	out[o] = '\0';
+	return 0;
+}
+
+/* The watermark's lag behind now, in ns: the flush deadline of pid
+ * (MALLOCK_FLUSH_MS in its environment, else ours, else 200 ms), a
+ * quarter more, the 10 ms control poll and 50 ms of margin
+ * (docs/configuration.md: what stays buffered at most). */
+static uint64_t flush_lag_ns(long pid)
+{
+	char v[32] = "";
+	if (pid > 0)
+		proc_env(pid, "MALLOCK_FLUSH_MS", v, sizeof v);
+	if (!v[0] && getenv("MALLOCK_FLUSH_MS"))
+		snprintf(v, sizeof v, "%s", getenv("MALLOCK_FLUSH_MS"));
+	char *end;
+	long ms = v[0] ? strtol(v, &end, 10) : 200;
+	if (!v[0] || *end || ms <= 0 || ms > 3600000)
+		ms = 200;
+	return (uint64_t)(ms + ms / 4 + 10 + 50) * 1000000ull;
+}
+
+/* Runs this executable's subcommand argv (attach, detach) with its stdout
+ * on our stderr; returns its exit status, or -1. */
+static int run_self(char *const argv[])
+{
+	pid_t p = fork();
+	if (p < 0)
+		return -1;
+	if (p == 0) {
+		dup2(2, 1);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(p, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Whether pid is still the process that started at start, and not a
+ * zombie its parent has yet to reap (it has ended). */
+static bool same_process(long pid, uint64_t start)
+{
+	proc_t p;
+	if (proc_stat(pid, &p) != 0 || p.start != start)
+		return false;
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
+/* Writes cmd on t's page and waits for it to be served (up to
+ * TOP_CTL_WAIT_MS). Returns 1 if it was. */
+static int ctl_do(ctl_target_t *t, unsigned cmd)
+{
+	ctl_request(t, cmd);
+	for (int i = 0; i < TOP_CTL_WAIT_MS / 10; i++) {
+		if (ctl_answered(t))
+			return 1;
+		sleep_ms(10);
+	}
+	return ctl_answered(t);
+}
+
+static int copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -1;
+	int out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out < 0) {
+		close(in);
+		return -1;
+	}
+	char buf[65536];
+	ssize_t n;
+	int rc = 0;
+	while ((n = read(in, buf, sizeof buf)) > 0)
+		if (write(out, buf, (size_t)n) != n) {
+			rc = -1;
+			break;
+		}
+	if (n < 0)
+		rc = -1;
+	close(in);
+	if (close(out) < 0)
+		rc = -1;
+	return rc;
+}
+
+/* What top watches and how it leaves it. */
+typedef struct top_target {
+	enum { TT_PID, TT_ATTACH, TT_CMD } how;
+	long pid;
+	uint64_t start;
+	char comm[32];
+	ctl_target_t ctl;
+	bool ctl_open;
+	bool opened; /* top opened the window (PID): close it at the end */
+	pid_t child; /* -- CMD: the program, until it was waited for */
+	int child_status;
+	char trace[PATH_MAX];
+} top_target_t;
+
+/* Opens pid's page (a line on stderr when it cannot be). */
+static int open_page(top_target_t *t)
+{
+	if (ctl_target_open(&t->ctl, t->pid, 0) != 0)
+		return -1;
+	t->ctl_open = true;
+	return 0;
+}
+
+static int start_pid(top_target_t *t)
+{
+	if (open_page(t) < 0)
+		return -1;
+	ctl_page_t c;
+	ctl_page_copy(t->ctl.pg, &c);
+	if (c.state == CTLP_RECORDING) {
+		t->opened = false;
+	} else if (c.state == CTLP_PAUSED) {
+		if (!ctl_do(&t->ctl, CTLP_CMD_START)) {
+			/* The process made no hook call: a window it never
+			 * opened shows nothing; the request is withdrawn. */
+			ctl_request(&t->ctl, CTLP_CMD_STOP);
+			fprintf(stderr,
+			        "mallock top: pid %ld (%s) made no allocation "
+			        "or lock call within %d s: no window opened "
+			        "(the process is idle; try again under load)\n",
+			        t->pid, t->comm, TOP_CTL_WAIT_MS / 1000);
+			return -1;
+		}
+		t->opened = true;
+	} else {
+		fprintf(stderr,
+		        "mallock top: pid %ld (%s) is %s (%s): no window can "
+		        "be opened\n",
+		        t->pid, t->comm, ctlp_state_name(c.state), c.why);
+		return -1;
+	}
+	ctl_page_copy(t->ctl.pg, &c);
+	snprintf(t->trace, sizeof t->trace, "%s", c.trace);
+	return 0;
+}
+
+static int start_attach(top_target_t *t, const char *output)
+{
+	char pid[24];
+	snprintf(pid, sizeof pid, "%ld", t->pid);
+	char *argv[] = {"mallock", "attach", "-o", (char *)output, pid, NULL};
+	int rc = run_self(argv);
+	if (rc != 0) {
+		fprintf(stderr,
+		        "mallock top: pid %ld (%s): `mallock attach` "
+		        "failed (above): nothing to show\n",
+		        t->pid, t->comm);
+		return -1;
+	}
+	if (open_page(t) < 0)
+		return -1;
+	ctl_page_t c;
+	ctl_page_copy(t->ctl.pg, &c);
+	snprintf(t->trace, sizeof t->trace, "%s", c.trace);
+	return 0;
+}
+
+static int set_preload(const char *shim)
+{
+	const char *old = getenv("LD_PRELOAD");
+	if (!old || !*old)
+		return setenv("LD_PRELOAD", shim, 1);
+	char *v = xmalloc(strlen(shim) + strlen(old) + 2);
+	sprintf(v, "%s:%s", shim, old);
+	int rc = setenv("LD_PRELOAD", v, 1);
+	free(v);
+	return rc;
+}
+
+static int start_cmd(top_target_t *t, char **argv, const char *output,
+                     bool output_given)
+{
+	char shim[PATH_MAX];
+	if (find_shim(shim, sizeof shim) < 0) {
+		fprintf(stderr, "mallock top: libmallock.so not found beside "
+		                "this program\n");
+		return -1;
+	}
+	int efd[2];
+	if (pipe2(efd, O_CLOEXEC) < 0)
+		return -1;
+	const char *exe = path_base(argv[0]);
+	pid_t p = fork();
+	if (p < 0)
+		return -1;
+	if (p == 0) {
+		char path[PATH_MAX];
+		close(efd[0]);
+		if (expand(output, getpid(), exe, path, sizeof path) < 0)
+			_exit(125);
+		struct stat old;
+		if (output_given && lstat(path, &old) == 0 &&
+		    S_ISREG(old.st_mode))
+			unlink(path);
+		setenv("MALLOCK_OUTPUT", path, 1);
+		set_preload(shim);
+		execvp(argv[0], argv);
+		int e = errno;
+		if (write(efd[1], &e, sizeof e) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(efd[1]);
+	int e = 0;
+	ssize_t r;
+	while ((r = read(efd[0], &e, sizeof e)) < 0 && errno == EINTR)
+		;
+	close(efd[0]);
+	if (r == (ssize_t)sizeof e) {
+		waitpid(p, NULL, 0);
+		fprintf(stderr, "mallock top: cannot run %s: %s\n", argv[0],
+		        strerror(e));
+		return -1;
+	}
+	t->child = p;
+	t->pid = p;
+	proc_t pr;
+	if (proc_stat(p, &pr) == 0)
+		t->start = pr.start;
+	snprintf(t->comm, sizeof t->comm, "%s", exe);
+	if (expand(output, p, exe, t->trace, sizeof t->trace) < 0)
+		return -1;
+	return 0;
+}
+
+/* Whether the process watched is still there (-- CMD: reaps it). */
+static bool target_alive(top_target_t *t)
+{
+	if (t->child) {
+		int st;
+		pid_t w = waitpid(t->child, &st, WNOHANG);
+		if (w == t->child) {
+			t->child = 0;
+			t->child_status = st;
+			return false;
+		}
+		return true;
+	}
+	return same_process(t->pid, t->start);
+}
+
+/* Leaves the process as top found it (see the file comment). */
+static void finish(top_target_t *t, bool alive)
+{
+	if (t->how == TT_CMD && alive && !t->ctl_open &&
+	    ctl_target_open(&t->ctl, t->pid, 1) == 0)
+		t->ctl_open = true;
+	if (alive && t->ctl_open && (t->opened || t->how == TT_CMD) &&
+	    !ctl_do(&t->ctl, CTLP_CMD_STOP))
+		fprintf(stderr,
+		        "mallock top: pid %ld made no call since: its window "
+		        "closes at its next allocation or lock call\n",
+		        t->pid);
+	if (t->ctl_open)
+		ctl_target_close(&t->ctl);
+	t->ctl_open = false;
+	if (t->how == TT_ATTACH && alive) {
+		char pid[24];
+		snprintf(pid, sizeof pid, "%ld", t->pid);
+		char *argv[] = {"mallock", "detach", pid, NULL};
+		if (run_self(argv) != 0)
+			fprintf(stderr,
+			        "mallock top: pid %ld: `mallock detach` failed "
+			        "(above)\n",
+			        t->pid);
+	}
+}
+
+/* The TTY form needs TOP_MIN_COLS x TOP_MIN_ROWS: 0, or -1 after a line
+ * saying the size. */
+static int tty_check(void)
+{
+	struct winsize ws;
+	if (ioctl(1, TIOCGWINSZ, &ws) < 0)
+		return 0;
+	if (ws.ws_col >= TOP_MIN_COLS && ws.ws_row >= TOP_MIN_ROWS)
+		return 0;
+	fprintf(stderr,
+	        "mallock top: the terminal is %ux%u, the screen needs %dx%d "
+	        "or more (or use --batch)\n",
+	        ws.ws_col, ws.ws_row, TOP_MIN_COLS, TOP_MIN_ROWS);
+	return -1;
+}
+
+int cmd_top(int argc, char **argv)
+{
+	double interval = 1;
+	long count = 0, apid = 0;
+	bool batch = false, json = false, output_given = false;
+	int sort = LIVE_SORT_WAIT;
+	const char *sort_name = "wait", *output = NULL;
+	cli_t cli = {.cmd = &top_cli};
+	int c;
+	while ((c = cli_next(&cli, argc, argv)) != -1) {
+		char *end;
+		switch (c) {
+		case CLI_DONE:
+			return cli.status;
+		case OPT_INTERVAL:
+			interval = strtod(optarg, &end);
+			if (end == optarg || *end || !(interval >= 0.2) ||
+			    interval > 3600)
+				return cli_bad_value("top", "--interval",
+				                     optarg,
+				                     "not seconds from 0.2 to "
+				                     "3600");
+			break;
+		case OPT_BATCH:
+			batch = true;
+			break;
+		case OPT_COUNT:
+			if (cli_number("top", "--count", optarg, 1, 100000000,
+			               &count))
+				return CLI_EXIT_USAGE;
+			break;
+		case OPT_FORMAT:
+			if (strcmp(optarg, "text") && strcmp(optarg, "json"))
+				return cli_bad_value("top", "--format", optarg,
+				                     "not text or json");
+			json = !strcmp(optarg, "json");
+			break;
+		case OPT_SORT:
+			sort = !strcmp(optarg, "wait")    ? LIVE_SORT_WAIT
+			       : !strcmp(optarg, "hold")  ? LIVE_SORT_HOLD
+			       : !strcmp(optarg, "alloc") ? LIVE_SORT_ALLOC
+			                                  : -1;
+			if (sort < 0)
+				return cli_bad_value("top", "--sort", optarg,
+				                     "not wait, hold or alloc");
+			sort_name = optarg;
+			break;
+		case 'o':
+			output = optarg;
+			output_given = true;
+			break;
+		case OPT_ATTACH:
+			if (cli_number("top", "--attach", optarg, 1,
+			               CLI_PID_MAX, &apid))
+				return CLI_EXIT_USAGE;
+			break;
+		}
+	}
+	top_target_t t = {0};
+	int nops = argc - optind;
+	bool dashdash = optind > 1 && !strcmp(argv[optind - 1], "--");
+	if (apid) {
+		if (nops)
+			return cli_usage_error("top",
+			                       "extra operand '%s' (--attach "
+			                       "names the process)",
+			                       argv[optind]);
+		t.how = TT_ATTACH;
+		t.pid = apid;
+	} else if (dashdash && nops) {
+		t.how = TT_CMD;
+	} else if (nops == 1) {
+		t.how = TT_PID;
+		if (cli_number("top", "process id", argv[optind], 1,
+		               CLI_PID_MAX, &t.pid))
+			return CLI_EXIT_USAGE;
+	} else if (!nops) {
+		return cli_usage_error("top", "missing PID, --attach PID or -- "
+		                              "CMD");
+	} else {
+		return cli_usage_error("top",
+		                       "extra operand '%s' (a command to run "
+		                       "follows --)",
+		                       argv[optind + 1]);
+	}
+	/* Refused before the process is touched. */
+	if (!batch && !json && isatty(1) && tty_check() < 0)
+		return 1;
+	if (t.how != TT_CMD) {
+		proc_t p;
+		if (proc_stat(t.pid, &p) != 0) {
+			fprintf(stderr, "mallock top: no process %ld\n", t.pid);
+			return 1;
+		}
+		t.start = p.start;
+		snprintf(t.comm, sizeof t.comm, "%s", p.comm);
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	uint64_t from = mono_ns();
+	char out_abs[PATH_MAX + 64] = "";
+	if (!output)
+		output = TOP_DEFAULT_OUTPUT;
+	if (output[0] != '/') {
+		char cwd[PATH_MAX];
+		if (getcwd(cwd, sizeof cwd))
+			snprintf(out_abs, sizeof out_abs, "%s/%s", cwd, output);
+	}
+	const char *out_path = out_abs[0] ? out_abs : output;
+	int rc = t.how == TT_PID ? start_pid(&t)
+	         : t.how == TT_ATTACH
+	             ? start_attach(&t, out_path)
+	             : start_cmd(&t, argv + optind, out_path, output_given);
+	if (rc < 0) {
+		if (t.ctl_open)
+			ctl_target_close(&t.ctl);
+		return 1;
+	}
+	if (t.how != TT_PID)
+		from = 0; /* the trace holds this window only */
+
+	live_t lv = {.path = t.trace, .from_mono_ns = from, .symbols = true};
+	uint64_t lag = flush_lag_ns(t.pid);
+	int shown = 0, status = 0;
+	bool alive = true;
+	long step_ms = (long)llround(interval * 1000);
+	uint64_t next = mono_ns() + (uint64_t)step_ms * 1000000ull;
+	while (!top_stop && (!count || shown < count)) {
+		while (!top_stop && mono_ns() < next && alive) {
+			uint64_t left = (next - mono_ns()) / 1000000ull;
+			sleep_ms(left > 50 ? 50 : (long)left + 1);
+			alive = target_alive(&t);
+		}
+		if (top_stop)
+			break;
+		alive = target_alive(&t);
+		next += (uint64_t)step_ms * 1000000ull;
+		struct stat st;
+		if (stat(t.trace, &st) != 0) {
+			/* -- CMD: created at the program's start. */
+			if (!alive)
+				break;
+			continue;
+		}
+		/* Once the process has ended its trace is whole: every event
+		 * is before now. */
+		uint64_t until = alive ? mono_ns() - lag : mono_ns();
+		int lr = live_poll(&lv, until, sort);
+		if (lr) {
+			status = 1;
+			break;
+		}
+		shown++;
+		if (json)
+			top_json(&lv.cur, shown, sort_name, stdout);
+		else
+			top_text(&lv.cur, shown, sort_name, stdout);
+		if (!alive)
+			break;
+		/* A look that took longer than the interval delays the next
+		 * one: top takes at most half of a core, and says so in the
+		 * interval's length. */
+		if (next < mono_ns())
+			next = mono_ns() + (uint64_t)step_ms * 1000000ull;
+	}
+	if (!status && !alive && t.how != TT_CMD && (!count || shown < count)) {
+		fprintf(stderr,
+		        "mallock top: pid %ld (%s) ended after %d interval%s\n",
+		        t.pid, t.comm, shown, shown == 1 ? "" : "s");
+		status = 1;
+	}
+	finish(&t, alive);
+	live_free(&lv);
+	if (t.how == TT_PID && output_given) {
+		char dst[PATH_MAX];
+		if (expand(output, t.pid, t.comm, dst, sizeof dst) == 0 &&
+		    copy_file(t.trace, dst) == 0)
+			snprintf(t.trace, sizeof t.trace, "%s", dst);
+		else
+			fprintf(stderr,
+			        "mallock top: cannot copy %s to %s: %s\n",
+			        t.trace, output, strerror(errno));
+	}
+	fprintf(stderr, "mallock top: the window's trace: %s\n", t.trace);
+	if (t.how == TT_CMD && !t.child && !status &&
+	    WIFEXITED(t.child_status) && WEXITSTATUS(t.child_status))
+		status = WEXITSTATUS(t.child_status);
+	return status;
+}

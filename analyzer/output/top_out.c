@@ -1,0 +1,217 @@
+/*
+ * top_out.c - `mallock top`'s text block and JSON line (see top_out.h).
+ * Every figure is one the view counted: the interval's are differences of
+ * the window's, a share is a part of the hold it is a share of (never
+ * above 100%), and an interval's longest wait that only a histogram
+ * bucket bounds is printed as "<" that bound.
+ */
+#include "top_out.h"
+
+#include "json.h"
+
+#include <string.h>
+
+/* alloc_ns of hold_ns in percent: the allocator calls are made inside the
+ * holds, so the share is at most 100 (clamped when rounding says more). */
+static double alloc_share(const lockstat_t *s)
+{
+	if (!s->hold_ns)
+		return 0;
+	double p = 100.0 * (double)s->alloc_ns / (double)s->hold_ns;
+	return p > 100 ? 100 : p;
+}
+
+/* The columns of one lockstat: wait, contended, max wait, hold, alloc%,
+ * allocator-lock wait. */
+static void lock_cols(FILE *out, const lockstat_t *s, bool bound)
+{
+	char a[32], b[32], c[40], d[32], e[32];
+	human_ns(c + 1, sizeof c - 1, (double)s->wait_max);
+	c[0] = bound ? '<' : ' ';
+	fprintf(out, "%9s %7s %9s %9s %5.1f%% %9s",
+	        human_ns(a, sizeof a, (double)s->wait_ns),
+	        human_count(b, sizeof b, (double)s->contended),
+	        s->wait_max || bound ? c : "        -",
+	        human_ns(d, sizeof d, (double)s->hold_ns), alloc_share(s),
+	        human_ns(e, sizeof e, (double)s->alloc_lw_ns));
+}
+
+static void name_col(char *buf, size_t len, const char *name, size_t width)
+{
+	size_t n = strlen(name);
+	if (n >= len)
+		n = len - 1;
+	memcpy(buf, name, n);
+	buf[n] = 0;
+	if (n > width && width > 3)
+		strcpy(buf + width - 3, "...");
+}
+
+void top_text(const live_view_t *v, int n, const char *sort, FILE *out)
+{
+	char a[32], b[32], c[32], col[LIVE_NAME];
+	double eps = v->ivl_s > 0 ? (double)v->ievents / v->ivl_s : 0;
+	fprintf(out,
+	        "mallock top - %s (pid %llu) - interval %d (%.1f s) - window "
+	        "age %.1f s\n",
+	        v->exe, (unsigned long long)v->pid, n, v->ivl_s, v->age_s);
+	fprintf(out,
+	        "threads %u   events/s %s   events %s   dropped %s (%s in the "
+	        "interval)%s\n",
+	        v->threads, human_count(a, sizeof a, eps),
+	        human_count(b, sizeof b, (double)v->events),
+	        human_count(c, sizeof c, (double)v->dropped),
+	        human_count(col, sizeof col, (double)v->idropped),
+	        v->have_end ? "   process ended" : "");
+	if (v->trunc[0])
+		fprintf(out, "note: %s\n", v->trunc);
+	fprintf(out,
+	        "\nLock classes by %s (last interval | since the window "
+	        "opened):\n",
+	        sort);
+	fprintf(
+	    out, "  %-28s %9s %7s %9s %9s %6s %9s | %9s %7s %9s %9s %6s %9s\n",
+	    "lock", "wait", "cont", "max wait", "hold", "alloc%", "alloc-lw",
+	    "wait", "cont", "max wait", "hold", "alloc%", "alloc-lw");
+	size_t shown = 0;
+	for (size_t i = 0; i < v->nlock && shown < TOP_LOCK_ROWS; i++) {
+		const live_lock_t *l = &v->lock[i];
+		char nm[LIVE_NAME + 8];
+		snprintf(nm, sizeof nm, "%s%s", l->queue ? "*" : "", l->name);
+		name_col(col, sizeof col, nm, 28);
+		fprintf(out, "  %-28s ", col);
+		lock_cols(out, &l->ivl, l->ivl_max_bound);
+		fputs(" | ", out);
+		lock_cols(out, &l->win, false);
+		fputc('\n', out);
+		shown++;
+	}
+	if (!shown)
+		fprintf(out, "  (no lock taken in the window yet)\n");
+	fprintf(out,
+	        "\nCode that allocates or frees under them (by the blocks' "
+	        "allocation site;\nallocator time in holds, last interval | "
+	        "window):\n");
+	shown = 0;
+	for (size_t i = 0; i < v->nsite && shown < TOP_SITE_ROWS; i++) {
+		const live_site_t *s = &v->site[i];
+		char lk[32], st[48];
+		name_col(lk, sizeof lk, s->lock, 20);
+		name_col(st, sizeof st, s->site, 40);
+		fprintf(
+		    out, "  %-20s %-40s %9s %6s allocs %6s frees | %9s\n", lk,
+		    st, human_ns(a, sizeof a, (double)s->ins),
+		    human_count(b, sizeof b, (double)s->iallocs),
+		    human_count(c, sizeof c, (double)(s->icalls - s->iallocs)),
+		    human_ns(col, sizeof col, (double)s->ns));
+		shown++;
+	}
+	if (!shown)
+		fprintf(out, "  (no allocator call inside a hold yet)\n");
+	fprintf(out,
+	        "\nFindings of the window so far (as `mallock report`):\n");
+	for (size_t i = 0; i < v->nfind && i < TOP_FIND_ROWS; i++) {
+		const live_find_t *f = &v->find[i];
+		fprintf(out, "  %-6s %-17s %s%s%s\n", f->severity, f->kind,
+		        f->lock[0] ? f->lock : "",
+		        f->lock[0] && f->site[0] ? " @ " : "", f->site);
+		fprintf(out, "         %s\n", f->summary);
+	}
+	if (!v->nfind)
+		fprintf(out, "  (none yet)\n");
+	if (v->nfind > TOP_FIND_ROWS)
+		fprintf(out, "  ... %zu more\n", v->nfind - TOP_FIND_ROWS);
+	fputc('\n', out);
+	fflush(out);
+}
+
+static void json_stat(jw_t *w, const char *key, const lockstat_t *s, bool bound)
+{
+	jw_key(w, key);
+	jw_obj(w);
+	jw_ku64(w, "wait_ns", s->wait_ns);
+	jw_ku64(w, "contended", s->contended);
+	jw_ku64(w, "acquisitions", s->acq);
+	jw_ku64(w, bound ? "max_wait_below_ns" : "max_wait_ns", s->wait_max);
+	jw_ku64(w, "hold_ns", s->hold_ns);
+	jw_ku64(w, "alloc_ns_in_holds", s->alloc_ns);
+	jw_knum(w, "alloc_share_of_hold", alloc_share(s) / 100);
+	jw_ku64(w, "alloc_lock_wait_ns", s->alloc_lw_ns);
+	jw_end(w, '}');
+}
+
+void top_json(const live_view_t *v, int n, const char *sort, FILE *out)
+{
+	jw_t w;
+	jw_init(&w, out);
+	w.compact_from = 0;
+	jw_obj(&w);
+	jw_ku64(&w, "interval", (uint64_t)n);
+	jw_ku64(&w, "pid", v->pid);
+	jw_kstr(&w, "exe", v->exe);
+	jw_knum(&w, "interval_s", v->ivl_s);
+	jw_knum(&w, "window_age_s", v->age_s);
+	jw_ku64(&w, "threads", v->threads);
+	jw_ku64(&w, "events", v->events);
+	jw_ku64(&w, "interval_events", v->ievents);
+	jw_ku64(&w, "dropped", v->dropped);
+	jw_ku64(&w, "interval_dropped", v->idropped);
+	jw_kbool(&w, "process_ended", v->have_end);
+	jw_kstr(&w, "sort", sort);
+	jw_key(&w, "locks");
+	jw_arr(&w);
+	for (size_t i = 0; i < v->nlock && i < TOP_LOCK_ROWS; i++) {
+		const live_lock_t *l = &v->lock[i];
+		jw_obj(&w);
+		jw_kstr(&w, "name", l->name);
+		jw_kstr(&w, "site", l->site[0] ? l->site : NULL);
+		jw_kstr(&w, "kind", lock_kind_word(l->kind));
+		jw_ku64(&w, "instances", l->ninst);
+		jw_kbool(&w, "queue_like", l->queue);
+		json_stat(&w, "interval", &l->ivl, l->ivl_max_bound);
+		json_stat(&w, "window", &l->win, false);
+		jw_end(&w, '}');
+	}
+	jw_end(&w, ']');
+	jw_key(&w, "sites");
+	jw_arr(&w);
+	for (size_t i = 0; i < v->nsite && i < TOP_SITE_ROWS; i++) {
+		const live_site_t *s = &v->site[i];
+		jw_obj(&w);
+		jw_kstr(&w, "lock", s->lock);
+		jw_kstr(&w, "site", s->site);
+		jw_key(&w, "interval");
+		jw_obj(&w);
+		jw_ku64(&w, "alloc_ns_in_holds", s->ins);
+		jw_ku64(&w, "allocs", s->iallocs);
+		jw_ku64(&w, "frees", s->icalls - s->iallocs);
+		jw_ku64(&w, "alloc_lock_wait_ns", s->ilw_ns);
+		jw_end(&w, '}');
+		jw_key(&w, "window");
+		jw_obj(&w);
+		jw_ku64(&w, "alloc_ns_in_holds", s->ns);
+		jw_ku64(&w, "allocs", s->allocs);
+		jw_ku64(&w, "frees", s->calls - s->allocs);
+		jw_ku64(&w, "alloc_lock_wait_ns", s->lw_ns);
+		jw_end(&w, '}');
+		jw_end(&w, '}');
+	}
+	jw_end(&w, ']');
+	jw_key(&w, "findings");
+	jw_arr(&w);
+	for (size_t i = 0; i < v->nfind && i < TOP_FIND_ROWS; i++) {
+		const live_find_t *f = &v->find[i];
+		jw_obj(&w);
+		jw_kstr(&w, "kind", f->kind);
+		jw_kstr(&w, "severity", f->severity);
+		jw_kstr(&w, "lock", f->lock[0] ? f->lock : NULL);
+		jw_kstr(&w, "site", f->site[0] ? f->site : NULL);
+		jw_kstr(&w, "summary", f->summary);
+		jw_knum(&w, "score_ns", f->score_ns);
+		jw_end(&w, '}');
+	}
+	jw_end(&w, ']');
+	jw_ku64(&w, "findings_total", v->nfind);
+	jw_end(&w, '}'); /* and the line's end */
+	fflush(out);
+}

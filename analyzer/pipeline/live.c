@@ -1,0 +1,263 @@
+/*
+ * live.c - `mallock top`'s engine (see live.h): one poll loads the window
+ * through load_trace, copies the rows it shows, and subtracts the previous
+ * poll's rows of the same class (by class key) and site (class key and site
+ * label) to get the interval.
+ */
+#include "live.h"
+
+#include "load.h"
+#include "symbols.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void view_free(live_view_t *v)
+{
+	free(v->lock);
+	free(v->site);
+	free(v->find);
+	memset(v, 0, sizeof *v);
+}
+
+void live_free(live_t *lv)
+{
+	view_free(&lv->prev);
+	view_free(&lv->cur);
+}
+
+static void site_label(model_t *m, uint32_t stack, char *buf, size_t len)
+{
+	frame_t fr;
+	char a[LIVE_NAME];
+	if (stack != NONE32 && sym_stack_site(m, stack, &fr) &&
+	    (fr.function || fr.module))
+		snprintf(buf, len, "%s", frame_label(&fr, a, sizeof a));
+	else
+		buf[0] = 0;
+}
+
+/* The top of hist bucket b: the bound of the values it counts. */
+static uint64_t bucket_top(unsigned b)
+{
+	return b + 1 >= 64 ? UINT64_MAX : (1ull << (b + 1)) - 1;
+}
+
+static const live_lock_t *prev_lock(const live_view_t *p, uint64_t key)
+{
+	for (size_t i = 0; i < p->nlock; i++)
+		if (p->lock[i].key == key)
+			return &p->lock[i];
+	return NULL;
+}
+
+static const live_site_t *prev_site(const live_view_t *p, uint64_t key,
+                                    const char *site)
+{
+	for (size_t i = 0; i < p->nsite; i++)
+		if (p->site[i].cls_key == key && !strcmp(p->site[i].site, site))
+			return &p->site[i];
+	return NULL;
+}
+
+/* The interval of lock l: its window counters minus those of the previous
+ * poll (sums; a class first seen now counts whole). */
+static void lock_interval(live_lock_t *l, const live_lock_t *o)
+{
+	l->ivl = l->win;
+	if (!o)
+		return;
+#define LOCK_SUB_(name, how, doc)                                              \
+	l->ivl.name =                                                          \
+	    l->win.name >= o->win.name ? l->win.name - o->win.name : 0;
+	LOCK_COUNTERS(LOCK_SUB_)
+#undef LOCK_SUB_
+	l->ivl.max_waiters = l->win.max_waiters;
+	l->ivl.hold_max =
+	    l->win.hold_max > o->win.hold_max ? l->win.hold_max : 0;
+	if (l->win.wait_max > o->win.wait_max) {
+		l->ivl.wait_max = l->win.wait_max;
+		return;
+	}
+	l->ivl.wait_max = 0;
+	for (unsigned b = HIST_BUCKETS; b-- > 0;)
+		if (l->wait_hist.n[b] > o->wait_hist.n[b]) {
+			uint64_t top = bucket_top(b);
+			l->ivl.wait_max =
+			    top < l->win.wait_max ? top : l->win.wait_max;
+			l->ivl_max_bound = true;
+			break;
+		}
+}
+
+static int sort_key;
+
+static uint64_t lock_metric(const lockstat_t *s)
+{
+	return sort_key == LIVE_SORT_HOLD    ? s->hold_ns
+	       : sort_key == LIVE_SORT_ALLOC ? s->alloc_ns
+	                                     : s->wait_ns;
+}
+
+static int by_metric(const void *a, const void *b)
+{
+	const live_lock_t *x = a, *y = b;
+	uint64_t p = lock_metric(&x->ivl), q = lock_metric(&y->ivl);
+	if (p != q)
+		return p < q ? 1 : -1;
+	p = lock_metric(&x->win), q = lock_metric(&y->win);
+	if (p != q)
+		return p < q ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static int by_site_ns(const void *a, const void *b)
+{
+	const live_site_t *x = a, *y = b;
+	if (x->ins != y->ins)
+		return x->ins < y->ins ? 1 : -1;
+	if (x->ns != y->ns)
+		return x->ns < y->ns ? 1 : -1;
+	int c = strcmp(x->lock, y->lock);
+	return c ? c : strcmp(x->site, y->site);
+}
+
+static void copy_locks(live_t *lv, model_t *m, live_view_t *v)
+{
+	v->lock = calloc(m->ncls + 1, sizeof *v->lock);
+	for (size_t c = 0; c < m->ncls; c++) {
+		const lockclass_t *k = &m->cls[c];
+		if (!k->s.acq && !k->s.wait_ns)
+			continue;
+		live_lock_t *l = &v->lock[v->nlock++];
+		l->key = k->key;
+		lock_label(m, &m->lock[k->rep], l->name, sizeof l->name);
+		site_label(m, k->site, l->site, sizeof l->site);
+		l->kind = k->kind;
+		l->ninst = k->ninst;
+		l->queue = k->queue;
+		l->win = k->s;
+		l->wait_hist = k->wait_hist;
+		lock_interval(l, prev_lock(&lv->prev, l->key));
+	}
+	qsort(v->lock, v->nlock, sizeof *v->lock, by_metric);
+}
+
+static void copy_sites(live_t *lv, model_t *m, live_view_t *v)
+{
+	const lstab_t *t = &m->ls[LS_ALLOC];
+	size_t cap = t->n + 1;
+	v->site = calloc(cap, sizeof *v->site);
+	for (size_t i = 0; i < t->n; i++) {
+		const lspair_t *p = &t->v[i];
+		uint32_t c = m->lock[p->lock].cls;
+		if (c == NONE32 || c >= m->ncls)
+			continue;
+		char site[LIVE_NAME];
+		site_label(m, p->stack, site, sizeof site);
+		if (!site[0])
+			snprintf(site, sizeof site, "[unknown]");
+		live_site_t *s = NULL;
+		for (size_t k = 0; k < v->nsite && !s; k++)
+			if (v->site[k].cls_key == m->cls[c].key &&
+			    !strcmp(v->site[k].site, site))
+				s = &v->site[k];
+		if (!s) {
+			s = &v->site[v->nsite++];
+			s->cls_key = m->cls[c].key;
+			lock_label(m, &m->lock[m->cls[c].rep], s->lock,
+			           sizeof s->lock);
+			memcpy(s->site, site, sizeof s->site);
+		}
+		s->calls += p->n;
+		s->allocs += p->n2;
+		s->ns += p->ns;
+		s->lw_ns += p->ns2;
+	}
+	for (size_t k = 0; k < v->nsite; k++) {
+		live_site_t *s = &v->site[k];
+		const live_site_t *o =
+		    prev_site(&lv->prev, s->cls_key, s->site);
+		s->icalls =
+		    s->calls - (o && o->calls <= s->calls ? o->calls : 0);
+		s->iallocs =
+		    s->allocs - (o && o->allocs <= s->allocs ? o->allocs : 0);
+		s->ins = s->ns - (o && o->ns <= s->ns ? o->ns : 0);
+		s->ilw_ns =
+		    s->lw_ns - (o && o->lw_ns <= s->lw_ns ? o->lw_ns : 0);
+	}
+	qsort(v->site, v->nsite, sizeof *v->site, by_site_ns);
+}
+
+static void copy_findings(model_t *m, findings_t *f, live_view_t *v)
+{
+	findings_sort(f);
+	v->find = calloc(f->n + 1, sizeof *v->find);
+	for (size_t i = 0; i < f->n; i++) {
+		const finding_t *x = &f->v[i];
+		live_find_t *o = &v->find[v->nfind++];
+		snprintf(o->kind, sizeof o->kind, "%s",
+		         finding_kind_name(x->kind));
+		snprintf(o->severity, sizeof o->severity, "%s",
+		         severity_name(x->severity));
+		uint32_t li = finding_lock(x);
+		if (li != NONE32)
+			lock_label(m, &m->lock[li], o->lock, sizeof o->lock);
+		if (x->stack != NONE32)
+			finding_site_name(x, o->site, sizeof o->site);
+		finding_summary(x, o->summary, sizeof o->summary);
+		o->score_ns = x->score;
+	}
+}
+
+int live_poll(live_t *lv, uint64_t until_mono_ns, int sort)
+{
+	model_t m;
+	findings_t f = {0};
+	load_opts_t o = {.symbols = lv->symbols,
+	                 .quiet = true,
+	                 .fold_locks = true,
+	                 .from_mono_ns = lv->from_mono_ns,
+	                 .until_mono_ns = until_mono_ns};
+	int rc = load_trace(lv->path, &m, &f, &o);
+	if (rc)
+		return rc;
+	view_free(&lv->prev);
+	lv->prev = lv->cur;
+	memset(&lv->cur, 0, sizeof lv->cur);
+	live_view_t *v = &lv->cur, *p = &lv->prev;
+	sort_key = sort;
+	v->pid = m.pid;
+	snprintf(v->exe, sizeof v->exe, "%s", m.exe ? path_base(m.exe) : "?");
+	v->until_mono_ns = until_mono_ns;
+	uint64_t from = lv->from_mono_ns;
+	if (!from && m.info.have_process)
+		from = m.info.process.mono_ns;
+	v->age_s =
+	    until_mono_ns > from ? (double)(until_mono_ns - from) / 1e9 : 0;
+	uint64_t since = lv->polls ? p->until_mono_ns : from;
+	v->ivl_s =
+	    until_mono_ns > since ? (double)(until_mono_ns - since) / 1e9 : 0;
+	for (size_t i = 0; i < m.nthr; i++)
+		v->threads += m.thr[i].events && !m.thr[i].exited;
+	v->events = m.events;
+	v->ievents = lv->polls && p->events <= m.events ? m.events - p->events
+	                                                : m.events;
+	v->dropped = m.tot.dropped;
+	v->idropped = lv->polls && p->dropped <= m.tot.dropped
+	                  ? m.tot.dropped - p->dropped
+	                  : m.tot.dropped;
+	v->have_end = m.have_end;
+	/* A last chunk still being written is the trace's growing edge, not
+	 * damage: only a bad chunk before the end is said. */
+	if (m.info.truncated && m.info.chunks_total > m.info.chunks + 1)
+		truncation_text(&m, v->trunc, sizeof v->trunc);
+	copy_locks(lv, &m, v);
+	copy_sites(lv, &m, v);
+	copy_findings(&m, &f, v);
+	free(f.v);
+	load_free(&m);
+	lv->polls++;
+	return 0;
+}

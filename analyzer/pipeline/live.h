@@ -1,0 +1,110 @@
+/*
+ * live.h - `mallock top`'s engine: the window of a growing trace, seen
+ * again every interval through the same pipeline as `mallock report`
+ * (load_trace: reader, model, classes, finders), and what changed since
+ * the last look.
+ *
+ * Each poll reads the chunks already written whole (the reader stops at
+ * the first incomplete one), keeps the events of the window (from its
+ * start) up to a watermark (until) below which every thread's events are
+ * on disk (the caller passes now minus the shim's flush deadline; a thread
+ * that makes no call does not hold it back, the flush deadline has its
+ * buffer written by the others), and merges the threads' streams by time
+ * as the report does, so no event is applied out of order. An event that
+ * arrives after its interval was shown (a thread idle past the deadline
+ * while every other was idle too) is counted in the next interval's
+ * differences and in the window's totals, in its place.
+ *
+ * What a poll keeps (live_view_t) is a copy of the named rows, owned by
+ * the view: the model itself is freed after each poll, so memory is one
+ * model (bounded by threads, locks, stacks and live blocks: model.h) and
+ * two views, never the events. The time of a poll grows with the window's
+ * events (each poll reads the window again): docs/mallock-top.md says so.
+ */
+#ifndef MALLOCK_LIVE_H
+#define MALLOCK_LIVE_H
+
+#include "model.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LIVE_NAME 160
+
+/* One lock class, named as `mallock report` names it. */
+typedef struct live_lock {
+	uint64_t key; /* the class key (lockclass_t.key): same across polls */
+	char name[LIVE_NAME]; /* lock_label of its representative */
+	char site[LIVE_NAME]; /* the class's site, "" when none */
+	uint32_t kind, ninst;
+	bool queue;
+	lockstat_t win; /* since the window opened */
+	lockstat_t ivl; /* the last interval: win minus the previous poll's */
+	/* ivl.wait_max is exact when the window's maximum grew in the
+	 * interval; otherwise it is the top of the highest bucket the
+	 * interval's waits filled (an upper bound): then this is true. */
+	bool ivl_max_bound;
+	hist_t wait_hist;
+} live_lock_t;
+
+/* Allocator calls in holds of one class, by the allocation site of the
+ * blocks (LS_ALLOC pairs summed over the class's locks). */
+typedef struct live_site {
+	uint64_t cls_key;
+	char lock[LIVE_NAME], site[LIVE_NAME];
+	uint64_t calls, allocs, ns, lw_ns;     /* window */
+	uint64_t icalls, iallocs, ins, ilw_ns; /* the last interval */
+} live_site_t;
+
+/* One finding of the window so far, from findings_compute. */
+typedef struct live_find {
+	char kind[24], severity[8];
+	char lock[LIVE_NAME], site[LIVE_NAME];
+	char summary[400];
+	double score_ns;
+} live_find_t;
+
+typedef struct live_view {
+	uint64_t pid;
+	char exe[64];
+	uint64_t until_mono_ns; /* the watermark of this poll */
+	double age_s;           /* the window's age at the watermark */
+	double ivl_s;           /* since the previous poll's watermark */
+	uint32_t threads;       /* threads with events, not exited */
+	uint64_t events, ievents, dropped, idropped;
+	bool have_end;   /* the trace's END record: the process ended */
+	char trunc[200]; /* "" or why reading stopped before the file's end
+	                    other than an incomplete last chunk */
+	live_lock_t *lock;
+	size_t nlock;
+	live_site_t *site;
+	size_t nsite;
+	live_find_t *find;
+	size_t nfind;
+} live_view_t;
+
+typedef struct live {
+	const char *path;
+	uint64_t from_mono_ns; /* the window's start; 0: the trace's */
+	bool symbols;
+	int polls;
+	live_view_t prev, cur;
+} live_t;
+
+/* What live_poll sorts the classes by: the interval's value, then the
+ * window's. */
+enum live_sort { LIVE_SORT_WAIT, LIVE_SORT_HOLD, LIVE_SORT_ALLOC };
+
+/*
+ * Reads lv->path's window up to until_mono_ns into lv->cur (the previous
+ * view moves to lv->prev) and computes the interval's differences; classes
+ * sorted by sort, sites by allocator time in holds in the interval, then
+ * the window, findings by score. Returns 0; 1 when the trace cannot be
+ * read (a line on stderr, "mallock: PATH: what"); 2 when it is not a
+ * mallock trace. Allocates; free with live_free().
+ */
+int live_poll(live_t *lv, uint64_t until_mono_ns, int sort);
+void live_free(live_t *lv);
+
+#endif

@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""`mallock top` (docs/mallock-top.md) on the bundled svcqueue.
+
+usage: top_test.py CASE MALLOCK SHIM SVCQUEUE TMPDIR
+CASE:
+  batch  `-- CMD`: --batch --count 3 gives 3 blocks naming svcqueue.lock and
+         tree_insert; every lock and site top names is named so by
+         `mallock report` of the kept trace; the program runs on to its end
+  json   PID, started paused: --format=json --count 2 gives 2 JSON lines
+         naming the lock and the site; the process is paused again
+         afterwards, runs to its end, leaves no page, and the trace is the
+         one window; a process that was recording is left recording
+  bad    a gone PID, a terminal under 80x24, a process ending mid-view:
+         one line "mallock top: ..." each and exit 1; the process of the
+         small terminal was not touched (still paused, never started)
+  attach svcqueue started without the shim: --attach PID --count 2 gives 2
+         blocks, detaches (the shim's hooks out: its page gone), and the
+         process runs on to a clean end (77 where ptrace is refused)
+  memcached  Debian's memcached (4 threads) started paused under the shim,
+         loaded by 4 client threads (set/get): --batch --count 3 PID gives
+         3 blocks whose locks report names so; the server keeps its pid,
+         is paused again, serves on, and ends cleanly on SIGTERM with
+         nothing on stderr (77 when memcached is not installed)
+"""
+import fcntl
+import json
+import os
+import pty
+import shutil
+import struct
+import subprocess
+import sys
+import socket
+import termios
+import threading
+import time
+
+CASE, MALLOCK, SHIM, SVC, TMP = sys.argv[1:6]
+FAILED = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        FAILED.append(what)
+
+
+def env(**kw):
+    e = dict(os.environ)
+    e.pop("MALLOCK_CTL_DIR", None)
+    e.pop("MALLOCK_START", None)
+    e.update(LD_PRELOAD=SHIM, MALLOCK_OUTPUT=os.path.join(TMP, "t.%p.trace"))
+    e.update({k: str(v) for k, v in kw.items()})
+    return e
+
+
+def svcqueue(duration, **kw):
+    return subprocess.Popen([SVC, "--producers=2", "--consumers=2",
+                             "--duration=%s" % duration],
+                            env=env(**kw), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def top(*args, **kw):
+    return subprocess.run([MALLOCK, "top", *args], capture_output=True,
+                          text=True, timeout=120, **kw)
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def ctl_status(pid):
+    return subprocess.run([MALLOCK, "ctl", "status", str(pid)],
+                          capture_output=True, text=True).stdout
+
+
+def report_names(trace):
+    """The lock class names and site functions `mallock report` gives."""
+    r = subprocess.run([MALLOCK, "report", "--format=json", trace],
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "report of the kept trace: " + r.stderr[-300:])
+    d = json.loads(r.stdout)
+    locks = {c.get("name") or c.get("label") for c in d["lock_classes"]}
+    sites = {s["site"]["function"] for s in d["alloc_sites"]
+             if s.get("site")}
+    for f in d["findings"]:
+        for s in [f.get("site")] + [x.get("site") for x in f.get("sites",
+                                                                  [])]:
+            if s and s.get("function"):
+                sites.add(s["function"])
+    return locks, sites
+
+
+def same_name(col, names):
+    """Whether the text column col (cut to 28 with "...") is a name."""
+    if col.endswith("..."):
+        return any(n and n.startswith(col[:-3]) for n in names)
+    return col in names
+
+
+def page_of(pid):
+    return os.path.join("/tmp/mallock-%d" % os.geteuid(), "%d.page" % pid)
+
+
+shutil.rmtree(TMP, ignore_errors=True)
+os.makedirs(TMP)
+
+if CASE == "batch":
+    kept = os.path.join(TMP, "kept.trace")
+    # Files, not pipes: the program keeps its stdout after top ends.
+    with open(os.path.join(TMP, "out"), "w+") as o, \
+            open(os.path.join(TMP, "err"), "w+") as e:
+        r = subprocess.run([MALLOCK, "top", "--batch", "--count", "3", "-o",
+                            kept, "--", SVC, "--producers=2",
+                            "--consumers=2", "--duration=12"], stdout=o,
+                           stderr=e, cwd=TMP, timeout=120)
+        o.seek(0)
+        e.seek(0)
+        r.stdout, r.stderr = o.read(), e.read()
+    check(r.returncode == 0, "top -- svcqueue: exit %d %r"
+          % (r.returncode, r.stderr[-400:]))
+    blocks = [b for b in r.stdout.split("mallock top - ")[1:]]
+    check(len(blocks) == 3, "3 blocks: %d" % len(blocks))
+    check(all("svcqueue.lock" in b for b in blocks),
+          "each block names svcqueue.lock")
+    check("tree_insert" in blocks[-1], "the last block names tree_insert")
+    check(r.stderr.strip().endswith("the window's trace: " + kept),
+          "the kept trace is named: %r" % r.stderr[-200:])
+    pid = int(blocks[0].split("(pid ")[1].split(")")[0])
+    check(alive(pid), "the program runs on after top")
+    for _ in range(400):
+        if not alive(pid):
+            break
+        time.sleep(0.05)
+    check(not alive(pid), "the program ended by itself")
+    locks, sites = report_names(kept)
+    # The rows of the last block's tables: lock names and site functions.
+    last = blocks[-1]
+    sec = last.split("Lock classes by")[1].split("\n\n")[0].splitlines()[2:]
+    named = [l[2:30].strip().lstrip("*") for l in sec]
+    check(named and all(same_name(n, locks) for n in named),
+          "top's locks %r are report's %r" % (named, sorted(locks)))
+    sec = last.split("Code that allocates")[1].split("\n\n")[0]
+    funcs = [l.split()[1] for l in sec.splitlines()[2:]]
+    check(funcs and all(f in sites for f in funcs),
+          "top's sites %r are report's" % funcs)
+
+elif CASE == "json":
+    p = svcqueue(6, MALLOCK_START="paused")
+    time.sleep(0.5)
+    kept = os.path.join(TMP, "copy.trace")
+    r = top("--format=json", "--count", "2", "-o", kept, str(p.pid))
+    check(r.returncode == 0, "top --format=json PID: exit %d %r"
+          % (r.returncode, r.stderr))
+    lines = r.stdout.splitlines()
+    check(len(lines) == 2, "2 JSON lines: %d" % len(lines))
+    objs = [json.loads(l) for l in lines]
+    check([o["interval"] for o in objs] == [1, 2], "intervals 1, 2")
+    check(all(o["pid"] == p.pid for o in objs), "the pid")
+    check(objs[-1]["locks"][0]["name"] == "svcqueue.lock",
+          "the top lock is svcqueue.lock: %r" % objs[-1]["locks"][:1])
+    check(any(s["site"].startswith("tree_insert") for s in objs[-1]["sites"]),
+          "a site is tree_insert")
+    w = objs[-1]["locks"][0]["window"]
+    check(0 <= w["alloc_share_of_hold"] <= 1 and w["contended"] <=
+          w["acquisitions"], "a share within 0..1, contended <= acquired")
+    st = ctl_status(p.pid)
+    check("paused" in st, "paused again after top: %r" % st)
+    check(alive(p.pid), "the process runs on")
+    err = p.communicate(timeout=60)[1]
+    check(p.returncode == 0, "the process ended well: %d" % p.returncode)
+    check(not os.path.exists(page_of(p.pid)), "no page left")
+    check(os.path.getsize(kept) > 0, "the copy -o names is kept")
+    locks, sites = report_names(os.path.join(TMP, "t.%d.trace" % p.pid))
+    check(objs[-1]["locks"][0]["name"] in locks, "report names the lock")
+    check("tree_insert" in sites, "report names tree_insert")
+    # A process that records already is left recording.
+    p = svcqueue(4)
+    time.sleep(0.5)
+    r = top("--batch", "--count", "1", str(p.pid))
+    check(r.returncode == 0, "top on a recording process: %r" % r.stderr)
+    st = ctl_status(p.pid)
+    check("recording" in st, "still recording after top: %r" % st)
+    p.communicate(timeout=60)
+
+elif CASE == "bad":
+    # A gone PID.
+    q = subprocess.Popen(["true"])
+    q.wait()
+    r = top("--batch", str(q.pid))
+    check(r.returncode == 1 and r.stderr == "mallock top: no process %d\n"
+          % q.pid, "a gone pid: %d %r" % (r.returncode, r.stderr))
+    # A terminal too small: refused before the process is touched.
+    p = svcqueue(4, MALLOCK_START="paused")
+    time.sleep(0.3)
+    before = ctl_status(p.pid)
+    m, s = pty.openpty()
+    fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 10, 40, 0, 0))
+    r = subprocess.run([MALLOCK, "top", str(p.pid)], stdout=s,
+                       stderr=subprocess.PIPE, text=True, timeout=30)
+    os.close(s)
+    os.close(m)
+    check(r.returncode == 1 and r.stderr.count("\n") == 1 and
+          "the terminal is 40x10" in r.stderr,
+          "a small terminal: %d %r" % (r.returncode, r.stderr))
+    check(ctl_status(p.pid) == before and "paused" in before,
+          "the process untouched: %r" % before)
+    p.communicate(timeout=60)
+    # A process ending mid-view.
+    p = svcqueue(1.5, MALLOCK_START="paused")
+    time.sleep(0.3)
+    r = top("--batch", "--count", "20", str(p.pid))
+    errs = [l for l in r.stderr.splitlines() if "ended after" in l]
+    check(r.returncode == 1 and len(errs) == 1,
+          "ended mid-view: %d %r" % (r.returncode, r.stderr))
+    p.communicate(timeout=60)
+    check(p.returncode == 0, "the process ended well")
+elif CASE == "attach":
+    e = dict(os.environ)
+    e.pop("LD_PRELOAD", None)
+    p = subprocess.Popen([SVC, "--producers=2", "--consumers=2",
+                          "--duration=12"], env=e,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(0.5)
+    kept = os.path.join(TMP, "att.%p.trace")
+    r = top("--batch", "--count", "2", "--attach", str(p.pid), "-o", kept)
+    if "ptrace" in r.stderr and r.returncode:
+        p.kill()
+        print("SKIP: ptrace refused: " + r.stderr)
+        sys.exit(77)
+    check(r.returncode == 0, "top --attach: %d %r" % (r.returncode,
+                                                      r.stderr))
+    blocks = r.stdout.split("mallock top - ")[1:]
+    check(len(blocks) == 2 and all("svcqueue (pid %d)" % p.pid in b
+                                   for b in blocks), "2 blocks of svcqueue")
+    check("detached" in r.stderr, "detached at the end: %r" % r.stderr)
+    check(alive(p.pid) and not os.path.exists(page_of(p.pid)),
+          "the process runs on, its page gone")
+    err = p.communicate(timeout=60)[1]
+    check(p.returncode == 0, "svcqueue ended well: %d %r"
+          % (p.returncode, err[-300:]))
+    check(os.path.getsize(kept.replace("%p", str(p.pid))) > 0,
+          "the trace is kept")
+elif CASE == "memcached":
+    mc = shutil.which("memcached")
+    if not mc:
+        print("SKIP: memcached is not installed (apt-get install memcached)")
+        sys.exit(77)
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    p = subprocess.Popen([mc, "-l", "127.0.0.1", "-p", str(port), "-U", "0",
+                          "-t", "4", "-u", "nobody"],
+                         env=env(MALLOCK_START="paused",
+                                 MALLOCK_OUTPUT=os.path.join(TMP,
+                                                             "mc.%p.trace")),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    os.chmod(TMP, 0o777)
+    stop = threading.Event()
+
+    def load(n):
+        for _ in range(50):
+            try:
+                c = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                time.sleep(0.1)
+        c.settimeout(10)
+        f = c.makefile("rwb")
+        i = 0
+        while not stop.is_set():
+            k = b"k%d_%d" % (n, i % 500)
+            v = b"x" * (64 + i % 900)
+            f.write(b"set %s 0 0 %d\r\n%s\r\nget %s\r\n" % (k, len(v), v,
+                                                               k))
+            f.flush()
+            f.readline()  # STORED
+            while f.readline() not in (b"END\r\n", b""):
+                pass
+            i += 1
+        c.close()
+
+    ts = [threading.Thread(target=load, args=(n,)) for n in range(4)]
+    for t in ts:
+        t.start()
+    time.sleep(1)
+    r = top("--batch", "--count", "3", str(p.pid))
+    check(r.returncode == 0, "top on memcached: %d %r" % (r.returncode,
+                                                          r.stderr))
+    blocks = r.stdout.split("mallock top - ")[1:]
+    check(len(blocks) == 3, "3 blocks: %d" % len(blocks))
+    check(all("memcached (pid %d)" % p.pid in b for b in blocks),
+          "each block names memcached and its pid")
+    check("paused" in ctl_status(p.pid), "paused again after top")
+    check(alive(p.pid), "memcached runs on, same pid")
+    time.sleep(0.5)
+    stop.set()
+    for t in ts:
+        t.join()
+    trace = os.path.join(TMP, "mc.%d.trace" % p.pid)
+    p.terminate()
+    err = p.communicate(timeout=30)[1]
+    check(p.returncode == 0 and not err.strip(),
+          "memcached ended cleanly: %d %r" % (p.returncode, err[-300:]))
+    check(not os.path.exists(page_of(p.pid)), "no page left")
+    locks, _ = report_names(trace)
+    last = blocks[-1]
+    sec = last.split("Lock classes by")[1].split("\n\n")[0].splitlines()[2:]
+    named = [l[2:30].strip().lstrip("*") for l in sec]
+    check(named and all(same_name(n, locks) for n in named),
+          "top's locks %r are report's %r" % (named, sorted(locks)))
+    print(last)
+else:
+    sys.exit("unknown case " + CASE)
+
+if FAILED:
+    print("%d checks failed" % len(FAILED))
+    sys.exit(1)
+print("top_%s: ok" % CASE)
