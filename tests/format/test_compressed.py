@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Compressed chunks (trace format 1.2, docs/trace-format.md).
 
-usage: test_compressed.py MALLOCK ZCHUNKS SVCQUEUE TMPDIR
+usage: test_compressed.py MALLOCK ZCHUNKS SVCQUEUE TMPDIR SHIM
 
 - The shim writes zstd chunks with MALLOCK_COMPRESS=1 and none by default
   (MALLOCK_COMPRESS=0);
-  the file says 1.2.
+  the file says 1.2. Seen in a trace the shim wrote alone (LD_PRELOAD of
+  SHIM, libmallock.so), since `mallock record` compresses the trace again
+  at its end and would hide a shim that compresses nothing.
 - A trace and its compressed rewrite (zchunks) give the same JSON report.
 - A compressed trace cut inside its k-th chunk is read up to chunk k-1 and
   the report says where it stopped; a compressed chunk whose frame is
@@ -22,7 +24,7 @@ import zlib
 
 from chunkfile import check, chunks, done
 
-MALLOCK, ZCHUNKS, SVCQUEUE, TMP = sys.argv[1:5]
+MALLOCK, ZCHUNKS, SVCQUEUE, TMP, SHIM = sys.argv[1:6]
 
 
 def report(path, *extra):
@@ -59,6 +61,20 @@ check(pc and all(fl == 0 for _, fl, _ in pc),
       "MALLOCK_COMPRESS=0: no chunk is compressed")
 check(sum(1 for _, fl, _ in zc if fl & 1) >= len(zc) // 2,
       f"MALLOCK_COMPRESS=1: most chunks are compressed ({sum(1 for _, fl, _ in zc if fl & 1)} of {len(zc)})")
+# The shim alone, without `mallock record`'s compression after the run.
+alone = os.path.join(TMP, "alone.trace")
+env = dict(os.environ, MALLOCK_COMPRESS="1", MALLOCK_OUTPUT=alone,
+           LD_PRELOAD=SHIM)
+r = subprocess.run([SVCQUEUE, "--duration=0.5"], capture_output=True,
+                   text=True, env=env, timeout=120)
+check(r.returncode == 0, f"svcqueue under the shim alone (exit "
+      f"{r.returncode}) {r.stderr[-200:]}")
+written = sorted(f for f in os.listdir(TMP) if f.startswith("alone.trace"))
+ac = chunks(os.path.join(TMP, written[0])) if written else []
+nz = sum(1 for _, fl, _ in ac if fl & 1)
+check(ac and nz >= len(ac) // 2,
+      f"the shim alone, MALLOCK_COMPRESS=1: most chunks are compressed "
+      f"({nz} of {len(ac)} in {written})")
 rp = report(packed)
 check(rp is not None and rp["totals"]["allocations"] > 1000,
       "the shim's compressed trace is reported")

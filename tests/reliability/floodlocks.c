@@ -1,14 +1,18 @@
 /*
  * floodlocks - more distinct locks than the shim's lock table holds
  * (`floodlocks COUNT`): each of COUNT mutexes in one mmap'd array is locked
- * and unlocked once. The shim must warn once, count the lost events as
- * drops, and leave the host alone.
+ * and unlocked once; then, with the table full, a condition is waited on
+ * (a wait that times out after 1 ms), its mutex and condition new to the
+ * shim. The shim must warn once, count the lost events as drops, and
+ * leave the host alone.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <time.h>
 
 int main(int argc, char **argv)
 {
@@ -25,6 +29,21 @@ int main(int argc, char **argv)
 		    pthread_mutex_unlock(&m[i]) == 0)
 			ok++;
 	}
-	printf("locked %ld of %ld\n", ok, n);
+	pthread_mutex_t wm = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t wc = PTHREAD_COND_INITIALIZER;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&wm);
+	int rc;
+	while ((rc = pthread_cond_timedwait(&wc, &wm, &ts)) == 0)
+		; /* a spurious wake: wait on to the deadline */
+	pthread_mutex_unlock(&wm);
+	printf("locked %ld of %ld; the condition wait %s\n", ok, n,
+	       rc == ETIMEDOUT ? "timed out" : "did not time out");
 	return 0;
 }

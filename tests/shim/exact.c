@@ -1,12 +1,14 @@
 /*
  * exact - exactness: worker threads make a known number of allocations,
- * frees, reallocs and lock operations; the trace holds exactly those
+ * frees, reallocs, lock operations and condition waits (each timing out
+ * at a deadline already past); the trace holds exactly those
  * numbers for the threads named "worker", no DROP, and a clean END whose
  * event count matches the file.
  */
 #define _GNU_SOURCE
 #include "shim_test.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <time.h>
 
@@ -18,10 +20,12 @@
 #define SPINS 1000
 #define TRIES 100
 #define INITS 10
+#define CONDS 100
 
 static pthread_mutex_t shared = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_spinlock_t spin;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static void *volatile sink;
 
 static void *worker(void *arg)
@@ -75,6 +79,13 @@ static void *worker(void *arg)
 		if (pthread_mutex_trylock(&own) == 0)
 			abort(); /* a normal mutex is not recursive */
 	pthread_mutex_unlock(&own);
+	struct timespec past = {0, 0};
+	for (int i = 0; i < CONDS; i++) {
+		pthread_mutex_lock(&own);
+		if (pthread_cond_timedwait(&cond, &own, &past) != ETIMEDOUT)
+			abort();
+		pthread_mutex_unlock(&own);
+	}
 	for (int i = 0; i < INITS; i++) {
 		pthread_mutex_t m;
 		pthread_mutex_init(&m, NULL);
@@ -106,7 +117,7 @@ int main(int argc, char **argv)
 	check_eq(st_named(&s, "worker", FMT_ALLOC), WORKERS * per_alloc);
 	check_eq(st_named(&s, "worker", FMT_FREE), WORKERS * per_alloc);
 	check_eq(st_named(&s, "worker", FMT_REALLOC), WORKERS * ITERS);
-	const uint64_t excl = LOCKS + RW + CLK + SPINS + 1;
+	const uint64_t excl = LOCKS + RW + CLK + SPINS + 1 + CONDS;
 	check_eq(st_acq(&s, "worker", 0) + st_named(&s, "worker", FMT_ACQ_WAIT),
 	         WORKERS * excl);
 	check_eq(st_acq(&s, "worker", 1) +
@@ -116,6 +127,8 @@ int main(int argc, char **argv)
 	             st_named(&s, "worker", FMT_REL_CONTENDED),
 	         WORKERS * (excl + RW + CLK));
 	check_eq(st_named(&s, "worker", FMT_TRY_FAIL), WORKERS * TRIES);
+	check_eq(st_named(&s, "worker", FMT_COND_WAIT), WORKERS * CONDS);
+	check_eq(st_named(&s, "worker", FMT_COND_WAKE), WORKERS * CONDS);
 	check_eq(st_named(&s, "worker", FMT_LOCK_INIT), WORKERS * INITS);
 	check_eq(st_named(&s, "worker", FMT_LOCK_DESTROY), WORKERS * INITS);
 	check_eq(st_named(&s, "worker", FMT_THREAD_START), WORKERS);

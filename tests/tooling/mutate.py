@@ -47,42 +47,45 @@ import subprocess
 import sys
 import time
 
-from scratch import build, configure, copy_tracked, ctest, sh
+from scratch import Pristine, build, configure, copy_tracked, ctest, sh
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EQUIVALENTS = os.path.join(HERE, "equivalent-mutants.txt")
 DEFAULT_PATHS = "shim/hooks,shim/core,analyzer/model,analyzer/find"
 
 # Which tests guard which folder: the first folder that is a prefix of the
-# mutated file's path names the tests run on its mutants, in this order
-# (quick and likely to fail first: a mutant is killed by its first failing
-# test, so the rest do not run). The shim's folders are guarded by the
-# tests that record through the shim and read what it wrote; the
-# analyzer's by the tests on forged traces and the ground-truth cases.
+# mutated file's path names the build targets a mutant of it rebuilds (only
+# those: the shim's library, or the analyzer's command and the unit tests
+# that link its library) and the tests run on it, in this order: the
+# quickest first, those on forged traces and unit tests before recorded
+# ones (seconds each on 2 cores, measured 2026-12-05), because a mutant is
+# killed by its first failing test and the rest do not run. The shim's
+# folders are guarded by the tests that record through the shim and read
+# what it wrote; the analyzer's by the tests on forged traces, then the
+# ground-truth cases.
 GUARDS = [
-    ("shim/", [
-        "shim_exact", "shim_stackcache", "shim_robust", "shim_newfail",
-        "shim_cancel",
-        "shim_cxx_glibc", "shim_nextalloc", "shim_fork", "shim_output",
-        "shim_stress", "shim_threads1000", "analyzer_plainlock",
-        "analyzer_futex", "analyzer_time_every", "groundtruth.xthread",
+    ("shim/", ["mallock"], [
+        "shim_newfail", "shim_stackcache", "shim_robust", "shim_nextalloc",
+        "shim_exact", "shim_cxx_glibc", "shim_cancel", "shim_fork",
+        "shim_output", "analyzer_plainlock", "rel_hostile_closeall_range",
+        "analyzer_futex", "analyzer_time_every", "shim_threads1000",
+        "format_compressed", "rel_hostile_signals", "groundtruth.xthread",
         "groundtruth.svcqueue_cascade", "groundtruth.reportqueue",
-        "rel_hostile_signals", "rel_hostile_closeall_range",
-        "format_compressed",
+        "shim_stress",
     ]),
-    ("analyzer/", [
-        "analyzer_golden", "analyzer_report", "analyzer_holds",
-        "analyzer_malformed",
-        "analyzer_unit_reader", "analyzer_unit_classes",
-        "analyzer_contention", "analyzer_sites", "analyzer_classes",
-        "analyzer_pools", "analyzer_striped", "analyzer_nest_overlap",
-        "analyzer_inversion", "analyzer_fold", "analyzer_reuse",
-        "analyzer_frees", "analyzer_estimates", "analyzer_preempt",
-        "analyzer_forged_weights", "analyzer_calibration_forged",
-        "analyzer_futex_words", "analyzer_lock_names",
-        "analyzer_window_names", "analyzer_seed", "groundtruth.xthread",
+    ("analyzer/", ["mallock-cli", "unit_reader", "unit_classes"], [
+        "analyzer_unit_reader", "analyzer_unit_classes", "analyzer_golden",
+        "analyzer_holds", "analyzer_forged_weights", "analyzer_nest_overlap",
+        "analyzer_nest_claim",
+        "analyzer_pools", "analyzer_frees", "analyzer_striped",
+        "analyzer_calibration_forged", "analyzer_inversion",
+        "analyzer_window_names", "analyzer_lock_names", "analyzer_classes",
+        "analyzer_preempt", "analyzer_estimates", "analyzer_reuse",
+        "analyzer_contention", "analyzer_sites", "analyzer_futex_words",
+        "analyzer_malformed", "analyzer_fold", "analyzer_report",
+        "analyzer_seed", "groundtruth.stripped", "groundtruth.xthread",
         "groundtruth.admission", "groundtruth.svcqueue_cascade",
-        "groundtruth.reportqueue", "analyzer_sizes", "groundtruth.stripped",
+        "groundtruth.reportqueue", "analyzer_sizes",
     ]),
 ]
 
@@ -385,25 +388,42 @@ def sample(src, paths, n, seed, equiv):
 
 
 def guards(path):
-    for prefix, tests in GUARDS:
+    for prefix, _, tests in GUARDS:
         if path.startswith(prefix):
             return tests
     return []
 
 
-def judge(dst, m, timeout, prefix, jobs):
+def targets(path):
+    for prefix, tgts, _ in GUARDS:
+        if path.startswith(prefix):
+            return tgts
+    return []
+
+
+def judge(dst, m, timeout, prefix, jobs, budget):
+    """Builds mutant M in DST (its folder's targets only) and runs its
+    guards until one fails, each within TIMEOUT seconds and all within
+    BUDGET; then restores the file and, for a .c file, its pristine
+    objects (scratch.Pristine), so that the next build only relinks."""
     full = os.path.join(dst, m.path)
     text = open(full).read()
+    keep = Pristine(dst, m.path)
     t0 = time.time()
     try:
         open(full, "w").write(m.new)
-        ok, _ = build(dst, prefix, jobs)
+        ok, _ = build(dst, prefix, jobs, targets(m.path))
         if not ok:
             m.result = "not compiled"
             return
         m.result = "survived"
         for t in guards(m.path):
-            rc, _, _ = ctest(dst, f"^{re.escape(t)}$", prefix, timeout)
+            left = budget - (time.time() - t0)
+            if left <= 0:
+                m.result, m.by = "timed out", "the budget of the mutant"
+                return
+            rc, _, _ = ctest(dst, f"^{re.escape(t)}$", prefix,
+                             min(timeout, left))
             if rc is None:
                 m.result, m.by = "timed out", t
                 return
@@ -412,6 +432,7 @@ def judge(dst, m, timeout, prefix, jobs):
                 return
     finally:
         open(full, "w").write(text)
+        keep.restore()
         m.secs = time.time() - t0
 
 
@@ -529,6 +550,8 @@ def main(argv):
     ap.add_argument("--seed", default="0")
     ap.add_argument("--scratch", default="/tmp/mallock-mutate")
     ap.add_argument("--timeout", type=float, default=60)
+    ap.add_argument("--budget", type=float, default=240,
+                    help="seconds a mutant may take, build and tests")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--nice", type=int, default=0)
     ap.add_argument("--show", action="store_true")
@@ -611,7 +634,7 @@ def main(argv):
             print(f"mutate: {a.until} UTC reached: {len(done)} of "
                   f"{len(ms)} mutants judged, the rest not run")
             break
-        judge(dst, m, a.timeout, prefix, a.jobs)
+        judge(dst, m, a.timeout, prefix, a.jobs, a.budget)
         done.append(m)
         by = f" by {m.by}" if m.by else ""
         print(f"#{m.num} {m.path}:{m.line} {m.op}: {m.result}{by} "

@@ -45,8 +45,11 @@ def configure(dst, prefix=""):
     return c.returncode == 0, c.stdout[-800:] + c.stderr[-800:]
 
 
-def build(dst, prefix="", jobs=2):
-    b = sh(f"{prefix}cmake --build build -j {jobs}", dst)
+def build(dst, prefix="", jobs=2, targets=()):
+    """Builds DST's build/: all of it, or only TARGETS and what they
+    need."""
+    tg = " --target " + " ".join(targets) if targets else ""
+    b = sh(f"{prefix}cmake --build build -j {jobs}{tg}", dst)
     return b.returncode == 0, b.stdout[-800:] + b.stderr[-800:]
 
 
@@ -61,3 +64,45 @@ def ctest(dst, regex, prefix="", timeout=None):
     ran = re.search(r"tests passed, (\d+) tests failed out of (\d+)",
                     t.stdout)
     return t.returncode, ran, t.stdout + t.stderr
+
+
+class Pristine:
+    """The objects a build made from a .c file PATH of DST, before a
+    mutant of it is built: restore() puts them back with the source's own
+    time, newer than the source, so make relinks but recompiles nothing
+    (a mutant then costs one compile, not two). A header has no object of
+    its own: restore() leaves it the time of its restoring, newer than
+    the objects built from the mutant, so make recompiles what includes
+    it."""
+
+    def __init__(self, dst, path):
+        self.src = os.path.join(dst, path)
+        self.stat = os.stat(self.src)
+        self.objs = {}
+        if not path.endswith(".c"):
+            return
+        build_dir = os.path.join(dst, "build")
+        for dirpath, _, names in os.walk(build_dir):
+            for n in names:
+                if n != os.path.basename(path) + ".o":
+                    continue
+                o = os.path.join(dirpath, n)
+                # build/<dir>/CMakeFiles/<target>.dir/<rest>.o compiles
+                # <dir>/<rest>
+                rel = os.path.relpath(o, build_dir)
+                head, _, rest = rel.partition("/CMakeFiles/")
+                rest = rest.split("/", 1)[1] if "/" in rest else ""
+                srcrel = os.path.normpath(os.path.join(
+                    "" if head.startswith("CMakeFiles") else head,
+                    rest))[:-2]
+                if srcrel == os.path.normpath(path):
+                    self.objs[o] = open(o, "rb").read()
+
+    def restore(self):
+        if not self.objs:
+            return  # a header: its new time recompiles what includes it
+        os.utime(self.src, ns=(self.stat.st_atime_ns, self.stat.st_mtime_ns))
+        for o, data in self.objs.items():
+            with open(o, "wb") as f:
+                f.write(data)
+            os.utime(o)  # now: newer than the source
