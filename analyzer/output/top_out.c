@@ -36,15 +36,20 @@ static void lock_cols(FILE *out, const lockstat_t *s, bool bound)
 	        human_ns(e, sizeof e, (double)s->alloc_lw_ns));
 }
 
+/* A name cut to width keeps its head and its tail, joined by "...":
+ * names of one kind share their head ("mutex taken in memcached+0x")
+ * and differ at the end. */
 static void name_col(char *buf, size_t len, const char *name, size_t width)
 {
 	size_t n = strlen(name);
-	if (n >= len)
-		n = len - 1;
-	memcpy(buf, name, n);
-	buf[n] = 0;
-	if (n > width && width > 3)
-		strcpy(buf + width - 3, "...");
+	if (width >= len)
+		width = len - 1;
+	if (n <= width || width <= 3) {
+		snprintf(buf, len, "%.*s", (int)width, name);
+		return;
+	}
+	size_t head = (width - 3) / 3, tail = width - 3 - head;
+	snprintf(buf, len, "%.*s...%s", (int)head, name, name + n - tail);
 }
 
 void top_text(const live_view_t *v, int n, const char *sort, FILE *out)

@@ -97,9 +97,12 @@ def report_names(trace):
 
 
 def same_name(col, names):
-    """Whether the text column col (cut to 28 with "...") is a name."""
-    if col.endswith("..."):
-        return any(n and n.startswith(col[:-3]) for n in names)
+    """Whether the text column col (a name, or its head and tail joined by
+    "..." when cut) is one of names."""
+    if "..." in col:
+        head, tail = col.split("...", 1)
+        return any(n and len(n) > len(col) - 3 and n.startswith(head)
+                   and n.endswith(tail) for n in names)
     return col in names
 
 
@@ -317,6 +320,8 @@ elif CASE == "memcached":
     named = [l[2:30].strip().lstrip("*") for l in sec]
     check(named and all(same_name(n, locks) for n in named),
           "top's locks %r are report's %r" % (named, sorted(locks)))
+    check(len(set(named)) == len(named),
+          "each lock row names its own class: %r" % named)
     print(last)
 else:
     sys.exit("unknown case " + CASE)
