@@ -383,7 +383,11 @@ elif scen == "relcount":
         st = {}
         for ln in r.stdout.decode().splitlines():
             f = ln.split()
-            if f and f[0] in ("ACQ", "REL", "drops"):
+            # uncontended acquisitions are ACQ, ACQ_UNTIMED or ACQ_SAMPLED
+            # by whether their hold was timed (format 1.6)
+            if f and f[0] in ("ACQ", "ACQ_UNTIMED", "ACQ_SAMPLED"):
+                st["ACQ"] = st.get("ACQ", 0) + int(f[1])
+            elif f and f[0] in ("REL", "drops"):
                 st[f[0]] = int(f[1])
             if f and f[0] == "end":
                 st["end_dropped"] = int(f[5])
