@@ -47,7 +47,7 @@ enum severity {
 
 /* Evidence members one finding holds: at least the most any kind declares
  * (FINDING_EVIDENCE's kinds column; unit_evidence checks it). */
-#define EV_MAX 49
+#define EV_MAX 56
 /* Allocation findings are per allocation site (the first frame outside the
  * allocator, the shim and libc): one allocating line reached from several
  * callers is one finding, with its stacks, the heaviest first, as evidence. */
