@@ -76,6 +76,12 @@ void sample_thread_init(tls_t *t)
 	t->rng = 0;
 	if (g_sampling)
 		sample_reset(t);
+	/* A thread's first nest is not timed by the countdown: its holds
+	 * carry the shim's first unwind and table entries (about 1 ms with
+	 * libunwind), which a sampled weight would multiply by
+	 * MALLOCK_HOLD_EVERY into the host's hold time. */
+	if (g_cfg.hold_every > 1)
+		t->hold_left = sample_hold_interval(t) + 1;
 }
 
 void sample_track(const void *ptr)
