@@ -42,6 +42,20 @@ typedef struct report {
 	bool all; /* --all: list every lock instance and class (JSON) */
 } report_t;
 
+/* The cascade in four steps (report_cascade.c): the first
+ * alloc_under_lock finding (idx: its rank, from 1), the wait its lock
+ * lost, its holders' allocator share, the calls and their blocks, what
+ * each fix gives back at most. The text, JSON and HTML outputs tell it
+ * from these. */
+#define CASCADE_STEPS 4
+typedef struct cascade {
+	const finding_t *f;
+	size_t idx;
+	char step[CASCADE_STEPS][2048];
+} cascade_t;
+/* Fills c; false when no finding is alloc_under_lock. */
+bool report_cascade(const report_t *r, cascade_t *c);
+
 /* report_query.c */
 
 /* Whether lock class c of m passes --lock (id, name or site substring). */

@@ -739,6 +739,24 @@ static void findings_json(jw_t *w, const report_t *r)
 	jw_end(w, ']');
 }
 
+/* The cascade's four steps as the text report words them (report_cascade),
+ * for readers of the JSON and the HTML page. */
+static void cascade_json(jw_t *w, const report_t *r)
+{
+	cascade_t c;
+	if (!report_cascade(r, &c))
+		return;
+	jw_key(w, "cascade");
+	jw_obj(w);
+	jw_ku64(w, "finding", c.idx);
+	jw_key(w, "steps");
+	jw_arr(w);
+	for (int k = 0; k < CASCADE_STEPS; k++)
+		jw_str(w, c.step[k]);
+	jw_end(w, ']');
+	jw_end(w, '}');
+}
+
 void report_json(const report_t *r, FILE *out)
 {
 	jw_t w;
@@ -768,5 +786,6 @@ void report_json(const report_t *r, FILE *out)
 	threads_json(&w, r);
 	sites_json(&w, r);
 	findings_json(&w, r);
+	cascade_json(&w, r);
 	jw_end(&w, '}');
 }

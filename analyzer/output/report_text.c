@@ -535,135 +535,22 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 
 static void print_cascade(FILE *out, const report_t *r)
 {
-	const finding_t *f = NULL;
-	size_t idx = 0;
-	for (size_t i = 0; i < r->f.n && !f; i++)
-		if (r->f.v[i].kind == FK_ALLOC_UNDER_LOCK) {
-			f = &r->f.v[i];
-			idx = i + 1;
-		}
-	if (!f)
+	static const char *const num[CASCADE_STEPS] = {"  1. ", "  2. ",
+	                                               "  3. ", "  4. "};
+	cascade_t c;
+	if (!report_cascade(r, &c))
 		return;
-	model_t *m = f->m;
-	char lab[256], site[512], a[32], b[32], c[32], d[32], txt[2048];
-	double W = ev(f, EV_LOCK_WAIT_NS),
-	       A = ev(f, EV_ALLOCATOR_SHARE_OF_HOLD);
-	frame_t fr;
-	lock_label(m, &m->lock[m->cls[f->cls].rep], lab, sizeof lab);
-	if (sym_stack_site(m, f->stack, &fr))
-		frame_label(&fr, site, sizeof site);
-	else
-		snprintf(site, sizeof site, "an unknown site");
 	size_t top = r->top < 0 ? 0 : (size_t)r->top;
-	if (idx <= top)
-		fprintf(out, "\nThe cascade (finding #%zu):\n", idx);
+	if (c.idx <= top)
+		fprintf(out, "\nThe cascade (finding #%zu):\n", c.idx);
 	else /* never refer to a finding the reader was not shown */
 		fprintf(
 		    out,
 		    "\nThe cascade (the first alloc_under_lock finding, #%zu "
 		    "of %zu, not listed above: --top %zu lists it):\n",
-		    idx, r->f.n, idx);
-	char idle[96] = "";
-	if (ev(f, EV_IDLE_WAIT_NS) > 0)
-		snprintf(idle, sizeof idle,
-		         ", not counting %s of waits that found no work",
-		         human_ns(c, sizeof c, ev(f, EV_IDLE_WAIT_NS)));
-	snprintf(txt, sizeof txt,
-	         "waiters lost %s on lock %s (%.0f contended acquisition%s, "
-	         "up to %.0f waiting at once%s);",
-	         human_ns(a, sizeof a, W), lab, ev(f, EV_CONTENDED),
-	         ev(f, EV_CONTENDED) == 1 ? "" : "s",
-	         (double)m->cls[f->cls].s.max_waiters, idle);
-	wrap_print(out, 5, "  1. ", txt);
-	snprintf(txt, sizeof txt,
-	         "its holders spent %.1f%% of their hold time (%s of %s) in "
-	         "the allocator;",
-	         100 * A,
-	         human_ns(a, sizeof a, ev(f, EV_ALLOCATOR_NS_IN_HOLDS)),
-	         human_ns(b, sizeof b, ev(f, EV_HOLD_NS)));
-	wrap_print(out, 5, "  2. ", txt);
-	char where[600] = "";
-	if (f->sites_total > 1) {
-		const fsite_t *s0 = &f->sites[0];
-		snprintf(
-		    where, sizeof where,
-		    "%u sites (%s; the heaviest %s, %s: %.0f allocation%s, "
-		    "%.0f free%s)",
-		    f->sites_total,
-		    human_ns(a, sizeof a, ev(f, EV_SITE_ALLOCATOR_NS)), site,
-		    human_ns(c, sizeof c, s0->ns), s0->allocs,
-		    s0->allocs == 1 ? "" : "s", s0->frees,
-		    s0->frees == 1 ? "" : "s");
-	} else {
-		snprintf(where, sizeof where, "%s (%s)", site,
-		         human_ns(a, sizeof a, ev(f, EV_SITE_ALLOCATOR_NS)));
-	}
-	snprintf(txt, sizeof txt,
-	         "%.0f of those calls (%.0f allocation%s, %.0f free%s) are "
-	         "for blocks allocated at %s, %.0f of them slow (over %s), %s "
-	         "of it waiting on the allocator's own lock;",
-	         ev(f, EV_CALLS), ev(f, EV_ALLOCS),
-	         ev(f, EV_ALLOCS) == 1 ? "" : "s", ev(f, EV_FREES),
-	         ev(f, EV_FREES) == 1 ? "" : "s", where, ev(f, EV_SLOW_CALLS),
-	         human_ns(d, sizeof d, TH_SLOW_ALLOC_NS),
-	         human_ns(b, sizeof b, ev(f, EV_ALLOCATOR_LOCK_WAIT_NS)));
-	double F = ev(f, EV_FREE_SHARE);
-	if (ev(f, EV_FREE_NS_IN_HOLDS) > 0) {
-		char held[600] = "";
-		if (sym_stack_site(m, f->stack2, &fr) &&
-		    (fr.function || fr.module)) {
-			char hl[512];
-			snprintf(held, sizeof held,
-			         ", most in holds taken at %s",
-			         frame_label(&fr, hl, sizeof hl));
-		}
-		size_t l = strlen(txt);
-		snprintf(txt + l, sizeof txt - l,
-		         " frees take %.1f%% of the allocator time in these "
-		         "holds (%s)%s;",
-		         100 * F,
-		         human_ns(a, sizeof a, ev(f, EV_FREE_NS_IN_HOLDS)),
-		         held);
-	}
-	wrap_print(out, 5, "  3. ", txt);
-	/* What each fix gives back at most: the lost wait times the share
-	 * of the hold time spent in the allocator, split by the mix. */
-	const double th = TH_AUL_FREE_SHARE_PCT / 100.0;
-	double Wa = W * A;
-	if (!(F > 0))
-		snprintf(
-		    txt, sizeof txt,
-		    "moving the allocation out of the critical section, or "
-		    "pre-allocating, would give back up to about %s (%s x "
-		    "%.1f%%).",
-		    human_ns(c, sizeof c, Wa), human_ns(a, sizeof a, W),
-		    100 * A);
-	else if (F >= th)
-		snprintf(
-		    txt, sizeof txt,
-		    "freeing the blocks after unlocking would give back up "
-		    "to about %s (%s x %.1f%% x %.1f%% in frees).",
-		    human_ns(c, sizeof c, Wa * F), human_ns(a, sizeof a, W),
-		    100 * A, 100 * F);
-	else if (F < 1 - th)
-		snprintf(
-		    txt, sizeof txt,
-		    "moving the allocation out of the critical section, or "
-		    "pre-allocating, would give back up to about %s (%s x "
-		    "%.1f%% x %.1f%% in allocations).",
-		    human_ns(c, sizeof c, Wa * (1 - F)),
-		    human_ns(a, sizeof a, W), 100 * A, 100 * (1 - F));
-	else
-		snprintf(
-		    txt, sizeof txt,
-		    "moving the allocation out of the critical section, or "
-		    "pre-allocating, would give back up to about %s (%s x "
-		    "%.1f%% x %.1f%% in allocations), freeing the blocks "
-		    "after unlocking up to about %s (x %.1f%% in frees).",
-		    human_ns(c, sizeof c, Wa * (1 - F)),
-		    human_ns(a, sizeof a, W), 100 * A, 100 * (1 - F),
-		    human_ns(d, sizeof d, Wa * F), 100 * F);
-	wrap_print(out, 5, "  4. ", txt);
+		    c.idx, r->f.n, c.idx);
+	for (int k = 0; k < CASCADE_STEPS; k++)
+		wrap_print(out, 5, num[k], c.step[k]);
 }
 
 static int by_wait(const void *a, const void *b)

@@ -70,14 +70,9 @@
    * folded. The evidence members' units and phrases, and each kind's
    * members put in words (D.evidence, D.headline), are written by
    * report_html.c from finding_evidence.h: no member name is kept here
-   * but those the cascade below reads, through ev(). ---- */
+   * (the cascade below is the JSON's `cascade`, in the text report's
+   * words). ---- */
   function pct(v) { return (100 * v).toFixed(1) + "%"; }
-  /* Finding f's evidence member k; a name not in the list is an error
-   * (body.dataset.errors), not a silent undefined. */
-  function ev(f, k) {
-    if (!D.evidence[k]) throw new Error("no evidence member " + k);
-    return f.evidence[k];
-  }
   function evValue(k, v) {
     var u = (D.evidence[k] || {}).unit;
     if (u === "ns") return fmtNs(v);
@@ -118,39 +113,12 @@
       el("div", { text: "Fix: " + f.advice })]));
   });
 
-  /* What a fix gives back at most, split by the share of the holds'
-   * allocator time spent in frees F (report_text.c, AUL_FREE_SHARE_PCT). */
-  function giveBack(W, A, F) {
-    var mv = "moving the allocation out of the critical section, or pre-allocating, would give back up to about ";
-    var x = function (s) { return fmtNs(Math.round(W * A * s)); };
-    var p = function (v) { return (100 * v).toFixed(1) + "%"; };
-    if (!(F > 0)) return mv + x(1) + " (" + fmtNs(W) + " x " + p(A) + ").";
-    if (F >= 0.8)
-      return "freeing the blocks after unlocking would give back up to about " + x(F) + " (" +
-        fmtNs(W) + " x " + p(A) + " x " + p(F) + " in frees).";
-    var a = mv + x(1 - F) + " (" + fmtNs(W) + " x " + p(A) + " x " + p(1 - F) + " in allocations)";
-    if (F < 0.2) return a + ".";
-    return a + ", freeing the blocks after unlocking up to about " + x(F) + " (x " + p(F) + " in frees).";
-  }
-
-  /* ---- the cascade, in numbers (as the text report tells it) ---- */
-  var ci = R.findings.findIndex(function (f) { return f.kind === "alloc_under_lock"; });
-  if (ci >= 0) {
-    var cf = R.findings[ci];
-    var lk = R.locks.filter(function (l) { return l.id === cf.lock; })[0] || {};
-    var W = ev(cf, "lock_wait_ns") || 0, A = ev(cf, "allocator_share_of_hold") || 0;
-    app.appendChild(el("h2", { text: "The cascade (finding " + (ci + 1) + ")" }));
-    app.appendChild(el("ol", { id: "cascade" }, [
-      "waiters lost " + fmtNs(W) + " on lock " + cf.lock_name + " (" + ev(cf, "contended") +
-        " contended acquisitions, up to " + (lk.max_waiters || "?") + " waiting at once);",
-      "its holders spent " + (100 * A).toFixed(1) + "% of their hold time (" +
-        fmtNs(ev(cf, "allocator_ns_in_holds")) + " of " + fmtNs(ev(cf, "hold_ns")) + ") in the allocator;",
-      ev(cf, "calls") + " of those calls (" + ev(cf, "allocs") + " allocations, " + ev(cf, "frees") +
-        " frees) are for blocks allocated at " + frameText(cf.site) + " (" +
-        fmtNs(ev(cf, "site_allocator_ns")) + "), " + ev(cf, "slow_calls") + " of them slow, " +
-        fmtNs(ev(cf, "allocator_lock_wait_ns")) + " of it waiting on the allocator's own lock;",
-      giveBack(W, A, ev(cf, "free_share") || 0)
-    ].map(function (t) { return el("li", { text: t }); })));
+  /* ---- the cascade, in the text report's words (JSON `cascade`) ---- */
+  if (R.cascade) {
+    app.appendChild(el("h2", { text: "The cascade (finding " + R.cascade.finding + ")" }));
+    app.appendChild(el("ol", { id: "cascade" }, R.cascade.steps.map(function (t) {
+      return el("li", { text: t });
+    })));
   }
 
   /* ---- locks, sortable ---- */
