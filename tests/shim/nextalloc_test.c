@@ -72,6 +72,10 @@ static int cb(const fmt_chunk_header_t *h, const fmt_record_t *r, void *arg)
 		seen.waits++;
 		check(r->f[1] > 0);
 	}
+	/* A timed call that moved to another CPU writes ALLOC_MIGRATED
+	 * between its wait and its ALLOC: both belong to that ALLOC. */
+	if (r->type == FMT_ALLOC_MIGRATED)
+		return 0;
 	if (r->type == FMT_ALLOC && seen.last == FMT_ALLOC_LOCK_WAIT)
 		seen.waits_then_alloc++;
 	seen.last = r->type;
