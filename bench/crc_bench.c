@@ -1,5 +1,5 @@
 /*
- * crc_bench - what a chunk checksum costs (issue 15 item 3): zlib's crc32
+ * crc_bench - what a chunk checksum costs: zlib's crc32
  * (the format's chunk CRC), CRC-32C with SSE4.2's crc32 instruction, and
  * XXH3-64 (libxxhash), each over the same 64 KiB buffer of a file's bytes
  * (a recorded trace) or of pseudo-random bytes.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Speed after `mallock detach` against a process never attached (issue 17
-item 3). A benchmark that prints numbers, not a test.
+"""Speed after `mallock detach` against a process never attached.
+A benchmark that prints numbers, not a test.
 
 usage: detach_bench.py BUILD_DIR [PAIRS] [REPS]
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""fidelity_detail.py BUILD_DIR [REPS] - the apps whose fidelity issue 15
-asks to explain (reportqueue, admission): each variant bare and under
+"""fidelity_detail.py BUILD_DIR [REPS] - the apps whose fidelity needs
+explaining (reportqueue, admission): each variant bare and under
 `mallock record --no-compress`, alternated REPS times (default 7), with
 every figure the apps print (rate, failed offers, CPU per report,
 latency; successes per client), median [min..max]. docs/performance.md,

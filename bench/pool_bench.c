@@ -1,6 +1,6 @@
 /*
  * pool_bench - an allocation-heavy thread pool, like a managed runtime's
- * native side (issue 15 item 3: an http server doing gzip and key
+ * native side (an http server doing gzip and key
  * derivation wrote 35 MB/s of trace): a submitter thread builds each task
  * from several small blocks (a header, a key, a small body), hands it to a
  * pool of worker threads through one mutex-guarded queue; a worker makes a

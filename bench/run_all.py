@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""run_all.py - mallock's benchmark suite (issue 5): the observer effect,
+"""run_all.py - mallock's benchmark suite: the observer effect,
 measured beside heaptrack. Run it through bench/run_all.sh:
 
     bench/run_all.sh BUILD_DIR [--quick] [--only SECTIONS] [--out FILE]
@@ -227,7 +227,7 @@ class Suite:
 
     def pinned(self, cmd, section):
         """cmd under `taskset -c CPUS` when --pin applies to the section
-        (stability, issue 15 item 4: bare and traced runs on the same CPU
+        (stability: bare and traced runs on the same CPU
         set, so that the VM's cross-core wake-up state cannot differ
         between them)."""
         if self.pin and str(section) in self.args.pin_sections and self.taskset:
@@ -475,7 +475,7 @@ class Suite:
             "for lower-is-better), bare and under `mallock record` (libunwind 16, the target; "
             "fp 16 beside it), from the runs of section 2 "
             "(admission runs for %gs). Ratios are formed within one repetition, then "
-            "median [min..max]. Target (issue 15): within +-10%% for svcqueue, xthread and "
+            "median [min..max]. Target: within +-10%% for svcqueue, xthread and "
             "batcher; for reportqueue and admission the notes below (\"Fidelity of reportqueue "
             "and admission\") say what the tool changes, with measurements." % (2 * self.duration),
             tab])
@@ -798,7 +798,7 @@ class Suite:
                 c0 = c1
         nkept = sum(1 for c in cals if c[3])
         if self.pin and "8" in self.args.pin_sections and self.taskset:
-            pin_text = ("Pinned (stability, issue 15 item 4): every run of this section, bare and "
+            pin_text = ("Pinned (stability): every run of this section, bare and "
                         "traced, runs under `taskset -c %s`, all the workload's threads on the same "
                         "CPU set, so that the VM's cross-core state cannot differ between a bare run "
                         "and the traced run it is divided by." % self.pin)
@@ -879,7 +879,7 @@ class Suite:
             "shim_bench (%d pairs, best of 5 loops) in the same alternations: ns added over "
             "the bare run, compression on and off, and their difference (paired)." % self.iters,
             t2,
-            "Targets (issue 15): <= 2.5 B/event on svcqueue and batcher; pool trace per second "
+            "Targets: <= 2.5 B/event on svcqueue and batcher; pool trace per second "
             "<= 1/2.5 of uncompressed (off/on or off/post bytes >= 2.5x); svcqueue kept on within "
             "3 points of off (post: the run is the off run, its kept ratio should equal off's); "
             "shim_bench on within 5 ns of off; pool kept >= 80%."])
@@ -960,7 +960,7 @@ class Suite:
 
 
 def main():
-    ap = argparse.ArgumentParser(description="mallock benchmark suite (issue 5)")
+    ap = argparse.ArgumentParser(description="mallock benchmark suite")
     ap.add_argument("build")
     ap.add_argument("--quick", action="store_true", help="fewer repetitions, shorter runs (<= 3 min)")
     ap.add_argument("--only", default="12345678", help="sections to run, e.g. 14 (default all)")

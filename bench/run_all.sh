@@ -1,7 +1,7 @@
 #!/bin/sh
 # run_all.sh BUILD_DIR [--quick] [--only SECTIONS] [--reps N] [--out FILE]
 #
-# mallock's benchmark suite (issue 5): per-event cost, throughput kept,
+# mallock's benchmark suite: per-event cost, throughput kept,
 # fidelity, scaling, trace size, analyzer speed, db_bench, compression on
 # vs off, with heaptrack (and valgrind drd for locks) measured side by side
 # in one invocation. Writes docs/performance.md and prints the tables. A

@@ -5,7 +5,7 @@
 # shim sampling at 512 KiB (MALLOCK_SAMPLE_BYTES=524288), side by side in
 # one run: the three configurations alternate ROUNDS times (default 7), each
 # run lasts SECONDS (default 2); prints the median requests/s of each and
-# its cost against bare. Targets (issue 7): paused <= 3%, sampling <= 10%.
+# its cost against bare. Targets: paused <= 3%, sampling <= 10%.
 set -eu
 BUILD=${1:?usage: server_bench.sh BUILD_DIR [ROUNDS] [SECONDS]}
 ROUNDS=${2:-7}

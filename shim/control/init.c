@@ -233,7 +233,7 @@ static int shim_start(void)
  * dl_iterate_phdr takes in the child: if another parent thread held it at
  * fork (its own dl_iterate_phdr, or libunwind's FDE lookup in a hook), the
  * child's first dl_iterate_phdr waits forever, with libunwind's signals
- * masked (reliability review, item 3). It cannot be held across fork by
+ * masked. It cannot be held across fork by
  * the forking thread either: it is a recursive mutex owned by a kernel
  * tid, which the child does not have. So a child is known safe only when
  * the parent had one thread at fork; any other child never calls

@@ -160,7 +160,7 @@ void stack_invalidate(void)
  * bytes from the host's own file that now has the number) it close()s both
  * numbers and makes a new pipe. After a daemon has closed every fd and
  * reopened its own files, libunwind would read, close and write the
- * host's files (reliability review, item 1). So its pipe is moved to high
+ * host's files. So its pipe is moved to high
  * numbers as it is made: every pipe2(O_CLOEXEC | O_NONBLOCK) made inside
  * the shim's gate is libunwind's (the shim itself makes no pipe).
  */

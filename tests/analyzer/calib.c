@@ -1,5 +1,5 @@
 /*
- * calib.c - the calibration program (issue 3, "Truth"). Run under the shim
+ * calib.c - the calibration program. Run under the shim
  * with libslowalloc.so after it, T threads each do R critical sections of
  * one mutex; each section busy-waits BUSY ns on the clock and calls malloc
  * N times and free N times. slowalloc.h fixes what each call costs, so the

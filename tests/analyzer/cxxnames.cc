@@ -1,4 +1,4 @@
-// cxxnames - C++ names for the text report (issue 13, item 8): two put()
+// cxxnames - C++ names for the text report: two put()
 // overloads (std::string, int) allocate under one mutex, and
 // Registry::add(std::string const&), not overloaded, does too. The text
 // must show Registry::add and the overloads with short parameter types;

@@ -1,5 +1,5 @@
 /*
- * debugfile - a program for test_debugfile.py (issue 13, item 4): two
+ * debugfile - a program for test_debugfile.py: two
  * threads allocate under one mutex in functions with distinctive names
  * (dbgf_fill_under_lock, dbgf_worker), none exported, so a stripped copy
  * names them only through its separate debug file.

@@ -1,4 +1,4 @@
-"""Recording a bundled test app for the output-format tests (issue 14):
+"""Recording a bundled test app for the output-format tests:
 svcqueue with the demo's settings, re-recorded (at most 3 times) until its
 queue lock was contended a few times, which on 2 cores it is not in about one
 run in five (tests/testapps/ground_truth.py explains the two modes)."""

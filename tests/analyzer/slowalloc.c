@@ -1,6 +1,6 @@
 /*
- * slowalloc.c - libslowalloc.so, the calibration test's allocator (issue 3,
- * "Truth"): preloaded after the shim (LD_PRELOAD=libmallock.so:
+ * slowalloc.c - libslowalloc.so, the calibration test's allocator:
+ * preloaded after the shim (LD_PRELOAD=libmallock.so:
  * libslowalloc.so), so the shim's "real" malloc is this one. Each malloc
  * busy-waits SLOWALLOC_MALLOC_NS and each free SLOWALLOC_FREE_NS on
  * CLOCK_MONOTONIC (never sleeps: a sleep's length depends on the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Calibration (issue 3, "Truth"): calib runs under the shim with
+"""Calibration: calib runs under the shim with
 libslowalloc.so preloaded after it, so every malloc and free spends a known,
 fixed time (slowalloc.h); its critical sections busy-wait a known time and
 call the allocator a known number of times. The report's allocator share of

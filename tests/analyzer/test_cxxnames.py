@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""C++ names in the text report are short (issue 13, item 8): no parameter
+"""C++ names in the text report are short: no parameter
 lists unless overloads meet (then with short types), std::string for
 std::__cxx11::basic_string<char, ...>; JSON keeps the full names; stacks
 that reach one site and read the same say where they part.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Separate debug files and the missing-symbols hint (issue 13, item 4).
+"""Separate debug files and the missing-symbols hint.
 
 A copy of debugfile is stripped as Debian strips its packages (the DWARF
 into a .debug file, .gnu_debuglink in the binary) and recorded. With the

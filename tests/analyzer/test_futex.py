@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Locks of a program's own, made with syscall(SYS_futex) (issue 13, item
-5). futexlock takes a three-state futex mutex in futexlock_contend_here(),
+"""Locks of a program's own, made with syscall(SYS_futex).
+futexlock takes a three-state futex mutex in futexlock_contend_here(),
 first in rounds that wait for certain, then on four threads; recorded under the shim, the report lists the futex word
 by its symbol with its wait, the waiters' stacks through that function,
 and the wakers' stacks (the holder's side). Its start event, a word the

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Futex words read from a synthetic trace (mktrace futex, format 1.3;
-issue 13, item 5), every number exact: a lock word whose waiters wake it
+"""Futex words read from a synthetic trace (mktrace futex, format
+1.3), every number exact: a lock word whose waiters wake it
 (its waits are lost time) and an event word only another thread wakes (a
 signal word: waiting for work), each with its waiters' and wakers'
 stacks, and neither claiming acquisitions or holds; a futex_lock finding

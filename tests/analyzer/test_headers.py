@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""What the report says about the recording and the program must be true
-(issue 13, items 6 and 8): a window closed by `mallock ctl` or an attached process
+"""What the report says about the recording and the program must be true:
+a window closed by `mallock ctl` or an attached process
 is not "did not exit cleanly", an attach is not "recording started with the
 program", the cascade never refers to a finding that was not printed, the
 slow-path advice names the allocator in use, and only node-sized churn is
@@ -171,8 +171,7 @@ a = churn_advice(32768)
 check("node" not in a and "buffer" in a,
       "32 KiB churn: a buffer, not a node: " + a)
 
-# One lock and one function allocating at two lines (tree_insert, issue 13
-# item 8): one finding that lists both lines, not two.
+# One lock and one function allocating at two lines (tree_insert): one finding that lists both lines, not two.
 p, _ = mktrace("cascade", "lines.trace", "--rounds", 1000, "--two-lines")
 d = report_json(p)
 aul = [f for f in d["findings"] if f["kind"] == "alloc_under_lock"]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Allocator calls made while locks are held (issue 11, review item 9): a
+"""Allocator calls made while locks are held: a
 lock's totals count every call made while it was held, however deep it
 sits among the locks held, and whichever way its hold ends (a release, a
 MARK, a thread exit, the end of the trace); only completed holds count in

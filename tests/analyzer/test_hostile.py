@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Hostile traces cost the analyzer linear time and bounded memory (issue
-11, review items 7 to 10 and 22). tests/analyzer/forge writes well-formed
+"""Hostile traces cost the analyzer linear time and bounded memory.
+tests/analyzer/forge writes well-formed
 traces of each shape at 1 MB and 10 MB (forge.c says what each aims at);
 `mallock report` runs on each, under RLIMIT_AS (reserved memory counts, not
 only touched pages), and must:

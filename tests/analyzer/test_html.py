@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""--format=html in headless Chromium (issue 14).
+"""--format=html in headless Chromium.
 
 usage: test_html.py MALLOCK MKTRACE SRCDIR
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Locks nobody named get names a reader can place (issue 13, item 3): a
+"""Locks nobody named get names a reader can place: a
 global by its ELF data symbol, a lock inside a heap block by the block's
 allocation site and offset, else by the function that initialised it or
 first took it; mallock_lock_name still wins. Locks made through an init
@@ -52,7 +52,7 @@ d = report_json("--no-symbols", p)
 lab = {l["id"]: l["label"] for l in d["locks"]}
 check("mktrace_stats_lock" not in lab[2] and "+0x" in lab[2],
       "--no-symbols: an address: " + lab[2])
-# Lock classes through an init wrapper (issue 13, item 2): 2000 mutexes
+# Lock classes through an init wrapper: 2000 mutexes
 # made by apr_thread_mutex_create for conn_setup and for cache_setup are
 # two classes, each owned by its caller; without a wrapper one class.
 p, _ = mktrace("locks", "wrapped.trace", "--locks", 2000, "--wrapped")

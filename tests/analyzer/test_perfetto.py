@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """--format=perfetto decoded with protoc against Perfetto's field numbers,
-and its structure checked (issue 14).
+and its structure checked.
 
 usage: test_perfetto.py MALLOCK MKTRACE SRCDIR
 

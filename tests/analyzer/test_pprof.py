@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""--format=pprof read back by the real pprof (issue 14).
+"""--format=pprof read back by the real pprof.
 
 usage: test_pprof.py MALLOCK MKTRACE SRCDIR
 

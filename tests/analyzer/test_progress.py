@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Progress of a long analysis (issue 14): on stderr, only on a terminal in
+"""Progress of a long analysis: on stderr, only on a terminal in
 the foreground, by pass and bytes read; --progress and --no-progress.
 
 usage: test_progress.py MALLOCK MKTRACE SRCDIR

@@ -281,7 +281,7 @@ check(e["acquisitions_cv"] > 0.8, f"starve: rate CV {e['acquisitions_cv']}")
 # at about the mean.
 # Both behind came back every round without a wake (all their visits
 # unserved): their whole gap counts, but the score is capped at the
-# wall-clock time the trace covers for them (issue 13: a score above the
+# wall-clock time the trace covers for them (never a score above the
 # trace's length).
 life = R * 10000
 check(1.9 * life < e["lost_ns"] < 2.1 * life,
@@ -317,7 +317,7 @@ eq(d["totals"]["unknown_frees"], 1, "unknown free counted")
 eq(d["totals"]["cross_thread_frees"], 3 * R, "unknown free is not cross-thread")
 eq(d["totals"]["frees"], 6 * R + 1, "unknown free is a free")
 
-# Pools uneven by design (issue 13, item 1): idle workers woken for work
+# Pools uneven by design: idle workers woken for work
 # now and then (every acquisition ends in a wake: waiting for work, not for
 # the lock); GC helpers taking a lock unequally with hardly any wait; a
 # runtime's threads of one entry (thread_native_entry ->
@@ -390,7 +390,7 @@ rc, out, err = run("report", path)
 check(rc == 0 and "recorded in" in out.split("\n\n")[0],
       "tpool: the header gives the recorded time and the span")
 
-# Waiting for work is not lost time (issue 13, item 2): two idle threads
+# Waiting for work is not lost time: two idle threads
 # per round wait 3000 ns for the queue lock, find no work and wait on its
 # condition. The alloc_under_lock finding counts only the producers' waits.
 def top_aul(*opts):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The report's size follows lock classes and sites, not instances (issue
-13, item 7: 82k mutexes of one class made a 103 MB JSON): the JSON of a
+"""The report's size follows lock classes and sites, not instances
+(82k mutexes of one class made a 103 MB JSON): the JSON of a
 100k-lock trace stays under 5 MB, lists the top locks and classes with a
 total for the rest, and --all lists every one.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reports do not depend on the hash key (issue 11, review item 7). The
+"""Reports do not depend on the hash key. The
 analyzer's hash maps are keyed from getrandom() in each process
 (analyzer/util/u64map.h), so two runs hash every key differently; an output
 whose order followed a map's slots would differ between them. Each trace

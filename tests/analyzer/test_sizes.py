@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """No size field in a trace can make the reader allocate more than the file
-could hold (issue 6). Small forged files whose size fields claim far more:
+could hold. Small forged files whose size fields claim far more:
 a chunk header claiming 16 MiB (the largest payload a reader accepts) and
 one claiming 4 GiB, a STACK record claiming 2^40 frames, a metadata record
 and a string claiming 2^60 bytes. Each must be reported (exit 0 with a

@@ -1,6 +1,6 @@
 /*
  * fuzz_report.c - the libFuzzer target over the trace reader and the whole
- * report path (issue 6, "Bad input"). Each input is written to a memfd and
+ * report path. Each input is written to a memfd and
  * run through the commands a user types, in-process:
  *
  *   mallock report --format=text  (symbols on for one input in 16, chosen

@@ -84,7 +84,7 @@ total = 0
 for name, path in sorted(seeds.items()):
     total += cut(path, os.path.join(OUT, name))
 
-# Small versions of the hostile shapes (tests/analyzer/forge.c; issue 11):
+# Small versions of the hostile shapes (tests/analyzer/forge.c):
 # at fuzzing sizes they cost nothing, but they start the fuzzer next to
 # code that forged files made slow (1024 locks held, a thread per name and
 # MARKs, colliding pointers...). hostile-stdin names /proc/self/fd/0 as a

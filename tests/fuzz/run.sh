@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/fuzz/run.sh BUILD_DIR SECONDS [JOBS] - fuzz the analyzer (issue 6).
+# tests/fuzz/run.sh BUILD_DIR SECONDS [JOBS] - fuzz the analyzer.
 #
 # Configures BUILD_DIR as a clang build with -DMALLOCK_FUZZ=ON (when it is
 # not one yet), builds tests/fuzz/fuzz_report and the sanitized `mallock`,

@@ -1,6 +1,5 @@
 """forkfd.py BUILD_DIR - fork while other threads run, fork near the
-address-space limit, and a host that closes its fds (forkfd.c; reliability
-review items 3, 11 and libunwind's part of 1). Every run has a timeout.
+address-space limit, and a host that closes its fds (forkfd.c). Every run has a timeout.
 
 - forkmt: 60 workers forked while one thread allocates and one loops in
   dl_iterate_phdr; MALLOCK_BUFFER_KB=4 (frequent flushes). Every worker must

@@ -1,7 +1,6 @@
 /*
  * hostile - a host that does what servers do to their own process and that
- * used to make the shim harm it (issue 11, reliability review #1, #4, #13,
- * #14, #15, #16). `hostile SCENARIO [ARG]`; run bare and under the shim by
+ * used to make the shim harm it. `hostile SCENARIO [ARG]`; run bare and under the shim by
  * hostile.py, which compares exit status, stdout, stderr and the files the
  * program wrote, and checks the trace's totals.
  *

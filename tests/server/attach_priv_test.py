@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Privileges of the `mallock` command (issue 12, review #22).
+"""Privileges of the `mallock` command.
 
 usage: attach_priv_test.py MALLOCK LATEAPP TMPDIR   (run as root)
 

@@ -239,7 +239,7 @@ elif CASE == "refuse":
                          stdout=subprocess.PIPE, text=True)
     check(v.stdout.readline().startswith("ready"), "plain victim started")
     # 0. Exec into an untraced program leaves a page with the right pid and
-    # start time (review #6): refused by both.
+    # start time: refused by both.
     x = subprocess.Popen(as_user(NOBODY, ["sh", "-c", "sleep 0.3; exec " + SRV
                                           + " --block 4"]),
                          env=env(MALLOCK_FOLLOW_EXEC=0),

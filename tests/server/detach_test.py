@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """`mallock detach PID`, and libraries dlopen'ed after `mallock attach`
-(docs/server.md, "Attach to a running process"; issue 17 items 2 and 3).
+(docs/server.md, "Attach to a running process").
 
 usage: detach_test.py MALLOCK LATEAPP LATELIB LATELIB_NOW TMPDIR
 

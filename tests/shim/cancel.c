@@ -1,6 +1,6 @@
 /*
  * cancel - a thread that leaves a hook without returning from it
- * (issue 11, review #12).
+ *.
  *
  * Cancellation, in each condition wait (wait, timedwait, clockwait): the
  * worker allocates two blocks, waits, and is cancelled; its cleanup handler

@@ -16,7 +16,7 @@
 #define ITERS 5000
 #define LOCKS 5000
 #define RW 1000
-#define CLK 1000 /* clock rwlocks (glibc 2.30+), issue 17 */
+#define CLK 1000 /* clock rwlocks (glibc 2.30+) */
 #define SPINS 1000
 #define TRIES 100
 #define INITS 10

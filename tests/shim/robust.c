@@ -1,6 +1,6 @@
 /*
  * robust - robust mutexes whose owner died, and lock arguments glibc
- * rejects before it tries the lock (issue 11, review #2).
+ * rejects before it tries the lock.
  *
  * For each mutex type (normal, errorcheck, recursive) and each way to take
  * the lock (lock, trylock, timedlock, clocklock on both clocks) a thread

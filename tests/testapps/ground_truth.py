@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ground truth of the bundled test apps (issue 4, "Ground truth, tested").
+"""Ground truth of the bundled test apps.
 
 usage: ground_truth.py BINDIR WORKDIR CASE
 
