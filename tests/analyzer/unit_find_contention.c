@@ -1,0 +1,161 @@
+/*
+ * unit_find_contention.c - unit tests of find_lock_contention
+ * (analyzer/find/find_contention.c) on small traces (unit_find.h's
+ * uf_contend: one lock, two threads, n contended rounds of hold ticks):
+ * which contended locks get a lock_contention finding, its score (the lost
+ * wait, n * hold ns) and severity, its evidence, and when the lock is left
+ * to alloc_under_lock instead (allocator time of CONT_ALLOC_SHARE_PCT of
+ * the holds and more) or to no one (below CONT_MIN_WAITS waits, below
+ * CONT_MIN_LOST_PPM of the trace, the allocator's own lock).
+ */
+#define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
+#include "thresholds.h"
+#include "unit_find.h"
+
+/* 20 rounds of 1000 ns: 20000 ns lost in a trace of about 60000 ns. */
+static void test_plain(void)
+{
+	uf_t u;
+	uf_open(&u);
+	uf_contend(&u, &(uf_contend_t){1, FMT_KIND_MUTEX, 20, 1000, 0, 0, 0});
+	if (!uf_load(&u))
+		return;
+	check_eq(uf_count(&u, FK_ALLOC_UNDER_LOCK), 0);
+	const finding_t *f = uf_one(&u, FK_LOCK_CONTENTION);
+	if (f) {
+		check_eq(uf_cls_lock(&u, f->cls), 1);
+		check_near(f->score, 20000, 1);
+		check_eq(f->severity, SEV_HIGH);
+		check_near(uf_ev(f, EV_LOCK_WAIT_NS), 20000, 1);
+		check_eq(uf_ev(f, EV_CONTENDED), 20.0);
+		check_eq(uf_ev(f, EV_ACQUISITIONS), 40.0);
+		check_near(uf_ev(f, EV_CONTENDED_SHARE), 0.5, 1e-9);
+		check_eq(uf_ev(f, EV_THREADS), 2.0);
+		check_eq(uf_ev(f, EV_WAITING_THREADS), 1.0);
+		check_eq(uf_ev(f, EV_HOLDER_STACKS), 1.0);
+		check_eq(uf_ev(f, EV_TOP_HOLDER_SHARE), 1.0);
+		check_eq(uf_ev(f, EV_ALLOCATOR_SHARE_OF_HOLD), 0.0);
+		check_near(uf_ev(f, EV_OWN_WORK_SHARE), 1, 1e-9);
+		check(uf_ev(f, EV_HOLDS) <= uf_ev(f, EV_ACQUISITIONS));
+		check(f->advice[0] != 0);
+	}
+	uf_free(&u);
+}
+
+/* One wait short of CONT_MIN_WAITS: no finding. */
+static void test_few_waits(void)
+{
+	uf_t u;
+	uf_open(&u);
+	uf_contend(&u, &(uf_contend_t){1, FMT_KIND_MUTEX, TH_CONT_MIN_WAITS - 1,
+	                               1000, 0, 0, 0});
+	if (!uf_load(&u))
+		return;
+	check_eq(uf_count(&u, FK_LOCK_CONTENTION), 0);
+	check_eq(uf_count(&u, FK_ALLOC_UNDER_LOCK), 0);
+	uf_free(&u);
+}
+
+/* 20 waits of 10 ns in a trace of 1 s: 0.2 ppm lost, below
+ * CONT_MIN_LOST_PPM. */
+static void test_small_loss(void)
+{
+	uf_t u;
+	uf_open(&u);
+	uf_contend(
+	    &u, &(uf_contend_t){1, FMT_KIND_MUTEX, 20, 10, 0, 0, 1000000000});
+	if (!uf_load(&u))
+		return;
+	check_eq(uf_count(&u, FK_LOCK_CONTENTION), 0);
+	uf_free(&u);
+}
+
+/* The same 20000 ns in a trace of 400000 ns: 5 %, medium. */
+static void test_medium(void)
+{
+	uf_t u;
+	uf_open(&u);
+	uf_contend(&u,
+	           &(uf_contend_t){1, FMT_KIND_MUTEX, 20, 1000, 0, 0, 401000});
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_LOCK_CONTENTION);
+	if (f) {
+		check_near(f->score, 20000, 1);
+		check_eq(f->severity, SEV_MEDIUM);
+	}
+	uf_free(&u);
+}
+
+/* Holders allocate 1 % of their hold (200 ns of the 20200 the two
+ * threads held it): lock_contention, the allocator's
+ * share in its evidence, and the lock's alloc_under_lock finding gone. */
+static void test_alloc_small_share(void)
+{
+	uf_t u;
+	uf_open(&u);
+	uf_contend(&u, &(uf_contend_t){1, FMT_KIND_MUTEX, 20, 1000, 10, 0, 0});
+	if (!uf_load(&u))
+		return;
+	check_eq(uf_count(&u, FK_ALLOC_UNDER_LOCK), 0);
+	const finding_t *f = uf_one(&u, FK_LOCK_CONTENTION);
+	if (f) {
+		check_near(f->score, 20000, 1);
+		check_near(uf_ev(f, EV_ALLOCATOR_SHARE_OF_HOLD), 200.0 / 20200,
+		           1e-9);
+		check_near(uf_ev(f, EV_ALLOCATOR_NS_IN_HOLDS), 200, 1e-6);
+		check_near(uf_ev(f, EV_OWN_WORK_SHARE), 20000.0 / 20200, 1e-9);
+	}
+	uf_free(&u);
+}
+
+/* Holders allocate 10 % of their hold (2000 of 20200 ns): the lock's one
+ * finding is alloc_under_lock, scored the whole lost wait, with the contention
+ * evidence; no lock_contention. */
+static void test_alloc_explains(void)
+{
+	uf_t u;
+	uf_open(&u);
+	uf_contend(&u, &(uf_contend_t){1, FMT_KIND_MUTEX, 20, 1000, 100, 0, 0});
+	if (!uf_load(&u))
+		return;
+	check_eq(uf_count(&u, FK_LOCK_CONTENTION), 0);
+	const finding_t *f = uf_one(&u, FK_ALLOC_UNDER_LOCK);
+	if (f) {
+		check_eq(uf_cls_lock(&u, f->cls), 1);
+		check_near(f->score, 20000, 1);
+		check_eq(f->severity, SEV_HIGH);
+		check_eq(uf_ev(f, EV_ALLOC_SITES_FOLDED), 0.0);
+		check_eq(uf_ev(f, EV_CONTENDED), 20.0);
+		check_eq(uf_ev(f, EV_WAITING_THREADS), 1.0);
+		check_near(uf_ev(f, EV_ALLOCATOR_SHARE_OF_HOLD), 2000.0 / 20200,
+		           1e-9);
+	}
+	uf_free(&u);
+}
+
+/* The allocator's own lock, however contended, is alloc_under_lock's and
+ * slow_alloc's to explain: no lock_contention. */
+static void test_allocator_lock(void)
+{
+	uf_t u;
+	uf_open(&u);
+	uf_contend(
+	    &u, &(uf_contend_t){1, FMT_KIND_ALLOC_INTERNAL, 20, 1000, 0, 0, 0});
+	if (!uf_load(&u))
+		return;
+	check_eq(uf_count(&u, FK_LOCK_CONTENTION), 0);
+	uf_free(&u);
+}
+
+int main(void)
+{
+	test_run(test_plain);
+	test_run(test_few_waits);
+	test_run(test_small_loss);
+	test_run(test_medium);
+	test_run(test_alloc_small_share);
+	test_run(test_alloc_explains);
+	test_run(test_allocator_lock);
+	return test_done();
+}

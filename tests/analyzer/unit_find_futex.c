@@ -1,0 +1,158 @@
+/*
+ * unit_find_futex.c - unit tests of find_futex_locks
+ * (analyzer/find/find_futex.c) on small traces (unit_find.h): futex word 1
+ * waited on (stack 1) and woken (stack 2) through syscall(). A word some
+ * thread both waits on and wakes is a lock word: futex_lock, scored the
+ * waiters' time, never more than the trace covers; a signal word (its
+ * waiters never wake it) or too few waits, or too little time lost, give
+ * none.
+ */
+#define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
+#include "thresholds.h"
+#include "unit_find.h"
+
+static const uint64_t s1[] = {0x401000}, s2[] = {0x402000};
+
+static ut_chunk_t *thread(uf_t *u, uint32_t tid)
+{
+	ut_begin(u->c, tid, 0, 1000);
+	ut_stack(u->c, 1, 1, s1);
+	ut_stack(u->c, 2, 1, s2);
+	ut_lock_new(u->c, 1, 0x10040, FMT_KIND_FUTEX, 0);
+	return u->c;
+}
+
+/*
+ * threads threads, each waiting n times for wait ns on word 1 (one wait
+ * every 10 * wait ns from tick 10000 + wait) and waking it after each
+ * wait when it wakes; end: a last event (lock 99 by thread 9) at that
+ * tick, 0: none.
+ */
+static void words(uf_t *u, int threads, int n, uint64_t wait, bool wakes,
+                  uint64_t end)
+{
+	for (int k = 0; k < threads; k++) {
+		ut_chunk_t *c = thread(u, (uint32_t)k + 1);
+		for (int i = 0; i < n; i++) {
+			uint64_t t = 10000 + wait + (uint64_t)i * 10 * wait +
+			             (uint64_t)k;
+			ut_ev(c, FMT_FUTEX_WAIT, t, 1, 1, wait, 0, 0);
+			if (wakes)
+				ut_ev(c, FMT_FUTEX_WAKE, t + 1, 1, 2, 1, 0, 0);
+		}
+		ut_write(u->f, c);
+	}
+	if (!wakes) { /* another thread wakes them: a signal word */
+		ut_chunk_t *c = thread(u, 8);
+		for (int i = 0; i < n; i++)
+			ut_ev(c, FMT_FUTEX_WAKE,
+			      10000 + wait + (uint64_t)i * 10 * wait + 50, 1, 2,
+			      (uint64_t)threads, 0, 0);
+		ut_write(u->f, c);
+	}
+	if (end) {
+		ut_chunk_t *c = thread(u, 9);
+		ut_lock_new(c, 99, 0x20000, FMT_KIND_MUTEX, 0);
+		uf_hold(c, 99, 1, end - 1, 1);
+		ut_write(u->f, c);
+	}
+}
+
+/* Two threads, 5 waits of 1000 ns each, both waking the word. */
+static void test_lock_word(void)
+{
+	uf_t u;
+	uf_open(&u);
+	words(&u, 2, 5, 1000, true, 0);
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_FUTEX_LOCK);
+	if (f) {
+		check_eq(uf_cls_lock(&u, f->cls), 1);
+		check_near(f->score, 10000, 1e-6);
+		check_eq(f->severity, SEV_HIGH);
+		check_eq(uf_ev(f, EV_LOCK_WORDS), 1.0);
+		check_eq(uf_ev(f, EV_FUTEX_WAITS), 10.0);
+		check_near(uf_ev(f, EV_LOCK_WAIT_NS), 10000, 1e-6);
+		check_near(uf_ev(f, EV_WAIT_MAX_NS), 1000, 1e-6);
+		check_near(uf_ev(f, EV_MEAN_WAIT_NS), 1000, 1e-6);
+		check_eq(uf_ev(f, EV_FUTEX_WAKES), 10.0);
+		check_eq(uf_ev(f, EV_WAITING_THREADS), 2.0);
+		check_eq(uf_ev(f, EV_WAKING_THREADS), 2.0);
+		check_eq(uf_ev(f, EV_WAITER_STACKS), 1.0);
+		check_eq(uf_ev(f, EV_WAKER_STACKS), 1.0);
+		check(f->score <= uf_ev(f, EV_COVERED_NS));
+	}
+	/* a futex word has no holds: no other finding names it */
+	check_eq(uf_count(&u, FK_LOCK_CONTENTION), 0);
+	check_eq(uf_count(&u, FK_ALLOC_UNDER_LOCK), 0);
+	uf_free(&u);
+}
+
+/* One wait short of FUTEX_MIN_WAITS: no finding. */
+static void test_few_waits(void)
+{
+	uf_t u;
+	uf_open(&u);
+	words(&u, 1, TH_FUTEX_MIN_WAITS - 1, 1000, true, 0);
+	if (!uf_load(&u))
+		return;
+	check_eq(uf_count(&u, FK_FUTEX_LOCK), 0);
+	uf_free(&u);
+}
+
+/* Waiters that never wake the word (woken by thread 8): waiting for
+ * work, no finding. */
+static void test_signal_word(void)
+{
+	uf_t u;
+	uf_open(&u);
+	words(&u, 2, 10, 1000, false, 0);
+	if (!uf_load(&u))
+		return;
+	check_eq(uf_count(&u, FK_FUTEX_LOCK), 0);
+	uf_free(&u);
+}
+
+/* 20 waits of 10 ns in a trace of 1 s: 0.2 ppm lost, below
+ * FUTEX_MIN_LOST_PPM. */
+static void test_small_loss(void)
+{
+	uf_t u;
+	uf_open(&u);
+	words(&u, 2, 10, 10, true, 1000000000);
+	if (!uf_load(&u))
+		return;
+	check_eq(uf_count(&u, FK_FUTEX_LOCK), 0);
+	uf_free(&u);
+}
+
+/* Eight threads asleep at once: 8 x 2 waits of 10000 ns, 160000 ns, in
+ * a trace of about 100000 ns: scored what the trace covers. */
+static void test_capped(void)
+{
+	uf_t u;
+	uf_open(&u);
+	words(&u, 8, 2, 10000, true, 0);
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_FUTEX_LOCK);
+	if (f) {
+		double dur = (double)model_recorded_ns(&u.m);
+		check_near(uf_ev(f, EV_LOCK_WAIT_NS), 160000, 1e-6);
+		check_eq(uf_ev(f, EV_COVERED_NS), dur);
+		check_eq(f->score, dur);
+		check(f->score < uf_ev(f, EV_LOCK_WAIT_NS));
+	}
+	uf_free(&u);
+}
+
+int main(void)
+{
+	test_run(test_lock_word);
+	test_run(test_few_waits);
+	test_run(test_signal_word);
+	test_run(test_small_loss);
+	test_run(test_capped);
+	return test_done();
+}
