@@ -32,7 +32,10 @@
 #include "ctl_client.h"
 #include "live.h"
 #include "proc.h"
+#include "load.h"
+#include "report.h"
 #include "top_out.h"
+#include "top_screen.h"
 #include "util.h"
 
 #include <errno.h>
@@ -40,6 +43,7 @@
 #include <getopt.h> /* optarg, optind */
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,12 +51,11 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #define TOP_DEFAULT_OUTPUT "mallock.%e.%p.trace"
-#define TOP_MIN_COLS 80
-#define TOP_MIN_ROWS 24
 #define TOP_CTL_WAIT_MS 5000 /* how long a start/stop request is waited */
 
 enum {
@@ -104,12 +107,16 @@ static const cli_cmd_t top_cli = {
     .max_operands = -1,
 };
 
-static volatile sig_atomic_t top_stop;
+static volatile sig_atomic_t top_stop, top_winch, top_tstp;
 
 static void on_signal(int sig)
 {
-	(void)sig;
-	top_stop = 1;
+	if (sig == SIGWINCH)
+		top_winch = 1;
+	else if (sig == SIGTSTP)
+		top_tstp = 1;
+	else
+		top_stop = 1;
 }
 
 static uint64_t mono_ns(void)
@@ -455,6 +462,241 @@ static int tty_check(void)
 	return -1;
 }
 
+/* The terminal while the screen is up: keys read raw (no echo, no line
+ * editing; ^C still a signal) from stdin or else /dev/tty, the
+ * alternate screen, the cursor hidden, stderr held in a file and
+ * replayed once the terminal is back. tty_leave restores every part of
+ * it, once, on every way out: the end of the loop, q, SIGINT, SIGTERM,
+ * SIGHUP (the loop ends), exit() (atexit); ^Z leaves it and the
+ * continued process takes it again. */
+typedef struct tty {
+	int in;      /* the keys' fd, -1 none */
+	bool own_in; /* in was opened here */
+	bool raw;    /* saved holds the modes to restore */
+	bool up;     /* the alternate screen is up */
+	struct termios saved;
+	int err_saved; /* the real stderr while held, -1 */
+	FILE *err;     /* what was written to stderr meanwhile */
+} tty_t;
+
+static tty_t tty = {.in = -1, .err_saved = -1};
+
+static void tty_puts(const char *s)
+{
+	size_t n = strlen(s);
+	while (n) {
+		ssize_t w = write(1, s, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static void tty_leave(void)
+{
+	if (tty.up)
+		tty_puts("\033[0m\033[?25h\033[?1049l");
+	tty.up = false;
+	if (tty.raw)
+		tcsetattr(tty.in, TCSANOW, &tty.saved);
+	tty.raw = false;
+	if (tty.err_saved >= 0) {
+		fflush(stderr);
+		dup2(tty.err_saved, 2);
+		close(tty.err_saved);
+		tty.err_saved = -1;
+		char buf[4096];
+		size_t n;
+		rewind(tty.err);
+		while ((n = fread(buf, 1, sizeof buf, tty.err)) > 0)
+			if (write(2, buf, n) < 0)
+				break;
+		fclose(tty.err);
+		tty.err = NULL;
+	}
+}
+
+static void tty_enter(void)
+{
+	static bool registered;
+	if (!registered)
+		atexit(tty_leave);
+	registered = true;
+	if (tty.in < 0) {
+		if (isatty(0)) {
+			tty.in = 0;
+		} else {
+			tty.in = open("/dev/tty", O_RDONLY | O_CLOEXEC);
+			tty.own_in = tty.in >= 0;
+		}
+	}
+	if (tty.in >= 0 && tcgetattr(tty.in, &tty.saved) == 0) {
+		struct termios r = tty.saved;
+		r.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
+		r.c_cc[VMIN] = 0;
+		r.c_cc[VTIME] = 0;
+		tty.raw = tcsetattr(tty.in, TCSANOW, &r) == 0;
+	}
+	if (isatty(2) && (tty.err = tmpfile()) != NULL) {
+		fflush(stderr);
+		tty.err_saved = dup(2);
+		if (tty.err_saved < 0 || dup2(fileno(tty.err), 2) < 0) {
+			if (tty.err_saved >= 0)
+				close(tty.err_saved);
+			tty.err_saved = -1;
+			fclose(tty.err);
+			tty.err = NULL;
+		}
+	}
+	tty_puts("\033[?1049h\033[?25l\033[H\033[2J");
+	tty.up = true;
+}
+
+static void tty_size(top_screen_t *s)
+{
+	struct winsize ws;
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
+		s->cols = ws.ws_col;
+		s->rows = ws.ws_row;
+	}
+}
+
+/* Draws one frame of v (NULL: none yet) in one write. */
+static void screen_draw(const live_view_t *v, const top_screen_t *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&buf, &len);
+	if (!m)
+		return;
+	top_screen_draw(v, s, m);
+	if (fclose(m) == 0 && buf) {
+		buf[len] = 0;
+		tty_puts(buf);
+	}
+	free(buf);
+}
+
+/* `mallock report`'s text of trace's window (from_mono, until_mono) into
+ * path: 0, or -1 with why in buf. */
+static int save_report(const char *trace, uint64_t from_mono,
+                       uint64_t until_mono, const char *path, char *why,
+                       size_t n)
+{
+	model_t m;
+	load_opts_t o = {.symbols = true,
+	                 .quiet = true,
+	                 .fold_locks = true,
+	                 .from_mono_ns = from_mono,
+	                 .until_mono_ns = until_mono};
+	report_t r = {.m = &m, .nm = 1, .top = 10, .metric = METRIC_WAIT};
+	if (load_trace(trace, &m, &r.f, &o) != 0) {
+		snprintf(why, n, "cannot read %.4000s", trace);
+		free(r.f.v);
+		return -1;
+	}
+	findings_sort(&r.f);
+	FILE *out = fopen(path, "we");
+	int rc = -1;
+	if (out) {
+		report_text(&r, out);
+		rc = fclose(out) == 0 ? 0 : -1;
+	}
+	if (rc)
+		snprintf(why, n, "cannot write %.3900s: %.80s", path,
+		         strerror(errno));
+	free(r.f.v);
+	load_free(&m);
+	return rc;
+}
+
+/* The screen's state between two frames. */
+typedef struct top_ui {
+	top_screen_t s;
+	const top_target_t *t;
+	const live_t *lv;
+	uint64_t lag;
+	int saved; /* reports written */
+} top_ui_t;
+
+/* Serves the keys waiting on the terminal; returns whether the frame
+ * changed. q ends the loop as a signal would. */
+static bool screen_keys(top_ui_t *u)
+{
+	char keys[64];
+	ssize_t n = tty.in >= 0 ? read(tty.in, keys, sizeof keys) : -1;
+	bool redraw = false;
+	for (ssize_t i = 0; i < n; i++) {
+		char k = keys[i];
+		if (u->s.help && k != 'q') {
+			u->s.help = false; /* any key closes the help */
+			redraw = true;
+			continue;
+		}
+		if (k == 'q' || k == 'Q') {
+			top_stop = 1;
+		} else if (k == ' ') {
+			u->s.frozen = !u->s.frozen;
+			snprintf(u->s.status, sizeof u->s.status, "%s",
+			         u->s.frozen ? "frozen: space thaws" : "");
+		} else if (k >= '1' && k <= '4') {
+			u->s.view = k - '0';
+		} else if (k == '?' || k == 'h') {
+			u->s.help = true;
+		} else if (k == 's') {
+			char cwd[PATH_MAX], why[4096], path[PATH_MAX];
+			if (!getcwd(cwd, sizeof cwd))
+				snprintf(cwd, sizeof cwd, ".");
+			snprintf(path, sizeof path,
+			         "%.3800s/mallock-top.%.32s.%ld.%d.txt", cwd,
+			         u->t->comm, u->t->pid, ++u->saved);
+			snprintf(u->s.status, sizeof u->s.status,
+			         "writing the report of the window so far...");
+			screen_draw(u->lv->polls ? &u->lv->cur : NULL, &u->s);
+			uint64_t until = mono_ns() - u->lag;
+			if (save_report(u->t->trace, u->lv->from_mono_ns, until,
+			                path, why, sizeof why) == 0)
+				snprintf(u->s.status, sizeof u->s.status,
+				         "report written: %.4000s", path);
+			else
+				snprintf(u->s.status, sizeof u->s.status,
+				         "no report: %.4000s", why);
+		} else {
+			continue;
+		}
+		redraw = true;
+	}
+	return redraw;
+}
+
+/* Waits up to ms for a key or a signal, serving them: the screen's
+ * sleep. */
+static void screen_wait(top_ui_t *u, long ms)
+{
+	struct pollfd p = {.fd = tty.in, .events = POLLIN};
+	int r = poll(&p, tty.in >= 0 ? 1 : 0, (int)ms);
+	bool redraw = r > 0 && (p.revents & POLLIN) && screen_keys(u);
+	if (r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+		top_stop = 1; /* the terminal is gone */
+	if (top_tstp) {
+		top_tstp = 0;
+		tty_leave();
+		raise(SIGSTOP);
+		tty_enter();
+		top_winch = 1;
+	}
+	if (top_winch) {
+		top_winch = 0;
+		tty_size(&u->s);
+		redraw = true;
+	}
+	if (redraw && !top_stop)
+		screen_draw(u->lv->polls ? &u->lv->cur : NULL, &u->s);
+}
+
 int cmd_top(int argc, char **argv)
 {
 	double interval = 1;
@@ -540,8 +782,10 @@ int cmd_top(int argc, char **argv)
 		                       "follows --)",
 		                       argv[optind + 1]);
 	}
-	/* Refused before the process is touched. */
-	if (!batch && !json && isatty(1) && tty_check() < 0)
+	/* The screen on a terminal; refused before the process is touched
+	 * when the terminal is too small. */
+	bool screen = !batch && !json && isatty(1);
+	if (screen && tty_check() < 0)
 		return 1;
 	if (t.how != TT_CMD) {
 		proc_t p;
@@ -585,6 +829,17 @@ int cmd_top(int argc, char **argv)
 
 	live_t lv = {.path = t.trace, .from_mono_ns = from, .symbols = true};
 	uint64_t lag = flush_lag_ns(t.pid);
+	top_ui_t ui = {.s = {.view = TOP_VIEW_LOCKS, .sort = sort_name},
+	               .t = &t,
+	               .lv = &lv,
+	               .lag = lag};
+	if (screen) {
+		sigaction(SIGWINCH, &sa, NULL);
+		sigaction(SIGTSTP, &sa, NULL);
+		tty_size(&ui.s);
+		tty_enter();
+		screen_draw(NULL, &ui.s);
+	}
 	int shown = 0, status = 0;
 	bool alive = true;
 	long step_ms = (long)llround(interval * 1000);
@@ -592,7 +847,11 @@ int cmd_top(int argc, char **argv)
 	while (!top_stop && (!count || shown < count)) {
 		while (!top_stop && mono_ns() < next && alive) {
 			uint64_t left = (next - mono_ns()) / 1000000ull;
-			sleep_ms(left > 50 ? 50 : (long)left + 1);
+			long ms = left > 50 ? 50 : (long)left + 1;
+			if (screen)
+				screen_wait(&ui, ms);
+			else
+				sleep_ms(ms);
 			alive = target_alive(&t);
 		}
 		if (top_stop)
@@ -606,6 +865,10 @@ int cmd_top(int argc, char **argv)
 				break;
 			continue;
 		}
+		/* Frozen, the screen keeps the rows it shows: the next look
+		 * after the thaw spans the frozen time (its length says so). */
+		if (screen && ui.s.frozen && alive)
+			continue;
 		/* Once the process has ended its trace is whole: every event
 		 * is before now. */
 		uint64_t until = alive ? mono_ns() - lag : mono_ns();
@@ -615,7 +878,10 @@ int cmd_top(int argc, char **argv)
 			break;
 		}
 		shown++;
-		if (json)
+		ui.s.n = shown;
+		if (screen)
+			screen_draw(&lv.cur, &ui.s);
+		else if (json)
 			top_json(&lv.cur, shown, sort_name, stdout);
 		else
 			top_text(&lv.cur, shown, sort_name, stdout);
@@ -627,6 +893,7 @@ int cmd_top(int argc, char **argv)
 		if (next < mono_ns())
 			next = mono_ns() + (uint64_t)step_ms * 1000000ull;
 	}
+	tty_leave();
 	if (!status && !alive && t.how != TT_CMD && (!count || shown < count)) {
 		fprintf(stderr,
 		        "mallock top: pid %ld (%s) ended after %d interval%s\n",

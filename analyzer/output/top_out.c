@@ -21,19 +21,19 @@ static double alloc_share(const lockstat_t *s)
 	return p > 100 ? 100 : p;
 }
 
-/* The columns of one lockstat: wait, contended, max wait, hold, alloc%,
- * allocator-lock wait. */
-static void lock_cols(FILE *out, const lockstat_t *s, bool bound)
+/* The columns of one lockstat into buf: wait, contended, max wait, hold,
+ * alloc%, allocator-lock wait (56 characters). */
+static void lock_cols(char *buf, size_t len, const lockstat_t *s, bool bound)
 {
 	char a[32], b[32], c[40], d[32], e[32];
 	human_ns(c + 1, sizeof c - 1, (double)s->wait_max);
 	c[0] = bound ? '<' : ' ';
-	fprintf(out, "%9s %7s %9s %9s %5.1f%% %9s",
-	        human_ns(a, sizeof a, (double)s->wait_ns),
-	        human_count(b, sizeof b, (double)s->contended),
-	        s->wait_max || bound ? c : "        -",
-	        human_ns(d, sizeof d, (double)s->hold_ns), alloc_share(s),
-	        human_ns(e, sizeof e, (double)s->alloc_lw_ns));
+	snprintf(buf, len, "%9s %7s %9s %9s %5.1f%% %9s",
+	         human_ns(a, sizeof a, (double)s->wait_ns),
+	         human_count(b, sizeof b, (double)s->contended),
+	         s->wait_max || bound ? c : "        -",
+	         human_ns(d, sizeof d, (double)s->hold_ns), alloc_share(s),
+	         human_ns(e, sizeof e, (double)s->alloc_lw_ns));
 }
 
 /* A name cut to width keeps its head and its tail, joined by "...":
@@ -52,43 +52,122 @@ static void name_col(char *buf, size_t len, const char *name, size_t width)
 	snprintf(buf, len, "%.*s...%s", (int)head, name, name + n - tail);
 }
 
+const char *top_title(char *buf, size_t len, const live_view_t *v, int n)
+{
+	snprintf(buf, len,
+	         "mallock top - %s (pid %llu) - interval %d (%.1f s) - window "
+	         "age %.1f s",
+	         v->exe, (unsigned long long)v->pid, n, v->ivl_s, v->age_s);
+	return buf;
+}
+
+const char *top_counts(char *buf, size_t len, const live_view_t *v)
+{
+	char a[32], b[32], c[32], d[32];
+	double eps = v->ivl_s > 0 ? (double)v->ievents / v->ivl_s : 0;
+	snprintf(buf, len,
+	         "threads %u   events/s %s   events %s   dropped %s (%s in the "
+	         "interval)%s",
+	         v->threads, human_count(a, sizeof a, eps),
+	         human_count(b, sizeof b, (double)v->events),
+	         human_count(c, sizeof c, (double)v->dropped),
+	         human_count(d, sizeof d, (double)v->idropped),
+	         v->have_end ? "   process ended" : "");
+	return buf;
+}
+
+const char *top_lock_head(char *buf, size_t len, int cols, int name_w)
+{
+	static const char one[] = "%9s %7s %9s %9s %6s %9s";
+	char a[80];
+	snprintf(a, sizeof a, one, "wait", "cont", "max wait", "hold", "alloc%",
+	         "alloc-lw");
+	snprintf(buf, len, "  %-*s %s%s%s", name_w, "lock", a,
+	         cols == TOP_BOTH ? " | " : "", cols == TOP_BOTH ? a : "");
+	return buf;
+}
+
+const char *top_lock_row(char *buf, size_t len, const live_lock_t *l, int cols,
+                         int name_w)
+{
+	char nm[LIVE_NAME + 8], col[LIVE_NAME + 8], a[80], b[80];
+	snprintf(nm, sizeof nm, "%s%s", l->queue ? "*" : "", l->name);
+	name_col(col, sizeof col, nm, (size_t)name_w);
+	lock_cols(a, sizeof a, cols == TOP_WIN ? &l->win : &l->ivl,
+	          cols != TOP_WIN && l->ivl_max_bound);
+	if (cols == TOP_BOTH)
+		lock_cols(b, sizeof b, &l->win, false);
+	snprintf(buf, len, "  %-*s %s%s%s", name_w, col, a,
+	         cols == TOP_BOTH ? " | " : "", cols == TOP_BOTH ? b : "");
+	return buf;
+}
+
+const char *top_site_row(char *buf, size_t len, const live_site_t *s,
+                         int lock_w, int site_w)
+{
+	char a[32], b[32], c[32], d[32], lk[LIVE_NAME], st[LIVE_NAME];
+	name_col(lk, sizeof lk, s->lock, (size_t)lock_w);
+	name_col(st, sizeof st, s->site, (size_t)site_w);
+	snprintf(buf, len, "  %-*s %-*s %9s %6s allocs %6s frees | %9s", lock_w,
+	         lk, site_w, st, human_ns(a, sizeof a, (double)s->ins),
+	         human_count(b, sizeof b, (double)s->iallocs),
+	         human_count(c, sizeof c, (double)(s->icalls - s->iallocs)),
+	         human_ns(d, sizeof d, (double)s->ns));
+	return buf;
+}
+
+const char *top_find_row(char *buf, size_t len, const live_find_t *f)
+{
+	snprintf(buf, len, "  %-6s %-17s %s%s%s", f->severity, f->kind,
+	         f->lock[0] ? f->lock : "",
+	         f->lock[0] && f->site[0] ? " @ " : "", f->site);
+	return buf;
+}
+
+const char *top_thread_head(char *buf, size_t len, int name_w)
+{
+	snprintf(buf, len, "  %7s %-*s %9s %7s %7s %7s %7s %9s", "tid", name_w,
+	         "name", "wait", "cont", "acq", "allocs", "frees", "alloc");
+	return buf;
+}
+
+const char *top_thread_row(char *buf, size_t len, const live_thread_t *t,
+                           int cols, int name_w)
+{
+	char a[32], b[32], c[32], d[32], e[32], f[32], g[48], nm[48];
+	bool w = cols == TOP_WIN;
+	snprintf(nm, sizeof nm, "%s%s", t->name[0] ? t->name : "-",
+	         t->exited ? " (exited)" : "");
+	name_col(g, sizeof g, nm, (size_t)name_w);
+	snprintf(
+	    buf, len, "  %7u %-*s %9s %7s %7s %7s %7s %9s", t->tid, name_w, g,
+	    human_ns(a, sizeof a, (double)(w ? t->wait_ns : t->iwait_ns)),
+	    human_count(b, sizeof b,
+	                (double)(w ? t->contended : t->icontended)),
+	    human_count(c, sizeof c, (double)(w ? t->acq : t->iacq)),
+	    human_count(d, sizeof d, (double)(w ? t->allocs : t->iallocs)),
+	    human_count(e, sizeof e, (double)(w ? t->frees : t->ifrees)),
+	    human_ns(f, sizeof f, (double)(w ? t->alloc_ns : t->ialloc_ns)));
+	return buf;
+}
+
 void top_text(const live_view_t *v, int n, const char *sort, FILE *out)
 {
-	char a[32], b[32], c[32], col[LIVE_NAME];
-	double eps = v->ivl_s > 0 ? (double)v->ievents / v->ivl_s : 0;
-	fprintf(out,
-	        "mallock top - %s (pid %llu) - interval %d (%.1f s) - window "
-	        "age %.1f s\n",
-	        v->exe, (unsigned long long)v->pid, n, v->ivl_s, v->age_s);
-	fprintf(out,
-	        "threads %u   events/s %s   events %s   dropped %s (%s in the "
-	        "interval)%s\n",
-	        v->threads, human_count(a, sizeof a, eps),
-	        human_count(b, sizeof b, (double)v->events),
-	        human_count(c, sizeof c, (double)v->dropped),
-	        human_count(col, sizeof col, (double)v->idropped),
-	        v->have_end ? "   process ended" : "");
+	char line[TOP_LINE];
+	fprintf(out, "%s\n", top_title(line, sizeof line, v, n));
+	fprintf(out, "%s\n", top_counts(line, sizeof line, v));
 	if (v->trunc[0])
 		fprintf(out, "note: %s\n", v->trunc);
 	fprintf(out,
 	        "\nLock classes by %s (last interval | since the window "
 	        "opened):\n",
 	        sort);
-	fprintf(
-	    out, "  %-28s %9s %7s %9s %9s %6s %9s | %9s %7s %9s %9s %6s %9s\n",
-	    "lock", "wait", "cont", "max wait", "hold", "alloc%", "alloc-lw",
-	    "wait", "cont", "max wait", "hold", "alloc%", "alloc-lw");
+	fprintf(out, "%s\n", top_lock_head(line, sizeof line, TOP_BOTH, 28));
 	size_t shown = 0;
 	for (size_t i = 0; i < v->nlock && shown < TOP_LOCK_ROWS; i++) {
-		const live_lock_t *l = &v->lock[i];
-		char nm[LIVE_NAME + 8];
-		snprintf(nm, sizeof nm, "%s%s", l->queue ? "*" : "", l->name);
-		name_col(col, sizeof col, nm, 28);
-		fprintf(out, "  %-28s ", col);
-		lock_cols(out, &l->ivl, l->ivl_max_bound);
-		fputs(" | ", out);
-		lock_cols(out, &l->win, false);
-		fputc('\n', out);
+		fprintf(
+		    out, "%s\n",
+		    top_lock_row(line, sizeof line, &v->lock[i], TOP_BOTH, 28));
 		shown++;
 	}
 	if (!shown)
@@ -99,16 +178,8 @@ void top_text(const live_view_t *v, int n, const char *sort, FILE *out)
 	        "window):\n");
 	shown = 0;
 	for (size_t i = 0; i < v->nsite && shown < TOP_SITE_ROWS; i++) {
-		const live_site_t *s = &v->site[i];
-		char lk[32], st[48];
-		name_col(lk, sizeof lk, s->lock, 20);
-		name_col(st, sizeof st, s->site, 40);
-		fprintf(
-		    out, "  %-20s %-40s %9s %6s allocs %6s frees | %9s\n", lk,
-		    st, human_ns(a, sizeof a, (double)s->ins),
-		    human_count(b, sizeof b, (double)s->iallocs),
-		    human_count(c, sizeof c, (double)(s->icalls - s->iallocs)),
-		    human_ns(col, sizeof col, (double)s->ns));
+		fprintf(out, "%s\n",
+		        top_site_row(line, sizeof line, &v->site[i], 20, 40));
 		shown++;
 	}
 	if (!shown)
@@ -117,9 +188,7 @@ void top_text(const live_view_t *v, int n, const char *sort, FILE *out)
 	        "\nFindings of the window so far (as `mallock report`):\n");
 	for (size_t i = 0; i < v->nfind && i < TOP_FIND_ROWS; i++) {
 		const live_find_t *f = &v->find[i];
-		fprintf(out, "  %-6s %-17s %s%s%s\n", f->severity, f->kind,
-		        f->lock[0] ? f->lock : "",
-		        f->lock[0] && f->site[0] ? " @ " : "", f->site);
+		fprintf(out, "%s\n", top_find_row(line, sizeof line, f));
 		fprintf(out, "         %s\n", f->summary);
 	}
 	if (!v->nfind)

@@ -18,6 +18,7 @@ static void view_free(live_view_t *v)
 	free(v->lock);
 	free(v->site);
 	free(v->find);
+	free(v->thr);
 	memset(v, 0, sizeof *v);
 }
 
@@ -211,6 +212,57 @@ static void copy_findings(model_t *m, findings_t *f, live_view_t *v)
 	}
 }
 
+static int by_thread_wait(const void *a, const void *b)
+{
+	const live_thread_t *x = a, *y = b;
+	if (x->iwait_ns != y->iwait_ns)
+		return x->iwait_ns < y->iwait_ns ? 1 : -1;
+	if (x->wait_ns != y->wait_ns)
+		return x->wait_ns < y->wait_ns ? 1 : -1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* a minus the previous poll's b, or a whole when b is none or larger (a
+ * tid reused by a new thread). */
+static uint64_t since_prev(uint64_t a, const uint64_t *b)
+{
+	return b && *b <= a ? a - *b : a;
+}
+
+static void copy_threads(live_t *lv, model_t *m, live_view_t *v)
+{
+	v->thr = calloc(m->nthr + 1, sizeof *v->thr);
+	for (size_t i = 0; i < m->nthr; i++) {
+		const thread_t *t = &m->thr[i];
+		if (!t->events)
+			continue;
+		live_thread_t *o = &v->thr[v->nthr++];
+		o->tid = t->tid;
+		snprintf(o->name, sizeof o->name, "%s", t->name ? t->name : "");
+		o->exited = t->exited;
+		o->events = t->events;
+		o->acq = t->acq;
+		o->contended = t->contended;
+		o->wait_ns = t->wait_ns;
+		o->allocs = t->allocs;
+		o->frees = t->frees;
+		o->alloc_ns = t->alloc_ns;
+		const live_thread_t *p = NULL;
+		for (size_t k = 0; k < lv->prev.nthr && !p; k++)
+			if (lv->prev.thr[k].tid == o->tid)
+				p = &lv->prev.thr[k];
+		o->ievents = since_prev(o->events, p ? &p->events : NULL);
+		o->iacq = since_prev(o->acq, p ? &p->acq : NULL);
+		o->icontended =
+		    since_prev(o->contended, p ? &p->contended : NULL);
+		o->iwait_ns = since_prev(o->wait_ns, p ? &p->wait_ns : NULL);
+		o->iallocs = since_prev(o->allocs, p ? &p->allocs : NULL);
+		o->ifrees = since_prev(o->frees, p ? &p->frees : NULL);
+		o->ialloc_ns = since_prev(o->alloc_ns, p ? &p->alloc_ns : NULL);
+	}
+	qsort(v->thr, v->nthr, sizeof *v->thr, by_thread_wait);
+}
+
 int live_poll(live_t *lv, uint64_t until_mono_ns, int sort)
 {
 	model_t m;
@@ -256,6 +308,7 @@ int live_poll(live_t *lv, uint64_t until_mono_ns, int sort)
 	copy_locks(lv, &m, v);
 	copy_sites(lv, &m, v);
 	copy_findings(&m, &f, v);
+	copy_threads(lv, &m, v);
 	free(f.v);
 	load_free(&m);
 	lv->polls++;

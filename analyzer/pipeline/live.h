@@ -65,6 +65,17 @@ typedef struct live_find {
 	double score_ns;
 } live_find_t;
 
+/* One thread of the window: its own counters (thread_t), and the
+ * interval's, their difference from the previous poll's by tid. */
+typedef struct live_thread {
+	uint32_t tid;
+	char name[32]; /* "" when the trace names none */
+	bool exited;
+	uint64_t events, acq, contended, wait_ns, allocs, frees, alloc_ns;
+	uint64_t ievents, iacq, icontended, iwait_ns, iallocs, ifrees,
+	    ialloc_ns;
+} live_thread_t;
+
 typedef struct live_view {
 	uint64_t pid;
 	char exe[64];
@@ -82,6 +93,8 @@ typedef struct live_view {
 	size_t nsite;
 	live_find_t *find;
 	size_t nfind;
+	live_thread_t *thr; /* by wait in the interval, then the window */
+	size_t nthr;
 } live_view_t;
 
 typedef struct live {
@@ -100,7 +113,8 @@ enum live_sort { LIVE_SORT_WAIT, LIVE_SORT_HOLD, LIVE_SORT_ALLOC };
  * Reads lv->path's window up to until_mono_ns into lv->cur (the previous
  * view moves to lv->prev) and computes the interval's differences; classes
  * sorted by sort, sites by allocator time in holds in the interval, then
- * the window, findings by score. Returns 0; 1 when the trace cannot be
+ * the window, findings by score, threads by wait in the interval and then
+ * the window. Returns 0; 1 when the trace cannot be
  * read (a line on stderr, "mallock: PATH: what"); 2 when it is not a
  * mallock trace. Allocates; free with live_free().
  */
