@@ -90,8 +90,8 @@ static void header(frame_t *f, const live_view_t *v, const top_screen_t *s)
 }
 
 /* A table of lock classes with the counters of cols, at most max rows. */
-static void lock_table(frame_t *f, const live_view_t *v, int cols,
-                       int name_w, int max)
+static void lock_table(frame_t *f, const live_view_t *v, int cols, int name_w,
+                       int max)
 {
 	char line[TOP_LINE];
 	put(f, "\033[7m", top_lock_head(line, sizeof line, cols, name_w));
@@ -133,13 +133,14 @@ static void view_locks(frame_t *f, const live_view_t *v, const top_screen_t *s)
 	if (name_w > 60)
 		name_w = 60;
 	size_t shown = v->nlock < (size_t)k ? v->nlock : (size_t)k;
-	snprintf(line, sizeof line, "Lock classes by %s, last interval (%.1f s)%s:",
-	         s->sort, v->ivl_s, of(n, sizeof n, shown, v->nlock));
+	snprintf(line, sizeof line,
+	         "Lock classes by %s, last interval (%.1f s)%s:", s->sort,
+	         v->ivl_s, of(n, sizeof n, shown, v->nlock));
 	put(f, NULL, line);
 	lock_table(f, v, TOP_IVL, name_w, k);
 	put(f, NULL, "");
-	snprintf(line, sizeof line, "The same, since the window opened (%.1f s):",
-	         v->age_s);
+	snprintf(line, sizeof line,
+	         "The same, since the window opened (%.1f s):", v->age_s);
 	put(f, NULL, line);
 	lock_table(f, v, TOP_WIN, name_w, k);
 }
