@@ -620,14 +620,29 @@ def case_reportqueue(ctx):
           f"{stack_names(f)}")
     # The four producers (one role, producer_main) take the monitor about
     # equally often (rate CV below 0.1 in every run we made): no
-    # starvation, so nothing outranks nested_lock. (The old starvation, the
-    # lock's whole wait x CV with the worker among the producers, outranked
-    # it in about one run in three.)
-    gt(ctx.case, nested_rank=j["findings"].index(f) + 1,
-       top=j["findings"][0]["kind"])
+    # starvation. The monitor's holders hold the inner lock for 4.5% to
+    # 10% of their hold (ten runs), around the 5% at which the nesting
+    # names the monitor's contention. So the top finding is the monitor's:
+    # nested_lock when the share reaches 5%, lock_contention otherwise,
+    # with nested_lock right after it and the share in its evidence.
+    top = j["findings"][0]
+    gt(ctx.case, nested_rank=j["findings"].index(f) + 1, top=top["kind"],
+       inner_share=top["evidence"].get("inner_lock_share_of_hold"))
     no_starvation(j)
-    check(j["findings"][0]["kind"] == "nested_lock",
-          f"{j['_cmd']}: nested_lock is not the top finding:\n{describe(j)}")
+    if top["kind"] == "lock_contention":
+        share = top["evidence"].get("inner_lock_share_of_hold")
+        check(top.get("lock") in mon and j["findings"][1] is f and
+              share is not None and 0 < share < 0.05,
+              f"{j['_cmd']}: lock_contention on the monitor outranks "
+              f"nested_lock, but not as the 5% rule says (inner lock "
+              f"share {share}):\n{describe(j)}")
+    else:
+        check(top is f, f"{j['_cmd']}: neither nested_lock nor the "
+              f"monitor's lock_contention is the top finding:\n"
+              f"{describe(j)}")
+        check(top["evidence"].get("inner_lock_share_of_hold", 0) >= 0.05,
+              f"{j['_cmd']}: nested_lock names the monitor's contention "
+              f"below the 5% rule:\n{describe(j)}")
     ctx.done(j)
     s = ctx.record("reportqueue", ["--locking=single"] + REPORTQUEUE,
                    tag="single")
