@@ -27,7 +27,7 @@
  *             "VM Thread", "C2 CompilerThread0", "Sweeper thread" (one
  *             entry, thread_native_entry -> thread_main_inner: a runtime's
  *             threads, not peers) taking "codecache" 1, 10 and 3 times per
- *             round, each waiting 200 ns.
+ *             round, waiting 3000, 200 and 200 ns.
  *   tpool     an idle thread pool after an attach (MariaDB's tpool, issue
  *             13 item 1): five "tp-N" workers (thread_native_entry ->
  *             pool_worker) each asleep on "tpool" most of the time, woken
@@ -1080,7 +1080,9 @@ static void scenario_roles(tw_t **pr, tw_t **co, int rounds)
  *   gc-i (i = 0..2) takes "heap" n = 10, 3, 1 times at t0 + 3000 + 200 k
  *   + 50 i for 20 ns: ACQ_WAIT 50 ns in round 0's first time, else ACQ;
  *   jvm-i (i = 0..2) takes "codecache" n = 1, 10, 3 times at t0 + 6000 +
- *   200 k + 50 i for 20 ns, every time ACQ_WAIT 200 ns.
+ *   200 k + 50 i for 20 ns, every time ACQ_WAIT 200 ns (3000 ns for jvm-0:
+ *   30 % of its life, more than jvm-1's 20 %, so that were the three
+ *   peers, jvm-0 would be starved).
  */
 static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
 {
@@ -1114,8 +1116,8 @@ static void scenario_pool(tw_t **bg, tw_t **gc, tw_t **jvm, int rounds)
 			for (int k = 0; k < jvmn[i]; k++) {
 				uint64_t a = t0 + 6000 + 200u * (unsigned)k +
 				             50u * (unsigned)i;
-				E(jvm[i], FMT_ACQ_WAIT, a, L_CODE, S_JVM, 200,
-				  1, 0);
+				E(jvm[i], FMT_ACQ_WAIT, a, L_CODE, S_JVM,
+				  i == 0 ? 3000 : 200, 1, 0);
 				E(jvm[i], FMT_REL, a + 20, L_CODE, 0, 0, 0, 0);
 			}
 	}
