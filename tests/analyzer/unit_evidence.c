@@ -5,6 +5,8 @@
  * member it declares and keeps them in the order they were put (the JSON's
  * order). A member the kind does not declare, or one put twice, is a
  * finder's bug: finding_put aborts with a message rather than drop it.
+ * A finding's sites are its heaviest FINDING_SITES, heaviest first,
+ * whatever order they come in, and every site is counted.
  *
  *   unit_evidence             the checks above (a CTest of its own)
  *   unit_evidence undeclared  puts a member its kind does not declare:
@@ -49,6 +51,23 @@ static void fill(findings_t *out, model_t *m, int kind)
 	}
 }
 
+/* Sites of allocator time 1, 3, 2, 5, 4, 0.5 ns (stacks 10 to 15): the
+ * heaviest four are kept, heaviest first; all six are counted. */
+static void sites(findings_t *out, model_t *m)
+{
+	finding_t *f = finding_add(out, m, FK_ALLOC_UNDER_LOCK, 1);
+	static const double ns[] = {1, 3, 2, 5, 4, 0.5};
+	for (uint32_t k = 0; k < 6; k++) {
+		fsite_t s = {.stack = 10 + k, .ns = ns[k]};
+		finding_add_site(f, &s);
+	}
+	check_eq(f->sites_total, 6);
+	check_eq(f->nsites, FINDING_SITES);
+	static const uint32_t want[] = {13, 14, 11, 12};
+	for (uint32_t i = 0; i < FINDING_SITES && i < 4; i++)
+		check_eq(f->sites[i].stack, want[i]);
+}
+
 int main(int argc, char **argv)
 {
 	static model_t m;
@@ -78,6 +97,7 @@ int main(int argc, char **argv)
 		most = n > most ? n : most;
 		fill(&out, &m, k);
 	}
+	sites(&out, &m);
 	printf("unit_evidence: the most members a kind declares: %d of "
 	       "EV_MAX %d, %d members in all\n",
 	       most, EV_MAX, (int)EV_COUNT_);
