@@ -65,7 +65,8 @@
  *   striped   a lock hierarchy of stripes: 64 item locks of one class
  *             over 8 static LRU locks, each its own class by its
  *             acquisition site (scenario_striped); --in-array: the item locks
- *             in one 8 KiB calloc'd block
+ *             in one 8 KiB calloc'd block; --ring-full (with --in-array):
+ *             32 more 8 KiB blocks allocated after it
  *   window    one lock initialised before the window, taken first at
  *             --window-first N's site (0: stats_update, 1: outer_op),
  *             then mostly at queue_put (scenario_window)
@@ -696,6 +697,7 @@ static bool fx_uneven;   /* --fx-uneven */
 static bool fx_heap;     /* --fx-heap */
 static bool fx_twins;    /* --fx-twins */
 static bool in_array;    /* --in-array */
+static bool ring_full;   /* --ring-full */
 static int window_first; /* --window-first */
 
 static void define_stacks(tw_t *t)
@@ -1371,6 +1373,10 @@ static void scenario_lifo(tw_t *acc, tw_t **w, int rounds)
  * in one 8 KiB block allocated at T0 + 500 in queue_init < worker_main
  * (S_ARRAY_ALLOC), the function that initialises them: most of them lie
  * past the look back from a lock to its block's start (LOCK_BLOCK_REACH).
+ * --ring-full: BIGBLK_RING (32) more 8 KiB blocks allocated just after
+ * the array, at 0x70000000 + 16 KiB j, so the array is no longer among
+ * the large blocks last allocated when its locks are first taken: it must
+ * come back there when its first lock is found in it.
  */
 static void scenario_striped(tw_t **t, int rounds)
 {
@@ -1386,6 +1392,9 @@ static void scenario_striped(tw_t **t, int rounds)
 	if (in_array)
 		E(t[0], FMT_ALLOC, T0 + 500, 0x61000000, 64 * stride,
 		  S_ARRAY_ALLOC, 100, FMT_FN_CALLOC);
+	for (uint64_t j = 0; in_array && ring_full && j < 32; j++)
+		E(t[0], FMT_ALLOC, T0 + 510 + j, 0x70000000 + 0x4000 * j,
+		  64 * stride, S_ARRAY_ALLOC, 100, FMT_FN_CALLOC);
 	for (uint64_t i = 0; i < 64; i++) {
 		m_lock_new(t[0], 8000 + i, 0x61000000 + stride * i,
 		           FMT_KIND_MUTEX, FMT_LOCKF_INIT);
@@ -1617,6 +1626,8 @@ int main(int argc, char **argv)
 			fx_twins = true;
 		else if (!strcmp(a, "--in-array"))
 			in_array = true;
+		else if (!strcmp(a, "--ring-full"))
+			ring_full = true;
 		else if (!strcmp(a, "--window-first"))
 			window_first = atoi(v), i++;
 		else if (!strcmp(a, "--alloc-lock-addr"))
