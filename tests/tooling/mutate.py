@@ -73,6 +73,36 @@ GUARDS = [
         "groundtruth.svcqueue_cascade", "groundtruth.reportqueue",
         "shim_stress",
     ]),
+    ("analyzer/find/", ["mallock-cli", "unit_find_contention",
+                        "unit_find_locks", "unit_find_allocs",
+                        "unit_find_futex", "unit_find_starvation",
+                        "unit_evidence"], [
+        "analyzer_unit_find_contention", "analyzer_unit_find_locks",
+        "analyzer_unit_find_allocs", "analyzer_unit_find_futex",
+        "analyzer_unit_find_starvation", "analyzer_unit_evidence",
+        "analyzer_golden", "analyzer_contention", "analyzer_inversion",
+        "analyzer_striped", "analyzer_futex_words", "analyzer_pools",
+        "analyzer_frees", "analyzer_estimates", "analyzer_report",
+        "analyzer_seed", "groundtruth.stripped", "groundtruth.xthread",
+        "groundtruth.admission", "groundtruth.svcqueue_cascade",
+        "groundtruth.reportqueue",
+    ]),
+    ("analyzer/model/", ["mallock-cli", "unit_holds", "unit_reader",
+                         "unit_classes"], [
+        "analyzer_unit_holds", "analyzer_unit_reader",
+        "analyzer_unit_classes", "analyzer_golden", "analyzer_holds",
+        "analyzer_forged_weights", "analyzer_nest_overlap",
+        "analyzer_nest_claim", "analyzer_pools", "analyzer_frees",
+        "analyzer_striped", "analyzer_calibration_forged",
+        "analyzer_inversion", "analyzer_window_names",
+        "analyzer_lock_names", "analyzer_classes", "analyzer_preempt",
+        "analyzer_estimates", "analyzer_reuse", "analyzer_contention",
+        "analyzer_sites", "analyzer_futex_words", "analyzer_malformed",
+        "analyzer_fold", "analyzer_report", "analyzer_seed",
+        "groundtruth.stripped", "groundtruth.xthread",
+        "groundtruth.admission", "groundtruth.svcqueue_cascade",
+        "groundtruth.reportqueue", "analyzer_sizes",
+    ]),
     ("analyzer/", ["mallock-cli", "unit_reader", "unit_classes"], [
         "analyzer_unit_reader", "analyzer_unit_classes", "analyzer_golden",
         "analyzer_holds", "analyzer_forged_weights", "analyzer_nest_overlap",
@@ -541,6 +571,7 @@ def check(src):
 
 
 def main(argv):
+    start = time.time()
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--src", default=os.path.join(HERE, "..", ".."))
     ap.add_argument("--paths", default=DEFAULT_PATHS)
@@ -563,6 +594,9 @@ def main(argv):
                     help="judge only these mutants of the sample (N,N...)")
     ap.add_argument("--until", default="",
                     help="HH:MM UTC: judge no mutant after it, report")
+    ap.add_argument("--minutes", type=float, default=0,
+                    help="judge no mutant after this many minutes from "
+                    "the start (a deadline that does not wrap at midnight)")
     a = ap.parse_args(argv[1:])
     src = os.path.abspath(a.src)
     paths = [p.strip().rstrip("/") for p in a.paths.split(",") if p.strip()]
@@ -632,6 +666,10 @@ def main(argv):
     for m in ms:
         if a.until and time.strftime("%H:%M", time.gmtime()) >= a.until:
             print(f"mutate: {a.until} UTC reached: {len(done)} of "
+                  f"{len(ms)} mutants judged, the rest not run")
+            break
+        if a.minutes and time.time() - start >= a.minutes * 60:
+            print(f"mutate: {a.minutes:g} minutes passed: {len(done)} of "
                   f"{len(ms)} mutants judged, the rest not run")
             break
         judge(dst, m, a.timeout, prefix, a.jobs, a.budget)
