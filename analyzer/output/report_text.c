@@ -409,7 +409,7 @@ static void print_contention(FILE *out, const finding_t *f)
 {
 	if (!finding_has(f, EV_HOLD_MEDIAN_NS))
 		return;
-	char a[32], b[32], c[32], d[32], txt[700], from[96] = "";
+	char a[32], b[32], c[32], d[32], e[32], txt[700], from[96] = "";
 	/* Estimates when some holds were not timed (MALLOCK_HOLD_EVERY). */
 	bool est = finding_has(f, EV_TIMED_HOLDS);
 	if (est)
@@ -426,7 +426,7 @@ static void print_contention(FILE *out, const finding_t *f)
 	         est ? "timed " : "",
 	         human_ns(d, sizeof d, ev(f, EV_HOLD_MAX_NS)),
 	         100 * ev(f, EV_CONTENDED_SHARE),
-	         human_count(a, sizeof a, ev(f, EV_ACQUISITIONS)),
+	         human_count(e, sizeof e, ev(f, EV_ACQUISITIONS)),
 	         ev(f, EV_MAX_WAITERS));
 	wrap_print(out, 10, "   holds  ", txt);
 	size_t n = (size_t)snprintf(

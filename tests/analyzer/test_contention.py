@@ -15,6 +15,7 @@ has, over R rounds:
 Then the evidence's bounds: a finder that puts a member its kind does not
 declare, or one member twice, makes the analyzer abort (unit_evidence;
 its checks that every kind's members fit EV_MAX are analyzer_unit_evidence)."""
+import re
 import subprocess
 from common import *
 
@@ -108,6 +109,20 @@ on = lambda name: [f["kind"] for f in dm["findings"]
                    if f.get("lock_name") == name]
 eq(on("outer"), ["nested_lock"], "outer: one finding, nested_lock")
 eq(on("inner"), [], "inner: left to the nested_lock finding")
+# The text's holds line gives each finding's own holds and acquisitions
+# (the alloc_under_lock lock's 800 holds are 600 acquisitions: its holds
+# also end condition waits).
+rc, out, err = run("report", mixed)
+flat = " ".join(out.split())
+pairs = [(int(f["evidence"]["holds"]), int(f["evidence"]["acquisitions"]))
+         for f in dm["findings"] if "holds" in f["evidence"] and
+         "hold_median_ns" in f["evidence"]]
+check(any(h != a for h, a in pairs), "mixed: a finding whose holds are "
+      "not its acquisitions: %r" % pairs)
+for h, a in pairs:
+    check(re.search(r"%d holds, median <= [^;]*; [0-9.]+%% of %d "
+                    r"acquisitions contended" % (h, a), flat),
+          "text: %d holds of %d acquisitions in a holds line" % (h, a))
 nf = [f for f in dm["findings"] if f["kind"] == "nested_lock"]
 if nf:
     check(nf[0]["score"] >= nf[0]["evidence"].get("lock_wait_ns", -1) > 0,
