@@ -9,7 +9,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config g++ clang libclang-rt-14-dev python3 \
 libgoogle-perftools-dev libunwind-dev uthash-dev libdw-dev libelf-dev zlib1g-dev libzstd-dev gdb \
-clang-format-14 pandoc"
+libncurses-dev clang-format-14 pandoc"
 # The tests' own tools and the programs they run, each for:
 #   golang-go          analyzer_pprof reads the pprof files with go tool pprof
 #   protobuf-compiler  analyzer_perfetto decodes the Perfetto file (protoc)
