@@ -24,9 +24,11 @@ libncurses-dev clang-format-14 pandoc"
 #   mariadb-server     rel_mariadb_short (as root): MariaDB under sysbench
 #   rsyslog            rel_rsyslog_cascade: rsyslogd over tcmalloc, the
 #                      allocator cascade on a real server
+#   tmux               server_top_screen: mallock top's screen driven in a
+#                      pane (send-keys, capture-pane)
 TEST_PKGS="golang-go protobuf-compiler chromium libjemalloc2 lintian man-db \
 rocksdb-tools sysbench memcached libmemcached-tools pigz xz-utils \
-mariadb-server rsyslog"
+mariadb-server rsyslog tmux"
 list=0 tools=0
 for a in "$@"; do
   case "$a" in
