@@ -1039,7 +1039,11 @@ int cmd_top(int argc, char **argv)
 	int shown = 0, status = 0;
 	bool alive = true;
 	long step_ms = (long)llround(interval * 1000);
-	uint64_t next = mono_ns() + (uint64_t)step_ms * 1000000ull;
+	/* The screen's first look comes after half a second (or the
+	 * interval, if shorter), not a whole interval: a person waits for
+	 * it. The blocks of --batch and JSON come each interval. */
+	long first_ms = screen && step_ms > 500 ? 500 : step_ms;
+	uint64_t next = mono_ns() + (uint64_t)first_ms * 1000000ull;
 	while (!top_stop && (!count || shown < count)) {
 		while (!top_stop && mono_ns() < next && alive) {
 			uint64_t left = (next - mono_ns()) / 1000000ull;

@@ -106,7 +106,7 @@ try:
     before = os.path.join(TMP, "stty.before")
     after = os.path.join(TMP, "stty.after")
     cmd = ("stty -a > %s; %s top -- %s --producers=2 --consumers=2 "
-           "--duration=30; echo top-exit=$?; stty -a > %s"
+           "--duration=45; echo top-exit=$?; stty -a > %s"
            % (before, MALLOCK, SVC, after))
     tmux("send-keys", "-t", "top", "-l", cmd)
     t0 = time.monotonic()
@@ -120,10 +120,11 @@ try:
           % title(s))
     pid = int(m.group(1))
     key("2")
-    shown(lambda s: "tree_insert" in s and
-          "Code that allocates or frees under the locks" in s, t0 + 3,
-          "within 3 s view 2 names tree_insert (%.1f s)"
-          % (time.monotonic() - t0))
+    s = wait_for(lambda s: "tree_insert" in s and "Code that allocates "
+                 "or frees under the locks" in s, t0 + 3)
+    check(s is not None, "within 3 s view 2 names tree_insert (%.1f s)%s"
+          % (time.monotonic() - t0, "" if s else " (screen:\n%s)"
+             % wait_for.last))
     key("3")
     shown(lambda s: "Findings of the window so far" in s,
           time.monotonic() + 1, "3: the findings")
@@ -163,7 +164,8 @@ try:
               "s: the bottom line says how the report went")
     line = [l for l in s.splitlines() if "report written: " in l
             or "no report" in l][0]
-    check("report written: " in line, "s: " + line)
+    check("report written: " in line, "s: %s (%.1f s after the start)"
+          % (line, time.monotonic() - t0))
     # The line is cut at the pane's width: the file is found by name.
     said = line.split("report written: ", 1)[1].strip()
     files = [os.path.join(TMP, f) for f in os.listdir(TMP)
@@ -189,21 +191,26 @@ try:
     check(first(text) is not None and first(text) == first(r.stdout),
           "the same #1 finding: %r, %r" % (first(text), first(r.stdout)))
 
-    # q while a look reads the window: out within 1 s.
-    reading_since = None
-    deadline = time.monotonic() + 40
+    # q while a look reads the window: out within 1 s. Looks grow with
+    # the window: once one took 2.5 s or more, q is sent 0.2 s into the
+    # next, which then has 2 s or more to go (a q that waited for it
+    # would fail).
+    start = None
+    longest = 0.0
+    deadline = t0 + 38  # svcqueue runs 45 s
     while True:
-        s = screen()
         now = time.monotonic()
-        if "reading" in title(s):
-            reading_since = reading_since or now
-            if now - reading_since >= 0.5:
-                break
-        else:
-            reading_since = None
+        reading = "reading" in title(screen())
+        if reading and start is None:
+            start = now
+        elif not reading and start is not None:
+            longest = max(longest, now - start)
+            start = None
+        if start is not None and longest >= 2.5 and now - start >= 0.2:
+            break
         if now > deadline:
-            fail("no look read the window for 0.5 s in 40 s: %r"
-                 % title(s))
+            fail("no look of 2.5 s, then another, in 38 s (longest "
+                 "%.1f s)" % longest)
         time.sleep(0.05)
     key("q")
     tq = time.monotonic()
@@ -212,8 +219,10 @@ try:
     s = wait_for(ended.search, tq + 1)
     took = time.monotonic() - tq
     check(s is not None, "q %.1f s after the start, during a look: top "
-          "ended within 1 s (%.2f s)%s" % (tq - t0, took, "" if s else
-                                         " (screen:\n%s)" % wait_for.last))
+          "ended within 1 s (%s)%s"
+          % (tq - t0, "%.2f s" % took if s else "still running after "
+             "%.2f s" % took, "" if s else " (screen:\n%s)"
+             % wait_for.last))
     check(ended.search(s).group(1) == "0", "exit status 0")
     check(re.search(r"mallock top: the window's trace: \S+\.trace", s),
           "the window's trace is named")
