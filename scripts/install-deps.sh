@@ -9,7 +9,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config g++ clang libclang-rt-14-dev python3 \
 libgoogle-perftools-dev libunwind-dev uthash-dev libdw-dev libelf-dev zlib1g-dev libzstd-dev gdb \
-clang-format-14 pandoc"
+libncurses-dev clang-format-14 pandoc"
 # The tests' own tools and the programs they run, each for:
 #   golang-go          analyzer_pprof reads the pprof files with go tool pprof
 #   protobuf-compiler  analyzer_perfetto decodes the Perfetto file (protoc)
@@ -24,9 +24,11 @@ clang-format-14 pandoc"
 #   mariadb-server     rel_mariadb_short (as root): MariaDB under sysbench
 #   rsyslog            rel_rsyslog_cascade: rsyslogd over tcmalloc, the
 #                      allocator cascade on a real server
+#   tmux               server_top_screen: mallock top's screen driven in a
+#                      pane (send-keys, capture-pane)
 TEST_PKGS="golang-go protobuf-compiler chromium libjemalloc2 lintian man-db \
 rocksdb-tools sysbench memcached libmemcached-tools pigz xz-utils \
-mariadb-server rsyslog"
+mariadb-server rsyslog tmux"
 list=0 tools=0
 for a in "$@"; do
   case "$a" in

@@ -38,10 +38,12 @@
 #include "top_screen.h"
 #include "util.h"
 
+#include <curses.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h> /* optarg, optind */
 #include <limits.h>
+#include <locale.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -49,9 +51,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,13 +109,11 @@ static const cli_cmd_t top_cli = {
     .max_operands = -1,
 };
 
-static volatile sig_atomic_t top_stop, top_winch, top_tstp;
+static volatile sig_atomic_t top_stop, top_tstp;
 
 static void on_signal(int sig)
 {
-	if (sig == SIGWINCH)
-		top_winch = 1;
-	else if (sig == SIGTSTP)
+	if (sig == SIGTSTP)
 		top_tstp = 1;
 	else
 		top_stop = 1;
@@ -446,63 +446,52 @@ static void finish(top_target_t *t, bool alive)
 	}
 }
 
-/* The TTY form needs TOP_MIN_COLS x TOP_MIN_ROWS: 0, or -1 after a line
- * saying the size. */
+/* The TTY form needs TOP_MIN_COLS x TOP_MIN_ROWS and a terminal that
+ * terminfo describes: 0, or -1 after a line saying what is wrong. */
 static int tty_check(void)
 {
 	struct winsize ws;
-	if (ioctl(1, TIOCGWINSZ, &ws) < 0)
-		return 0;
-	if (ws.ws_col >= TOP_MIN_COLS && ws.ws_row >= TOP_MIN_ROWS)
-		return 0;
-	fprintf(stderr,
-	        "mallock top: the terminal is %ux%u, the screen needs %dx%d "
-	        "or more (or use --batch)\n",
-	        ws.ws_col, ws.ws_row, TOP_MIN_COLS, TOP_MIN_ROWS);
-	return -1;
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 &&
+	    (ws.ws_col < TOP_MIN_COLS || ws.ws_row < TOP_MIN_ROWS)) {
+		fprintf(stderr,
+		        "mallock top: the terminal is %ux%u, the screen needs "
+		        "%dx%d or more (or use --batch)\n",
+		        ws.ws_col, ws.ws_row, TOP_MIN_COLS, TOP_MIN_ROWS);
+		return -1;
+	}
+	char why[200];
+	if (top_screen_usable(why, sizeof why) < 0) {
+		fprintf(stderr, "mallock top: %s (use --batch)\n", why);
+		return -1;
+	}
+	return 0;
 }
 
-/* The terminal while the screen is up: keys read raw (no echo, no line
- * editing; ^C still a signal) from stdin or else /dev/tty, the
- * alternate screen, the cursor hidden, stderr held in a file and
- * replayed once the terminal is back. tty_leave restores every part of
- * it, once, on every way out: the end of the loop, q, SIGINT, SIGTERM,
- * SIGHUP (the loop ends), exit() (atexit); ^Z leaves it and the
- * continued process takes it again. */
+/* The terminal while the screen is up, through ncurses: newterm on
+ * stdout with the keys from stdin or else /dev/tty, cbreak and noecho (^C
+ * still a signal), the keys read without waiting, the cursor hidden,
+ * the terminfo's alternate screen; stderr held in a file and replayed
+ * once the terminal is back. tty_leave (endwin) restores the terminal,
+ * once, on every way out: the end of the loop, q, SIGINT, SIGTERM, SIGHUP
+ * (the loop ends), exit() (atexit); ^Z leaves it and the continued
+ * process takes it again. SIGWINCH is ncurses' own: wgetch returns
+ * KEY_RESIZE with LINES and COLS updated. */
 typedef struct tty {
-	int in;      /* the keys' fd, -1 none */
-	bool own_in; /* in was opened here */
-	bool raw;    /* saved holds the modes to restore */
-	bool up;     /* the alternate screen is up */
-	struct termios saved;
+	SCREEN *scr;   /* newterm's, NULL before */
+	FILE *in;      /* the keys */
+	bool own_in;   /* in was opened here (/dev/tty) */
+	bool up;       /* curses mode is on: endwin is due */
 	int err_saved; /* the real stderr while held, -1 */
 	FILE *err;     /* what was written to stderr meanwhile */
 } tty_t;
 
-static tty_t tty = {.in = -1, .err_saved = -1};
-
-static void tty_puts(const char *s)
-{
-	size_t n = strlen(s);
-	while (n) {
-		ssize_t w = write(1, s, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		s += w;
-		n -= (size_t)w;
-	}
-}
+static tty_t tty = {.err_saved = -1};
 
 static void tty_leave(void)
 {
 	if (tty.up)
-		tty_puts("\033[0m\033[?25h\033[?1049l");
+		endwin();
 	tty.up = false;
-	if (tty.raw)
-		tcsetattr(tty.in, TCSANOW, &tty.saved);
-	tty.raw = false;
 	if (tty.err_saved >= 0) {
 		fflush(stderr);
 		dup2(tty.err_saved, 2);
@@ -519,65 +508,88 @@ static void tty_leave(void)
 	}
 }
 
-static void tty_enter(void)
+/* After tty_leave at the end: the screen's memory and /dev/tty. */
+static void tty_close(void)
+{
+	tty_leave();
+	if (tty.scr)
+		delscreen(tty.scr);
+	tty.scr = NULL;
+	if (tty.own_in)
+		fclose(tty.in);
+	tty.in = NULL;
+	tty.own_in = false;
+}
+
+static void tty_hold_stderr(void)
+{
+	if (!isatty(2) || (tty.err = tmpfile()) == NULL)
+		return;
+	fflush(stderr);
+	tty.err_saved = dup(2);
+	if (tty.err_saved < 0 || dup2(fileno(tty.err), 2) < 0) {
+		if (tty.err_saved >= 0)
+			close(tty.err_saved);
+		tty.err_saved = -1;
+		fclose(tty.err);
+		tty.err = NULL;
+	}
+}
+
+/* Puts the terminal in the screen's modes: 0, or -1 when ncurses cannot
+ * (a line on stderr). */
+static int tty_enter(void)
 {
 	static bool registered;
 	if (!registered)
 		atexit(tty_leave);
 	registered = true;
-	if (tty.in < 0) {
+	if (!tty.scr) {
 		if (isatty(0)) {
-			tty.in = 0;
+			tty.in = stdin;
 		} else {
-			tty.in = open("/dev/tty", O_RDONLY | O_CLOEXEC);
-			tty.own_in = tty.in >= 0;
+			tty.in = fopen("/dev/tty", "re");
+			tty.own_in = tty.in != NULL;
+			if (!tty.in)
+				tty.in = stdin; /* no keys: ^C still ends */
 		}
-	}
-	if (tty.in >= 0 && tcgetattr(tty.in, &tty.saved) == 0) {
-		struct termios r = tty.saved;
-		r.c_lflag &= ~(tcflag_t)(ICANON | ECHO);
-		r.c_cc[VMIN] = 0;
-		r.c_cc[VTIME] = 0;
-		tty.raw = tcsetattr(tty.in, TCSANOW, &r) == 0;
-	}
-	if (isatty(2) && (tty.err = tmpfile()) != NULL) {
-		fflush(stderr);
-		tty.err_saved = dup(2);
-		if (tty.err_saved < 0 || dup2(fileno(tty.err), 2) < 0) {
-			if (tty.err_saved >= 0)
-				close(tty.err_saved);
-			tty.err_saved = -1;
-			fclose(tty.err);
-			tty.err = NULL;
+		setlocale(LC_CTYPE, "");
+		tty.scr = newterm(NULL, stdout, tty.in);
+		if (!tty.scr) {
+			fprintf(stderr, "mallock top: ncurses cannot use this "
+			                "terminal (use --batch)\n");
+			return -1;
 		}
+		cbreak();
+		noecho();
+		nonl();
+		nodelay(stdscr, TRUE);
+		keypad(stdscr, TRUE);
+		set_escdelay(25);
+		curs_set(0);
 	}
-	tty_puts("\033[?1049h\033[?25l\033[H\033[2J");
+	tty_hold_stderr();
 	tty.up = true;
+	return 0;
 }
 
+/* The screen's size into s, the terminal's own (read again after ^Z,
+ * when a resize may have passed unseen). */
 static void tty_size(top_screen_t *s)
 {
 	struct winsize ws;
-	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row) {
-		s->cols = ws.ws_col;
-		s->rows = ws.ws_row;
-	}
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_col && ws.ws_row &&
+	    (ws.ws_col != COLS || ws.ws_row != LINES))
+		resize_term(ws.ws_row, ws.ws_col);
+	s->cols = COLS;
+	s->rows = LINES;
 }
 
-/* Draws one frame of v (NULL: none yet) in one write. */
+/* Draws one frame of v (NULL: none yet); ncurses sends what changed. */
 static void screen_draw(const live_view_t *v, const top_screen_t *s)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *m = open_memstream(&buf, &len);
-	if (!m)
-		return;
-	top_screen_draw(v, s, m);
-	if (fclose(m) == 0 && buf) {
-		buf[len] = 0;
-		tty_puts(buf);
-	}
-	free(buf);
+	top_screen_draw(v, s, stdscr);
+	wrefresh(stdscr);
 }
 
 /* `mallock report`'s text of trace's window (from_mono, until_mono) into
@@ -613,24 +625,166 @@ static int save_report(const char *trace, uint64_t from_mono,
 	return rc;
 }
 
+/* A child process doing a look or a report while the screen serves the
+ * keys: the analysis of a long window takes seconds, and q must not wait
+ * for it (SIGKILL ends it at once; it touches neither the process watched
+ * nor the terminal). */
+typedef struct job {
+	pid_t pid; /* 0: none */
+	int fd;    /* the read end of what it sends */
+	char *buf; /* what it has sent so far */
+	size_t len, cap;
+} job_t;
+
+/* Forks a job: in the child (return 0) ^C, SIGTERM and SIGHUP end it,
+ * and it dies with top; in the parent, 1; -1 when it cannot be started
+ * (errno). The child ends with _exit: top's atexit work is not its. */
+static int job_fork(job_t *j)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t parent = getpid();
+	pid_t c = fork();
+	if (c < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		errno = e;
+		return -1;
+	}
+	if (c == 0) {
+		close(p[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		signal(SIGHUP, SIG_DFL);
+		signal(SIGTSTP, SIG_DFL);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		j->fd = p[1];
+		return 0;
+	}
+	close(p[1]);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	*j = (job_t){.pid = c, .fd = p[0]};
+	return 1;
+}
+
+/* Reads what j has sent: 1 at its end (EOF), 0 while more may come. */
+static int job_read(job_t *j)
+{
+	for (;;) {
+		if (j->cap - j->len < 65536) {
+			j->cap = j->cap ? 2 * j->cap : 262144;
+			j->buf = xrealloc(j->buf, j->cap);
+		}
+		ssize_t n = read(j->fd, j->buf + j->len, j->cap - j->len);
+		if (n > 0) {
+			j->len += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		return n == 0 || errno != EAGAIN;
+	}
+}
+
+/* Ends j (SIGKILL first when kill_it) and waits for it: its wait
+ * status. */
+static int job_end(job_t *j, bool kill_it)
+{
+	int st = 0;
+	if (kill_it)
+		kill(j->pid, SIGKILL);
+	while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	close(j->fd);
+	free(j->buf);
+	*j = (job_t){0};
+	return st;
+}
+
 /* The screen's state between two frames. */
 typedef struct top_ui {
 	top_screen_t s;
 	const top_target_t *t;
 	const live_t *lv;
 	uint64_t lag;
-	int saved; /* reports written */
+	int saved;    /* reports written */
+	job_t report; /* s: the report being written */
+	char rpath[PATH_MAX];
 } top_ui_t;
+
+static void screen_redraw(top_ui_t *u)
+{
+	screen_draw(u->lv->polls ? &u->lv->cur : NULL, &u->s);
+}
+
+/* s: writes `mallock report`'s text of the window so far in a job; its
+ * end is read by report_done. */
+static void report_start(top_ui_t *u)
+{
+	if (u->report.pid) {
+		snprintf(u->s.status, sizeof u->s.status,
+		         "a report is being written already: %.4000s",
+		         u->rpath);
+		return;
+	}
+	char cwd[PATH_MAX], why[4096];
+	if (!getcwd(cwd, sizeof cwd))
+		snprintf(cwd, sizeof cwd, ".");
+	snprintf(u->rpath, sizeof u->rpath,
+	         "%.3800s/mallock-top.%.32s.%ld.%d.txt", cwd, u->t->comm,
+	         u->t->pid, ++u->saved);
+	uint64_t until = mono_ns() - u->lag;
+	int f = job_fork(&u->report);
+	if (f < 0) {
+		snprintf(u->s.status, sizeof u->s.status,
+		         "no report: cannot start it: %.200s", strerror(errno));
+		return;
+	}
+	if (f == 0) {
+		int rc = save_report(u->t->trace, u->lv->from_mono_ns, until,
+		                     u->rpath, why, sizeof why);
+		if (rc && write(u->report.fd, why, strlen(why)) < 0)
+			_exit(2);
+		_exit(rc ? 1 : 0);
+	}
+	snprintf(u->s.status, sizeof u->s.status,
+	         "writing the report of the window so far: %.4000s", u->rpath);
+}
+
+/* Whether the report's job ended (its line then on the status line). */
+static bool report_done(top_ui_t *u)
+{
+	if (!u->report.pid || !job_read(&u->report))
+		return false;
+	char why[4096];
+	snprintf(why, sizeof why, "%.*s", (int)u->report.len,
+	         u->report.buf ? u->report.buf : "");
+	int st = job_end(&u->report, false);
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		snprintf(u->s.status, sizeof u->s.status,
+		         "report written: %.4000s", u->rpath);
+	else
+		snprintf(u->s.status, sizeof u->s.status, "no report: %.4000s",
+		         why[0] ? why : "its process failed");
+	return true;
+}
 
 /* Serves the keys waiting on the terminal; returns whether the frame
  * changed. q ends the loop as a signal would. */
 static bool screen_keys(top_ui_t *u)
 {
-	char keys[64];
-	ssize_t n = tty.in >= 0 ? read(tty.in, keys, sizeof keys) : -1;
 	bool redraw = false;
-	for (ssize_t i = 0; i < n; i++) {
-		char k = keys[i];
+	int k;
+	while ((k = wgetch(stdscr)) != ERR) {
+		if (k == KEY_RESIZE) {
+			tty_size(&u->s);
+			redraw = true;
+			continue;
+		}
 		if (u->s.help && k != 'q') {
 			u->s.help = false; /* any key closes the help */
 			redraw = true;
@@ -638,6 +792,7 @@ static bool screen_keys(top_ui_t *u)
 		}
 		if (k == 'q' || k == 'Q') {
 			top_stop = 1;
+			return false;
 		} else if (k == ' ') {
 			u->s.frozen = !u->s.frozen;
 			snprintf(u->s.status, sizeof u->s.status, "%s",
@@ -647,23 +802,7 @@ static bool screen_keys(top_ui_t *u)
 		} else if (k == '?' || k == 'h') {
 			u->s.help = true;
 		} else if (k == 's') {
-			char cwd[PATH_MAX], why[4096], path[PATH_MAX];
-			if (!getcwd(cwd, sizeof cwd))
-				snprintf(cwd, sizeof cwd, ".");
-			snprintf(path, sizeof path,
-			         "%.3800s/mallock-top.%.32s.%ld.%d.txt", cwd,
-			         u->t->comm, u->t->pid, ++u->saved);
-			snprintf(u->s.status, sizeof u->s.status,
-			         "writing the report of the window so far...");
-			screen_draw(u->lv->polls ? &u->lv->cur : NULL, &u->s);
-			uint64_t until = mono_ns() - u->lag;
-			if (save_report(u->t->trace, u->lv->from_mono_ns, until,
-			                path, why, sizeof why) == 0)
-				snprintf(u->s.status, sizeof u->s.status,
-				         "report written: %.4000s", path);
-			else
-				snprintf(u->s.status, sizeof u->s.status,
-				         "no report: %.4000s", why);
+			report_start(u);
 		} else {
 			continue;
 		}
@@ -672,29 +811,81 @@ static bool screen_keys(top_ui_t *u)
 	return redraw;
 }
 
-/* Waits up to ms for a key or a signal, serving them: the screen's
- * sleep. */
-static void screen_wait(top_ui_t *u, long ms)
+/* Waits up to ms for a key, a signal or fd (-1: none) to be readable,
+ * serving the keys and the report's end: the screen's sleep. Returns
+ * whether fd is readable (or at its end). */
+static bool screen_wait(top_ui_t *u, long ms, int fd)
 {
-	struct pollfd p = {.fd = tty.in, .events = POLLIN};
-	int r = poll(&p, tty.in >= 0 ? 1 : 0, (int)ms);
-	bool redraw = r > 0 && (p.revents & POLLIN) && screen_keys(u);
-	if (r > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL)))
+	struct pollfd p[3] = {
+	    {.fd = fileno(tty.in), .events = POLLIN},
+	    {.fd = fd, .events = POLLIN},
+	    {.fd = u->report.pid ? u->report.fd : -1, .events = POLLIN}};
+	int r = poll(p, 3, (int)ms);
+	if (r > 0 && (p[0].revents & (POLLHUP | POLLERR | POLLNVAL)))
 		top_stop = 1; /* the terminal is gone */
+	/* ncurses may hold keys read already: asked every time. */
+	bool redraw = screen_keys(u);
+	if (top_stop)
+		return false;
+	redraw |= report_done(u);
 	if (top_tstp) {
 		top_tstp = 0;
 		tty_leave();
 		raise(SIGSTOP);
 		tty_enter();
-		top_winch = 1;
-	}
-	if (top_winch) {
-		top_winch = 0;
+		clearok(curscr, TRUE);
 		tty_size(&u->s);
 		redraw = true;
 	}
-	if (redraw && !top_stop)
-		screen_draw(u->lv->polls ? &u->lv->cur : NULL, &u->s);
+	if (redraw)
+		screen_redraw(u);
+	return r > 0 && fd >= 0 && (p[1].revents & (POLLIN | POLLHUP));
+}
+
+/* One look (live_poll) in a job while the keys are served: 0 with the
+ * view made lv's current one, 1 or 2 as live_poll (its line on stderr),
+ * -1 when top is to stop first (the job killed). */
+static int screen_look(top_ui_t *u, live_t *lv, uint64_t until, int sort)
+{
+	job_t j;
+	int f = job_fork(&j);
+	if (f < 0)
+		return live_poll(lv, until, sort);
+	if (f == 0) {
+		int rc = live_poll(lv, until, sort);
+		if (!rc && live_pack(&lv->cur, j.fd) != 0)
+			rc = 1;
+		_exit(rc);
+	}
+	u->s.reading = true;
+	screen_redraw(u);
+	bool end = false;
+	while (!top_stop && !end)
+		end = screen_wait(u, 50, j.fd) && job_read(&j);
+	u->s.reading = false;
+	if (top_stop) {
+		job_end(&j, true);
+		return -1;
+	}
+	live_view_t v;
+	int bad = live_unpack(&v, j.buf, j.len);
+	size_t len = j.len;
+	int st = job_end(&j, false);
+	if (!bad && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		live_push(lv, &v);
+		return 0;
+	}
+	live_view_free(&v);
+	if (WIFEXITED(st) && WEXITSTATUS(st))
+		return WEXITSTATUS(st); /* live_poll's line is on stderr */
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "mallock top: a look was ended by signal %d\n",
+		        WTERMSIG(st));
+	else
+		fprintf(stderr,
+		        "mallock top: a look sent %zu bytes that are no view\n",
+		        len);
+	return 1;
 }
 
 int cmd_top(int argc, char **argv)
@@ -834,22 +1025,31 @@ int cmd_top(int argc, char **argv)
 	               .lv = &lv,
 	               .lag = lag};
 	if (screen) {
-		sigaction(SIGWINCH, &sa, NULL);
+		/* ^Z is top's (the terminal first); SIGWINCH is left to
+		 * ncurses (KEY_RESIZE). */
 		sigaction(SIGTSTP, &sa, NULL);
+		if (tty_enter() < 0) {
+			finish(&t, target_alive(&t));
+			tty_close();
+			return 1;
+		}
 		tty_size(&ui.s);
-		tty_enter();
 		screen_draw(NULL, &ui.s);
 	}
 	int shown = 0, status = 0;
 	bool alive = true;
 	long step_ms = (long)llround(interval * 1000);
-	uint64_t next = mono_ns() + (uint64_t)step_ms * 1000000ull;
+	/* The screen's first look comes after half a second (or the
+	 * interval, if shorter), not a whole interval: a person waits for
+	 * it. The blocks of --batch and JSON come each interval. */
+	long first_ms = screen && step_ms > 500 ? 500 : step_ms;
+	uint64_t next = mono_ns() + (uint64_t)first_ms * 1000000ull;
 	while (!top_stop && (!count || shown < count)) {
 		while (!top_stop && mono_ns() < next && alive) {
 			uint64_t left = (next - mono_ns()) / 1000000ull;
 			long ms = left > 50 ? 50 : (long)left + 1;
 			if (screen)
-				screen_wait(&ui, ms);
+				screen_wait(&ui, ms, -1);
 			else
 				sleep_ms(ms);
 			alive = target_alive(&t);
@@ -872,7 +1072,10 @@ int cmd_top(int argc, char **argv)
 		/* Once the process has ended its trace is whole: every event
 		 * is before now. */
 		uint64_t until = alive ? mono_ns() - lag : mono_ns();
-		int lr = live_poll(&lv, until, sort);
+		int lr = screen ? screen_look(&ui, &lv, until, sort)
+		                : live_poll(&lv, until, sort);
+		if (lr < 0)
+			break; /* q or a signal during the look */
 		if (lr) {
 			status = 1;
 			break;
@@ -893,7 +1096,15 @@ int cmd_top(int argc, char **argv)
 		if (next < mono_ns())
 			next = mono_ns() + (uint64_t)step_ms * 1000000ull;
 	}
-	tty_leave();
+	if (ui.report.pid) {
+		job_end(&ui.report, true);
+		unlink(ui.rpath);
+		fprintf(stderr,
+		        "mallock top: the report %s was not finished before "
+		        "the end: none written\n",
+		        ui.rpath);
+	}
+	tty_close();
 	if (!status && !alive && t.how != TT_CMD && (!count || shown < count)) {
 		fprintf(stderr,
 		        "mallock top: pid %ld (%s) ended after %d interval%s\n",

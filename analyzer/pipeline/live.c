@@ -9,9 +9,11 @@
 #include "load.h"
 #include "symbols.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void view_free(live_view_t *v)
 {
@@ -313,4 +315,87 @@ int live_poll(live_t *lv, uint64_t until_mono_ns, int sort)
 	load_free(&m);
 	lv->polls++;
 	return 0;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? errno : EIO;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+int live_pack(const live_view_t *v, int fd)
+{
+	live_view_t h = *v;
+	h.lock = NULL, h.site = NULL, h.find = NULL, h.thr = NULL;
+	int rc = write_all(fd, &h, sizeof h);
+	if (!rc)
+		rc = write_all(fd, v->lock, v->nlock * sizeof *v->lock);
+	if (!rc)
+		rc = write_all(fd, v->site, v->nsite * sizeof *v->site);
+	if (!rc)
+		rc = write_all(fd, v->find, v->nfind * sizeof *v->find);
+	if (!rc)
+		rc = write_all(fd, v->thr, v->nthr * sizeof *v->thr);
+	return rc;
+}
+
+/* n elements of size sz from *p (advanced), into a new array of n + 1
+ * (as live_poll allocates them). */
+static void *take(const char **p, size_t n, size_t sz)
+{
+	void *a = calloc(n + 1, sz);
+	if (a && n)
+		memcpy(a, *p, n * sz);
+	*p += n * sz;
+	return a;
+}
+
+int live_unpack(live_view_t *v, const void *buf, size_t len)
+{
+	memset(v, 0, sizeof *v);
+	if (len < sizeof *v)
+		return -1;
+	live_view_t h;
+	memcpy(&h, buf, sizeof h);
+	/* Each count bounded by len first: their sum cannot wrap. */
+	if (h.nlock > len / sizeof *h.lock || h.nsite > len / sizeof *h.site ||
+	    h.nfind > len / sizeof *h.find || h.nthr > len / sizeof *h.thr ||
+	    len != sizeof h + h.nlock * sizeof *h.lock +
+	               h.nsite * sizeof *h.site + h.nfind * sizeof *h.find +
+	               h.nthr * sizeof *h.thr)
+		return -1;
+	const char *p = (const char *)buf + sizeof h;
+	*v = h;
+	v->lock = take(&p, h.nlock, sizeof *h.lock);
+	v->site = take(&p, h.nsite, sizeof *h.site);
+	v->find = take(&p, h.nfind, sizeof *h.find);
+	v->thr = take(&p, h.nthr, sizeof *h.thr);
+	if (!v->lock || !v->site || !v->find || !v->thr) {
+		view_free(v);
+		return -1;
+	}
+	return 0;
+}
+
+void live_view_free(live_view_t *v)
+{
+	view_free(v);
+}
+
+void live_push(live_t *lv, live_view_t *v)
+{
+	view_free(&lv->prev);
+	lv->prev = lv->cur;
+	lv->cur = *v;
+	memset(v, 0, sizeof *v);
+	lv->polls++;
 }

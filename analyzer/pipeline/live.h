@@ -121,4 +121,21 @@ enum live_sort { LIVE_SORT_WAIT, LIVE_SORT_HOLD, LIVE_SORT_ALLOC };
 int live_poll(live_t *lv, uint64_t until_mono_ns, int sort);
 void live_free(live_t *lv);
 
+/*
+ * A poll run in another process of the same executable (the screen's
+ * looks: cmd/top.c forks one so that its keys are served meanwhile, and
+ * q need not wait for a look): the child polls its copy of lv and sends
+ * lv->cur as bytes, the parent takes them back into its own lv.
+ * live_pack writes v to fd (the structs' own bytes: both ends are one
+ * executable): 0, or an errno value. live_unpack reads what live_pack
+ * wrote, buf of len bytes, into v: 0, or -1 when len does not match
+ * (v is then empty); allocates: free with live_view_free, or hand v to
+ * live_push. live_push makes v lv's current view, the current one its
+ * previous, as live_poll does; v is taken (zeroed).
+ */
+int live_pack(const live_view_t *v, int fd);
+int live_unpack(live_view_t *v, const void *buf, size_t len);
+void live_push(live_t *lv, live_view_t *v);
+void live_view_free(live_view_t *v);
+
 #endif
