@@ -516,11 +516,26 @@ static void print_finding(FILE *out, const report_t *r, size_t i)
 		        f->kind == FK_FUTEX_LOCK ? "word classes"
 		                                 : "inner lock classes");
 		for (uint32_t k = 0; k < f->nmembers; k++) {
-			char line[700];
-			snprintf(line, sizeof line, "          %9s  %s",
-			         human_ns(a, sizeof a, f->member_v[k]),
-			         lock_label(m, &m->lock[f->member[k]], lab,
-			                    sizeof lab));
+			char line[700], other[256];
+			const lock_t *l = &m->lock[f->member[k]];
+			lock_label(m, l, lab, sizeof lab);
+			/* Members of one label (words that have no symbol,
+			 * first waited on at one site) told apart by the
+			 * address of each one's representative. */
+			bool twin = false;
+			for (uint32_t j = 0; j < f->nmembers && !twin; j++)
+				twin = j != k &&
+				       !strcmp(
+				           lab,
+				           lock_label(m, &m->lock[f->member[j]],
+				                      other, sizeof other));
+			char at[32] = "";
+			if (twin)
+				snprintf(at, sizeof at, "at 0x%" PRIx64 ": ",
+				         l->addr);
+			snprintf(line, sizeof line, "          %9s  %s%s",
+			         human_ns(a, sizeof a, f->member_v[k]), at,
+			         lab);
 			if (strlen(line) > WIDTH)
 				strcpy(line + WIDTH - 3, "...");
 			fprintf(out, "%s\n", line);

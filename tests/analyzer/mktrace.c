@@ -105,7 +105,10 @@
  *                     per round waited on 1000 ns by fx-0/fx-1 in fx_lock <
  *                     fx_worker (woken by the other in fx_unlock) and by
  *                     fx-1/fx-2 in fx_lock < fx_flush (woken by the other
- *                     in fx_event_post): two families
+ *                     in fx_event_post): two families; and words at 0x7100
+ *                     and 0x7140 (no symbol) waited on 500 and 400 ns per
+ *                     round as the first is: in the first family, one
+ *                     label for both
  *   --no-module       no MODULE record (frames stay addresses: golden
  *                     files that do not depend on this binary)
  *   --chunk BYTES     payload size at which a thread's chunk is flushed
@@ -674,6 +677,8 @@ enum {
 	L_FX_H3 = 16,
 	L_FX_T1 = 17,
 	L_FX_T2 = 18,
+	L_FX_T3 = 19,
+	L_FX_T4 = 20,
 	L_MALLOC = 50
 };
 
@@ -1003,6 +1008,14 @@ static void scenario_futex(tw_t **fx, tw_t *post_t, int rounds,
 		  0, 0);
 		E(fx[1 + i], FMT_FUTEX_WAIT, t0 + 8800, L_FX_T2, S_FX_WAIT2,
 		  1000, 0, 0);
+		E(fx[1 - i], FMT_FUTEX_WAKE, t0 + 9290, L_FX_T3, S_FX_WAKE, 1,
+		  0, 0);
+		E(fx[i], FMT_FUTEX_WAIT, t0 + 9300, L_FX_T3, S_FX_WAIT, 500, 0,
+		  0);
+		E(fx[1 - i], FMT_FUTEX_WAKE, t0 + 9790, L_FX_T4, S_FX_WAKE, 1,
+		  0, 0);
+		E(fx[i], FMT_FUTEX_WAIT, t0 + 9800, L_FX_T4, S_FX_WAIT, 400, 0,
+		  0);
 	}
 }
 
@@ -1982,6 +1995,10 @@ int main(int argc, char **argv)
 			m_lock_new(a[0], L_FX_T1, 0x7080, FMT_KIND_FUTEX,
 			           FMT_LOCKF_STATIC);
 			m_lock_new(a[0], L_FX_T2, 0x70c0, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+			m_lock_new(a[0], L_FX_T3, 0x7100, FMT_KIND_FUTEX,
+			           FMT_LOCKF_STATIC);
+			m_lock_new(a[0], L_FX_T4, 0x7140, FMT_KIND_FUTEX,
 			           FMT_LOCKF_STATIC);
 		}
 		if (fx_heap) {

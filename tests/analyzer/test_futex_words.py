@@ -233,6 +233,16 @@ check(len(set(names)) == 2 and any("waited on in fx_worker" in n
                                    for n in names) and
       any("waited on in fx_flush" in n for n in names),
       "their labels part at the first frame that differs: %r" % names)
+# Two more words of the first family (0x7100, 0x7140) have one label and
+# the same stacks: the text's words list tells them apart by address.
+rc, tout, err = run("report", os.path.join(TMP, "twins.trace"))
+wl = tout[tout.find("word classes in this finding"):]
+wl = wl[:wl.find("   what ")]
+check("at 0x7100: futex word first waited on in fx_lock" in wl and
+      "at 0x7140: futex word first waited on in fx_lock" in wl,
+      "words of one label listed by address: %r" % wl)
+check("at 0x" not in wl.replace("at 0x7100:", "").replace("at 0x7140:", ""),
+      "words with labels of their own listed without one: %r" % wl)
 
 # The same trace with only its process-level chunks (PROCESS, MODULE...):
 # the shim ran and no hook was called. The header says what that means.
