@@ -518,10 +518,11 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 			snprintf(
 			    buf + l, len - l,
 			    " Set apart as preemption, not counted: %.0f "
-			    "timed calls (%s in all%s) that took over %s "
+			    "timed %s (%s in all%s) that took over %s "
 			    "with no wait on the allocator's own lock for "
 			    "blocks under %s, or moved to another CPU.",
 			    ev(f, EV_PREEMPTED_CALLS),
+			    ev(f, EV_PREEMPTED_CALLS) == 1 ? "call" : "calls",
 			    human_ns(a, sizeof a, ev(f, EV_PREEMPTED_NS)), mig,
 			    human_ns(b, sizeof b, TH_PREEMPT_NS),
 			    bytes_label(c, sizeof c, TH_PREEMPT_MAX_BYTES));
