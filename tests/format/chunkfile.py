@@ -1,11 +1,17 @@
 """Helpers shared by the format's python3 tests: a CHECK that prints each
 result and counts failures, and the chunks of a trace file as found by
-their headers (docs/trace-format.md: a 16-byte file header, then chunks of
-a 48-byte header and its payload)."""
-import struct
+their headers, read through the Python view of the format
+(tests/lib/tracefmt.py). Both tests pass BUILD/bin/mallock first."""
+import os
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import tracefmt  # noqa: E402
+
 failed = [0]
+F = tracefmt.find(os.path.dirname(os.path.dirname(os.path.abspath(
+    sys.argv[1]))))
 
 
 def check(cond, what):
@@ -22,14 +28,7 @@ def done(name):
 def chunks(path):
     """(offset, flags, payload_len) of each chunk, up to the first header
     with a bad magic or a payload past the end of the file."""
-    out = []
     with open(path, "rb") as f:
         data = f.read()
-    off = 16
-    while off + 48 <= len(data):
-        magic, plen, _crc, _tid, _seq, flags = struct.unpack_from("<6I", data, off)
-        if magic != 0x434b4c4d or off + 48 + plen > len(data):
-            break
-        out.append((off, flags, plen))
-        off += 48 + plen
-    return out
+    return [(off, h["flags"], h["payload_len"])
+            for off, h in tracefmt.chunks(data)]

@@ -22,12 +22,10 @@ CASE:
          is paused again, serves on, and ends cleanly on SIGTERM with
          nothing on stderr (77 when memcached is not installed)
 """
-import fcntl
 import json
 import os
 import pty
 import shutil
-import struct
 import subprocess
 import sys
 import socket
@@ -203,7 +201,7 @@ elif CASE == "bad":
     time.sleep(0.3)
     before = ctl_status(p.pid)
     m, s = pty.openpty()
-    fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 10, 40, 0, 0))
+    termios.tcsetwinsize(s, (10, 40))
     r = subprocess.run([MALLOCK, "top", str(p.pid)], stdout=s,
                        stderr=subprocess.PIPE, text=True, timeout=30)
     os.close(s)
