@@ -1,28 +1,19 @@
-"""Helpers shared by the format's python3 tests: a CHECK that prints each
-result and counts failures, and the chunks of a trace file as found by
-their headers, read through the Python view of the format
+"""Helpers shared by the format's python3 tests: the tests' check
+(tests/lib/pycheck.py, each check printed), and the chunks of a trace file
+as found by their headers, read through the Python view of the format
 (tests/lib/tracefmt.py). Both tests pass BUILD/bin/mallock first."""
 import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
+import pycheck  # noqa: E402
 import tracefmt  # noqa: E402
+from pycheck import check, done  # noqa: E402,F401
 
-failed = [0]
+pycheck.setup(echo=True)
 F = tracefmt.find(os.path.dirname(os.path.dirname(os.path.abspath(
     sys.argv[1]))))
-
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failed[0] += 1
-
-
-def done(name):
-    print(f"{name}: {failed[0]} failed")
-    sys.exit(1 if failed[0] else 0)
 
 
 def chunks(path):

@@ -33,14 +33,13 @@ import termios
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import pycheck  # noqa: E402
+from pycheck import check  # noqa: E402
+
+pycheck.setup(echo=True)
 CASE, MALLOCK, SHIM, SVC, TMP = sys.argv[1:6]
-FAILED = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILED.append(what)
 
 
 def env(**kw):
@@ -324,7 +323,4 @@ elif CASE == "memcached":
 else:
     sys.exit("unknown case " + CASE)
 
-if FAILED:
-    print("%d checks failed" % len(FAILED))
-    sys.exit(1)
-print("top_%s: ok" % CASE)
+pycheck.done("top_" + CASE)
