@@ -1,6 +1,7 @@
 """Helpers shared by the analyzer's python3 tests: run mktrace and mallock,
-parse JSON, a tiny CHECK that counts failures, and trace bytes forged
-through the format's Python view (tests/lib/tracefmt.py)."""
+parse JSON, the tests' check (tests/lib/pycheck.py, counting failures),
+and trace bytes forged through the format's Python view
+(tests/lib/tracefmt.py)."""
 import atexit
 import json
 import os
@@ -11,9 +12,10 @@ import tempfile
 
 MALLOCK, MKTRACE, SRCDIR = sys.argv[1], sys.argv[2], sys.argv[3]
 TMP = tempfile.mkdtemp(prefix="mallock-test-")
-failures = 0
-total = 0
 _passed = False
+sys.path.insert(0, os.path.join(SRCDIR, "..", "lib"))
+import pycheck  # noqa: E402
+from pycheck import check, eq, near  # noqa: E402,F401
 
 
 def _cleanup():
@@ -27,22 +29,6 @@ def _cleanup():
 
 
 atexit.register(_cleanup)
-
-
-def check(cond, what):
-    global failures, total
-    total += 1
-    if not cond:
-        failures += 1
-        print("CHECK failed: " + what, file=sys.stderr)
-
-
-def eq(a, b, what):
-    check(a == b, "%s: %r != %r" % (what, a, b))
-
-
-def near(a, b, rel, what):
-    check(abs(a - b) <= rel * abs(b), "%s: %r not within %g of %r" % (what, a, rel, b))
 
 
 def no_sanitizer_finding(cmd, err):
@@ -88,15 +74,13 @@ def lock_by_name(d, name):
 
 def done(name):
     global _passed
-    _passed = not failures
-    print("%s: %d checks, %d failed" % (name, total, failures))
-    sys.exit(1 if failures else 0)
+    _passed = not pycheck.failures
+    pycheck.done(name)
 
 # Trace bytes forged through the Python view of the format (tests/lib/
 # tracefmt.py over trace_format.py, generated from format/trace_format.h at
 # build time): varints, zigzag, a chunk of thread tid with its CRC, a
 # length-prefixed string, the file header.
-sys.path.insert(0, os.path.join(SRCDIR, "..", "lib"))
 import tracefmt  # noqa: E402
 from tracefmt import uv, zz, s, file_header  # noqa: E402,F401
 

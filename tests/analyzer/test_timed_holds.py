@@ -20,29 +20,26 @@ A trace written here, 1 tick = 1 ns, PROCESS hold_every = 4:
     1100 REL 3; 1110 REL 2
 The same trace with every hold timed at weight 1 (ACQ for ACQ_SAMPLED,
 hold_every absent) gives the plain sums."""
-import struct
 from common import *
 
 EVERY = 4
 
 
 def trace(name, every, sampled, untimed):
+    """sampled, untimed: the core records that begin those holds."""
     body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
     body += s(b"/bin/holds") + s(b"holds") + s(b"h") + s(b"test")
     body += uv(0) + uv(0) + uv(1)  # sample_bytes, max_bytes, time_every
     if every:
         body += uv(every)  # hold_every (1.6)
-    proc = b"\x80" + uv(len(body)) + body
-    last = [0]
+    proc = tracefmt.meta("PROCESS", body)
+    enc = tracefmt.Enc()
 
-    def acq(dt, lk, code):
-        return bytes([code]) + uv(dt) + uv(lk) + uv(0)
+    def acq(dt, lk, rec):
+        return tracefmt.event(rec, dt, lk, 0)
 
     def alloc(dt, p, ns):
-        r = b"\x01" + uv(dt) + uv(zz(p - last[0])) + uv(64) + uv(0) + \
-            uv(ns) + b"\x00"
-        last[0] = p
-        return r
+        return enc.event("ALLOC", dt, p, 64, 0, ns, FMT.FN_MALLOC)
 
     t7 = acq(10, 1, sampled) + alloc(40, 0x1000, 30) + lock_rel(50, 1)
     t7 += acq(0, 1, untimed) + alloc(20, 0x2000, 0) + lock_rel(0, 1)
@@ -51,14 +48,14 @@ def trace(name, every, sampled, untimed):
     t7 += lock_acq_wait(100, 1, 70) + alloc(10, 0x3000, 15) + \
         lock_rel(20, 1)
     t7 += acq(0, 1, untimed) + lock_rel(0, 1)
-    last[0] = 0
+    enc = tracefmt.Enc()
     t8 = acq(10, 2, sampled) + acq(10, 3, sampled)
     t8 += alloc(20, 0x4000, 10) + lock_acq_wait(20, 4, 5)
     t8 += alloc(20, 0x5000, 8)
     t8 += lock_rel(10, 4) + lock_rel(10, 3) + lock_rel(10, 2)
     path = os.path.join(TMP, name)
     with open(path, "wb") as f:
-        f.write(b"MALLOCK\x1a" + bytes([1, 0, 6, 0]) + struct.pack("<I", 16))
+        f.write(file_header(6))
         f.write(chunk(0, proc) + chunk(7, t7) + chunk(8, t8))
     return path
 
@@ -76,7 +73,7 @@ def locks(d):
 # for itself, the untimed ones add nothing; its calls: 30 x 4 + 15. The
 # nest of thread 8: locks 2 and 3 sampled (x 4), lock 4 contended (x 1);
 # the call before the wait weighs 4, the one after it 1.
-path = trace("timed_holds.trace", EVERY, 0x1a, 0x18)
+path = trace("timed_holds.trace", EVERY, "ACQ_SAMPLED", "ACQ_UNTIMED")
 d = report_json("--no-symbols", path)
 # id -> (holds, timed, hold_ns, hold_max, calls, alloc_ns, contended, wait)
 eq(locks(d), {1: (6, 2, 90 * 4 + 30, 90, 3, 30 * 4 + 15, 1, 70),
@@ -99,7 +96,7 @@ check("about, estimated from 5 of 9 timed holds" in out,
 
 # The same holds all timed at weight 1 (a 1.5 trace's ACQ, no
 # hold_every): the plain sums, no note.
-path = trace("all_timed.trace", 0, 0x04, 0x04)
+path = trace("all_timed.trace", 0, "ACQ", "ACQ")
 d = report_json("--no-symbols", path)
 got = locks(d)
 eq(got[1][:4], (6, 6, 90 + 20 + 30, 90), "lock 1, all timed")

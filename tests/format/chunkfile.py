@@ -1,35 +1,25 @@
-"""Helpers shared by the format's python3 tests: a CHECK that prints each
-result and counts failures, and the chunks of a trace file as found by
-their headers (docs/trace-format.md: a 16-byte file header, then chunks of
-a 48-byte header and its payload)."""
-import struct
+"""Helpers shared by the format's python3 tests: the tests' check
+(tests/lib/pycheck.py, each check printed), and the chunks of a trace file
+as found by their headers, read through the Python view of the format
+(tests/lib/tracefmt.py). Both tests pass BUILD/bin/mallock first."""
+import os
 import sys
 
-failed = [0]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import pycheck  # noqa: E402
+import tracefmt  # noqa: E402
+from pycheck import check, done  # noqa: E402,F401
 
-
-def check(cond, what):
-    print(("ok: " if cond else "FAIL: ") + what)
-    if not cond:
-        failed[0] += 1
-
-
-def done(name):
-    print(f"{name}: {failed[0]} failed")
-    sys.exit(1 if failed[0] else 0)
+pycheck.setup(echo=True)
+F = tracefmt.find(os.path.dirname(os.path.dirname(os.path.abspath(
+    sys.argv[1]))))
 
 
 def chunks(path):
     """(offset, flags, payload_len) of each chunk, up to the first header
     with a bad magic or a payload past the end of the file."""
-    out = []
     with open(path, "rb") as f:
         data = f.read()
-    off = 16
-    while off + 48 <= len(data):
-        magic, plen, _crc, _tid, _seq, flags = struct.unpack_from("<6I", data, off)
-        if magic != 0x434b4c4d or off + 48 + plen > len(data):
-            break
-        out.append((off, flags, plen))
-        off += 48 + plen
-    return out
+    return [(off, h["flags"], h["payload_len"])
+            for off, h in tracefmt.chunks(data)]

@@ -17,12 +17,10 @@ usage: test_compressed.py MALLOCK ZCHUNKS SVCQUEUE TMPDIR SHIM
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
-import zlib
 
-from chunkfile import check, chunks, done
+from chunkfile import F, check, chunks, done, tracefmt
 
 MALLOCK, ZCHUNKS, SVCQUEUE, TMP, SHIM = sys.argv[1:6]
 
@@ -53,14 +51,14 @@ os.makedirs(TMP)
 plain = record("plain.trace", 0)
 packed = record("packed.trace", 1)
 with open(packed, "rb") as f:
-    hdr = f.read(12)
-    check(hdr[8:10] == b"\x01\x00" and hdr[10] >= 2, "the file header says 1.2 or later")
+    ver = tracefmt.version(f.read(F.FILE_HEADER_SIZE))
+    check(ver[0] == 1 and ver[1] >= 2, "the file header says 1.2 or later")
 pc = chunks(plain)
 zc = chunks(packed)
 check(pc and all(fl == 0 for _, fl, _ in pc),
       "MALLOCK_COMPRESS=0: no chunk is compressed")
-check(sum(1 for _, fl, _ in zc if fl & 1) >= len(zc) // 2,
-      f"MALLOCK_COMPRESS=1: most chunks are compressed ({sum(1 for _, fl, _ in zc if fl & 1)} of {len(zc)})")
+check(sum(1 for _, fl, _ in zc if fl & F.CHUNKF_ZSTD) >= len(zc) // 2,
+      f"MALLOCK_COMPRESS=1: most chunks are compressed ({sum(1 for _, fl, _ in zc if fl & F.CHUNKF_ZSTD)} of {len(zc)})")
 # The shim alone, without `mallock record`'s compression after the run.
 alone = os.path.join(TMP, "alone.trace")
 env = dict(os.environ, MALLOCK_COMPRESS="1", MALLOCK_OUTPUT=alone,
@@ -71,7 +69,7 @@ check(r.returncode == 0, f"svcqueue under the shim alone (exit "
       f"{r.returncode}) {r.stderr[-200:]}")
 written = sorted(f for f in os.listdir(TMP) if f.startswith("alone.trace"))
 ac = chunks(os.path.join(TMP, written[0])) if written else []
-nz = sum(1 for _, fl, _ in ac if fl & 1)
+nz = sum(1 for _, fl, _ in ac if fl & F.CHUNKF_ZSTD)
 check(ac and nz >= len(ac) // 2,
       f"the shim alone, MALLOCK_COMPRESS=1: most chunks are compressed "
       f"({nz} of {len(ac)} in {written})")
@@ -93,13 +91,13 @@ check(a is not None and a == b, "a trace and its compressed rewrite report alike
 
 # Cut inside a compressed chunk: read up to the one before.
 zr = chunks(rewritten)
-k = next(i for i, (_, fl, _) in enumerate(zr) if fl & 1 and i >= len(zr) // 2)
+k = next(i for i, (_, fl, _) in enumerate(zr) if fl & F.CHUNKF_ZSTD and i >= len(zr) // 2)
 off, _, plen = zr[k]
 cut = os.path.join(TMP, "cut.trace")
 with open(rewritten, "rb") as f:
     data = f.read()
 with open(cut, "wb") as f:
-    f.write(data[:off + 48 + plen // 2])
+    f.write(data[:off + F.CHUNK_HEADER_SIZE + plen // 2])
 rc = report(cut)
 check(rc is not None and rc["trace"]["truncated"] and
       rc["trace"]["truncated_at"] == off,
@@ -111,13 +109,12 @@ check(rc is not None and rc["trace"]["truncated"] and
 # which could decompress into other records but for the frame's checksum.
 # Either way the reading stops at that chunk's offset, naming it, and the
 # chunks before it are used.
-for what, at in (("frame magic", off + 48 + 4),
-                 ("frame data", off + 48 + 4 + (plen - 4) // 2)):
+frame = off + F.CHUNK_HEADER_SIZE
+for what, at in (("frame magic", frame + 4),
+                 ("frame data", frame + 4 + (plen - 4) // 2)):
     bad = bytearray(data)
     bad[at] ^= 0x5a
-    hdr = bytes(bad[off:off + 48])
-    crc = zlib.crc32(hdr[12:48] + bytes(bad[off + 48:off + 48 + plen]))
-    struct.pack_into("<I", bad, off + 8, crc & 0xffffffff)
+    tracefmt.seal(bad, off)
     corrupt = os.path.join(TMP, "corrupt.trace")
     with open(corrupt, "wb") as f:
         f.write(bad)

@@ -20,11 +20,10 @@ usage: test_post_compress.py MALLOCK SVCQUEUE TMPDIR
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 
-from chunkfile import check, chunks, done
+from chunkfile import F, check, chunks, done, tracefmt
 import time
 
 MALLOCK, SVCQUEUE, TMP = sys.argv[1:4]
@@ -71,12 +70,14 @@ def headers(path, n=None):
     tsc_base, tsc_flush, mono_flush_ns (a rewrite keeps them)."""
     with open(path, "rb") as f:
         data = f.read()
-    return [data[o + 12:o + 20] + data[o + 24:o + 48] for o, _, _ in chunks(path)][:n]
+    kept = ("tid", "seq", "tsc_base", "tsc_flush", "mono_flush_ns")
+    return [tuple(h[f] for f in kept)
+            for _, h in tracefmt.chunks(data)][:n]
 
 
 def packed(path):
     c = chunks(path)
-    return sum(1 for _, fl, _ in c if fl & 1), len(c)
+    return sum(1 for _, fl, _ in c if fl & F.CHUNKF_ZSTD), len(c)
 
 
 shutil.rmtree(TMP, ignore_errors=True)
@@ -161,9 +162,9 @@ def bad_case(name, bad):
           f"{name}: the report is the same before and after")
 
 
-bad_case("cut", data[:off + 48 + plen // 2])
+bad_case("cut", data[:off + F.CHUNK_HEADER_SIZE + plen // 2])
 corrupt = bytearray(data)
-corrupt[off + 48 + plen // 2] ^= 0x5a
+corrupt[off + F.CHUNK_HEADER_SIZE + plen // 2] ^= 0x5a
 bad_case("corrupt", bytes(corrupt))
 
 # --- a trace some process still writes: never rewritten in place.

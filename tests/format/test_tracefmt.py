@@ -15,17 +15,9 @@ import tempfile
 MALLOCK, BUILD, SRC = sys.argv[1:4]
 sys.path.insert(0, os.path.join(SRC, "tests", "lib"))
 import tracefmt as T  # noqa: E402
+from pycheck import check, done  # noqa: E402
 
 F = T.find(BUILD)
-failures = 0
-
-
-def check(cond, what):
-    global failures
-    if not cond:
-        failures += 1
-        print("CHECK failed: " + what, file=sys.stderr)
-
 
 want = []
 enc, pay = T.Enc(), b""
@@ -67,5 +59,5 @@ for (name, fields), line in zip(want, recs):
             continue
         check(g is not None and int(g, 0) == v,
               "%s.%s: wrote %#x, read %s" % (name, fname, v, g))
-print("test_tracefmt: %d records, %d failed checks" % (len(want), failures))
-sys.exit(1 if failures else 0)
+print("test_tracefmt: %d records" % len(want))
+done("test_tracefmt")

@@ -11,13 +11,18 @@ corpus stays small (< 200 KB in all).
 BUILD_DIR is an ordinary (gcc) build with the shim, the test apps,
 mktrace and forge built. Seeds have no .trace suffix (.gitignore excludes *.trace)."""
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
 LIMIT = 24 * 1024
 BUILD = sys.argv[1]
+# The chunk headers are read through the Python view of the format.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import tracefmt  # noqa: E402
+
+F = tracefmt.find(BUILD)
 OUT = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "corpus")
 BIN = os.path.join(BUILD, "bin")
@@ -25,22 +30,12 @@ MKTRACE = os.path.join(BUILD, "tests", "analyzer", "mktrace")
 TMP = tempfile.mkdtemp(prefix="mallock-seeds-")
 
 
-def chunks(data):
-    off = 16
-    while off + 48 <= len(data):
-        magic, plen = struct.unpack_from("<II", data, off)
-        tid = struct.unpack_from("<I", data, off + 12)[0]
-        if magic != 0x434B4C4D or off + 48 + plen > len(data):
-            break
-        yield off, 48 + plen, tid
-        off += 48 + plen
-
-
 def cut(src, dst, limit=LIMIT):
     data = open(src, "rb").read()
-    out = bytearray(data[:16])
-    for off, n, tid in chunks(data):
-        if tid == 0 or len(out) + n <= limit:
+    out = bytearray(data[:F.FILE_HEADER_SIZE])
+    for off, h in tracefmt.chunks(data):
+        n = F.CHUNK_HEADER_SIZE + h["payload_len"]
+        if h["tid"] == 0 or len(out) + n <= limit:
             out += data[off:off + n]
     open(dst, "wb").write(bytes(out))
     return len(out)

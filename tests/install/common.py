@@ -1,32 +1,20 @@
-"""Helpers of the install tests: a CHECK that counts failures, running a
-command, and the installed tree's checks shared by the prefix and the .deb
-root."""
+"""Helpers of the install tests: the tests' check (tests/lib/pycheck.py,
+counting failures), running a command, and the installed tree's checks
+shared by the prefix and the .deb root."""
 import os
 import re
 import subprocess
 import sys
 
-failures = 0
-total = 0
-
-
-def check(cond, what):
-    global failures, total
-    total += 1
-    if not cond:
-        failures += 1
-        print("CHECK failed: " + what, file=sys.stderr)
-    return cond
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import pycheck  # noqa: E402
+from pycheck import check, done  # noqa: E402,F401
 
 
 def run(cmd, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
     return r.returncode, r.stdout, r.stderr
-
-
-def done(name):
-    print("%s: %d checks, %d failed" % (name, total, failures))
-    sys.exit(1 if failures else 0)
 
 
 def commands(mallock):

@@ -79,7 +79,7 @@ if lintian:
                   "reports)" % l)
         prev = l if l.strip() else ""
 shutil.rmtree(TMP, ignore_errors=True)
-if not lintian and not failures:
+if not lintian and not pycheck.failures:
     print("SKIP: lintian cannot be installed here (%s); "
           "scripts/install-deps.sh --test-tools installs it" % why)
     sys.exit(77)

@@ -5,10 +5,13 @@
  * layout and field names (FMT_CORE_RECORDS, FMT_CORE_FIELDS), the metadata
  * codes, the headers' sizes and magic, the chunk header's fields with
  * their offsets and sizes (fmt_chunk_header_t, whose on-disk order it
- * keeps), and the flag, kind and fn constants.
+ * keeps), and the flag, kind and fn constants; and the control page's
+ * fields with their offsets and sizes (ctl_page_t, format/ctl_page.h), the
+ * one other layout the Python tests write.
  *
  *   fmt_py OUT.py
  */
+#include "ctl_page.h"
 #include "trace_format.h"
 
 #include <stddef.h>
@@ -90,5 +93,35 @@ int main(int argc, char **argv)
 	K_(NOTE_WARN);
 	K_(CHUNKF_ZSTD);
 #undef K_
+	fprintf(o,
+	        "\n# the control page (ctl_page_t, format/ctl_page.h): "
+	        "(name, offset, size)\n# of each field in order, "
+	        "little-endian\nCTL_PAGE_MAGIC = %#x\n"
+	        "CTL_PAGE_SIZE = %u\nCTL_PAGE = (\n",
+	        CTLP_MAGIC, CTLP_SIZE);
+#define P_(m)                                                                  \
+	fprintf(o, "    (\"%s\", %zu, %zu),\n", #m, offsetof(ctl_page_t, m),   \
+	        sizeof(((ctl_page_t *)0)->m))
+	P_(magic);
+	P_(layout);
+	P_(pid);
+	P_(uid);
+	P_(start_time);
+	P_(signal);
+	P_(start_uid);
+	P_(request);
+	P_(served);
+	P_(gen);
+	P_(state);
+	P_(bytes);
+	P_(polls);
+	P_(version);
+	P_(why);
+	P_(trace);
+	P_(exe);
+	P_(wake_sig);
+	P_(attached);
+#undef P_
+	fprintf(o, ")\n");
 	return fclose(o) != 0;
 }

@@ -4,8 +4,17 @@ from format/trace_format.h): the Python tests spell no layout of their
 own. find(build) puts the view on sys.path; then
 
     file_header(minor)          the 16-byte file header
+    version(data)               the (major, minor) a file header says
     chunk(tid, payload, ...)    one chunk: its 48-byte header (CRC
                                 included) and the payload
+    chunks(data)                (offset, header fields) of each chunk
+    seal(buf, off)              the CRC of the chunk at buf[off:] made
+                                to match what it holds (a forged chunk)
+    put(buf, fields, name, v)   a field of a layout (F.CHUNK_HEADER,
+    get(buf, fields, name)      F.CTL_PAGE: (name, offset, size) lists)
+                                written or read, little-endian
+    field(fields, name)         its (offset, size)
+    pack(fields, name, v)       its bytes for the value v
     event(name, dt, *fields)    a core record by its FMT_ name, fields in
                                 the order CORE[name] lists them
     meta(name, body)            a metadata record around a prepared body
@@ -30,7 +39,34 @@ def find(build):
 
 
 F = None
-_INT = {1: "B", 2: "H", 4: "I", 8: "Q"}
+
+
+def field(fields, name):
+    """The (offset, size) of the field name in the layout fields."""
+    for n, off, size in fields:
+        if n == name:
+            return off, size
+    raise KeyError(name)
+
+
+def pack(fields, name, v):
+    """The bytes of v (masked to its width) in the field name of the layout
+    fields."""
+    size = field(fields, name)[1]
+    return (v & ((1 << 8 * size) - 1)).to_bytes(size, "little")
+
+
+def put(buf, fields, name, v, base=0):
+    """Writes v into the field name of the layout fields at buf[base:]."""
+    off, size = field(fields, name)
+    buf[base + off:base + off + size] = pack(fields, name, v)
+
+
+def get(buf, fields, name, base=0):
+    """The unsigned value of the field name of the layout fields at
+    buf[base:]."""
+    off, size = field(fields, name)
+    return int.from_bytes(buf[base + off:base + off + size], "little")
 
 
 def uv(v):
@@ -56,6 +92,18 @@ def file_header(minor=None):
         "<HHI", major, cur if minor is None else minor, F.FILE_HEADER_SIZE)
 
 
+def version(data):
+    """The (major, minor) of the file header at the start of data."""
+    n = len(F.FILE_MAGIC)
+    return struct.unpack_from("<HH", data, n)
+
+
+def _crc(header, payload):
+    """A chunk's CRC-32: its header from tid on, and its payload."""
+    return zlib.crc32(bytes(header[field(F.CHUNK_HEADER, "tid")[0]:]) +
+                      bytes(payload))
+
+
 def chunk(tid, payload, base=1000, seq=0, flush=None, mono=None, flags=0,
           magic=None, plen=None, crc=None):
     """One chunk of thread tid; the clock pair is (flush, mono), by default
@@ -68,14 +116,32 @@ def chunk(tid, payload, base=1000, seq=0, flush=None, mono=None, flags=0,
          "tsc_base": base, "tsc_flush": flush,
          "mono_flush_ns": flush if mono is None else mono}
     h = bytearray(F.CHUNK_HEADER_SIZE)
-    for name, off, size in F.CHUNK_HEADER:
-        struct.pack_into("<" + _INT[size], h, off, v[name] & ((1 << 8 * size) - 1))
-    crc_off = dict((n, o) for n, o, _ in F.CHUNK_HEADER)["tid"]
-    if crc is None:
-        crc = zlib.crc32(bytes(h[crc_off:]) + payload)
-    struct.pack_into("<I", h, dict((n, o) for n, o, _ in F.CHUNK_HEADER)["crc32"],
-                     crc)
+    for name, _, _ in F.CHUNK_HEADER:
+        put(h, F.CHUNK_HEADER, name, v[name])
+    put(h, F.CHUNK_HEADER, "crc32", _crc(h, payload) if crc is None else crc)
     return bytes(h) + payload
+
+
+def seal(buf, off):
+    """Rewrites the CRC of the chunk at buf[off:] (a bytearray) over what
+    its header and payload now hold."""
+    h = F.CHUNK_HEADER_SIZE
+    plen = get(buf, F.CHUNK_HEADER, "payload_len", off)
+    put(buf, F.CHUNK_HEADER, "crc32",
+        _crc(buf[off:off + h], buf[off + h:off + h + plen]), off)
+
+
+def chunks(data):
+    """(offset, header fields) of each chunk of a trace file's bytes, up to
+    the first header with a bad magic or a payload past the end."""
+    off = F.FILE_HEADER_SIZE
+    while off + F.CHUNK_HEADER_SIZE <= len(data):
+        h = header_fields(data, off)
+        end = off + F.CHUNK_HEADER_SIZE + h["payload_len"]
+        if h["magic"] != F.CHUNK_MAGIC or end > len(data):
+            break
+        yield off, h
+        off = end
 
 
 def header_fields(data, off):

@@ -25,7 +25,6 @@ import json
 import os
 import shutil
 import stat
-import struct
 import subprocess
 import sys
 import time
@@ -33,7 +32,13 @@ from srvcheck import SKIP, check, fail  # noqa: F401
 
 CASE, SHIM, MALLOCK, SRV, TMP = sys.argv[1:6]
 NOBODY, OTHER = 65534, 4242
-PAGE = struct.Struct("<IIIIQiIQQII")  # ctl_page.h, up to `state`
+# The control page's fields (format/ctl_page.h) from the Python view of the
+# format: MALLOCK is BUILD/bin/mallock.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import tracefmt  # noqa: E402
+
+F = tracefmt.find(os.path.dirname(os.path.dirname(os.path.abspath(MALLOCK))))
 
 
 if os.geteuid() != 0 or not shutil.which("setpriv"):
@@ -257,14 +262,17 @@ elif CASE == "refuse":
     check(os.path.exists(wpage), "W's page is in its user's directory")
     with open(wpage, "rb") as f:
         good = bytearray(f.read())
+    check(tracefmt.get(good, F.CTL_PAGE, "magic") == F.CTL_PAGE_MAGIC and
+          tracefmt.get(good, F.CTL_PAGE, "pid") == w.pid,
+          "W's page, read by its fields' offsets, has the magic and W's pid")
     with open("/proc/%d/stat" % v.pid) as f:
         vstart = int(f.read().rsplit(")", 1)[1].split()[19])
 
     def forge(pid, start_time, sig=12, uid=NOBODY, where=wdir):
         page = bytearray(good)
-        struct.pack_into("<I", page, 8, pid)
-        struct.pack_into("<Q", page, 16, start_time)
-        struct.pack_into("<i", page, 24, sig)
+        tracefmt.put(page, F.CTL_PAGE, "pid", pid)
+        tracefmt.put(page, F.CTL_PAGE, "start_time", start_time)
+        tracefmt.put(page, F.CTL_PAGE, "signal", sig)
         path = os.path.join(where, "%d.page" % pid)
         with open(path, "wb") as f:
             f.write(page)
@@ -286,17 +294,20 @@ elif CASE == "refuse":
           "stale page refused: " + out.strip())
     check(not os.path.exists(os.path.join(wdir, "%d.page" % v.pid)),
           "the stale page was removed")
+    def set_signal(path, sig):
+        """The page's signal field rewritten in place, and only it: its
+        process maps the page and writes its state meanwhile."""
+        with open(path, "r+b") as f:
+            f.seek(tracefmt.field(F.CTL_PAGE, "signal")[0])
+            f.write(tracefmt.pack(F.CTL_PAGE, "signal", sig))
+
     # 3. W's own page, its signal forged to SIGKILL.
-    with open(wpage, "r+b") as f:
-        f.seek(24)
-        f.write(struct.pack("<i", 9))
+    set_signal(wpage, 9)
     for who in (NOBODY, None):
         rc, out = ctl("start", str(w.pid), uid=who)
         check(rc != 0 and "signal MALLOCK_SIGNAL never allows" in out,
               "a forged signal refused: " + out.strip())
-    with open(wpage, "r+b") as f:
-        f.seek(24)
-        f.write(struct.pack("<i", 12))
+    set_signal(wpage, 12)
     # 4. Foreign: another user may not control W.
     rc, out = ctl("start", str(w.pid), uid=OTHER)
     check(rc != 0 and "not as you" in out, "foreign user refused: "

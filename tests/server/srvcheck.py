@@ -1,5 +1,6 @@
-"""What every tests/server/*.py shares: a check that stops the test at its
-first failure (one FAIL line, exit 1), the skip status CTest is told of
+"""What every tests/server/*.py shares: the tests' check (tests/lib/
+pycheck.py), printing each check and stopping the test at its first
+failure (one FAIL line, exit 1), the skip status CTest is told of
 (SKIP_RETURN_CODE 77), and whether ptrace (mallock attach) is blocked,
 with the fresh directory an attach test starts from."""
 import os
@@ -7,18 +8,12 @@ import shutil
 import subprocess
 import sys
 
-SKIP = 77
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import pycheck  # noqa: E402
+from pycheck import SKIP, check, fail  # noqa: E402,F401
 
-
-def fail(msg):
-    print("FAIL:", msg)
-    sys.exit(1)
-
-
-def check(cond, msg):
-    if not cond:
-        fail(msg)
-    print("ok:", msg)
+pycheck.setup(stop=True, echo=True)
 
 
 def ptrace_blocked():

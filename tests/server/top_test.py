@@ -22,12 +22,10 @@ CASE:
          is paused again, serves on, and ends cleanly on SIGTERM with
          nothing on stderr (77 when memcached is not installed)
 """
-import fcntl
 import json
 import os
 import pty
 import shutil
-import struct
 import subprocess
 import sys
 import socket
@@ -35,14 +33,13 @@ import termios
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import pycheck  # noqa: E402
+from pycheck import check  # noqa: E402
+
+pycheck.setup(echo=True)
 CASE, MALLOCK, SHIM, SVC, TMP = sys.argv[1:6]
-FAILED = []
-
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what)
-    if not ok:
-        FAILED.append(what)
 
 
 def env(**kw):
@@ -203,7 +200,7 @@ elif CASE == "bad":
     time.sleep(0.3)
     before = ctl_status(p.pid)
     m, s = pty.openpty()
-    fcntl.ioctl(s, termios.TIOCSWINSZ, struct.pack("HHHH", 10, 40, 0, 0))
+    termios.tcsetwinsize(s, (10, 40))
     r = subprocess.run([MALLOCK, "top", str(p.pid)], stdout=s,
                        stderr=subprocess.PIPE, text=True, timeout=30)
     os.close(s)
@@ -326,7 +323,4 @@ elif CASE == "memcached":
 else:
     sys.exit("unknown case " + CASE)
 
-if FAILED:
-    print("%d checks failed" % len(FAILED))
-    sys.exit(1)
-print("top_%s: ok" % CASE)
+pycheck.done("top_" + CASE)

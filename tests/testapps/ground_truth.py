@@ -29,23 +29,22 @@ import subprocess
 import sys
 import time
 
+# The tests' check (tests/lib/pycheck.py), stopping at the first failure:
+# main() catches Failed to name the case and keep the traces.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import pycheck  # noqa: E402
+from pycheck import Failed, check  # noqa: E402
+
+pycheck.setup(stop=True)
 # 6: svcqueue_cxx's queue lock ran idle in 6 of 16 recordings at load 4 to
 # 6 (2026-12-01), and 3 idle recordings in a row happened (about 5% a
 # variant); 6 in a row is about 0.3%.
 ATTEMPTS = 6
 
 
-class Fail(Exception):
-    pass
-
-
 class Precondition(Exception):
     pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
 
 
 def need(cond, msg):
@@ -80,12 +79,12 @@ class Ctx:
         p = subprocess.run(cmd, env=e, capture_output=True, text=True,
                            timeout=60)
         if p.returncode != 0:
-            raise Fail(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr}")
+            raise Failed(f"{' '.join(cmd)}: exit {p.returncode}\n{p.stderr}")
         r = subprocess.run([os.path.join(self.bin, "mallock"), "report",
                             "--format=json", *report, trace],
                            capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
-            raise Fail(f"mallock report {trace}: exit {r.returncode}\n"
+            raise Failed(f"mallock report {trace}: exit {r.returncode}\n"
                        f"{r.stderr}")
         j = json.loads(r.stdout)
         j["_trace"] = trace
@@ -187,7 +186,7 @@ def with_precondition(ctx, what, fn_record):
             ctx.keep.clear()
             print(f"{ctx.case}: {what}: attempt {attempt}/{ATTEMPTS}: "
                   f"precondition not met ({e}); recording again", flush=True)
-    raise Fail(f"{what}: precondition never met in {ATTEMPTS} recordings: "
+    raise Failed(f"{what}: precondition never met in {ATTEMPTS} recordings: "
                f"{last}")
 
 
@@ -776,7 +775,7 @@ def threshold(ctx, name):
         f = l.split()
         if f and f[0] == name:
             return float(f[1])
-    raise Fail(f"mallock report --thresholds names no {name}:\n{r.stdout}")
+    raise Failed(f"mallock report --thresholds names no {name}:\n{r.stdout}")
 
 
 # The app's own stddev/mean of the successes per client with --warmup=1 was
@@ -908,7 +907,7 @@ def main():
     t0 = time.monotonic()
     try:
         CASES[case](ctx)
-    except Fail as e:
+    except Failed as e:
         print(f"FAIL {case}: {e}", flush=True)
         if ctx.keep:
             print(f"traces kept: {' '.join(ctx.keep)}")

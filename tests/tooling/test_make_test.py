@@ -22,15 +22,9 @@ import tempfile
 SRC = sys.argv[1]
 VERDICT = os.path.join(SRC, ".ci", "ctest_verdict.py")
 TMP = tempfile.mkdtemp(prefix="mallock-tooling-")
-failures = total = 0
-
-
-def check(cond, what):
-    global failures, total
-    total += 1
-    if not cond:
-        failures += 1
-        print("CHECK failed: " + what, file=sys.stderr)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+from pycheck import check, done  # noqa: E402
 
 
 def run(*cmd, **kw):
@@ -146,5 +140,4 @@ rc, out, err = run(os.path.join(SRC, "scripts", "install-deps.sh"), "--list")
 check("pandoc" in out.split() and "chromium" not in out.split(),
       "the build's own list: pandoc, no test tool: %r" % out)
 shutil.rmtree(TMP, ignore_errors=True)
-print("tooling_make_test: %d checks, %d failed" % (total, failures))
-sys.exit(1 if failures else 0)
+done("tooling_make_test")
