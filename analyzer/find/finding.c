@@ -374,18 +374,28 @@ const char *finding_summary(const finding_t *f, char *buf, size_t len)
 		break;
 	}
 	case FK_CROSS_THREAD_FREE:
+		/* Their time is their allocations' and frees': two calls a
+		 * block, of which the timed ones are counted. */
+		if (ev(f, EV_ALLOCATOR_NS_ESTIMATED))
+			snprintf(efrom, sizeof efrom,
+			         ", estimated from %.0f timed of their %.0f "
+			         "calls",
+			         ev(f, EV_TIMED_SAMPLES),
+			         2 * ev(f, EV_CROSS_THREAD_FREES));
+		else
+			efrom[0] = 0;
 		snprintf(
 		    buf, len,
 		    "%s of %s frees (%.0f%%) happen on another thread than "
 		    "the allocating one (%.0f allocating, %.0f freeing "
-		    "threads), %s%s spent in the allocator on them%s.",
+		    "threads), %s%s spent in the allocator on them (their "
+		    "allocations and frees)%s.",
 		    human_count(d, sizeof d, ev(f, EV_CROSS_THREAD_FREES)),
 		    human_count(e, sizeof e, ev(f, EV_FREES)),
 		    100 * ev(f, EV_SHARE), ev(f, EV_ALLOCATING_THREADS),
 		    ev(f, EV_FREEING_THREADS),
 		    ev(f, EV_ALLOCATOR_NS_ESTIMATED) ? "about " : "",
-		    human_ns(a, sizeof a, ev(f, EV_ALLOCATOR_NS)),
-		    estimate_from(f, efrom, sizeof efrom));
+		    human_ns(a, sizeof a, ev(f, EV_ALLOCATOR_NS)), efrom);
 		add_capped(f, buf, len, "timed calls");
 		break;
 	case FK_ALLOC_CHURN:

@@ -175,9 +175,11 @@ for f in xf[:1]:
     check(f["severity"] in ("low", "info"), "3: severity %s, at most low" %
           f["severity"])
 text = text_of(path)
-check(re.search(r"about [0-9.]+ [mu]?s spent in the allocator on them, "
-                r"estimated from 16 timed calls", text) is not None,
-      "3: the estimate says so and from how many calls")
+check(re.search(r"about [0-9.]+ [mu]?s spent in the allocator on them "
+                r"\(their allocations and frees\), estimated from 16 "
+                r"timed of their 256 calls", " ".join(text.split()))
+      is not None, "3: the estimate says so, from how many of how many "
+      "calls (an allocation and a free a block)")
 check("Ranked at most low: it rests on 16 timed calls" in text,
       "3: and why it ranks low")
 no_share_over_100(text, "3")
