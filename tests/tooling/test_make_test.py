@@ -11,7 +11,8 @@
 - the test tools include the packages of the tests that skipped on a fresh
   machine: libjemalloc2 (rel_hostile_*_jemalloc), protobuf-compiler
   (analyzer_perfetto), chromium (analyzer_html), golang-go (analyzer_pprof),
-  lintian (install_deb)."""
+  lintian (install_deb), tmux (server_top_screen); the build's own list
+  has libncurses-dev (top's screen) and no test tool."""
 import os
 import re
 import shutil
@@ -133,11 +134,13 @@ rc, out, err = run(os.path.join(SRC, "scripts", "install-deps.sh"), "--list",
                    "--test-tools")
 pkgs = out.split()
 for p in ("libjemalloc2", "protobuf-compiler", "chromium", "golang-go",
-          "lintian", "pandoc", "rsyslog"):
+          "lintian", "pandoc", "rsyslog", "tmux"):
     check(p in pkgs, "install-deps.sh --test-tools installs %s: %r" %
           (p, pkgs))
 rc, out, err = run(os.path.join(SRC, "scripts", "install-deps.sh"), "--list")
-check("pandoc" in out.split() and "chromium" not in out.split(),
-      "the build's own list: pandoc, no test tool: %r" % out)
+check("pandoc" in out.split() and "libncurses-dev" in out.split() and
+      "chromium" not in out.split() and "tmux" not in out.split(),
+      "the build's own list: pandoc and libncurses-dev (top's screen), no "
+      "test tool: %r" % out)
 shutil.rmtree(TMP, ignore_errors=True)
 done("tooling_make_test")
