@@ -33,6 +33,15 @@ int thread_setup(tls_t *t);
 void thread_stack_start(tls_t *t);
 void thread_stack_here(tls_t *t);
 
+/*
+ * The calling thread, set up for a trace that ended at a detach, joins the
+ * current one (tls_stale; attach.c): its buffer goes back unwritten, its
+ * pending acquisition, held-lock count, call-site cache and timing
+ * countdowns are cleared, and it gets a new buffer. Caller holds the
+ * gate. Returns 0, or ENOMEM.
+ */
+int thread_regen(tls_t *t);
+
 /* Finishes the calling thread now: THREAD_EXIT, flush, buffer returned,
  * gate DEAD. Idempotent. */
 void thread_finish(tls_t *t);
