@@ -114,7 +114,10 @@ void writer_gen_next(void);
  * blocking wait (gate BUSY and wait_sp 0), for up to timeout_ns. Returns
  * 0, or the tid of a thread still inside one. A thread inside a blocking
  * wait is not waited for: the wait's end sees the new generation (after
- * clearing wait_sp and a full fence) and touches no shared table.
+ * clearing wait_sp and a full fence) and touches no shared table. Not
+ * seen: a thread descheduled, since before the detach, between
+ * hook_enter's load of g_off and its store of GATE_BUSY (two
+ * instructions; the fast path has no fence to close that window).
  */
 uint32_t writer_wait_quiet(const tls_t *self, uint64_t timeout_ns);
 
