@@ -98,8 +98,11 @@ int thread_regen(tls_t *t)
 	t->attach_due = 0;
 	t->wait_passes = 0;
 	t->hold_clock = HOLD_UNTIMED;
-	t->hold_left = 0;
 	t->time_left = 0;
+	/* The countdowns of the new trace's settings; its first nest is
+	 * not timed by the countdown, as a new thread's (its stacks and
+	 * locks are interned again in the reset tables). */
+	sample_thread_init(t);
 	memset(t->site, 0, sizeof t->site);
 	return writer_regen(t);
 }
