@@ -17,10 +17,12 @@ grow after it while the process allocates on; `ctl status` says detached.
 Then the same process is attached, detached, attached and detached again
 (the mapped copy of the shim starts a new trace each time; no second copy
 is loaded): each of the three traces is read by `mallock report`, ends
-with one clean END, holds its own window's late_work allocations (5000,
-1500, 2500 of size 777: none of another window's) and the work loop's,
+with one clean END that counts no more events than it holds, holds its
+own window's late_work allocations (5000, 1500, 2500 of size 777: none of
+another window's) and the work loop's,
 from both threads, and defines every stack and lock id its events use
-(no id of an earlier trace); `ctl status` says recording and detached in
+(no id of an earlier trace); after each attach the process holds its new
+trace open and no earlier one; `ctl status` says recording and detached in
 turn; the pid, the thread count, every answer on stdout and the empty
 stderr are as in the bare run; a detach after the last detach is refused.
 
@@ -114,6 +116,20 @@ def status(pid):
     return r.stdout + r.stderr
 
 
+def trace_fds(pid):
+    """The trace files pid holds open."""
+    d = "/proc/%d/fd" % pid
+    out = []
+    for fd in os.listdir(d):
+        try:
+            target = os.readlink(os.path.join(d, fd))
+        except OSError:
+            continue
+        if target.endswith(".trace"):
+            out.append(target)
+    return sorted(out)
+
+
 def shim_maps(pid):
     with open("/proc/%d/maps" % pid) as f:
         return sorted(l.split()[-1] for l in f if "libmallock" in l)
@@ -159,6 +175,10 @@ for c in SCRIPT:
               "the attach used the mapped copy: no second one loaded")
         st = status(app.p.pid)
         check("recording" in st, "ctl status says recording: " + st.strip())
+        fds = trace_fds(app.p.pid)
+        check(fds == [again[name]],
+              "the process holds its new trace open, no earlier one: %s"
+              % fds)
     elif c == "REDETACH":
         r = subprocess.run([MALLOCK, "detach", str(app.p.pid)],
                            capture_output=True, text=True)
@@ -244,6 +264,12 @@ def window(name, tpath, late_want):
     ends = [l for l in recs if " END " in l]
     check(len(ends) == 1 and recs[-1] in ends and "flags=1" in ends[0],
           "%s: one clean END, last: %s" % (name, ends))
+    # END's count is of this trace's events (not an earlier trace's too):
+    # no more than the records read.
+    ev = [int(m) for e in ends for m in re.findall(r" events=(\d+)", e)]
+    check(len(ev) == 1 and 0 < ev[0] <= len(recs),
+          "%s: END counts this trace's events: %s of %d records"
+          % (name, ev, len(recs)))
     late_n = sum(1 for l in recs if " ALLOC " in l and " size=777 " in l)
     check(late_n == late_want, "%s: late_work's allocations of its window: "
           "%d (want %d)" % (name, late_n, late_want))
