@@ -13,7 +13,11 @@
  *
  * `mallock detach PID` makes the process call mallock_detach_impl() the
  * same way, which gives every redirected slot back and ends the trace (the
- * library stays mapped).
+ * library stays mapped). A later `mallock attach PID` calls
+ * mallock_attach_impl() of that mapped copy again (dlopen of its path
+ * returns the loaded object: no second copy, which would not fit in
+ * glibc's static TLS surplus): the shim starts a new, complete trace
+ * (shim/control/attach.c, attach_again), and can be detached again.
  *
  * As root, the injection runs with the target's uid and gid when the
  * target is not root: the target's files (its libc's symbol table) are
@@ -36,9 +40,7 @@
  * Exit status (cli.h): 0 attached and recording; 1 a failure (no such
  * process, the injection failed: one line saying why); 2 a usage error,
  * or refused (ptrace is not permitted for this user, or the kernel
- * refused it, or the process was attached and detached before: its shim
- * cannot start a second trace and a second copy does not fit in glibc's
- * static TLS surplus, so nothing is injected).
+ * refused it).
  */
 #define _GNU_SOURCE
 #include "cli.h"
@@ -251,41 +253,10 @@ static int ptrace_permitted(long pid)
 
 static int mapped_shim(long pid, char *out, size_t n);
 
-/* The size of the thread-local block (PT_TLS) of the ELF file at path, in
- * bytes; 0 when it has none or cannot be read. The shim's is initial-exec
- * TLS: a copy loaded late takes it from glibc's static TLS surplus. */
-static unsigned long shim_tls_bytes(const char *path)
-{
-	char file[PATH_MAX];
-	snprintf(file, sizeof file, "%s", path);
-	char *del = strstr(file, " (deleted)");
-	if (del)
-		*del = 0;
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	Elf64_Ehdr eh;
-	unsigned long size = 0;
-	if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-	    !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
-	    eh.e_ident[EI_CLASS] == ELFCLASS64 &&
-	    eh.e_phentsize == sizeof(Elf64_Phdr))
-		for (unsigned i = 0; i < eh.e_phnum && !size; i++) {
-			Elf64_Phdr ph;
-			if (pread(fd, &ph, sizeof ph,
-			          (off_t)(eh.e_phoff + i * sizeof ph)) !=
-			    (ssize_t)sizeof ph)
-				break;
-			if (ph.p_type == PT_TLS)
-				size = (unsigned long)ph.p_memsz;
-		}
-	close(fd);
-	return size;
-}
-
 /* Nonzero when pid has a libmallock.so that an attach must not touch: one
  * preloaded (its LD_PRELOAD names it), or another file than shim; 2 when
- * it is one detached (its page's name removed). The same
+ * it is one detached (its page's name removed): that copy starts a new
+ * trace, whatever file shim names. The same
  * file, loaded by an earlier attach, is left to the shim to answer: one
  * whose attach failed (its trace could not be created) was left as it
  * was, not started, and starts now. A started one (it maps its control
@@ -435,27 +406,20 @@ int cmd_attach(int argc, char **argv)
 	}
 	int has = has_shim(pid, shim);
 	if (has == 2) {
-		/* Measured on glibc 2.36: dlopen of a copy of the shim into a
-		 * detached process fails with "cannot allocate memory in
-		 * static TLS block". Nothing is injected. */
-		char mapped[PATH_MAX], need[160] = "";
-		unsigned long tls = mapped_shim(pid, mapped, sizeof mapped) == 0
-		                        ? shim_tls_bytes(mapped)
-		                        : 0;
-		if (tls)
-			snprintf(need, sizeof need,
-			         " (each copy takes %lu bytes of the static "
-			         "TLS glibc keeps for libraries loaded late, "
-			         "1664 by default)",
-			         tls);
-		fprintf(stderr,
-		        "mallock attach: refused: pid %ld was attached and "
-		        "detached before: its shim ended its one trace at the "
-		        "detach and cannot start another, and glibc cannot "
-		        "load a second copy beside it%s; restart the process "
-		        "(or preload the shim) to record it\n",
-		        pid, need);
-		return 2;
+		/* Attached and detached before: its own copy, still mapped,
+		 * starts a new trace (a second copy would not load: glibc's
+		 * static TLS surplus, 1664 bytes by default, holds one). */
+		if (mapped_shim(pid, shim, sizeof shim) != 0) {
+			fprintf(stderr,
+			        "mallock attach: pid %ld: its libmallock.so "
+			        "is no longer mapped\n",
+			        pid);
+			return 1;
+		}
+		char *del = strstr(shim, " (deleted)");
+		if (del)
+			*del = 0; /* dlopen finds the loaded one by name */
+		has = 0;
 	}
 	if (has) {
 		fprintf(stderr,

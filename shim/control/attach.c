@@ -547,6 +547,12 @@ static unsigned long long loader_adds(void)
 	return adds;
 }
 
+#ifdef ATTACH_R_JUMP_SLOT
+static const char *attach_finish(run_t *r, tls_t *t, uint8_t gate);
+static const char *attach_again(const char *output, int duration_s);
+static const char *not_started(void);
+#endif
+
 HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 {
 #ifndef ATTACH_R_JUMP_SLOT
@@ -558,8 +564,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		return fail("the shim is already preloaded in this process "
 		            "(LD_PRELOAD): use `mallock ctl start|stop PID`");
 	if (atomic_exchange(&attach_started, 1))
-		return fail("mallock is already attached to this process: use "
-		            "`mallock ctl start|stop PID`");
+		return attach_again(output, duration_s);
 	if (output && strlen(output) >= sizeof attach_output)
 		return fail("the output path is too long");
 	snprintf(attach_output, sizeof attach_output, "%s",
@@ -582,11 +587,7 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	if (real_usable())
 		attach_family_survey(r->fam, &r->self);
 	if (shim_boot() != 0) {
-		last_note[0] = 0;
-		note_take(keep_note, NULL);
-		snprintf(attach_msg, sizeof attach_msg,
-		         "error the shim did not start: %s",
-		         last_note[0] ? last_note : "no reason given");
+		not_started();
 		/* As it found it: not started, so a later attach (with an
 		 * output it can create) starts it. */
 		note_reset();
@@ -595,6 +596,95 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 		gate_restore(t, gate);
 		return attach_msg;
 	}
+	return attach_finish(r, t, gate);
+#endif
+}
+
+#ifdef ATTACH_R_JUMP_SLOT
+/* A shim that did not start (shim_boot, shim_rearm): the answer names the
+ * last note's reason. */
+static const char *not_started(void)
+{
+	last_note[0] = 0;
+	note_take(keep_note, NULL);
+	snprintf(attach_msg, sizeof attach_msg,
+	         "error the shim did not start: %s",
+	         last_note[0] ? last_note : "no reason given");
+	return attach_msg;
+}
+
+/* How long an attach after a detach waits for the threads still inside a
+ * hook of the ended trace (outside a blocking wait) to leave it. */
+#define ATTACH_QUIET_NS 2000000000ull
+
+/*
+ * An attach after a detach: the same copy of the shim, started again on a
+ * new trace (the library stays mapped: RTLD_NODELETE; a second copy would
+ * not fit in glibc's static TLS). Under patch_busy, which the detach holds
+ * too: the trace ended there (detached) or the attach is refused. Every
+ * buffer of the ended trace is closed and the generation moved on
+ * (writer_gen_next); once no thread is inside a hook outside a blocking
+ * wait, no hook of the ended trace can touch the shared tables any more,
+ * and shim_rearm resets them and opens the new file. The allocator family
+ * survey of the first attach stands (its functions are the hooks' real
+ * table, which calls of the ended trace may still be using); the slots
+ * are walked and redirected as the first time.
+ */
+static const char *attach_again(const char *output, int duration_s)
+{
+	while (atomic_flag_test_and_set(&patch_busy))
+		prim_yield(); /* a detach, or a flush's walk */
+	if (!atomic_load(&detached) || !atomic_load(&attach_done)) {
+		atomic_flag_clear(&patch_busy);
+		return fail("mallock is already attached to this process: use "
+		            "`mallock ctl start|stop PID`");
+	}
+	if (output && strlen(output) >= sizeof attach_output) {
+		atomic_flag_clear(&patch_busy);
+		return fail("the output path is too long");
+	}
+	snprintf(attach_output, sizeof attach_output, "%s",
+	         output ? output : "");
+	attach_duration = duration_s > 0 ? duration_s : 0;
+	tls_t *t = &shim_tls;
+	uint8_t gate = gate_hold(t);
+	writer_gen_next();
+	uint32_t busy = writer_wait_quiet(t, ATTACH_QUIET_NS);
+	if (busy) {
+		gate_restore(t, gate);
+		atomic_flag_clear(&patch_busy);
+		snprintf(attach_msg, sizeof attach_msg,
+		         "error thread %u stayed inside a call the shim "
+		         "recorded before the detach for %llu s: not "
+		         "attached (still detached); try again",
+		         busy, ATTACH_QUIET_NS / 1000000000ull);
+		return attach_msg;
+	}
+	if (shim_rearm() != 0) {
+		const char *msg = not_started();
+		note_reset();
+		gate_restore(t, gate);
+		atomic_flag_clear(&patch_busy);
+		return msg;
+	}
+	run_t *r = &g_run;
+	family_t fam[2];
+	attach_self_t self = r->self;
+	memcpy(fam, r->fam, sizeof fam);
+	memset(r, 0, sizeof *r);
+	memcpy(r->fam, fam, sizeof fam);
+	r->self = self;
+	nsaved = 0; /* all given back at the detach */
+	atomic_store(&detached, 0);
+	const char *msg = attach_finish(r, t, gate);
+	atomic_flag_clear(&patch_busy);
+	return msg;
+}
+
+/* The attach's second half, the shim started: the slots redirected, the
+ * answer. Gives the gate back. */
+static const char *attach_finish(run_t *r, tls_t *t, uint8_t gate)
+{
 	targets_build(r);
 	if (r->ntg == 0) {
 		gate_restore(t, gate);
@@ -671,8 +761,8 @@ HOOK_EXPORT const char *mallock_attach_impl(const char *output, int duration_s)
 	writer_notes();
 	gate_restore(t, gate);
 	return attach_msg;
-#endif
 }
+#endif
 
 /* ---- modules loaded after the attach ---- */
 

@@ -489,7 +489,19 @@ unsigned ctl_init(void)
 	uint64_t hz = g_tsc_hz ? g_tsc_hz : 1000000000u;
 	ctl_poll_ticks = hz / 1000 * CTL_POLL_MS;
 	ctl_start_uid = (uint32_t)geteuid();
-	page_create(0, 0);
+	/* An attach after a detach: the requests and the cap of the ended
+	 * trace are not this one's; its page (named no more) stays mapped,
+	 * as a hook called through a pointer taken while attached may still
+	 * read it. */
+	atomic_store(&ctl_toggles, 0);
+	atomic_store(&ctl_request, 0);
+	atomic_store(&ctl_deadline_hit, 0);
+	atomic_store(&ctl_signal_seen, 0);
+	atomic_store(&ctl_cap_pending, 0);
+	atomic_store(&ctl_cap_warned, 0);
+	atomic_store(&ctl_dirty, 0);
+	ctl_last_why = "start";
+	page_create(0, 1);
 	signal_setup();
 	unsigned bits = 0;
 	if (g_cfg.start_paused) {
@@ -547,7 +559,7 @@ void ctl_serve(tls_t *t)
 		gate = thread_setup(t) == 0 ? GATE_READY : GATE_DEAD;
 	/* A thread without a buffer switches without a MARK. */
 	static tls_t none;
-	tls_t *mt = gate == GATE_READY && t->wb ? t : &none;
+	tls_t *mt = gate == GATE_READY && t->wb && !tls_stale(t) ? t : &none;
 	ctl_page_t *pg = g_ctl_page;
 	do {
 		atomic_fetch_and(&g_off, ~SHIM_OFF_CTL);

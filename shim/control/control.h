@@ -96,7 +96,9 @@ void ctl_window_stopped(void);
  * At init (constructor, gate held): installs the signal handler unless the
  * program already handles that signal (then warns), creates the status
  * file. Returns the initial g_off bits (SHIM_OFF_PAUSED for
- * MALLOCK_START=paused, else 0).
+ * MALLOCK_START=paused, else 0). Again at an attach after a detach
+ * (init.c shim_rearm): the ended trace's requests are forgotten and a new
+ * page is named (the old one stays mapped).
  */
 unsigned ctl_init(void);
 

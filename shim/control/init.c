@@ -102,7 +102,14 @@ int gate_take(tls_t *t)
 	if (t->gate == GATE_READY) {
 		t->gate = GATE_BUSY;
 		atomic_signal_fence(memory_order_seq_cst);
-		return 1;
+		if (likely(!tls_stale(t)))
+			return 1;
+		/* Set up for a trace that ended at a detach: a new buffer
+		 * and a clean state for this one (thread.c). */
+		if (thread_regen(t) == 0)
+			return 1;
+		t->gate = GATE_DEAD;
+		return 0;
 	}
 	if (t->gate != GATE_UNINIT)
 		return 0;
@@ -110,6 +117,15 @@ int gate_take(tls_t *t)
 	atomic_signal_fence(memory_order_seq_cst);
 	if (thread_setup(t) != 0) {
 		t->gate = GATE_DEAD;
+		return 0;
+	}
+	/* A set-up that a detach (or the next attach's start) overtook:
+	 * this call passes through; the thread's next one is seen as any
+	 * other's (a new buffer if its generation is old by then). */
+	if (unlikely(
+	        (atomic_load(&g_off) & ~(SHIM_OFF_PAUSED | SHIM_OFF_CTL)) ||
+	        tls_stale(t))) {
+		hook_leave(t);
 		return 0;
 	}
 	return 1;
@@ -328,6 +344,40 @@ int shim_boot(void)
 	} else {
 		atomic_store(&g_off, SHIM_OFF_STOPPED);
 	}
+	return ok ? 0 : -1;
+}
+
+int shim_rearm(void)
+{
+	tls_t *t = &shim_tls;
+	uint8_t gate = gate_hold(t);
+	/* No hook records while this runs: recording is stopped since the
+	 * detach, every buffer of the ended trace is closed, and no thread
+	 * is inside a hook outside a blocking wait (attach.c). */
+	atomic_store(&g_off, SHIM_OFF_INIT | SHIM_OFF_STOPPED);
+	note_reset();
+	config_load();
+	attach_config();
+	stack_reset();
+	lockmap_reset();
+	sample_forget_all();
+	writer_rearm();
+	int ok = process_open_output(0) == 0;
+	if (ok) {
+		process_write_header();
+		sample_init();
+		fatal_install();
+		/* Every thread's held-lock count is of the ended trace. */
+		atomic_fetch_add(&g_epoch, 1);
+	}
+	unsigned bits = 0;
+	if (ok) {
+		/* The page's state is read from g_off (INIT: recording). */
+		atomic_store(&g_off, SHIM_OFF_INIT);
+		bits = ctl_init();
+	}
+	gate_restore(t, gate);
+	atomic_store(&g_off, ok ? bits : SHIM_OFF_STOPPED);
 	return ok ? 0 : -1;
 }
 

@@ -25,6 +25,13 @@ void sample_init(void)
 	g_sampling = g_cfg.sample_bytes != 0;
 }
 
+void sample_forget_all(void)
+{
+	prim_zero((void *)sset, sizeof sset);
+	prim_zero((void *)sset_nonempty, sizeof sset_nonempty);
+	atomic_store(&sset_evictions, 0);
+}
+
 /* xorshift64*: the thread's generator (never 0 once seeded). */
 static uint64_t rng_next(tls_t *t)
 {

@@ -48,6 +48,10 @@ extern int g_sampling; /* MALLOCK_SAMPLE_BYTES != 0; read-only after init */
 #define SSET_WAYS 4
 extern _Atomic uint64_t sset_nonempty[(1u << SSET_BITS) / 64];
 
+/* Forgets every tracked block (a new trace after a detach: its frees are
+ * of blocks that trace never saw). Caller: no hook records meanwhile. */
+void sample_forget_all(void);
+
 /* Draws the next countdown (and seeds the thread's generator). */
 void sample_reset(tls_t *t);
 /* Seeds a new thread's countdown (thread_setup). */

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <string.h>
 
 static pthread_key_t exit_key;
 static int exit_key_ok;
@@ -88,6 +89,22 @@ int thread_setup(tls_t *t)
 	if (exit_key_ok && t->tid != prim_getpid())
 		pthread_setspecific(exit_key, t);
 	return 0;
+}
+
+int thread_regen(tls_t *t)
+{
+	t->pend_type = 0;
+	t->nheld = 0;
+	t->attach_due = 0;
+	t->wait_passes = 0;
+	t->hold_clock = HOLD_UNTIMED;
+	t->time_left = 0;
+	/* The countdowns of the new trace's settings; its first nest is
+	 * not timed by the countdown, as a new thread's (its stacks and
+	 * locks are interned again in the reset tables). */
+	sample_thread_init(t);
+	memset(t->site, 0, sizeof t->site);
+	return writer_regen(t);
 }
 
 /* Who needs the bounds: the frame-pointer walk and the stack cache. */

@@ -33,6 +33,16 @@ int thread_setup(tls_t *t);
 void thread_stack_start(tls_t *t);
 void thread_stack_here(tls_t *t);
 
+/*
+ * The calling thread, set up for a trace that ended at a detach, joins the
+ * current one (tls_stale; attach.c): its buffer goes back unwritten, its
+ * pending acquisition, held-lock count and call-site cache are cleared,
+ * its sampling and hold countdowns drawn again as a new thread's
+ * (sample_thread_init), and it gets a new buffer. Caller holds the
+ * gate. Returns 0, or ENOMEM.
+ */
+int thread_regen(tls_t *t);
+
 /* Finishes the calling thread now: THREAD_EXIT, flush, buffer returned,
  * gate DEAD. Idempotent. */
 void thread_finish(tls_t *t);

@@ -11,6 +11,7 @@ __thread tls_t shim_tls __attribute__((tls_model("initial-exec"))) = {
     .gate = GATE_UNINIT,
 };
 _Atomic unsigned g_off = SHIM_OFF_INIT;
+_Atomic uint32_t g_trace_gen;
 uint64_t g_stop_tsc = UINT64_MAX;
 uint64_t g_flush_ticks = UINT64_MAX;
 uint64_t g_spin_ticks;

@@ -82,6 +82,10 @@ typedef struct tls {
 	 * call_t1; PRIM_CPU_NONE: unknown). */
 	uint32_t cpu0, cpu1;
 	uint32_t flush_gen; /* g_flush_gen when this thread last flushed */
+	/* g_trace_gen when the thread got its buffer: another value means
+	 * its state (buffer, pending acquisition, caches) belongs to an
+	 * earlier trace of an attach that was detached since. */
+	uint32_t gen;
 	uint8_t sc_failed;  /* the stack cache could not be set up */
 	uint8_t attach_due; /* a late-library walk waits for the hold's end */
 	/* The timing of the thread's current nest of holds (lock_hooks.c:
@@ -115,6 +119,12 @@ typedef struct tls {
 
 extern __thread tls_t shim_tls __attribute__((tls_model("initial-exec")));
 extern _Atomic unsigned g_off;
+/* The trace's generation: 0 for a preloaded shim's one trace; each
+ * `mallock attach` after a detach moves it on (attach.c, wbuf.c
+ * writer_gen_next). A thread whose t->gen differs takes the slow path at
+ * its next hook entry, which gives it a new buffer (thread.c
+ * thread_regen). */
+extern _Atomic uint32_t g_trace_gen;
 /* TSC of the next control poll or the end of the window (MALLOCK_DURATION),
  * whichever comes first; UINT64_MAX while paused. Read on the hot path by
  * ev_commit (event.h), which calls ev_commit_slow -> ctl_tick past it;
@@ -184,12 +194,22 @@ static inline void tls_held_dec(tls_t *t)
 		t->nheld--;
 }
 
+/* Nonzero when t's state belongs to an earlier trace (tls.h g_trace_gen). */
+static inline int tls_stale(const tls_t *t)
+{
+	return t->gen !=
+	       atomic_load_explicit(&g_trace_gen, memory_order_relaxed);
+}
+
 /* Enters a hook: 1 = record (gate now BUSY; call hook_leave), 0 = pass
- * through. One predictable branch on the hot path. */
+ * through. One predictable branch on the hot path (a thread of an earlier
+ * trace fails it too: tls_stale). */
 static inline int hook_enter(tls_t *t)
 {
 	if (likely(!(t->gate |
-	             atomic_load_explicit(&g_off, memory_order_relaxed)))) {
+	             atomic_load_explicit(&g_off, memory_order_relaxed) |
+	             (t->gen ^ atomic_load_explicit(&g_trace_gen,
+	                                            memory_order_relaxed))))) {
 		t->gate = GATE_BUSY;
 		atomic_signal_fence(memory_order_seq_cst);
 		return 1;

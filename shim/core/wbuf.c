@@ -157,9 +157,74 @@ int writer_attach(tls_t *t)
 	wbuf_own(wb, t);
 	chunk_start(t);
 	wlock(&reg_lock, W_REG);
+	/* Read under the lock writer_gen_next moves it under: a buffer
+	 * pushed before the move is closed by it, one pushed after is of
+	 * the new trace. */
+	wb->gen = t->gen = atomic_load(&g_trace_gen);
 	active_push(wb);
 	wunlock(&reg_lock, W_REG);
 	return 0;
+}
+
+int writer_regen(tls_t *t)
+{
+	wbuf_t *wb = t->wb;
+	if (wb) {
+		/* Sweeps and the final pass take flush_lock only under
+		 * reg_lock: none holds it once the buffer is off the list. */
+		wlock(&reg_lock, W_REG);
+		wb->prev->next = wb->next;
+		wb->next->prev = wb->prev;
+		wb->next = free_list;
+		wb->prev = NULL;
+		free_list = wb;
+		wunlock(&reg_lock, W_REG);
+		t->wb = NULL;
+	}
+	memset(&t->enc, 0, sizeof t->enc);
+	t->drops = 0;
+	return writer_attach(t);
+}
+
+void writer_gen_next(void)
+{
+	wlock(&reg_lock, W_REG);
+	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next) {
+		if (wb_held(wb))
+			continue; /* never: the caller is in no flush */
+		flock_wb(wb);
+		wb->closed = 1;
+		funlock_wb(wb);
+	}
+	atomic_fetch_add(&g_trace_gen, 1);
+	wunlock(&reg_lock, W_REG);
+	atomic_thread_fence(memory_order_seq_cst);
+}
+
+uint32_t writer_wait_quiet(const tls_t *self, uint64_t timeout_ns)
+{
+	uint64_t until = prim_mono_ns() + timeout_ns;
+	for (;;) {
+		uint32_t busy = 0;
+		wlock(&reg_lock, W_REG);
+		for (wbuf_t *wb = active.next; wb != &active && !busy;
+		     wb = wb->next) {
+			const tls_t *o = wb->owner;
+			if (!o || o == self)
+				continue;
+			/* Another thread's TLS, read racily: a byte and a
+			 * word, each read whole. */
+			uint8_t g = __atomic_load_n(&o->gate, __ATOMIC_RELAXED);
+			uintptr_t w =
+			    __atomic_load_n(&o->wait_sp, __ATOMIC_RELAXED);
+			if (g == GATE_BUSY && !w)
+				busy = wb->tid;
+		}
+		wunlock(&reg_lock, W_REG);
+		if (!busy || prim_mono_ns() > until)
+			return busy;
+		prim_yield();
+	}
 }
 
 /* Appends DROP(count of events lost since the last DROP) to the chunk

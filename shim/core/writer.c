@@ -337,6 +337,22 @@ int writer_ends_here(const tls_t *t)
 	        t->drops);
 }
 
+void writer_rearm(void)
+{
+	/* Nothing writes to the ended trace any more: its buffers are
+	 * closed (writer_gen_next) and recording is stopped. */
+	int fd = atomic_load(&g_fd);
+	if (fd >= 0 && prim_fid_same(fd, &g_fid))
+		prim_close(fd);
+	atomic_store(&g_fd, -1);
+	prim_fd_keep(PRIM_KEEP_TRACE, -1);
+	atomic_store(&g_write_failed, 0);
+	stop_why[0] = 0;
+	atomic_store(&g_events_written, 0);
+	atomic_store(&g_events_dropped, 0);
+	writer_proc_rearm();
+}
+
 void writer_file_fork_child(void)
 {
 	memcpy(&lazy_lock, &mutex_init_value, sizeof lazy_lock);

@@ -49,6 +49,7 @@ typedef struct wbuf {
 	uint32_t seq;      /* next chunk's sequence number */
 	uint64_t tsc_base; /* of the chunk being filled */
 	int closed;        /* final flush done: write nothing more */
+	uint32_t gen;      /* g_trace_gen when its owner got it (tls.h) */
 	/* The DROP records of the chunk being filled and the counts they
 	 * carry (owner's; for END when the chunk cannot be written). */
 	uint64_t drop_recs, drop_vals;
@@ -89,6 +90,42 @@ int writer_attach(tls_t *t);
 /* Flushes the thread's buffer and returns it to the free list; the thread
  * records nothing after this. Takes the flush and registry locks. */
 void writer_detach(tls_t *t);
+
+/*
+ * A thread of an earlier trace (tls_stale, the caller itself, gate held):
+ * its buffer, whose records belong to that trace, goes to the free list
+ * unwritten, and it gets a new one, as writer_attach. Returns 0, or
+ * ENOMEM. Takes the registry lock.
+ */
+int writer_regen(tls_t *t);
+
+/*
+ * The start of a new trace after a detach (attach.c): closes every
+ * registered buffer (their records belong to the ended trace) and moves
+ * g_trace_gen on, both under the registry lock: a thread that gets a
+ * buffer later is of the new trace, one that had one before re-registers
+ * at its next hook entry. Ends with a full fence (the wait for quiet
+ * threads reads their state after it).
+ */
+void writer_gen_next(void);
+
+/*
+ * Waits until no registered thread but self is inside a hook outside a
+ * blocking wait (gate BUSY and wait_sp 0), for up to timeout_ns. Returns
+ * 0, or the tid of a thread still inside one. A thread inside a blocking
+ * wait is not waited for: the wait's end sees the new generation (after
+ * clearing wait_sp and a full fence) and touches no shared table. Not
+ * seen: a thread descheduled, since before the detach, between
+ * hook_enter's load of g_off and its store of GATE_BUSY (two
+ * instructions; the fast path has no fence to close that window).
+ */
+uint32_t writer_wait_quiet(const tls_t *self, uint64_t timeout_ns);
+
+/* Makes the writer as new for the next trace (after writer_gen_next and
+ * the wait): closes the ended trace's file when it is still that file,
+ * zeroes the END counters, the process chunk and the failure state. The
+ * caller then opens the new file (writer_open). */
+void writer_rearm(void);
 
 /*
  * Writes the thread's committed records as one chunk (if any) and starts a

@@ -118,5 +118,7 @@ extern WRITER_HIDDEN pthread_mutex_t proc_lock;
 /* The fork child's side of the process chunk: empty, numbered from 0, no
  * END sent yet. */
 WRITER_HIDDEN void writer_proc_fork_child(void);
+/* The same for the next trace of a re-attach (takes proc_lock). */
+WRITER_HIDDEN void writer_proc_rearm(void);
 
 #endif

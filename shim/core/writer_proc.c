@@ -211,7 +211,7 @@ void writer_thread_names(void)
 	writer_proc_begin();
 	wlock(&reg_lock, W_REG);
 	for (wbuf_t *wb = active.next; wb != &active; wb = wb->next)
-		if (wb->tid)
+		if (wb->tid && wb->gen == atomic_load(&g_trace_gen))
 			proc_thread_name(wb->tid);
 	wunlock(&reg_lock, W_REG);
 	writer_proc_end();
@@ -242,6 +242,13 @@ void writer_notes(void)
 	writer_proc_begin();
 	note_take(note_record, NULL);
 	writer_proc_end();
+}
+
+void writer_proc_rearm(void)
+{
+	wlock(&proc_lock, W_PROC);
+	writer_proc_fork_child();
+	wunlock(&proc_lock, W_PROC);
 }
 
 void writer_proc_fork_child(void)

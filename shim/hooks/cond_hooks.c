@@ -85,8 +85,11 @@ static void cond_unwound(cond_guard_t *g)
 	tls_t *t = g->t;
 	t->wait_sp = 0;
 	t->wait_passes = 0;
-	tls_held_inc(t);
-	cond_after(t, g->cid, g->mid, ECANCELED);
+	atomic_thread_fence(memory_order_seq_cst); /* as cond_wait_rec */
+	if (likely(!tls_stale(t))) {
+		tls_held_inc(t);
+		cond_after(t, g->cid, g->mid, ECANCELED);
+	}
 	hook_leave(t);
 }
 
@@ -123,6 +126,14 @@ static int cond_wait_rec(tls_t *t, enum cond_how how, pthread_cond_t *c,
 	g.waiting = 0;
 	t->wait_sp = 0;
 	t->wait_passes = 0; /* a handler's calls, not a stuck gate's */
+	/* A wait that outlived its trace (detached, attached again since):
+	 * its ids are the ended trace's; nothing shared is touched. The
+	 * fence pairs with writer_gen_next's: either the next attach saw
+	 * wait_sp 0 (and waits for this hook to leave) or this sees the
+	 * new generation. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (unlikely(tls_stale(t)))
+		return r;
 	tls_held_inc(t);
 	cond_after(t, g.cid, g.mid, r);
 	return r;

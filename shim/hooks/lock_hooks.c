@@ -328,6 +328,11 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 		atomic_signal_fence(memory_order_seq_cst);
 		t->wait_sp = 0;
 		t->wait_passes = 0;
+		/* A wait that outlived its trace: e and c are the ended
+		 * trace's entries (cond_hooks.c says why the fence). */
+		atomic_thread_fence(memory_order_seq_cst);
+		if (unlikely(tls_stale(t)))
+			return r;
 	}
 	t1 = prim_tsc();
 	if (!e) {

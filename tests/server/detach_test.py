@@ -13,10 +13,18 @@ every answer equals the bare run's, the process exits 0; the trace holds
 exactly the late_work allocations made between the attach and the detach
 (3000 + 2000 of size 777), NOTEs name both libraries as loaded after the
 attach and say `detached`, the trace ends cleanly at the detach and does not
-grow after it while the process allocates on; `ctl status` says detached;
-a new attach is refused (exit 2, one line: the shim cannot start a second
-trace, a second copy does not fit in glibc's static TLS) and loads
-nothing; a second detach is refused.
+grow after it while the process allocates on; `ctl status` says detached.
+Then the same process is attached, detached, attached and detached again
+(the mapped copy of the shim starts a new trace each time; no second copy
+is loaded): each of the three traces is read by `mallock report`, ends
+with one clean END that counts no more events than it holds, holds its
+own window's late_work allocations (5000, 1500, 2500 of size 777: none of
+another window's) and the work loop's,
+from both threads, and defines every stack and lock id its events use
+(no id of an earlier trace); after each attach the process holds its new
+trace open and no earlier one; `ctl status` says recording and detached in
+turn; the pid, the thread count, every answer on stdout and the empty
+stderr are as in the bare run; a detach after the last detach is refused.
 
 Exits 77 when gdb is missing or ptrace is blocked here.
 """
@@ -52,7 +60,8 @@ def got_owners(pid):
 class App:
     def __init__(self, env):
         self.p = subprocess.Popen([APP], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True, env=env)
+                                  stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, env=env)
         self.ready = self.p.stdout.readline().strip()
 
     def ask(self, cmd):
@@ -63,7 +72,9 @@ class App:
     def quit(self):
         self.p.stdin.write("quit\n")
         self.p.stdin.close()
-        return self.p.wait(timeout=30)
+        rc = self.p.wait(timeout=30)
+        self.err = self.p.stderr.read()
+        return rc
 
 
 shutil.rmtree(TMP, ignore_errors=True)
@@ -78,7 +89,12 @@ env["MALLOCK_CTL_DIR"] = os.path.join(TMP, "ctl")
 env["MALLOCK_FLUSH_MS"] = "20"  # the background thread flushes often
 SCRIPT = ["work 20000", "ATTACH", "work 20000", "dlopen " + LIB, "WAIT",
           "late 3000", "dlopen " + LIB_NOW, "WAIT", "late 2000", "DETACH",
-          "work 20000", "late 4000"]
+          "work 20000", "late 4000",
+          # Attached again twice: LATE names each window's late_work count.
+          "REATTACHB", "work 3000", "late 1500", "REDETACH", "work 2000",
+          "late 700", "REATTACHC", "late 2500", "work 3000", "REDETACH",
+          "late 900", "work 1000"]
+LATE = {"b": 1500, "c": 2500}
 
 bare = App(env)
 ref = [bare.ask(c) for c in SCRIPT if c.isalpha() is False or " " in c]
@@ -89,9 +105,41 @@ def sigcgt(pid):
         return [ln.split()[1] for ln in f if ln.startswith("SigCgt:")][0]
 
 
+def threads(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return [ln.split()[1] for ln in f if ln.startswith("Threads:")][0]
+
+
+def status(pid):
+    r = subprocess.run([MALLOCK, "ctl", "status", str(pid)],
+                       capture_output=True, text=True)
+    return r.stdout + r.stderr
+
+
+def trace_fds(pid):
+    """The trace files pid holds open."""
+    d = "/proc/%d/fd" % pid
+    out = []
+    for fd in os.listdir(d):
+        try:
+            target = os.readlink(os.path.join(d, fd))
+        except OSError:
+            continue
+        if target.endswith(".trace"):
+            out.append(target)
+    return sorted(out)
+
+
+def shim_maps(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return sorted(l.split()[-1] for l in f if "libmallock" in l)
+
+
 app = App(env)
 check(app.ready.startswith("lateapp: ready"), "lateapp started")
 cgt_before = sigcgt(app.p.pid)
+threads_before = threads(app.p.pid)
+again = {}  # window name -> its trace
 trace = os.path.join(TMP, "a.%p.trace")
 path = trace.replace("%p", str(app.p.pid))
 answers = []
@@ -111,6 +159,36 @@ for c in SCRIPT:
               all("libmallock" in v for v in got.values()),
               "attached: the executable's slots point into the shim: %s"
               % got)
+    elif c.startswith("REATTACH"):
+        name = c[-1].lower()
+        maps_before = shim_maps(app.p.pid)
+        out = os.path.join(TMP, name + ".%p.trace")
+        r = subprocess.run([MALLOCK, "attach", "-o", out, str(app.p.pid)],
+                           capture_output=True, text=True)
+        print("attach again: exit %d\n%s%s" % (r.returncode, r.stdout,
+                                               r.stderr))
+        again[name] = out.replace("%p", str(app.p.pid))
+        check(r.returncode == 0 and "recording" in r.stdout and
+              again[name] in r.stdout,
+              "attached again (%s): recording to its own trace" % name)
+        check(shim_maps(app.p.pid) == maps_before,
+              "the attach used the mapped copy: no second one loaded")
+        st = status(app.p.pid)
+        check("recording" in st, "ctl status says recording: " + st.strip())
+        fds = trace_fds(app.p.pid)
+        check(fds == [again[name]],
+              "the process holds its new trace open, no earlier one: %s"
+              % fds)
+    elif c == "REDETACH":
+        r = subprocess.run([MALLOCK, "detach", str(app.p.pid)],
+                           capture_output=True, text=True)
+        print("detach again: exit %d\n%s%s" % (r.returncode, r.stdout,
+                                               r.stderr))
+        check(r.returncode == 0 and "detached:" in r.stdout,
+              "detached again")
+        st = status(app.p.pid)
+        check("detach" in st and "exited" not in st,
+              "ctl status says detached: " + st.strip())
     elif c == "WAIT":
         time.sleep(1.0)  # a flush (every 20 ms here) redirects the library
     elif c == "DETACH":
@@ -144,31 +222,14 @@ st = subprocess.run([MALLOCK, "ctl", "status", str(app.p.pid)],
 check("detach" in st.stderr and "exited" not in st.stderr,
       "ctl status of the detached process says detached: "
       + st.stderr.strip())
-def shim_maps(pid):
-    with open("/proc/%d/maps" % pid) as f:
-        return sorted(l.split()[-1] for l in f if "libmallock" in l)
-
-
-maps_before = shim_maps(app.p.pid)
-re_at = subprocess.run([MALLOCK, "attach", str(app.p.pid)],
+check(threads(app.p.pid) == threads_before,
+      "the process has its %s threads still" % threads_before)
+twice = subprocess.run([MALLOCK, "detach", str(app.p.pid)],
                        capture_output=True, text=True)
-err = re_at.stderr.strip()
-check(re_at.returncode == 2 and len(err.splitlines()) == 1 and
-      err.startswith("mallock attach: refused: ") and
-      "detached before" in err and "static TLS" in err and
-      "mallock ctl" not in err,
-      "a new attach is refused (exit 2, %d) in one line naming why, "
-      "without advising ctl: %s" % (re_at.returncode, err))
-check(shim_maps(app.p.pid) == maps_before,
-      "the refused attach loaded nothing into the process")
-alive = app.ask("work 1000")
-check(alive.startswith("done 1000 "),
-      "the process answers after the refused attach: " + alive)
-again = subprocess.run([MALLOCK, "detach", str(app.p.pid)],
-                       capture_output=True, text=True)
-check(again.returncode == 1 and "already detached" in again.stderr,
-      "a second detach is refused: " + again.stderr.strip())
+check(twice.returncode == 1 and "already detached" in twice.stderr,
+      "a detach after the detach is refused: " + twice.stderr.strip())
 check(app.quit() == 0, "the process exits 0 after the detach")
+check(app.err == "", "nothing on the process's stderr: %r" % app.err[:300])
 
 dump = subprocess.run([MALLOCK, "dump", path], capture_output=True,
                       text=True)
@@ -189,4 +250,54 @@ rep = subprocess.run([MALLOCK, "report", path], capture_output=True,
                      text=True)
 check(rep.returncode == 0 and "loaded after the attach" in rep.stdout,
       "mallock report prints the NOTE")
+
+
+def window(name, tpath, late_want):
+    """One trace of the process: read, ended once, its own window's work
+    only, every id it uses defined in it."""
+    d = subprocess.run([MALLOCK, "dump", tpath], capture_output=True,
+                       text=True)
+    check(d.returncode == 0, "%s: mallock dump reads it %s"
+          % (name, d.stderr.strip()))
+    lines = d.stdout.splitlines()
+    recs = [l for l in lines if not l.startswith("#")]
+    ends = [l for l in recs if " END " in l]
+    check(len(ends) == 1 and recs[-1] in ends and "flags=1" in ends[0],
+          "%s: one clean END, last: %s" % (name, ends))
+    # END's count is of this trace's events (not an earlier trace's too):
+    # no more than the records read.
+    ev = [int(m) for e in ends for m in re.findall(r" events=(\d+)", e)]
+    check(len(ev) == 1 and 0 < ev[0] <= len(recs),
+          "%s: END counts this trace's events: %s of %d records"
+          % (name, ev, len(recs)))
+    late_n = sum(1 for l in recs if " ALLOC " in l and " size=777 " in l)
+    check(late_n == late_want, "%s: late_work's allocations of its window: "
+          "%d (want %d)" % (name, late_n, late_want))
+    allocs = [l for l in recs if " ALLOC " in l]
+    tids = {l.split()[0] for l in allocs}
+    check(len(allocs) >= 3000 + late_want and len(tids) == 2,
+          "%s: %d allocations, from %d threads (want >= %d, 2)"
+          % (name, len(allocs), len(tids), 3000 + late_want))
+    stacks = {m for l in recs if " STACK " in l
+              for m in re.findall(r" id=(\d+)", l)}
+    locks = {m for l in recs if " LOCK_NEW " in l
+             for m in re.findall(r" id=(\d+)", l)}
+    used_s = {m for l in recs if " STACK " not in l
+              for m in re.findall(r" (?:stack|site)=(\d+)", l)} - {"0"}
+    used_l = {m for l in recs for m in re.findall(r" lock=(\d+)", l)}
+    check(used_s and used_s <= stacks,
+          "%s: every stack id used is defined in it (%d used, %d undefined)"
+          % (name, len(used_s), len(used_s - stacks)))
+    check(used_l and used_l <= locks,
+          "%s: every lock id used is defined in it (%d used, %d undefined)"
+          % (name, len(used_l), len(used_l - locks)))
+    rep = subprocess.run([MALLOCK, "report", tpath], capture_output=True,
+                         text=True)
+    check(rep.returncode == 0, "%s: mallock report reads it %s"
+          % (name, rep.stderr.strip()[:300]))
+
+
+window("first trace", path, 5000)
+for name, want in sorted(LATE.items()):
+    window("trace " + name, again[name], want)
 print("PASS")
