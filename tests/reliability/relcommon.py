@@ -1,6 +1,7 @@
 """relcommon - what the reliability tests share: running a host bare and
 under the shim (with a timeout: a hang is a failure), reading every trace
-it left with `mallock report --format=json`, and a small check tally.
+it left with `mallock report --format=json`, and a check tally on
+tests/lib/pycheck.py.
 
 Every test is `python3 TEST.py BUILD_DIR [ARGS]`: BUILD_DIR/bin/mallock,
 BUILD_DIR/lib/libmallock.so and the test programs in BUILD_DIR/bin.
@@ -14,6 +15,10 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "lib"))
+import pycheck  # noqa: E402
+
 
 class Ctx:
     def __init__(self, name, build):
@@ -21,8 +26,6 @@ class Ctx:
         self.build = os.path.abspath(build)
         self.mallock = os.path.join(self.build, "bin", "mallock")
         self.shim = os.path.join(self.build, "lib", "libmallock.so")
-        self.failures = 0
-        self.checks = 0
         self.skipped = []
 
     def bin(self, name):
@@ -35,11 +38,8 @@ class Ctx:
         return d
 
     def check(self, cond, what):
-        self.checks += 1
-        if not cond:
-            self.failures += 1
-            print("%s: FAILED: %s" % (self.name, what), flush=True)
-        return cond
+        """pycheck's check (tests/lib), the test's name before WHAT."""
+        return pycheck.check(cond, "%s: %s" % (self.name, what))
 
     def skip(self, why):
         """A part of the test cannot run here: WHY names the prerequisite
@@ -50,15 +50,14 @@ class Ctx:
         print("%s: SKIP: %s" % (self.name, why), flush=True)
 
     def done(self):
-        print("%s: %d checks, %d failed" % (self.name, self.checks,
-                                             self.failures))
-        if self.failures:
-            sys.exit(1)
-        if self.skipped:
+        """pycheck's done(), but exit 77 when a part was skipped and no
+        check failed."""
+        if self.skipped and not pycheck.failures:
+            print("%s: %d checks, 0 failed" % (self.name, pycheck.total))
             print("%s: SKIP: untested here: %s" % (self.name,
                                                    "; ".join(self.skipped)))
-            sys.exit(77)
-        sys.exit(0)
+            sys.exit(pycheck.SKIP)
+        pycheck.done(self.name)
 
     def run(self, argv, env=None, timeout=60, cwd=None, preexec=None):
         """Runs argv; returns (status, stdout, stderr). status is the exit
