@@ -248,8 +248,14 @@ static void block_new(model_t *m, uint64_t ptr, uint64_t size, uint64_t tsc,
 	b->thread = ti;
 	b->alloc_ns = (ns > BLOCK_NS_MAX ? BLOCK_NS_MAX : (uint32_t)ns) |
 	              (timed ? BLOCK_TIMED : 0);
-	if (size > LOCK_BLOCK_REACH)
+	if (size > LOCK_BLOCK_REACH) {
+		/* Older entries of this start now see this block. */
+		for (uint32_t k = 0; k < BIGBLK_RING; k++)
+			if (m->bigblk[k] == ptr && m->bigsize[k] < size)
+				m->bigsize[k] = size;
+		m->bigsize[m->nbigblk % BIGBLK_RING] = size;
 		m->bigblk[m->nbigblk++ % BIGBLK_RING] = ptr;
+	}
 }
 
 /*

@@ -32,6 +32,7 @@ static void in_block(model_t *m, lock_t *l, uint64_t start, uint32_t slot)
 	for (uint32_t k = 0; k < BIGBLK_RING; k++)
 		if (m->bigblk[k] == start)
 			return;
+	m->bigsize[m->nbigblk % BIGBLK_RING] = b->size;
 	m->bigblk[m->nbigblk++ % BIGBLK_RING] = start;
 }
 
@@ -43,7 +44,11 @@ void lock_find_block(model_t *m, lock_t *l)
 	 * mutexes) lies mostly past the reach of the look back. */
 	for (uint32_t k = 0; k < BIGBLK_RING; k++) {
 		uint64_t start = m->bigblk[k];
-		if (!start || l->addr < start)
+		/* Past bigsize[k], no block live at start holds the lock:
+		 * the look-up (a cache miss in a map of megabytes) is spared.
+		 */
+		if (!start || l->addr < start ||
+		    l->addr - start >= m->bigsize[k])
 			continue;
 		const uint32_t *v = u64map_find(&m->live, start);
 		if (v && l->addr - start < m->blk[*v].size) {
