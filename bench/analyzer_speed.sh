@@ -80,7 +80,9 @@ while [ "$rep" -le "$REPS" ]; do
 		if cmp -s "$DIR/out.1" "$DIR/out.2"; then
 			echo "rep $rep  reports identical (cmp)"
 		else
-			echo "rep $rep  REPORTS DIFFER (cmp $DIR/out.1 $DIR/out.2)"
+			cp "$DIR/out.1" "$DIR/out.1.rep$rep"
+			cp "$DIR/out.2" "$DIR/out.2.rep$rep"
+			echo "rep $rep  REPORTS DIFFER (cmp $DIR/out.1.rep$rep $DIR/out.2.rep$rep)"
 			trap - EXIT
 		fi
 	fi
