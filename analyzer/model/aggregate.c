@@ -824,6 +824,23 @@ static void ahead_prefetch_block(const model_t *m, const fmt_record_t *r)
 		prefetch_line(&m->blk[*v]);
 }
 
+/* A new lock (a mutex made inside a message, by the million) costs a
+ * miss in the lock map, where its id goes, and misses in the live map,
+ * where its block is looked for (lock_find_block): asked for before the
+ * events read ahead are handled, they come while those are. */
+static void lock_new_prefetch(const model_t *m, const fmt_record_t *r)
+{
+	meta_lock_new_t p;
+	if (meta_lock_new(r, &p) < 0)
+		return;
+	u64map_prefetch(&m->lock_by_id, p.id);
+	if (p.kind == FMT_KIND_COND || !p.addr || !m->live.n)
+		return;
+	uint64_t a = p.addr & ~7ull;
+	for (uint64_t back = 0; back < 8 * 4 && back <= a; back += 8)
+		u64map_prefetch(&m->live, a - back);
+}
+
 /* One core event read by the loop (aggregate). */
 static void core_event(model_t *m, const pending_t *p)
 {
@@ -886,6 +903,8 @@ int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
 		if (FMT_IS_META(ev.rec->type)) {
 			/* In order: the events read ahead first; the body
 			 * stays valid, the reader is not called meanwhile. */
+			if (ev.rec->type == FMT_LOCK_NEW)
+				lock_new_prefetch(m, ev.rec);
 			ahead_drain(m, &q, 0);
 			aggregate_meta(m, ev.rec);
 			continue;

@@ -204,6 +204,11 @@ static uint32_t block_slot(model_t *m)
 	if (m->blk_free) {
 		uint32_t slot = m->blk_free - 1;
 		m->blk_free = m->blk[slot].next_free;
+		/* The next allocation reads the new head's record to pop
+		 * it: a cache miss when its free was long ago, asked for
+		 * now so that it is not waited for then. */
+		if (m->blk_free)
+			prefetch_line(&m->blk[m->blk_free - 1]);
 		return slot;
 	}
 	VEC_RESERVE(m->blk, m->capblk, m->nblk);
@@ -248,8 +253,14 @@ static void block_new(model_t *m, uint64_t ptr, uint64_t size, uint64_t tsc,
 	b->thread = ti;
 	b->alloc_ns = (ns > BLOCK_NS_MAX ? BLOCK_NS_MAX : (uint32_t)ns) |
 	              (timed ? BLOCK_TIMED : 0);
-	if (size > LOCK_BLOCK_REACH)
+	if (size > LOCK_BLOCK_REACH) {
+		/* Older entries of this start now see this block. */
+		for (uint32_t k = 0; k < BIGBLK_RING; k++)
+			if (m->bigblk[k] == ptr && m->bigsize[k] < size)
+				m->bigsize[k] = size;
+		m->bigsize[m->nbigblk % BIGBLK_RING] = size;
 		m->bigblk[m->nbigblk++ % BIGBLK_RING] = ptr;
+	}
 }
 
 /*

@@ -32,8 +32,12 @@ static void in_block(model_t *m, lock_t *l, uint64_t start, uint32_t slot)
 	for (uint32_t k = 0; k < BIGBLK_RING; k++)
 		if (m->bigblk[k] == start)
 			return;
+	m->bigsize[m->nbigblk % BIGBLK_RING] = b->size;
 	m->bigblk[m->nbigblk++ % BIGBLK_RING] = start;
 }
+
+/* Look-back candidates whose map slots are fetched together. */
+#define LOOK_BATCH 8
 
 void lock_find_block(model_t *m, lock_t *l)
 {
@@ -43,7 +47,11 @@ void lock_find_block(model_t *m, lock_t *l)
 	 * mutexes) lies mostly past the reach of the look back. */
 	for (uint32_t k = 0; k < BIGBLK_RING; k++) {
 		uint64_t start = m->bigblk[k];
-		if (!start || l->addr < start)
+		/* Past bigsize[k], no block live at start holds the lock:
+		 * the look-up (a cache miss in a map of megabytes) is spared.
+		 */
+		if (!start || l->addr < start ||
+		    l->addr - start >= m->bigsize[k])
 			continue;
 		const uint32_t *v = u64map_find(&m->live, start);
 		if (v && l->addr - start < m->blk[*v].size) {
@@ -51,16 +59,27 @@ void lock_find_block(model_t *m, lock_t *l)
 			return;
 		}
 	}
-	/* Blocks start 8-byte aligned with every allocator mallock hooks. */
+	/* Blocks start 8-byte aligned with every allocator mallock hooks.
+	 * The candidates' slots are asked for LOOK_BATCH at a time: each is
+	 * a cache miss of its own, and they overlap instead of stalling the
+	 * look back one after the other. */
 	uint64_t a = l->addr & ~7ull;
-	for (uint64_t back = 0; back <= LOCK_BLOCK_REACH && back <= a;
-	     back += 8) {
-		const uint32_t *v = u64map_find(&m->live, a - back);
-		if (!v)
-			continue;
-		if (l->addr - (a - back) < m->blk[*v].size)
-			in_block(m, l, a - back, *v);
-		return; /* the nearest block start below: in it or in none */
+	uint64_t last = a < LOCK_BLOCK_REACH ? a : LOCK_BLOCK_REACH;
+	for (uint64_t from = 0; from <= last; from += 8 * LOOK_BATCH) {
+		uint64_t to = from + 8 * (LOOK_BATCH - 1);
+		if (to > last)
+			to = last;
+		for (uint64_t back = from; back <= to; back += 8)
+			u64map_prefetch(&m->live, a - back);
+		for (uint64_t back = from; back <= to; back += 8) {
+			const uint32_t *v = u64map_find(&m->live, a - back);
+			if (!v)
+				continue;
+			if (l->addr - (a - back) < m->blk[*v].size)
+				in_block(m, l, a - back, *v);
+			return; /* the nearest block start below: in it or
+			         * in none */
+		}
 	}
 }
 

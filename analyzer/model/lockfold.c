@@ -171,6 +171,7 @@ static void rekey_pairs(lstab_t *t)
 	u64map_free(&t->map);
 	memset(&t->map, 0, sizeof t->map);
 	memset(&t->cache, 0, sizeof t->cache);
+	u64map_reserve(&t->map, (uint32_t)t->n);
 	for (size_t i = 0; i < t->n; i++) {
 		int added;
 		uint64_t k = (uint64_t)t->v[i].lock << 32 | t->v[i].stack;
@@ -252,6 +253,7 @@ static void renumber(model_t *m, const uint32_t *nx, const uint32_t *proxy)
 	}
 	u64map_free(&m->lhist_map);
 	memset(&m->lhist_map, 0, sizeof m->lhist_map);
+	u64map_reserve(&m->lhist_map, (uint32_t)m->nlhist);
 	for (size_t i = 0; i < m->nlhist; i++) {
 		int added;
 		*u64map_put(&m->lhist_map, m->lhist[i].key, &added) =
@@ -265,19 +267,23 @@ static void renumber(model_t *m, const uint32_t *nx, const uint32_t *proxy)
 	}
 	renest(m, nx, proxy);
 	size_t n = 0;
-	u64map_free(&m->lt_map);
-	memset(&m->lt_map, 0, sizeof m->lt_map);
 	for (size_t i = 0; i < m->nlt; i++) {
 		lockthr_t e = m->lt[i];
 		if (nx[e.lock] == NONE32)
 			continue;
 		e.lock = nx[e.lock];
-		m->lt[n] = e;
-		int added;
-		*u64map_put(&m->lt_map, (uint64_t)e.lock << 32 | e.thread,
-		            &added) = (uint32_t)n++;
+		m->lt[n++] = e;
 	}
 	m->nlt = n;
+	u64map_free(&m->lt_map);
+	memset(&m->lt_map, 0, sizeof m->lt_map);
+	u64map_reserve(&m->lt_map, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		int added;
+		*u64map_put(&m->lt_map,
+		            (uint64_t)m->lt[i].lock << 32 | m->lt[i].thread,
+		            &added) = (uint32_t)i;
+	}
 	for (size_t i = 0; i < m->nthr; i++) {
 		thread_t *t = &m->thr[i];
 		t->lt_lock = NONE32;
@@ -362,6 +368,10 @@ void lockfold_compact(model_t *m)
 	u64map_free(&m->lock_by_id);
 	memset(&m->lock_by_id, 0, sizeof m->lock_by_id);
 	memset(&m->lock_cache, 0, sizeof m->lock_cache);
+	size_t live = 0;
+	for (size_t i = 0; i < n; i++)
+		live += !m->lock[i].retired;
+	u64map_reserve(&m->lock_by_id, (uint32_t)live);
 	for (size_t i = 0; i < n; i++) {
 		lock_t *l = &m->lock[i];
 		if (l->cond_mutex)

@@ -538,6 +538,10 @@ typedef struct model {
 	 * (lock_names.h) allocated or found holding a lock, a ring: the locks
 	 * of an array made in one of them are found past that reach. */
 	uint64_t bigblk[BIGBLK_RING];
+	/* No block live at bigblk[k] is larger than bigsize[k] (the size of
+	 * the block the entry was written for, raised by a later large block
+	 * at that start): a lock past it needs no look-up (lock_names.c). */
+	uint64_t bigsize[BIGBLK_RING];
 	uint32_t nbigblk; /* entries written, the next is % BIGBLK_RING */
 
 	module_t *mod;

@@ -90,6 +90,17 @@ uint32_t *u64map_put(u64map_t *m, uint64_t key, int *added)
 	return &m->slot[i].val;
 }
 
+void u64map_reserve(u64map_t *m, uint32_t n)
+{
+	if (m->slot || !n)
+		return;
+	/* u64map_put grows when (n + 1) * 2 > capacity, from 64. */
+	uint64_t cap = 64;
+	while (cap < (uint64_t)n * 2)
+		cap *= 2;
+	rehash(m, (uint32_t)cap);
+}
+
 int u64map_del(u64map_t *m, uint64_t key, uint32_t *val)
 {
 	if (!m->slot)

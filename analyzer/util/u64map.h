@@ -103,6 +103,13 @@ static inline void u64map_prefetch(const u64map_t *m, uint64_t key)
  * out of memory). */
 uint32_t *u64map_put(u64map_t *m, uint64_t key, int *added);
 
+/* Sizes an empty map for n keys: the capacity n puts would grow it to (no
+ * more memory), allocated once instead of doubled from 64 with a rehash
+ * at each step. A rebuild of a map of a hundred thousand keys spent most
+ * of its time in those rehashes. Nothing when n is 0 or the map has a
+ * table already. May allocate (exits on out of memory). */
+void u64map_reserve(u64map_t *m, uint32_t n);
+
 /* Removes key; returns 1 and its value in *val, or 0 if absent. */
 int u64map_del(u64map_t *m, uint64_t key, uint32_t *val);
 
