@@ -63,6 +63,40 @@ static void test_empty(void)
 	check(m.slot == NULL && m.n == 0);
 }
 
+/* u64map_reserve(n) gives an empty map the capacity n puts would grow it
+ * to, and those n puts then need no growth (the same table, the same
+ * slots); on a map that has a table, or for n = 0, it does nothing. */
+static void test_reserve(void)
+{
+	static const uint32_t ns[] = {0, 1, 31, 32, 33, 64, 1000, 100000};
+	for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+		u64map_t a = {0}, b = {0};
+		u64map_reserve(&a, ns[k]);
+		check(ns[k] ? a.slot != NULL : a.slot == NULL);
+		const void *table = a.slot;
+		int added;
+		for (uint32_t i = 0; i < ns[k]; i++) {
+			*u64map_put(&a, 0x1000 + 8 * (uint64_t)i, &added) = i;
+			*u64map_put(&b, 0x1000 + 8 * (uint64_t)i, &added) = i;
+		}
+		check_eq(a.mask, b.mask);
+		check_eq(a.n, ns[k]);
+		if (ns[k])
+			check(a.slot == table);
+		for (uint32_t i = 0; i < ns[k]; i += 97) {
+			uint32_t *v = u64map_find(&a, 0x1000 + 8 * (uint64_t)i);
+			check(v && *v == i);
+		}
+		uint32_t mask = a.mask;
+		if (ns[k]) { /* a table already: nothing */
+			u64map_reserve(&a, 4 * ns[k] + 64);
+			check_eq(a.mask, mask);
+		}
+		u64map_free(&a);
+		u64map_free(&b);
+	}
+}
+
 /* Many keys: insert (growing from 64 slots to 2^19), find, re-put, delete
  * every other one, find again, re-insert the deleted ones. */
 static void test_many(void)
@@ -259,5 +293,6 @@ int main(int argc, char **argv)
 	test_seeded(self);
 	test_run(test_many);
 	test_run(test_clusters);
+	test_run(test_reserve);
 	return test_done();
 }
