@@ -11,6 +11,8 @@ Traces written here, 1 tick = 1 ns, 20 rounds:
   thread 8: ACQ B at site 13; +50 TRY_FAIL A (site 14); +10 ACQ A at site
             15 (a trylock that succeeded); +100 REL A; +50 REL B
   blocking: thread 8 waits on A instead (ACQ_WAIT, stack 15, 40 ns)."""
+import re
+
 from common import *
 
 body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
@@ -68,4 +70,13 @@ for blocking in (False, True):
         check("is a trylock" in f["advice"] and "20 failed tries" in
               f["advice"], "the trylock order named: " + f["advice"])
     check("Taken in both orders" in f["summary"], "summary: " + f["summary"])
+    # The advice names each lock twice ("B is taken while A is held, and
+    # A while B is held"), by the label the locks table gives it.
+    labels = {lk["id"]: lk["label"] for lk in d["locks"]}
+    m = re.match(r"Lock order inversion: (.+?) is taken while (.+?) is "
+                 r"held, and \2 while \1 is held;", f["advice"])
+    check(m and {m.group(1), m.group(2)} ==
+          {labels.get(1), labels.get(2)}, "the advice names both locks, "
+          "as the locks table does (%r), in both orders: %s"
+          % (sorted(set(labels.values())), f["advice"]))
 done("analyzer_inversion")

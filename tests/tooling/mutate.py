@@ -39,6 +39,7 @@ Comments, strings, preprocessor lines and the arguments of logging and
 assertion calls (SKIP_CALLS) are never mutated.
 """
 import argparse
+import hashlib
 import os
 import random
 import re
@@ -101,7 +102,7 @@ GUARDS = [
         "analyzer_fold", "analyzer_report", "analyzer_seed",
         "groundtruth.stripped", "groundtruth.xthread",
         "groundtruth.admission", "groundtruth.svcqueue_cascade",
-        "groundtruth.reportqueue", "analyzer_sizes",
+        "groundtruth.reportqueue", "analyzer_pprof", "analyzer_sizes",
     ]),
     ("analyzer/", ["mallock-cli", "unit_reader", "unit_classes"], [
         "analyzer_unit_reader", "analyzer_unit_classes", "analyzer_golden",
@@ -417,6 +418,36 @@ def sample(src, paths, n, seed, equiv):
     return picked
 
 
+def sample_stable(src, paths, n, seed, equiv):
+    """N mutants drawn with SEED so that an edit elsewhere does not change
+    them: each mutable line ranked by a hash of the seed, its file, its
+    text and which occurrence of that text in the file it is; the N lines
+    ranked first, each with its mutant ranked first by the same hash of
+    the mutant. A draw changes only when its own line changes or a new
+    line ranks before it. Numbered by rank; equivalents skipped."""
+    def h(*parts):
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    every = all_mutants(src, paths)
+    ranked = []
+    for f in sorted(every):
+        lines = open(os.path.join(src, f)).read().split("\n")
+        seen = {}
+        for ln in sorted(every[f]):
+            t = norm(lines[ln - 1])
+            seen[t] = seen.get(t, 0) + 1
+            ranked.append((h(seed, f, t, str(seen[t])), f, ln))
+    ranked.sort()
+    picked = []
+    for k, (_, f, ln) in enumerate(ranked, 1):
+        if len(picked) == n:
+            break
+        m = min(every[f][ln], key=lambda x: h(seed, *x.key()))
+        m.num = k
+        if m.key() not in equiv:
+            picked.append(m)
+    return picked
+
+
 def guards(path):
     for prefix, _, tests in GUARDS:
         if path.startswith(prefix):
@@ -594,6 +625,9 @@ def main(argv):
                     help="judge only these mutants of the sample (N,N...)")
     ap.add_argument("--until", default="",
                     help="HH:MM UTC: judge no mutant after it, report")
+    ap.add_argument("--stable", action="store_true",
+                    help="draw by a hash of each line's text, so that "
+                    "edits elsewhere leave the draws as they are (CI)")
     ap.add_argument("--minutes", type=float, default=0,
                     help="judge no mutant after this many minutes from "
                     "the start (a deadline that does not wrap at midnight)")
@@ -617,7 +651,8 @@ def main(argv):
         ap.print_usage(sys.stderr)
         return 2
     equiv = read_equivalents()
-    ms = sample(src, paths, a.sample, a.seed, equiv)
+    ms = (sample_stable if a.stable else sample)(src, paths, a.sample,
+                                                 a.seed, equiv)
     if a.only:
         only = {int(x) for x in a.only.split(",")}
         ms = [m for m in ms if m.num in only]
