@@ -135,6 +135,22 @@ static void active_push(wbuf_t *wb)
 	active.next = wb;
 }
 
+/* Takes t's buffer off the active list onto the free list, under
+ * reg_lock (sweeps and the final pass take flush_lock only under it: none
+ * holds it once the buffer is off the list). */
+static void active_drop(tls_t *t)
+{
+	wbuf_t *wb = t->wb;
+	wlock(&reg_lock, W_REG);
+	wb->prev->next = wb->next;
+	wb->next->prev = wb->prev;
+	wb->next = free_list;
+	wb->prev = NULL;
+	free_list = wb;
+	wunlock(&reg_lock, W_REG);
+	t->wb = NULL;
+}
+
 int writer_attach(tls_t *t)
 {
 	size_t cap = (size_t)g_cfg.buffer_kb << 10;
@@ -168,19 +184,8 @@ int writer_attach(tls_t *t)
 
 int writer_regen(tls_t *t)
 {
-	wbuf_t *wb = t->wb;
-	if (wb) {
-		/* Sweeps and the final pass take flush_lock only under
-		 * reg_lock: none holds it once the buffer is off the list. */
-		wlock(&reg_lock, W_REG);
-		wb->prev->next = wb->next;
-		wb->next->prev = wb->prev;
-		wb->next = free_list;
-		wb->prev = NULL;
-		free_list = wb;
-		wunlock(&reg_lock, W_REG);
-		t->wb = NULL;
-	}
+	if (t->wb)
+		active_drop(t);
 	memset(&t->enc, 0, sizeof t->enc);
 	t->drops = 0;
 	return writer_attach(t);
@@ -486,18 +491,10 @@ int writer_meta(tls_t *t, unsigned type, const uint8_t *body, size_t len)
 
 void writer_detach(tls_t *t)
 {
-	wbuf_t *wb = t->wb;
-	if (!wb)
+	if (!t->wb)
 		return;
 	writer_flush(t);
-	wlock(&reg_lock, W_REG);
-	wb->prev->next = wb->next;
-	wb->next->prev = wb->prev;
-	wb->next = free_list;
-	wb->prev = NULL;
-	free_list = wb;
-	wunlock(&reg_lock, W_REG);
-	t->wb = NULL;
+	active_drop(t);
 }
 
 /*

@@ -337,16 +337,23 @@ int writer_ends_here(const tls_t *t)
 	        t->drops);
 }
 
-void writer_rearm(void)
+/* Closes the trace fd while it is still the trace's file (the host may
+ * have reused the number) and forgets it. */
+static void trace_fd_forget(void)
 {
-	/* Nothing writes to the ended trace any more: its buffers are
-	 * closed (writer_gen_next) and recording is stopped. */
 	int fd = atomic_load(&g_fd);
 	if (fd >= 0 && prim_fid_same(fd, &g_fid))
 		prim_close(fd);
 	atomic_store(&g_fd, -1);
 	prim_fd_keep(PRIM_KEEP_TRACE, -1);
 	atomic_store(&g_write_failed, 0);
+}
+
+void writer_rearm(void)
+{
+	/* Nothing writes to the ended trace any more: its buffers are
+	 * closed (writer_gen_next) and recording is stopped. */
+	trace_fd_forget();
 	stop_why[0] = 0;
 	atomic_store(&g_events_written, 0);
 	atomic_store(&g_events_dropped, 0);
@@ -357,12 +364,5 @@ void writer_file_fork_child(void)
 {
 	memcpy(&lazy_lock, &mutex_init_value, sizeof lazy_lock);
 	atomic_store(&fd_fixer, 0);
-	/* The parent's trace fd: closed only while it is still that file
-	 * (the host may have reused the number). */
-	int fd = atomic_load(&g_fd);
-	if (fd >= 0 && prim_fid_same(fd, &g_fid))
-		prim_close(fd);
-	atomic_store(&g_fd, -1);
-	prim_fd_keep(PRIM_KEEP_TRACE, -1);
-	atomic_store(&g_write_failed, 0);
+	trace_fd_forget(); /* the parent's */
 }
