@@ -24,7 +24,7 @@ import signal
 import subprocess
 import sys
 import time
-from srvcheck import check, fail
+from srvcheck import alive, check, fail
 
 CASE, SHIM, MALLOCK, DAEMON, TMP = sys.argv[1:6]
 PENDING = "pending: applied at the process's next allocation or lock call"
@@ -38,14 +38,6 @@ def cleanup():
             os.kill(p, signal.SIGKILL)
         except OSError:
             pass
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(") ")[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 class Daemon:

@@ -16,6 +16,15 @@ from pycheck import SKIP, check, fail  # noqa: E402,F401
 pycheck.setup(stop=True, echo=True)
 
 
+def alive(pid):
+    """Whether pid runs (exists and is not a zombie)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def ptrace_blocked():
     """Why no process of ours may ptrace a child of ours here, or None.
     Decided from the kernel's policy and a bare PTRACE_SEIZE of a throwaway

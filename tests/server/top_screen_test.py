@@ -34,7 +34,7 @@ import subprocess
 import sys
 import time
 
-from srvcheck import SKIP, check, fail
+from srvcheck import SKIP, alive, check, fail
 
 MALLOCK, SVC, TMP = sys.argv[1:4]
 
@@ -80,14 +80,6 @@ def wait_for(pred, deadline, every=0.05):
 
 def key(k):
     tmux("send-keys", "-t", "top", k)
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def title(s):

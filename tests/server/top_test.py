@@ -36,6 +36,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
 import pycheck  # noqa: E402
+from srvcheck import alive  # noqa: E402
 from pycheck import check  # noqa: E402
 
 pycheck.setup(echo=True)
@@ -61,14 +62,6 @@ def svcqueue(duration, **kw):
 def top(*args, **kw):
     return subprocess.run([MALLOCK, "top", *args], capture_output=True,
                           text=True, timeout=120, **kw)
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def ctl_status(pid):
