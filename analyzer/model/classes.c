@@ -127,6 +127,9 @@ static bool lock_maker(const model_t *m, const lock_t *l, uint64_t *made,
 	return false;
 }
 
+/* A site with at least 7/8 of the most holds ties with it. */
+#define MAIN_SITE_NEAR_DEN 8
+
 uint32_t lock_main_site(model_t *m, const lock_t *l)
 {
 	if (!l->hist || l->init_stack != NONE32)
@@ -140,8 +143,7 @@ uint32_t lock_main_site(model_t *m, const lock_t *l)
 	 * its whole stacks (waited) are one site. */
 	u64map_t by_pc = {0};
 	uint64_t *sum = xcalloc(n + 1, sizeof *sum);
-	uint32_t best = NONE32;
-	uint64_t best_pc = 0;
+	uint64_t top = 0;
 	for (size_t k = 0; k < n; k++) {
 		const lspair_t *p = &m->ls[LS_ACQSITE].v[idx[k]];
 		uint64_t pc = stack_site_pc(m, p->stack);
@@ -152,10 +154,21 @@ uint32_t lock_main_site(model_t *m, const lock_t *l)
 		if (added)
 			*v = (uint32_t)k;
 		sum[*v] += p->n;
-		uint32_t b = best;
-		if (b == NONE32 || sum[*v] > sum[b] ||
-		    (sum[*v] == sum[b] && pc < best_pc)) {
-			best = *v;
+		if (sum[*v] > top)
+			top = sum[*v];
+	}
+	/* Sites that share the holds about evenly (a set and a get taking
+	 * one lock in turn) swap ranks from one window to the next: of those
+	 * that tie with the most, the lowest address names the lock. */
+	uint32_t best = NONE32;
+	uint64_t best_pc = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (!sum[k] || sum[k] * MAIN_SITE_NEAR_DEN <
+		                   top * (MAIN_SITE_NEAR_DEN - 1))
+			continue;
+		uint64_t pc = stack_site_pc(m, m->ls[LS_ACQSITE].v[idx[k]].stack);
+		if (best == NONE32 || pc < best_pc) {
+			best = (uint32_t)k;
 			best_pc = pc;
 		}
 	}

@@ -25,8 +25,10 @@ void classes_build(model_t *m);
  * The acquisition site that keys and names lock l when the trace holds no
  * init of it (a static initializer, or an init before a ctl window): of
  * the acquisition sites of its instances' group (model.h: lock_group), the
- * one (its first user frame) with the most holds, then the lowest address;
- * l->first_site when it has no completed hold. The first site taken
+ * one (its first user frame) with the most holds; of the sites with at
+ * least 7/8 of the most holds (a tie: they swap ranks from one window to
+ * the next), the lowest address; l->first_site when it has no completed
+ * hold. The first site taken
  * differs between two windows of one process; this one does not while the
  * program does the same work. A stack index, or NONE32. Needs
  * model_index_pairs and m->sym. Allocates (once per group).

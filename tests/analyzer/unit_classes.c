@@ -21,6 +21,11 @@
  *   7, 8      allocator-internal, acquired at 0x3000: a class each, with
  *             no site.
  *   11        acquired with no site at all: a class of its own.
+ *   13        never initialised, first acquired at 0x4800 (8 holds), also
+ *             at 0x4000 (7 holds): the two tie (7 is at least 7/8 of 8),
+ *             so the lower address keys and names it: class 0x4000.
+ *   14        never initialised, acquired at 0x5000 (7 holds) first, then
+ *             at 0x5800 (9 holds): 7 is under 7/8 of 9, so 0x5800.
  *   9         a condition variable: no class.
  *   10        only destroyed (never defined, taken or named): no class.
  * Threads: 1 is the process's main thread; 2 waits on the condition
@@ -76,13 +81,19 @@ static void write_trace(char *path, size_t len)
 	ut_begin(c, 1, 0, t);
 	static const uint64_t s10[] = {0x1000, 0x5000},
 	                      s11[] = {0x1000, 0x6000}, s12[] = {0x2000},
-	                      s20[] = {0x3000}, s21[] = {0x3000, 0x7000};
+	                      s20[] = {0x3000}, s21[] = {0x3000, 0x7000},
+	                      s22[] = {0x4000}, s23[] = {0x4800},
+	                      s24[] = {0x5000}, s25[] = {0x5800};
 	ut_stack(c, 10, 2, s10);
 	ut_stack(c, 11, 2, s11);
 	ut_stack(c, 12, 1, s12);
 	ut_stack(c, 20, 1, s20);
 	ut_stack(c, 21, 2, s21);
-	for (uint64_t id = 1; id <= 12; id++)
+	ut_stack(c, 22, 1, s22);
+	ut_stack(c, 23, 1, s23);
+	ut_stack(c, 24, 1, s24);
+	ut_stack(c, 25, 1, s25);
+	for (uint64_t id = 1; id <= 14; id++)
 		if (id != 10)
 			ut_lock_new(c, id, 0x10000 + id * 64,
 			            id == 9 ? FMT_KIND_COND
@@ -110,6 +121,14 @@ static void write_trace(char *path, size_t len)
 	acq(c, &t, 7, 20);
 	acq(c, &t, 8, 20);
 	acq(c, &t, 11, 0);
+	for (int i = 0; i < 8; i++)
+		acq(c, &t, 13, 23);
+	for (int i = 0; i < 7; i++) {
+		acq(c, &t, 13, 22);
+		acq(c, &t, 14, 24);
+	}
+	for (int i = 0; i < 9; i++)
+		acq(c, &t, 14, 25);
 	ut_ev(c, FMT_LOCK_DESTROY, ++t, 10, 0, 0, 0, 0);
 	ut_write(f, c);
 
@@ -151,7 +170,14 @@ int main(void)
 	classes_build(&m);
 	thread_activity(&m);
 
-	check_eq(m.ncls, 6);
+	check_eq(m.ncls, 8);
+	const lockclass_t *l13 = cls_of(&m, 13), *l14 = cls_of(&m, 14);
+	if (l13 && l14) {
+		check_eq(l13->key, 0x4000);
+		check_eq(l13->site, model_stack(&m, 22));
+		check_eq(l14->key, 0x5800);
+		check_eq(l14->site, model_stack(&m, 25));
+	}
 	const lockclass_t *a = cls_of(&m, 1), *c = cls_of(&m, 4);
 	if (a) {
 		check(cls_of(&m, 2) == a && cls_of(&m, 3) == a);
