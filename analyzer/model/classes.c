@@ -166,7 +166,8 @@ uint32_t lock_main_site(model_t *m, const lock_t *l)
 		if (!sum[k] || sum[k] * MAIN_SITE_NEAR_DEN <
 		                   top * (MAIN_SITE_NEAR_DEN - 1))
 			continue;
-		uint64_t pc = stack_site_pc(m, m->ls[LS_ACQSITE].v[idx[k]].stack);
+		uint64_t pc =
+		    stack_site_pc(m, m->ls[LS_ACQSITE].v[idx[k]].stack);
 		if (best == NONE32 || pc < best_pc) {
 			best = (uint32_t)k;
 			best_pc = pc;

@@ -20,8 +20,17 @@
 
 _Atomic uint32_t g_stack_epoch = 1;
 
+/* A slot holds a stack's tag (the hash's low 40 bits: the index is its
+ * top 20) and its id: ids are dense, numbered in the order the stacks are
+ * first seen, so that they take 1 or 2 bytes in the trace (slot indexes
+ * took 3). */
+#define SLOT_ID_BITS 24
+#define SLOT_ID_MASK ((1ull << SLOT_ID_BITS) - 1)
+#define SLOT_TAG_MASK ((1ull << (64 - SLOT_ID_BITS)) - 1)
+
 static _Atomic uint64_t *slots;
 static _Atomic unsigned used;
+static _Atomic uint64_t next_id;
 static _Atomic int full_warned;
 static _Atomic uint64_t lost;
 
@@ -142,6 +151,7 @@ void stack_reset(void)
 	/* In place, as lockmap_reset (no new address space in the child). */
 	prim_zero((void *)slots, STACK_SLOTS * sizeof *slots);
 	atomic_store(&used, 0);
+	atomic_store(&next_id, 0);
 	atomic_store(&lost, 0);
 	atomic_store(&full_warned, 0);
 	atomic_fetch_add(&g_stack_epoch, 1);
@@ -234,23 +244,33 @@ uint32_t stack_intern(tls_t *t, const uintptr_t *frames, unsigned n)
 		return 0;
 	uint64_t h = stack_hash(frames, n);
 	unsigned i = (unsigned)(h >> (64 - STACK_BITS));
+	uint64_t tag = h & SLOT_TAG_MASK;
 	for (unsigned probe = 0; probe < STACK_PROBES; probe++) {
 		uint64_t v =
 		    atomic_load_explicit(&slots[i], memory_order_relaxed);
-		if (likely(v == h))
-			return i + 1;
+		if (likely(v >> SLOT_ID_BITS == tag))
+			return (uint32_t)(v & SLOT_ID_MASK);
 		if (v == 0) {
 			if (atomic_load_explicit(&used, memory_order_relaxed) >=
 			    STACK_SLOTS / 8 * 7)
 				return table_full();
-			if (atomic_compare_exchange_strong(&slots[i], &v, h)) {
+			/* Drawn before the claim, so that the id is in the
+			 * slot from the moment it is claimed; a lost race
+			 * leaves a number unused. */
+			uint64_t id = atomic_fetch_add_explicit(
+			                  &next_id, 1, memory_order_relaxed) +
+			              1;
+			if (id > SLOT_ID_MASK)
+				return table_full();
+			if (atomic_compare_exchange_strong(
+			        &slots[i], &v, tag << SLOT_ID_BITS | id)) {
 				atomic_fetch_add_explicit(&used, 1,
 				                          memory_order_relaxed);
-				emit_stack(t, i + 1, frames, n);
-				return i + 1;
+				emit_stack(t, (uint32_t)id, frames, n);
+				return (uint32_t)id;
 			}
-			if (v == h)
-				return i + 1;
+			if (v >> SLOT_ID_BITS == tag)
+				return (uint32_t)(v & SLOT_ID_MASK);
 		}
 		i = (i + 1) & (STACK_SLOTS - 1);
 	}

@@ -2,15 +2,18 @@
  * stack.h - call stacks: capture (libunwind, frame pointers, or just the
  * call site) and interning into global ids.
  *
- * Ids are shared by all threads: a lock-free open-addressing table of 64-bit
- * stack hashes in mmap'd memory; a stack's id is its slot index + 1, so an id
- * is usable as soon as its slot is claimed (no publication window). The
+ * Ids are shared by all threads: a lock-free open-addressing table of
+ * stacks in mmap'd memory, each slot one 64-bit word holding a tag of the
+ * stack's hash and its id; ids are dense (1, 2, ... in the order stacks are
+ * first seen) and drawn before the slot is claimed, so an id is usable as
+ * soon as its slot is claimed (no publication window). The
  * thread that claims a slot writes the STACK record into its own buffer;
  * other threads may use the id earlier in the file (the reader allows it).
  *
  * Invariants:
- * - Two stacks with the same 64-bit hash share an id (a collision is a
- *   ~2^-64 event per pair; the trace's STACK record is the one store of the
+ * - Two stacks whose 64-bit hashes agree in their top 20 bits (the index)
+ *   and their low 40 (the tag) share an id (a collision is a ~2^-60 event
+ *   per pair; the trace's STACK record is the one store of the
  *   frames, so no frame arena is kept in memory).
  * - When the table is 7/8 full, no new stack is interned: events carry stack
  *   0, the loss is counted and noted once.
