@@ -144,7 +144,9 @@ if CASE == "batch":
           "top's sites %r are report's" % funcs)
 
 elif CASE == "json":
-    p = svcqueue(6, MALLOCK_START="paused")
+    # Long enough for two looks under load (each reads the window
+    # again: seconds when two cores are shared with the rest of a suite).
+    p = svcqueue(12, MALLOCK_START="paused")
     time.sleep(0.5)
     kept = os.path.join(TMP, "copy.trace")
     r = top("--format=json", "--count", "2", "-o", kept, str(p.pid))
