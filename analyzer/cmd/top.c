@@ -20,7 +20,9 @@
  * Every interval the engine (pipeline/live.h) reads the window up to a
  * watermark, now minus the shim's flush deadline (MALLOCK_FLUSH_MS of the
  * process, 200 ms by default, and a quarter more plus its 10 ms poll and
- * a margin): before it, every thread's events are on disk.
+ * a margin): before it, every thread's events are on disk. With
+ * --pprof-dir, each look also writes the interval's pprof profile
+ * (output/top_pprof.h), from the process that has the look's model.
  *
  * Exit status (cli.h): 0 the intervals were shown (or the program run
  * with -- CMD ended); 1 the process is gone, ended mid-view, cannot be
@@ -35,6 +37,7 @@
 #include "load.h"
 #include "report.h"
 #include "top_out.h"
+#include "top_pprof.h"
 #include "top_screen.h"
 #include "util.h"
 
@@ -66,7 +69,8 @@ enum {
 	OPT_COUNT,
 	OPT_FORMAT,
 	OPT_SORT,
-	OPT_ATTACH
+	OPT_ATTACH,
+	OPT_PPROF_DIR
 };
 
 static const cli_opt_t top_opts[] = {
@@ -82,6 +86,9 @@ static const cli_opt_t top_opts[] = {
     {"sort", OPT_SORT, 1, "wait|hold|alloc",
      "order the lock classes by wait (default),\nhold time or allocator "
      "time in holds"},
+    {"pprof-dir", OPT_PPROF_DIR, 1, "DIR",
+     "one pprof profile per interval in DIR\n(mallock-PID-MS.pb.gz, MS the "
+     "Unix time of\nthe interval's end in ms; metric wait)"},
     {"output", 'o', 1, "TRACE",
      "keep the window's trace as TRACE (%p: pid,\n%e: program name)"},
     {"attach", OPT_ATTACH, 1, "PID",
@@ -894,7 +901,7 @@ int cmd_top(int argc, char **argv)
 	long count = 0, apid = 0;
 	bool batch = false, json = false, output_given = false;
 	int sort = LIVE_SORT_WAIT;
-	const char *sort_name = "wait", *output = NULL;
+	const char *sort_name = "wait", *output = NULL, *pprof_dir = NULL;
 	cli_t cli = {.cmd = &top_cli};
 	int c;
 	while ((c = cli_next(&cli, argc, argv)) != -1) {
@@ -938,6 +945,9 @@ int cmd_top(int argc, char **argv)
 		case 'o':
 			output = optarg;
 			output_given = true;
+			break;
+		case OPT_PPROF_DIR:
+			pprof_dir = optarg;
 			break;
 		case OPT_ATTACH:
 			if (cli_number("top", "--attach", optarg, 1,
@@ -987,6 +997,17 @@ int cmd_top(int argc, char **argv)
 		t.start = p.start;
 		snprintf(t.comm, sizeof t.comm, "%s", p.comm);
 	}
+	/* A directory that cannot take the profiles is said before the
+	 * process is touched. */
+	top_pprof_t *pp = NULL;
+	if (pprof_dir) {
+		char why[PATH_MAX + 200];
+		pp = top_pprof_open(pprof_dir, (long)getpid(), why, sizeof why);
+		if (!pp) {
+			fprintf(stderr, "mallock top: %s\n", why);
+			return 1;
+		}
+	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
@@ -1013,12 +1034,17 @@ int cmd_top(int argc, char **argv)
 	if (rc < 0) {
 		if (t.ctl_open)
 			ctl_target_close(&t.ctl);
+		top_pprof_close(pp);
 		return 1;
 	}
 	if (t.how != TT_PID)
 		from = 0; /* the trace holds this window only */
 
-	live_t lv = {.path = t.trace, .from_mono_ns = from, .symbols = true};
+	live_t lv = {.path = t.trace,
+	             .from_mono_ns = from,
+	             .symbols = true,
+	             .on_model = pp ? top_pprof_look : NULL,
+	             .on_model_ctx = pp};
 	uint64_t lag = flush_lag_ns(t.pid);
 	top_ui_t ui = {.s = {.view = TOP_VIEW_LOCKS, .sort = sort_name},
 	               .t = &t,
@@ -1031,6 +1057,7 @@ int cmd_top(int argc, char **argv)
 		if (tty_enter() < 0) {
 			finish(&t, target_alive(&t));
 			tty_close();
+			top_pprof_close(pp);
 			return 1;
 		}
 		tty_size(&ui.s);
@@ -1113,6 +1140,7 @@ int cmd_top(int argc, char **argv)
 	}
 	finish(&t, alive);
 	live_free(&lv);
+	top_pprof_close(pp);
 	if (t.how == TT_PID && output_given) {
 		char dst[PATH_MAX];
 		if (expand(output, t.pid, t.comm, dst, sizeof dst) == 0 &&

@@ -456,6 +456,9 @@ typedef struct totals {
 typedef struct model {
 	const char *path;
 	reader_info_t info;
+	/* The reader_limit the model was read with (`mallock top`'s window),
+	 * 0 and 0 when none: replay() reads the same events. */
+	uint64_t lim_from_tsc, lim_until_tsc;
 	double ns_per_tick;
 	uint64_t slow_ticks;  /* allocator call slower than this is slow */
 	uint64_t churn_ticks; /* block freed sooner than this is short-lived */

@@ -283,6 +283,8 @@ int replay(model_t *m, replay_fn fn, void *ctx)
 		fprintf(stderr, "mallock: %s: %s\n", m->path, err);
 		return 1;
 	}
+	if (m->lim_from_tsc || m->lim_until_tsc)
+		reader_limit(r, m->lim_from_tsc, m->lim_until_tsc);
 	rstate_t s = {.m = m, .fn = fn, .ctx = ctx};
 	s.thr = xcalloc(m->nthr + 1, sizeof *s.thr);
 	s.last_stack = xmalloc((m->nlock + 1) * sizeof *s.last_stack);

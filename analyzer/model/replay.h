@@ -65,7 +65,9 @@ typedef void (*replay_fn)(void *ctx, const replay_ev_t *ev);
 /*
  * Reads m->path again and calls fn for each wait, hold and allocator call
  * in a hold, in trace (TSC) order, for the threads the model did not
- * exclude. Returns 0 (also when a malformed record stops it where it
+ * exclude, within the limits the model was read with (lim_from_tsc,
+ * lim_until_tsc: `mallock top`'s window of a trace still growing).
+ * Returns 0 (also when a malformed record stops it where it
  * stopped the model), or 1 when the file cannot be read again (one line on
  * stderr). Allocates only per thread and per lock.
  */

@@ -90,4 +90,19 @@ int report_pprof(const report_t *r, FILE *out);    /* report_pprof.c */
 int report_perfetto(const report_t *r, FILE *out); /* report_perfetto.c */
 int report_html(const report_t *r, FILE *out);     /* report_html.c */
 
+/* One interval's profile (`mallock top --pprof-dir`, report_pprof.c):
+ * report_pprof's, with the samples that have one key (their location
+ * stack, lock and thread, these by id: bytes that are the same in every
+ * profile of one process) merged, each passed to fn, which may change its
+ * nv values and returns whether it is written; time_ns and duration_ns
+ * (profile.proto's time_nanos and duration_nanos) and the comment as
+ * given. Returns as report_pprof. */
+typedef struct pprof_delta {
+	bool (*fn)(void *ctx, const char *key, size_t len, uint64_t *v, int nv);
+	void *ctx;
+	uint64_t time_ns, duration_ns;
+	const char *comment;
+} pprof_delta_t;
+int report_pprof_delta(const report_t *r, const pprof_delta_t *d, FILE *out);
+
 #endif

@@ -26,6 +26,11 @@
  * keep: they come from a second pass over the trace (replay.h), whose sums
  * equal the model's (tests/analyzer/test_pprof.py checks them against the
  * JSON report with the real pprof).
+ *
+ * report_pprof_delta (report.h) writes the same profile with each sample
+ * first passed to a function (`mallock top --pprof-dir` subtracts the
+ * previous interval's values); its samples are grouped by a key of what
+ * they show, so that one key is one sample in every profile.
  */
 #include "protobuf.h"
 #include "replay.h"
@@ -115,7 +120,21 @@ typedef struct pp {
 	size_t nfn_, capfn;
 	struct lockey *loc; /* location id - 1 -> key */
 	size_t nloc_, caploc;
+	const pprof_delta_t *delta; /* NULL: report_pprof's samples */
+	/* With delta: the samples of one trace grouped by key (sgroup_t) */
+	struct sgroup *g;
+	size_t ng, capg;
+	u64map_t gmap;
 } pp_t;
+
+/* Samples with one key (delta): the first one's locations and labels,
+ * their values summed. */
+typedef struct sgroup {
+	char *key;
+	size_t len;
+	size_t first; /* index in pp_t.s */
+	uint64_t v[PP_VALUES];
+} sgroup_t;
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
 {
@@ -357,33 +376,131 @@ static void label(pb_t *b, uint64_t key, uint64_t str)
 	pb_close(b, mk);
 }
 
-static void write_samples(pp_t *p, model_t *m, uint32_t t)
+static void write_sample(pp_t *p, model_t *m, const psample_t *s,
+                         const uint64_t *v)
 {
 	char buf[256];
 	uint64_t locs[PP_FRAMES];
+	int n = stack_locations(p, m, s->stack, "[no stack]", locs);
+	size_t mk = pb_open(&p->b, PROF_SAMPLE);
+	pb_packed(&p->b, SAMPLE_LOCATION_ID, locs, (size_t)n);
+	pb_packed(&p->b, SAMPLE_VALUE, v, (size_t)p->nvalues);
+	if (s->lock != NONE32)
+		label(&p->b, str_id(p, "lock"),
+		      str_id(p, lock_label(m, &m->lock[s->lock], buf,
+		                           sizeof buf)));
+	if (s->thread != NONE32)
+		label(&p->b, str_id(p, "thread"),
+		      str_id(p, thread_label(&m->thr[s->thread], buf,
+		                             sizeof buf)));
+	if (p->r->nm > 1) {
+		snprintf(buf, sizeof buf, "%" PRIu64, m->pid);
+		label(&p->b, str_id(p, "pid"), str_id(p, buf));
+	}
+	pb_close(&p->b, mk);
+}
+
+/* Appends n bytes of c to the key *k (length *len, capacity *cap). */
+static void key_add(char **k, size_t *len, size_t *cap, const char *c, size_t n)
+{
+	while (*len + n + 1 > *cap) {
+		*cap = *cap ? 2 * *cap : 256;
+		*k = xrealloc(*k, *cap);
+	}
+	memcpy(*k + *len, c, n);
+	*len += n;
+	(*k)[*len] = 0;
+}
+
+/* The key of sample s: its frames (address, function, file, line,
+ * whether inlined) and what its labels name, by id (the trace's lock id,
+ * the thread's tid: a thread named after a profile was written is still
+ * the same sample), fields apart by 0x1f; the same in every profile of
+ * one process. Allocates *k. */
+static void sample_key(pp_t *p, model_t *m, const psample_t *s, char **k,
+                       size_t *len)
+{
+	frame_t fr[PP_FRAMES];
+	char buf[512], name[512];
+	size_t cap = 0;
+	*k = NULL;
+	*len = 0;
+	int n = stack_view(m, s->stack, fr, PP_FRAMES);
+	if (n == 0)
+		key_add(k, len, &cap, "[no stack]\x1f", 11);
+	for (int i = 0; i < n; i++) {
+		const frame_t *f = &fr[i];
+		int w = snprintf(
+		    buf, sizeof buf, "%" PRIx64 " %s %s %u %d\x1f", f->address,
+		    f->function ? f->function
+		                : frame_label(f, name, sizeof name),
+		    f->file ? f->file : "", (unsigned)f->line, f->inlined);
+		key_add(k, len, &cap, buf,
+		        w < (int)sizeof buf ? (size_t)w : sizeof buf - 1);
+	}
+	int w = snprintf(buf, sizeof buf,
+	                 "\x1flock %" PRIx64 "\x1fthread %" PRIu32
+	                 "\x1fpid %" PRIu64,
+	                 s->lock != NONE32 ? m->lock[s->lock].id : 0,
+	                 s->thread != NONE32 ? m->thr[s->thread].tid : 0,
+	                 p->r->nm > 1 ? m->pid : 0);
+	key_add(k, len, &cap, buf,
+	        w < (int)sizeof buf ? (size_t)w : sizeof buf - 1);
+}
+
+static bool group_eq(pp_t *p, uint32_t i, const void *k)
+{
+	const sgroup_t *a = &p->g[i], *b = k;
+	return a->len == b->len && memcmp(a->key, b->key, a->len) == 0;
+}
+
+/* delta: trace t's samples grouped by key (stacks that symbolize alike
+ * are one sample), each group passed to delta->fn and written when it
+ * says so, with the values it left. */
+static void write_deltas(pp_t *p, model_t *m, uint32_t t)
+{
+	p->ng = 0;
+	u64map_free(&p->gmap);
+	memset(&p->gmap, 0, sizeof p->gmap);
 	for (size_t i = 0; i < p->ns; i++) {
-		psample_t *s = &p->s[i];
+		const psample_t *s = &p->s[i];
 		if (s->t != t)
 			continue;
-		const char *none = "[no stack]";
-		int n = stack_locations(p, m, s->stack, none, locs);
-		size_t mk = pb_open(&p->b, PROF_SAMPLE);
-		pb_packed(&p->b, SAMPLE_LOCATION_ID, locs, (size_t)n);
-		pb_packed(&p->b, SAMPLE_VALUE, s->v, (size_t)p->nvalues);
-		if (s->lock != NONE32)
-			label(&p->b, str_id(p, "lock"),
-			      str_id(p, lock_label(m, &m->lock[s->lock], buf,
-			                           sizeof buf)));
-		if (s->thread != NONE32)
-			label(&p->b, str_id(p, "thread"),
-			      str_id(p, thread_label(&m->thr[s->thread], buf,
-			                             sizeof buf)));
-		if (p->r->nm > 1) {
-			snprintf(buf, sizeof buf, "%" PRIu64, m->pid);
-			label(&p->b, str_id(p, "pid"), str_id(p, buf));
+		sgroup_t k = {.first = i};
+		sample_key(p, m, s, &k.key, &k.len);
+		int added;
+		uint32_t *v = probe(&p->gmap, fnv(k.key, k.len, 17), &added,
+		                    group_eq, p, &k);
+		if (added) {
+			VEC_RESERVE(p->g, p->capg, p->ng);
+			p->g[p->ng] = k;
+			*v = (uint32_t)p->ng++;
+		} else {
+			free(k.key);
 		}
-		pb_close(&p->b, mk);
+		sgroup_t *g = &p->g[*v];
+		for (int j = 0; j < p->nvalues; j++)
+			g->v[j] += s->v[j];
 	}
+	for (size_t i = 0; i < p->ng; i++) {
+		sgroup_t *g = &p->g[i];
+		if (p->delta->fn(p->delta->ctx, g->key, g->len, g->v,
+		                 p->nvalues))
+			write_sample(p, m, &p->s[g->first], g->v);
+		free(g->key);
+	}
+	p->ng = 0;
+}
+
+static void write_samples(pp_t *p, model_t *m, uint32_t t)
+{
+	if (p->delta) {
+		write_deltas(p, m, t);
+		return;
+	}
+	for (size_t i = 0; i < p->ns; i++)
+		if (p->s[i].t == t)
+			write_sample(p, m, &p->s[i], p->s[i].v);
 }
 
 /* The trace's modules, the main executable first (pprof takes the first
@@ -456,6 +573,11 @@ static int gzip_out(const pb_t *b, FILE *out)
 
 int report_pprof(const report_t *r, FILE *out)
 {
+	return report_pprof_delta(r, NULL, out);
+}
+
+int report_pprof_delta(const report_t *r, const pprof_delta_t *d, FILE *out)
+{
 	static const char *const types[][PP_VALUES][2] = {
 	    [METRIC_WAIT] = {{"contentions", "count"},
 	                     {"delay", "nanoseconds"}},
@@ -476,7 +598,7 @@ int report_pprof(const report_t *r, FILE *out)
 	    [METRIC_CAUSED] = "delay",
 	    [METRIC_ALLOC_UNDER_LOCK] = "allocator_time",
 	    [METRIC_CROSS_THREAD] = "cross_thread_frees"};
-	pp_t p = {.r = r};
+	pp_t p = {.r = r, .delta = d};
 	int rc = 0;
 	str_id(&p, ""); /* string_table[0] must be "" */
 	p.mapping_base = xcalloc(r->nm + 1, sizeof *p.mapping_base);
@@ -516,10 +638,18 @@ int report_pprof(const report_t *r, FILE *out)
 		}
 		write_samples(&p, m, t);
 	}
-	if (r->nm && r->m[0].info.have_process)
-		pb_u64(&p.b, PROF_TIME_NANOS, r->m[0].info.process.realtime_ns);
-	pb_u64(&p.b, PROF_DURATION_NANOS, dur);
-	pb_u64(&p.b, PROF_COMMENT, str_id(&p, "mallock report --format=pprof"));
+	if (d) {
+		pb_u64(&p.b, PROF_TIME_NANOS, d->time_ns);
+		pb_u64(&p.b, PROF_DURATION_NANOS, d->duration_ns);
+	} else {
+		if (r->nm && r->m[0].info.have_process)
+			pb_u64(&p.b, PROF_TIME_NANOS,
+			       r->m[0].info.process.realtime_ns);
+		pb_u64(&p.b, PROF_DURATION_NANOS, dur);
+	}
+	pb_u64(&p.b, PROF_COMMENT,
+	       str_id(&p, d && d->comment ? d->comment
+	                                  : "mallock report --format=pprof"));
 	for (size_t i = 0; i < p.nstr; i++)
 		pb_str(&p.b, PROF_STRING_TABLE, p.str[i]);
 	if (!rc)
@@ -531,6 +661,8 @@ int report_pprof(const report_t *r, FILE *out)
 	u64map_free(&p.fnmap);
 	u64map_free(&p.locmap);
 	u64map_free(&p.smap);
+	u64map_free(&p.gmap);
+	free(p.g);
 	free(p.s);
 	free(p.mapping_base);
 	free(p.fn);

@@ -311,6 +311,8 @@ int live_poll(live_t *lv, uint64_t until_mono_ns, int sort)
 	copy_sites(lv, &m, v);
 	copy_findings(&m, &f, v);
 	copy_threads(lv, &m, v);
+	if (lv->on_model)
+		lv->on_model(lv->on_model_ctx, &m, v);
 	free(f.v);
 	load_free(&m);
 	lv->polls++;

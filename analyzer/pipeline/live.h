@@ -103,6 +103,12 @@ typedef struct live {
 	bool symbols;
 	int polls;
 	live_view_t prev, cur;
+	/* Called by each poll with the window's model and the view just
+	 * made, before the model is freed (top's --pprof-dir profiles);
+	 * NULL: none. In the process that polls (a screen's look: its
+	 * child). */
+	void (*on_model)(void *ctx, model_t *m, const live_view_t *v);
+	void *on_model_ctx;
 } live_t;
 
 /* What live_poll sorts the classes by: the interval's value, then the

@@ -278,11 +278,14 @@ static uint64_t mono_tsc(const reader_info_t *in, uint64_t ns)
 	                                     : (uint64_t)t;
 }
 
-static void limit_mono(reader_t *r, uint64_t from, uint64_t until)
+static void limit_mono(reader_t *r, uint64_t from, uint64_t until,
+                       uint64_t lim[2])
 {
 	const reader_info_t *in = reader_info(r);
 	uint64_t u = mono_tsc(in, until);
-	reader_limit(r, mono_tsc(in, from), u ? u : UINT64_MAX);
+	lim[0] = mono_tsc(in, from);
+	lim[1] = u ? u : UINT64_MAX;
+	reader_limit(r, lim[0], lim[1]);
 }
 
 int load_trace(const char *path, model_t *m, findings_t *f,
@@ -298,10 +301,13 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 		fprintf(stderr, "mallock: %s: %s\n", path, err);
 		return rc;
 	}
+	uint64_t lim[2] = {0, 0};
 	if (o->from_mono_ns || o->until_mono_ns)
-		limit_mono(r, o->from_mono_ns, o->until_mono_ns);
+		limit_mono(r, o->from_mono_ns, o->until_mono_ns, lim);
 	progress_pass(path, 2);
 	aggregate(m, r, path, o->fold_locks, o->thread_filter);
+	m->lim_from_tsc = lim[0];
+	m->lim_until_tsc = lim[1];
 	progress_done();
 	reader_close(r);
 	if (m->info.truncated && !m->info.chunks) {
