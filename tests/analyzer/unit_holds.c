@@ -5,7 +5,10 @@
  * with nothing; lock 2 is taken and never released. 1 tick is 1 ns (the
  * chunk's clock pair). The lock's counters must say two completed holds,
  * 150 ns held, 100 the longest, one hold that called the allocator with
- * three calls, two of them allocations.
+ * three calls, two of them allocations. A second trace nests 20 holds
+ * (more than the 16 running sums a thread's first snapshot array holds),
+ * each with one allocation inside: the outermost lock counts all 20, the
+ * innermost its own.
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
 #include "load.h"
@@ -66,16 +69,63 @@ static void test_holds(void)
 	}
 }
 
-int main(void)
+#define NEST 20
+
+static void write_nested(char *path, size_t len)
+{
+	FILE *f = ut_open(path, len);
+	ut_chunk_t *c = malloc(sizeof *c);
+	ut_begin(c, 0, 0, 1000);
+	ut_process(c, 1, 1000, 1000, 1000000000);
+	ut_write(f, c);
+	ut_begin(c, 1, 0, 1000);
+	static const uint64_t s5[] = {0x5000};
+	ut_stack(c, 5, 1, s5);
+	for (uint64_t k = 0; k < NEST; k++) {
+		ut_lock_new(c, 10 + k, 0x20000 + k * 64, FMT_KIND_MUTEX, 0);
+		ut_ev(c, FMT_ACQ, 1000 + k * 10, 10 + k, 5, 0, 0, 0);
+		ut_ev(c, FMT_ALLOC, 1005 + k * 10, 0x900000 + k * 64, 32, 5, 2,
+		      FMT_FN_MALLOC);
+	}
+	for (uint64_t k = NEST; k-- > 0;)
+		ut_ev(c, FMT_REL, 2000 + (NEST - k) * 10, 10 + k, 0, 0, 0, 0);
+	ut_write(f, c);
+	fclose(f);
+	free(c);
+}
+
+static void test_nested(void)
+{
+	for (uint64_t k = 0; k < NEST; k++) {
+		const lock_t *l = lock_of(&m, 10 + k);
+		if (!l)
+			return;
+		check_eq(l->s.holds, 1);
+		check_eq(l->s.holds_with_alloc, 1);
+		check_eq(l->s.alloc_allocs, NEST - k);
+	}
+}
+
+static int load(void (*write)(char *, size_t))
 {
 	char path[256];
-	write_trace(path, sizeof path);
+	write(path, sizeof path);
 	load_opts_t o = {.symbols = false, .quiet = true};
 	int rc = load_trace(path, &m, NULL, &o);
 	unlink(path);
-	if (!check_eq(rc, 0))
-		return test_done();
-	test_run(test_holds);
-	load_free(&m);
+	return check_eq(rc, 0);
+}
+
+int main(void)
+{
+	if (load(write_trace)) {
+		test_run(test_holds);
+		load_free(&m);
+	}
+	memset(&m, 0, sizeof m);
+	if (load(write_nested)) {
+		test_run(test_nested);
+		load_free(&m);
+	}
 	return test_done();
 }
