@@ -8,10 +8,12 @@
  * three calls, two of them allocations. A second trace nests 20 holds
  * (more than the 16 running sums a thread's first snapshot array holds),
  * each with one allocation inside: the outermost lock counts all 20, the
- * innermost its own.
+ * innermost its own; the replay (replay.c) reports each lock's one hold,
+ * as long as the model counts it.
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
 #include "load.h"
+#include "replay.h"
 #include "unit_trace.h"
 
 static const lock_t *lock_of(const model_t *m, uint64_t id)
@@ -106,13 +108,41 @@ static void test_nested(void)
 	}
 }
 
+/* The second pass (replay.c) over the nested trace: each lock's one
+ * hold, matched to its own acquisition, as long as the model's. */
+static uint64_t rholds[NEST], rns[NEST];
+
+static void on_replay(void *ctx, const replay_ev_t *e)
+{
+	const model_t *mm = ctx;
+	if (e->kind != REPLAY_HOLD || !e->matched)
+		return;
+	uint64_t k = mm->lock[e->lock].id - 10;
+	if (k < NEST) {
+		rholds[k]++;
+		rns[k] += e->ns;
+	}
+}
+
+static void test_replay(void)
+{
+	check_eq(replay(&m, on_replay, &m), 0);
+	for (uint64_t k = 0; k < NEST; k++) {
+		const lock_t *l = lock_of(&m, 10 + k);
+		if (!l)
+			return;
+		check_eq(rholds[k], 1);
+		check_eq(rns[k], l->s.hold_ns);
+	}
+}
+
+static char path[256];
+
 static int load(void (*write)(char *, size_t))
 {
-	char path[256];
 	write(path, sizeof path);
 	load_opts_t o = {.symbols = false, .quiet = true};
 	int rc = load_trace(path, &m, NULL, &o);
-	unlink(path);
 	return check_eq(rc, 0);
 }
 
@@ -122,10 +152,13 @@ int main(void)
 		test_run(test_holds);
 		load_free(&m);
 	}
+	unlink(path);
 	memset(&m, 0, sizeof m);
 	if (load(write_nested)) {
 		test_run(test_nested);
+		test_run(test_replay);
 		load_free(&m);
 	}
+	unlink(path);
 	return test_done();
 }
