@@ -5,11 +5,12 @@
  * with nothing; lock 2 is taken and never released. 1 tick is 1 ns (the
  * chunk's clock pair). The lock's counters must say two completed holds,
  * 150 ns held, 100 the longest, one hold that called the allocator with
- * three calls, two of them allocations. A second trace nests 20 holds
- * (more than the 16 running sums a thread's first snapshot array holds),
- * each with one allocation inside: the outermost lock counts all 20, the
- * innermost its own; the replay (replay.c) reports each lock's one hold,
- * as long as the model counts it.
+ * three calls, two of them allocations. Thread 2 waits twice on a
+ * condition in a hold of lock 3, the first wait timed out. A second trace nests
+ * 20 holds (more than the 16 running sums a thread's first snapshot array
+ * holds), each with one allocation inside: the outermost lock counts all 20,
+ * the innermost its own; the replay (replay.c) reports each lock's one hold, as
+ * long as the model counts it.
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
 #include "load.h"
@@ -46,6 +47,19 @@ static void write_trace(char *path, size_t len)
 	ut_ev(c, FMT_REL, 1250, 1, 0, 0, 0, 0);
 	ut_ev(c, FMT_ACQ, 1300, 2, 5, 0, 0, 0);
 	ut_write(f, c);
+	/* thread 2: two condition waits in a hold of lock 3, the first
+	 * timed out */
+	ut_begin(c, 2, 0, 1000);
+	ut_stack(c, 5, 1, s5);
+	ut_lock_new(c, 3, 0x100c0, FMT_KIND_MUTEX, 0);
+	ut_lock_new(c, 4, 0x10100, FMT_KIND_COND, 0);
+	ut_ev(c, FMT_ACQ, 2000, 3, 5, 0, 0, 0);
+	ut_ev(c, FMT_COND_WAIT, 2010, 4, 3, 0, 0, 0);
+	ut_ev(c, FMT_COND_WAKE, 2100, 4, 3, FMT_WAKEF_TIMEDOUT, 0, 0);
+	ut_ev(c, FMT_COND_WAIT, 2110, 4, 3, 0, 0, 0);
+	ut_ev(c, FMT_COND_WAKE, 2150, 4, 3, 0, 0, 0);
+	ut_ev(c, FMT_REL, 2160, 3, 0, 0, 0, 0);
+	ut_write(f, c);
 	fclose(f);
 	free(c);
 }
@@ -68,6 +82,11 @@ static void test_holds(void)
 	if (open) {
 		check_eq(open->s.acq, 1);
 		check_eq(open->s.holds, 0); /* never released: not completed */
+	}
+	const lock_t *cl = lock_of(&m, 3);
+	if (cl) {
+		check_eq(cl->s.cond_wakes, 2);
+		check_eq(cl->s.cond_timeouts, 1);
 	}
 }
 
