@@ -181,11 +181,12 @@ void find_futex_locks(model_t *m, findings_t *out)
 	/* Families: the classes whose words are waited on at one site and
 	 * woken at one site (the latches of one lock type, MariaDB's InnoDB
 	 * words were 5 of its top 7 findings) are one finding, summed into
-	 * the first class, its lead; each keeps its own wait for the list. */
-	uint32_t *fam = xmalloc((m->ncls + 1) * sizeof *fam);
-	uint64_t *own = xmalloc((m->ncls + 1) * sizeof *own);
-	uint32_t *own_top = xmalloc((m->ncls + 1) * sizeof *own_top);
-	uint32_t *nfam = xcalloc(m->ncls + 1, sizeof *nfam);
+	 * the first class, its lead; each keeps its own wait for the list.
+	 * These arrays are indexed by class, below ncls (so is v). */
+	uint32_t *fam = xmalloc(m->ncls * sizeof *fam);
+	uint64_t *own = xmalloc(m->ncls * sizeof *own);
+	uint32_t *own_top = xmalloc(m->ncls * sizeof *own_top);
+	uint32_t *nfam = xcalloc(m->ncls, sizeof *nfam);
 	u64map_t fm = {0};
 	for (uint32_t c = 0; c < m->ncls; c++) {
 		fam[c] = c;

@@ -6,7 +6,9 @@
  * order). A member the kind does not declare, or one put twice, is a
  * finder's bug: finding_put aborts with a message rather than drop it.
  * A finding's sites are its heaviest FINDING_SITES, heaviest first,
- * whatever order they come in, and every site is counted.
+ * whatever order they come in, and every site is counted. A score of
+ * exactly a severity's threshold (TH_SEV_*_PPM of the recorded time) has
+ * that severity; a nanosecond less, the one below.
  *
  *   unit_evidence             the checks above (a CTest of its own)
  *   unit_evidence undeclared  puts a member its kind does not declare:
@@ -14,6 +16,7 @@
  *   unit_evidence twice       puts a member twice: aborts (likewise)
  */
 #include "finding.h"
+#include "thresholds.h"
 
 #include "test.h"
 
@@ -68,6 +71,32 @@ static void sites(findings_t *out, model_t *m)
 		check_eq(f->sites[i].stack, want[i]);
 }
 
+/* A recording of 1 s (1 tick a ns): 1 ppm is 1000 ns of score. */
+static void severity(findings_t *out)
+{
+	static model_t m;
+	m.first_tsc = 1000;
+	m.last_tsc = 1000 + 1000000000;
+	m.ns_per_tick = 1;
+	static const struct {
+		double ppm;
+		int sev;
+	} band[] = {{TH_SEV_HIGH_PPM, SEV_HIGH},
+	            {TH_SEV_MEDIUM_PPM, SEV_MEDIUM},
+	            {TH_SEV_LOW_PPM, SEV_LOW}};
+	for (int i = 0; i < 3; i++) {
+		double at = band[i].ppm * 1000;
+		finding_t *f = finding_add(out, &m, FK_LOCK_CONTENTION, at);
+		check_eq(f->severity, band[i].sev);
+		finding_rescore(f, at - 1);
+		check_eq(f->severity, i < 2 ? band[i + 1].sev : SEV_INFO);
+	}
+	/* no recorded time: any score is high */
+	m.last_tsc = m.first_tsc;
+	check_eq(finding_add(out, &m, FK_LOCK_CONTENTION, 1)->severity,
+	         SEV_HIGH);
+}
+
 int main(int argc, char **argv)
 {
 	static model_t m;
@@ -98,6 +127,7 @@ int main(int argc, char **argv)
 		fill(&out, &m, k);
 	}
 	sites(&out, &m);
+	severity(&out);
 	printf("unit_evidence: the most members a kind declares: %d of "
 	       "EV_MAX %d, %d members in all\n",
 	       most, EV_MAX, (int)EV_COUNT_);

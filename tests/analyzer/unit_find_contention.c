@@ -6,7 +6,8 @@
  * wait, n * hold ns) and severity, its evidence, and when the lock is left
  * to alloc_under_lock instead (allocator time of CONT_ALLOC_SHARE_PCT of
  * the holds and more) or to no one (below CONT_MIN_WAITS waits, below
- * CONT_MIN_LOST_PPM of the trace, the allocator's own lock).
+ * CONT_MIN_LOST_PPM of the trace, the allocator's own lock), and its
+ * code when no holder stack was recorded: the heaviest waiter stack.
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
 #include "thresholds.h"
@@ -148,6 +149,46 @@ static void test_allocator_lock(void)
 	uf_free(&u);
 }
 
+/*
+ * No holder stacks (every release uncontended): the finding's code is its
+ * heaviest waiter stack. Thread 2 waits 10 times for 900 ns at stack 6,
+ * then 10 times for 100 ns at stack 5 (defined first: the lower index).
+ */
+static void test_top_waiter(void)
+{
+	static const uint64_t fr[6][1] = {{0x401000}, {0x402000}, {0x403000},
+	                                  {0x404000}, {0x405000}, {0x406000}};
+	uf_t u;
+	uf_open(&u);
+	ut_chunk_t *c = u.c;
+	ut_begin(c, 1, 0, 1000);
+	for (int k = 0; k < 6; k++)
+		ut_stack(c, (uint64_t)k + 1, 1, fr[k]);
+	ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
+	for (int i = 0; i < 20; i++)
+		uf_hold(c, 1, 1, 10000 + (uint64_t)i * 2000, 1000);
+	ut_write(u.f, c);
+	ut_begin(c, 2, 0, 1000);
+	for (int i = 0; i < 20; i++) {
+		uint64_t t = 10000 + (uint64_t)i * 2000 + 1001;
+		ut_ev(c, FMT_ACQ_WAIT, t, 1, i < 10 ? 6 : 5, i < 10 ? 900 : 100,
+		      2, 0);
+		ut_ev(c, FMT_REL, t + 10, 1, 0, 0, 0, 0);
+	}
+	ut_write(u.f, c);
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_LOCK_CONTENTION);
+	if (f) {
+		check_near(uf_ev(f, EV_LOCK_WAIT_NS), 10000, 1);
+		check_eq(uf_ev(f, EV_WAITER_STACKS), 2.0);
+		check(f->stack < u.m.nstk);
+		if (f->stack < u.m.nstk)
+			check_eq(u.m.stk[f->stack].id, 6);
+	}
+	uf_free(&u);
+}
+
 int main(void)
 {
 	test_run(test_plain);
@@ -157,5 +198,6 @@ int main(void)
 	test_run(test_alloc_small_share);
 	test_run(test_alloc_explains);
 	test_run(test_allocator_lock);
+	test_run(test_top_waiter);
 	return test_done();
 }

@@ -5,11 +5,15 @@
  * thread both waits on and wakes is a lock word: futex_lock, scored the
  * waiters' time, never more than the trace covers; a signal word (its
  * waiters never wake it) or too few waits, or too little time lost, give
- * none.
+ * none. A lock whose waits and wakes go through one wrapper is named in
+ * the advice by the frames past it. A finder that loops fails the test
+ * by SIGALRM in 20 s, not at CTest's timeout.
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
 #include "thresholds.h"
 #include "unit_find.h"
+
+#include <unistd.h>
 
 static const uint64_t s1[] = {0x401000}, s2[] = {0x402000};
 
@@ -147,12 +151,61 @@ static void test_capped(void)
 	uf_free(&u);
 }
 
+/*
+ * Waits through fx_wait (stack 3: 0x401000 called from 0x403000) and wakes
+ * through the same wrapper (stack 4: 0x401000 called from 0x404000), in
+ * module /opt/fx.so at 0x400000: the advice names the callers, the
+ * frames where the two stacks part.
+ */
+static void test_wrapper(void)
+{
+	static const uint64_t s3[] = {0x401000, 0x403000},
+	                      s4[] = {0x401000, 0x404000};
+	uf_t u;
+	uf_open(&u);
+	uint8_t b[128], *p = b;
+	p = fmt_put_u(p, 0x400000); /* bias */
+	p = fmt_put_u(p, 0x400000);
+	p = fmt_put_u(p, 0x500000);
+	p = fmt_put_str(p, "/opt/fx.so", 10);
+	p = fmt_put_str(p, "", 0); /* no build-id */
+	for (uint32_t k = 1; k <= 2; k++) {
+		ut_chunk_t *c = u.c;
+		ut_begin(c, k, 0, 1000);
+		if (k == 1)
+			ut_meta(c, FMT_MODULE, b, (size_t)(p - b));
+		ut_stack(c, 3, 2, s3);
+		ut_stack(c, 4, 2, s4);
+		ut_lock_new(c, 1, 0x10040, FMT_KIND_FUTEX, 0);
+		for (int i = 0; i < 5; i++) {
+			uint64_t t = 11000 + (uint64_t)i * 10000 + k;
+			ut_ev(c, FMT_FUTEX_WAIT, t, 1, 3, 1000, 0, 0);
+			ut_ev(c, FMT_FUTEX_WAKE, t + 1, 1, 4, 1, 0, 0);
+		}
+		ut_write(u.f, c);
+	}
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_FUTEX_LOCK);
+	if (f) {
+		check(strstr(f->advice,
+		             "wait for this lock in fx.so+0x3000,") != NULL);
+		check(strstr(f->advice, "releases it in fx.so+0x4000:") !=
+		      NULL);
+		if (!strstr(f->advice, "fx.so+0x3000"))
+			fprintf(stderr, "  advice: %s\n", f->advice);
+	}
+	uf_free(&u);
+}
+
 int main(void)
 {
+	alarm(20);
 	test_run(test_lock_word);
 	test_run(test_few_waits);
 	test_run(test_signal_word);
 	test_run(test_small_loss);
 	test_run(test_capped);
+	test_run(test_wrapper);
 	return test_done();
 }

@@ -5,10 +5,16 @@
  * with nothing; lock 2 is taken and never released. 1 tick is 1 ns (the
  * chunk's clock pair). The lock's counters must say two completed holds,
  * 150 ns held, 100 the longest, one hold that called the allocator with
- * three calls, two of them allocations.
+ * three calls, two of them allocations. Thread 2 waits twice on a
+ * condition in a hold of lock 3, the first wait timed out. A second trace nests
+ * 20 holds (more than the 16 running sums a thread's first snapshot array
+ * holds), each with one allocation inside: the outermost lock counts all 20,
+ * the innermost its own; the replay (replay.c) reports each lock's one hold, as
+ * long as the model counts it.
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
 #include "load.h"
+#include "replay.h"
 #include "unit_trace.h"
 
 static const lock_t *lock_of(const model_t *m, uint64_t id)
@@ -41,6 +47,19 @@ static void write_trace(char *path, size_t len)
 	ut_ev(c, FMT_REL, 1250, 1, 0, 0, 0, 0);
 	ut_ev(c, FMT_ACQ, 1300, 2, 5, 0, 0, 0);
 	ut_write(f, c);
+	/* thread 2: two condition waits in a hold of lock 3, the first
+	 * timed out */
+	ut_begin(c, 2, 0, 1000);
+	ut_stack(c, 5, 1, s5);
+	ut_lock_new(c, 3, 0x100c0, FMT_KIND_MUTEX, 0);
+	ut_lock_new(c, 4, 0x10100, FMT_KIND_COND, 0);
+	ut_ev(c, FMT_ACQ, 2000, 3, 5, 0, 0, 0);
+	ut_ev(c, FMT_COND_WAIT, 2010, 4, 3, 0, 0, 0);
+	ut_ev(c, FMT_COND_WAKE, 2100, 4, 3, FMT_WAKEF_TIMEDOUT, 0, 0);
+	ut_ev(c, FMT_COND_WAIT, 2110, 4, 3, 0, 0, 0);
+	ut_ev(c, FMT_COND_WAKE, 2150, 4, 3, 0, 0, 0);
+	ut_ev(c, FMT_REL, 2160, 3, 0, 0, 0, 0);
+	ut_write(f, c);
 	fclose(f);
 	free(c);
 }
@@ -64,18 +83,101 @@ static void test_holds(void)
 		check_eq(open->s.acq, 1);
 		check_eq(open->s.holds, 0); /* never released: not completed */
 	}
+	const lock_t *cl = lock_of(&m, 3);
+	if (cl) {
+		check_eq(cl->s.cond_wakes, 2);
+		check_eq(cl->s.cond_timeouts, 1);
+	}
+}
+
+#define NEST 20
+
+static void write_nested(char *path, size_t len)
+{
+	FILE *f = ut_open(path, len);
+	ut_chunk_t *c = malloc(sizeof *c);
+	ut_begin(c, 0, 0, 1000);
+	ut_process(c, 1, 1000, 1000, 1000000000);
+	ut_write(f, c);
+	ut_begin(c, 1, 0, 1000);
+	static const uint64_t s5[] = {0x5000};
+	ut_stack(c, 5, 1, s5);
+	for (uint64_t k = 0; k < NEST; k++) {
+		ut_lock_new(c, 10 + k, 0x20000 + k * 64, FMT_KIND_MUTEX, 0);
+		ut_ev(c, FMT_ACQ, 1000 + k * 10, 10 + k, 5, 0, 0, 0);
+		ut_ev(c, FMT_ALLOC, 1005 + k * 10, 0x900000 + k * 64, 32, 5, 2,
+		      FMT_FN_MALLOC);
+	}
+	for (uint64_t k = NEST; k-- > 0;)
+		ut_ev(c, FMT_REL, 2000 + (NEST - k) * 10, 10 + k, 0, 0, 0, 0);
+	ut_write(f, c);
+	fclose(f);
+	free(c);
+}
+
+static void test_nested(void)
+{
+	for (uint64_t k = 0; k < NEST; k++) {
+		const lock_t *l = lock_of(&m, 10 + k);
+		if (!l)
+			return;
+		check_eq(l->s.holds, 1);
+		check_eq(l->s.holds_with_alloc, 1);
+		check_eq(l->s.alloc_allocs, NEST - k);
+	}
+}
+
+/* The second pass (replay.c) over the nested trace: each lock's one
+ * hold, matched to its own acquisition, as long as the model's. */
+static uint64_t rholds[NEST], rns[NEST];
+
+static void on_replay(void *ctx, const replay_ev_t *e)
+{
+	const model_t *mm = ctx;
+	if (e->kind != REPLAY_HOLD || !e->matched)
+		return;
+	uint64_t k = mm->lock[e->lock].id - 10;
+	if (k < NEST) {
+		rholds[k]++;
+		rns[k] += e->ns;
+	}
+}
+
+static void test_replay(void)
+{
+	check_eq(replay(&m, on_replay, &m), 0);
+	for (uint64_t k = 0; k < NEST; k++) {
+		const lock_t *l = lock_of(&m, 10 + k);
+		if (!l)
+			return;
+		check_eq(rholds[k], 1);
+		check_eq(rns[k], l->s.hold_ns);
+	}
+}
+
+static char path[256];
+
+static int load(void (*write)(char *, size_t))
+{
+	write(path, sizeof path);
+	load_opts_t o = {.symbols = false, .quiet = true};
+	int rc = load_trace(path, &m, NULL, &o);
+	return check_eq(rc, 0);
 }
 
 int main(void)
 {
-	char path[256];
-	write_trace(path, sizeof path);
-	load_opts_t o = {.symbols = false, .quiet = true};
-	int rc = load_trace(path, &m, NULL, &o);
+	if (load(write_trace)) {
+		test_run(test_holds);
+		load_free(&m);
+	}
 	unlink(path);
-	if (!check_eq(rc, 0))
-		return test_done();
-	test_run(test_holds);
-	load_free(&m);
+	memset(&m, 0, sizeof m);
+	if (load(write_nested)) {
+		test_run(test_nested);
+		test_run(test_replay);
+		load_free(&m);
+	}
+	unlink(path);
 	return test_done();
 }

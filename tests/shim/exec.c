@@ -2,11 +2,15 @@
  * exec - fork+exec: the exec'd program traces itself to its own file
  * (MALLOCK_FOLLOW_EXEC=1, the default), or runs untraced with
  * MALLOCK_FOLLOW_EXEC=0. The exec'd program's exit status passes through.
+ * Each trace's command line is its argv joined by NUL bytes, with no
+ * trailing NUL: an argv of one empty string (/proc/self/cmdline is a
+ * single NUL) is recorded empty.
  */
 #define _GNU_SOURCE
 #include "shim_test.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 
 #define TARGET_ALLOCS 77
 static void *volatile sink;
@@ -21,9 +25,16 @@ static int child(int argc, char **argv)
 		}
 		return 5;
 	}
+	bool blank = argc > 2 && !strcmp(argv[2], "blank");
 	pid_t pid = fork();
 	if (pid == 0) {
-		execl(st_self, st_self, "--child", "target", (char *)NULL);
+		if (blank) {
+			char *const av[] = {(char *)"", NULL};
+			execv("/bin/true", av);
+		} else {
+			execl(st_self, st_self, "--child", "target",
+			      (char *)NULL);
+		}
 		_exit(127);
 	}
 	int status;
@@ -32,6 +43,28 @@ static int child(int argc, char **argv)
 }
 
 static tr_stats_t s;
+
+/* Whether s's command line is st_self, "--child" and arg (NULL: none),
+ * joined by NUL bytes. */
+static bool cmdline_is(const tr_stats_t *t, const char *arg)
+{
+	const char *part[] = {st_self, "--child", arg};
+	char want[sizeof st_self + 64];
+	size_t len = 0;
+	for (int i = 0; i < 3 && part[i]; i++) {
+		size_t k = strlen(part[i]);
+		if (i)
+			want[len++] = 0;
+		memcpy(want + len, part[i], k);
+		len += k;
+	}
+	if (t->cmdline_len != len || memcmp(t->cmdline, want, len) != 0) {
+		fprintf(stderr, "exec: command line of %zu bytes, not %zu\n",
+		        t->cmdline_len, len);
+		return false;
+	}
+	return true;
+}
 
 int main(int argc, char **argv)
 {
@@ -49,13 +82,32 @@ int main(int argc, char **argv)
 	for (int i = 0; i < n; i++) {
 		check(tr_stats(files[i], &s) == 0);
 		check_eq(s.have_end, 1);
-		if (st_named_threads(&s, "target")) {
+		bool target = st_named_threads(&s, "target") > 0;
+		check(cmdline_is(&s, target ? "target" : NULL));
+		if (target) {
 			targets++;
 			check_eq(st_named(&s, "target", FMT_ALLOC),
 			         TARGET_ALLOCS);
 		}
 	}
 	check_eq(targets, 1);
+
+	/* /bin/true with argv {""}: its trace's command line is empty. */
+	st_setup(argc, argv);
+	const char *blank[] = {"blank", NULL};
+	check_eq(st_run(blank, NULL), 0);
+	n = st_files(files, 4);
+	check_eq(n, 2);
+	int trues = 0;
+	for (int i = 0; i < n; i++) {
+		check(tr_stats(files[i], &s) == 0);
+		check_eq(s.have_end, 1);
+		if (strcmp(s.exe, st_self) != 0) {
+			trues++;
+			check_eq(s.cmdline_len, 0);
+		}
+	}
+	check_eq(trues, 1);
 
 	st_setup(argc, argv);
 	const char *e[] = {"MALLOCK_FOLLOW_EXEC=0", NULL};

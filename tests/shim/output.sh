@@ -3,7 +3,7 @@
 # (or any file) at the output path is never followed nor overwritten (the
 # trace goes to PATH.<pid>, with a warning); an unwritable path warns once
 # and leaves the host alone; invalid settings warn in one line and use the
-# default.
+# default, and their NOTEs are in the trace from its start.
 set -eu
 SHIM=$1 STATS=$2 TMP=$3
 rm -rf "$TMP" && mkdir -p "$TMP"
@@ -53,6 +53,15 @@ for w in "MALLOCK_STACK_DEPTH=abc: not a whole number in 1..64; using 16" \
 done
 [ "$(grep -c ' NOTE level=1 ' "$TMP/bad.dump")" = 3 ] ||
 	no "expected exactly 3 WARN NOTEs in bad.trace"
+# ... written with the trace's header, not only at exit: a process killed
+# by SIGKILL (no exit, no flush) keeps them.
+set +e
+LD_PRELOAD=$SHIM MALLOCK_OUTPUT=$TMP/killed.trace MALLOCK_STACK_DEPTH=abc \
+	sh -c 'kill -9 $$' 2>/dev/null
+set -e
+"$STATS" -d "$TMP/killed.trace" >"$TMP/killed.dump" 2>&1 || true
+[ "$(grep -c -F ' NOTE level=1 MALLOCK_STACK_DEPTH=abc: ' "$TMP/killed.dump")" = 1 ] ||
+	no "a process killed by SIGKILL lost the warning NOTE of its start"
 
 # Each unwinder produces a readable trace.
 for u in libunwind fp none; do

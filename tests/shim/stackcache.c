@@ -12,12 +12,16 @@
  * (personality(ADDR_NO_RANDOMIZE); code addresses are then the same in both
  * runs): MALLOCK_STACK_CACHE=0 and =1. The main thread's tagged allocations
  * must carry exactly the same frames in the same order, and the cached run's
- * NOTE must report hits (the cache was used), the uncached one none.
+ * NOTE must report hits (the cache was used), the uncached one none. A
+ * third run, cached, runs the workload in a thread that exits before the
+ * main thread: the NOTE's hits, learned and unwound stacks add up to
+ * every stack but each thread's first, the exited thread's included.
  */
 #define _GNU_SOURCE
 #include "shim_test.h"
 
 #include <alloca.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/personality.h>
 
@@ -133,9 +137,9 @@ static void on_signal(int sig)
 	helper();
 }
 
-static int child(void)
+static void *workload(void *arg)
 {
-	signal(SIGUSR1, on_signal);
+	(void)arg;
 	for (int r = 0; r < ROUNDS; r++) {
 		caller_a();
 		caller_b();
@@ -146,6 +150,22 @@ static int child(void)
 		if (r % 50 == 0)
 			raise(SIGUSR1);
 	}
+	return NULL;
+}
+
+/* The workload in the main thread, or with "worker" in a thread that
+ * exits before the main thread does. */
+static int child(int argc, char **argv)
+{
+	signal(SIGUSR1, on_signal);
+	if (argc > 2 && !strcmp(argv[2], "worker")) {
+		pthread_t th;
+		if (pthread_create(&th, NULL, workload, NULL) != 0)
+			return 1;
+		pthread_join(th, NULL);
+		return 0;
+	}
+	workload(NULL);
 	return 0;
 }
 
@@ -163,7 +183,7 @@ typedef struct run {
 	uint64_t stack_id[MAX_STACKS];
 	unsigned nframes[MAX_STACKS];
 	uint64_t frames[MAX_STACKS][64];
-	long hits; /* from the NOTE; -1 if none */
+	long hits, learned, unwound; /* from the NOTE; -1 if none */
 } run_t;
 
 static int collect(const fmt_chunk_header_t *h, const fmt_record_t *r,
@@ -201,9 +221,17 @@ static int collect(const fmt_chunk_header_t *h, const fmt_record_t *r,
 		    len < sizeof buf) {
 			memcpy(buf, text, len);
 			buf[len] = 0;
-			long hits;
-			if (sscanf(buf, "stack cache: %ld hits", &hits) == 1)
-				x->hits = hits;
+			long h, l, w;
+			int n = sscanf(buf,
+			               "stack cache: %ld hits, %ld learned, "
+			               "%ld unwound",
+			               &h, &l, &w);
+			if (n >= 1)
+				x->hits = h;
+			if (n == 3) {
+				x->learned = l;
+				x->unwound = w;
+			}
 		}
 	}
 	return 0;
@@ -217,22 +245,26 @@ static int find_stack(const run_t *x, uint64_t id)
 	return -1;
 }
 
-static void load(run_t *x, const char *cache)
+static tr_stats_t stats;
+
+static void load(run_t *x, const char *cache, const char *mode)
 {
 	const char *env[] = {cache, "MALLOCK_STACK_DEPTH=16", NULL};
+	const char *args[] = {mode, NULL};
 	st_clean();
-	check_eq(st_run(NULL, env), 0);
+	check_eq(st_run(args, env), 0);
 	char files[2][800];
 	check_eq(st_files(files, 2), 1);
-	x->hits = -1;
+	x->hits = x->learned = x->unwound = -1;
 	/* The main thread's tid is the pid: the file name says it. */
 	const char *dot = strrchr(files[0], '/');
 	x->main_tid = (uint32_t)strtoul(dot ? dot + 3 : files[0], NULL, 10);
 	char err[256];
 	check(tr_walk(files[0], collect, x, err, sizeof err) == 0);
+	check(tr_stats(files[0], &stats) == 0);
 }
 
-static run_t off, on;
+static run_t off, on, worker;
 
 /* The uncached run's stack of tagged allocation i (NULL if unknown). */
 static const uint64_t *frames_of(const run_t *x, unsigned i, unsigned *n)
@@ -274,7 +306,7 @@ static void check_anchors(const run_t *x)
 int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "--child"))
-		return child();
+		return child(argc, argv);
 	st_setup(argc, argv);
 	if (personality(ADDR_NO_RANDOMIZE) == -1 ||
 	    !(personality(0xffffffff) & ADDR_NO_RANDOMIZE)) {
@@ -282,8 +314,20 @@ int main(int argc, char **argv)
 		       "skipped\n");
 		return 77;
 	}
-	load(&off, "MALLOCK_STACK_CACHE=0");
-	load(&on, "MALLOCK_STACK_CACHE=1");
+	load(&off, "MALLOCK_STACK_CACHE=0", NULL);
+	/* The exit NOTE counts every thread's stacks, those of the threads
+	 * that exited too: each stack but a thread's first (which sets its
+	 * cache up) was a hit, a learning walk or an unwind. */
+	load(&worker, "MALLOCK_STACK_CACHE=1", "worker");
+	uint64_t stacks = 0;
+	for (unsigned i = 0; i < stats.nthreads; i++) {
+		uint64_t n = stats.threads[i].by_type[FMT_ALLOC];
+		stacks += n ? n - 1 : 0;
+	}
+	check(worker.learned > 0 && worker.unwound > 0);
+	check_eq((uint64_t)(worker.hits + worker.learned + worker.unwound),
+	         stacks);
+	load(&on, "MALLOCK_STACK_CACHE=1", NULL);
 	unsigned expect = ROUNDS * 6 + ROUNDS / 50;
 	check_eq(off.nalloc, expect);
 	check_eq(on.nalloc, off.nalloc);

@@ -110,7 +110,7 @@ static int stats_cb(const fmt_chunk_header_t *h, const fmt_record_t *r,
 {
 	tr_stats_t *s = arg;
 	const uint8_t *p = r->body, *end = r->body + r->body_len;
-	uint64_t v[8];
+	uint64_t v[9];
 	const char *str;
 	size_t n;
 	s->by_type[r->type]++;
@@ -136,6 +136,12 @@ static int stats_cb(const fmt_chunk_header_t *h, const fmt_record_t *r,
 				n = sizeof s->exe - 1;
 			memcpy(s->exe, str, n);
 			s->exe[n] = 0;
+		}
+		if (fmt_get_str(&p, end, &str, &n) == 0) {
+			if (n > sizeof s->cmdline)
+				n = sizeof s->cmdline;
+			memcpy(s->cmdline, str, n);
+			s->cmdline_len = n;
 		}
 		break;
 	case FMT_THREAD_NAME:

@@ -27,6 +27,8 @@ typedef struct tr_stats {
 	uint64_t chunks, bytes;
 	uint32_t pid, ppid;
 	char exe[1024];
+	char cmdline[FMT_STR_MAX]; /* argv joined by NUL bytes, as recorded */
+	size_t cmdline_len;
 	uint64_t alloc_bytes; /* sum of ALLOC sizes */
 	int have_end;
 	uint64_t end_events, end_dropped, end_flags;
