@@ -62,6 +62,8 @@
 
 #define TOP_DEFAULT_OUTPUT "mallock.%e.%p.trace"
 #define TOP_CTL_WAIT_MS 5000 /* how long a start/stop request is waited */
+/* Records a look applies between two turns of the keys (about 0.1 s). */
+#define TOP_STEP_RECORDS 300000
 
 enum {
 	OPT_INTERVAL = 256,
@@ -849,23 +851,37 @@ static bool screen_wait(top_ui_t *u, long ms, int fd)
 	return r > 0 && fd >= 0 && (p[1].revents & (POLLIN | POLLHUP));
 }
 
-/* One look (live_poll) in a job while the keys are served: 0 with the
- * view made lv's current one, 1 or 2 as live_poll (its line on stderr),
- * -1 when top is to stop first (the job killed). */
+/* One look: the new chunks applied here (live_advance, in steps with the
+ * keys served between), the model ended and its view made (live_finish)
+ * in a job while the keys are served: 0 with the view made lv's current
+ * one, 1 or 2 as live_poll (its line on stderr), -1 when top is to stop
+ * first (the job killed). */
 static int screen_look(top_ui_t *u, live_t *lv, uint64_t until, int sort)
 {
 	job_t j;
-	int f = job_fork(&j);
-	if (f < 0)
-		return live_poll(lv, until, sort);
+	u->s.reading = true;
+	screen_redraw(u);
+	int rc;
+	do {
+		rc = live_advance(lv, until, TOP_STEP_RECORDS);
+		if (!rc && lv->behind)
+			screen_wait(u, 0, -1);
+		if (top_stop) {
+			u->s.reading = false;
+			return -1;
+		}
+	} while (!rc && lv->behind);
+	int f = rc ? -1 : job_fork(&j);
+	if (rc || f < 0) {
+		u->s.reading = false;
+		return rc ? rc : live_poll(lv, until, sort);
+	}
 	if (f == 0) {
-		int rc = live_poll(lv, until, sort);
+		rc = live_finish(lv, until, sort);
 		if (!rc && live_pack(&lv->cur, j.fd) != 0)
 			rc = 1;
 		_exit(rc);
 	}
-	u->s.reading = true;
-	screen_redraw(u);
 	bool end = false;
 	while (!top_stop && !end)
 		end = screen_wait(u, 50, j.fd) && job_read(&j);

@@ -880,13 +880,9 @@ static void ahead_drain(model_t *m, ahead_t *q, unsigned keep)
 	}
 }
 
-int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
-              const char **thread_filter)
+void aggregate_begin(model_t *m, reader_t *r, const char *path, bool fold_locks,
+                     const char **thread_filter)
 {
-	reader_ev_t ev;
-	int rc;
-	uint32_t ns = reader_streams(r);
-
 	memset(m, 0, sizeof *m);
 	m->path = path;
 	m->info = *reader_info(r);
@@ -897,9 +893,29 @@ int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
 	m->thread_filter = thread_filter;
 	m->fold_locks = fold_locks;
 	m->pid = m->info.have_process ? m->info.process.pid : 0;
-	m->thr_of_stream = xcalloc(ns + 1, sizeof *m->thr_of_stream);
+}
+
+int aggregate_feed(model_t *m, reader_t *r, uint64_t max_events)
+{
+	reader_ev_t ev;
+	int rc = 0;
+	uint64_t n = 0;
+	uint32_t ns = reader_streams(r);
+
+	/* The clock stays the one the model began with: its times so far
+	 * were converted with it. */
+	m->info = *reader_info(r);
+	m->info.ns_per_tick = m->ns_per_tick;
+	if (!m->thr_of_stream || ns > m->nstream) {
+		m->thr_of_stream = xrealloc(
+		    m->thr_of_stream, (ns + 1) * sizeof *m->thr_of_stream);
+		memset(m->thr_of_stream + m->nstream, 0,
+		       (ns + 1 - m->nstream) * sizeof *m->thr_of_stream);
+		m->nstream = ns;
+	}
 	ahead_t q = {.n = 0};
-	while ((rc = reader_next(r, &ev)) > 0) {
+	while ((!max_events || n++ < max_events) &&
+	       (rc = reader_next(r, &ev)) > 0) {
 		if (FMT_IS_META(ev.rec->type)) {
 			/* In order: the events read ahead first; the body
 			 * stays valid, the reader is not called meanwhile. */
@@ -922,6 +938,17 @@ int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
 			    &q.v[(q.head + q.n - 1 - AHEAD / 2) % AHEAD].rec);
 	}
 	ahead_drain(m, &q, 0);
+	if (max_events && n > max_events)
+		return 1; /* stopped by max_events: more may follow */
+	if (rc < 0) {
+		m->info = *reader_info(r);
+		m->info.ns_per_tick = m->ns_per_tick;
+	}
+	return rc < 0 ? -1 : 0;
+}
+
+void aggregate_end(model_t *m)
+{
 	if (!m->paused && m->last_tsc > m->rec_since)
 		m->rec_ticks += m->last_tsc - m->rec_since;
 	lockfold_finish(m);
@@ -932,7 +959,13 @@ int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
 		for (size_t k = 0; k < t->nheld; k++)
 			charge_hold(m, t, &t->held[k], false);
 	}
-	if (rc < 0)
-		m->info = *reader_info(r);
-	return rc < 0 ? -1 : 0;
+}
+
+int aggregate(model_t *m, reader_t *r, const char *path, bool fold_locks,
+              const char **thread_filter)
+{
+	aggregate_begin(m, r, path, fold_locks, thread_filter);
+	int rc = aggregate_feed(m, r, 0);
+	aggregate_end(m);
+	return rc;
 }

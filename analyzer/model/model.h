@@ -489,6 +489,7 @@ typedef struct model {
 	size_t nthr, capthr;
 	u64map_t thr_by_tid;
 	uint32_t *thr_of_stream;
+	uint32_t nstream; /* reader streams thr_of_stream covers */
 	/* Threads that may hold a lock or have pending state (a condition
 	 * sleep, allocator lock waits): a MARK ends only theirs. */
 	uint32_t *busy;

@@ -1,18 +1,27 @@
 /*
- * live.c - `mallock top`'s engine (see live.h): one poll loads the window
- * through load_trace, copies the rows it shows, and subtracts the previous
- * poll's rows of the same class (by class key) and site (class key and site
- * label) to get the interval.
+ * live.c - `mallock top`'s engine (see live.h): the running model is fed
+ * the chunks written since the last poll (live_advance); a child process
+ * ends its copy of it as load_trace ends a model, copies the rows shown
+ * and subtracts the previous poll's rows of the same class (by class key)
+ * and site (class key and site label) to get the interval (live_finish),
+ * and sends the view back.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include "live.h"
 
+#include "aggregate.h"
 #include "load.h"
+#include "reader.h"
 #include "symbols.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void view_free(live_view_t *v)
@@ -24,8 +33,21 @@ static void view_free(live_view_t *v)
 	memset(v, 0, sizeof *v);
 }
 
+/* Drops the running model and its reader. */
+static void drop_model(live_t *lv)
+{
+	if (lv->m) {
+		load_free(lv->m);
+		free(lv->m);
+	}
+	reader_close(lv->rd);
+	lv->m = NULL;
+	lv->rd = NULL;
+}
+
 void live_free(live_t *lv)
 {
+	drop_model(lv);
 	view_free(&lv->prev);
 	view_free(&lv->cur);
 }
@@ -265,7 +287,52 @@ static void copy_threads(live_t *lv, model_t *m, live_view_t *v)
 	qsort(v->thr, v->nthr, sizeof *v->thr, by_thread_wait);
 }
 
-int live_poll(live_t *lv, uint64_t until_mono_ns, int sort)
+/* Makes the view of m (ended, its findings f) lv's current one, the
+ * current one its previous. */
+static void make_view(live_t *lv, model_t *m, findings_t *f,
+                      uint64_t until_mono_ns, int sort)
+{
+	view_free(&lv->prev);
+	lv->prev = lv->cur;
+	memset(&lv->cur, 0, sizeof lv->cur);
+	live_view_t *v = &lv->cur, *p = &lv->prev;
+	sort_key = sort;
+	v->pid = m->pid;
+	snprintf(v->exe, sizeof v->exe, "%s", m->exe ? path_base(m->exe) : "?");
+	v->until_mono_ns = until_mono_ns;
+	uint64_t from = lv->from_mono_ns;
+	if (!from && m->info.have_process)
+		from = m->info.process.mono_ns;
+	v->age_s =
+	    until_mono_ns > from ? (double)(until_mono_ns - from) / 1e9 : 0;
+	uint64_t since = lv->polls ? p->until_mono_ns : from;
+	v->ivl_s =
+	    until_mono_ns > since ? (double)(until_mono_ns - since) / 1e9 : 0;
+	for (size_t i = 0; i < m->nthr; i++)
+		v->threads += m->thr[i].events && !m->thr[i].exited;
+	v->events = m->events;
+	v->ievents = lv->polls && p->events <= m->events ? m->events - p->events
+	                                                 : m->events;
+	v->dropped = m->tot.dropped;
+	v->idropped = lv->polls && p->dropped <= m->tot.dropped
+	                  ? m->tot.dropped - p->dropped
+	                  : m->tot.dropped;
+	v->have_end = m->have_end;
+	/* A last chunk still being written is the trace's growing edge, not
+	 * damage: only a bad chunk before the end is said. */
+	if (m->info.truncated && m->info.chunks_total > m->info.chunks + 1)
+		truncation_text(m, v->trunc, sizeof v->trunc);
+	copy_locks(lv, m, v);
+	copy_sites(lv, m, v);
+	copy_findings(m, f, v);
+	copy_threads(lv, m, v);
+	if (lv->on_model)
+		lv->on_model(lv->on_model_ctx, m, v);
+	lv->polls++;
+}
+
+/* A poll that reads the whole window again (load_trace). */
+static int reread(live_t *lv, uint64_t until_mono_ns, int sort)
 {
 	model_t m;
 	findings_t f = {0};
@@ -277,46 +344,153 @@ int live_poll(live_t *lv, uint64_t until_mono_ns, int sort)
 	int rc = load_trace(lv->path, &m, &f, &o);
 	if (rc)
 		return rc;
-	view_free(&lv->prev);
-	lv->prev = lv->cur;
-	memset(&lv->cur, 0, sizeof lv->cur);
-	live_view_t *v = &lv->cur, *p = &lv->prev;
-	sort_key = sort;
-	v->pid = m.pid;
-	snprintf(v->exe, sizeof v->exe, "%s", m.exe ? path_base(m.exe) : "?");
-	v->until_mono_ns = until_mono_ns;
-	uint64_t from = lv->from_mono_ns;
-	if (!from && m.info.have_process)
-		from = m.info.process.mono_ns;
-	v->age_s =
-	    until_mono_ns > from ? (double)(until_mono_ns - from) / 1e9 : 0;
-	uint64_t since = lv->polls ? p->until_mono_ns : from;
-	v->ivl_s =
-	    until_mono_ns > since ? (double)(until_mono_ns - since) / 1e9 : 0;
-	for (size_t i = 0; i < m.nthr; i++)
-		v->threads += m.thr[i].events && !m.thr[i].exited;
-	v->events = m.events;
-	v->ievents = lv->polls && p->events <= m.events ? m.events - p->events
-	                                                : m.events;
-	v->dropped = m.tot.dropped;
-	v->idropped = lv->polls && p->dropped <= m.tot.dropped
-	                  ? m.tot.dropped - p->dropped
-	                  : m.tot.dropped;
-	v->have_end = m.have_end;
-	/* A last chunk still being written is the trace's growing edge, not
-	 * damage: only a bad chunk before the end is said. */
-	if (m.info.truncated && m.info.chunks_total > m.info.chunks + 1)
-		truncation_text(&m, v->trunc, sizeof v->trunc);
-	copy_locks(lv, &m, v);
-	copy_sites(lv, &m, v);
-	copy_findings(&m, &f, v);
-	copy_threads(lv, &m, v);
-	if (lv->on_model)
-		lv->on_model(lv->on_model_ctx, &m, v);
+	make_view(lv, &m, &f, until_mono_ns, sort);
 	free(f.v);
 	load_free(&m);
-	lv->polls++;
 	return 0;
+}
+
+int live_advance(live_t *lv, uint64_t until_mono_ns, uint64_t max_records)
+{
+	lv->behind = false;
+	if (lv->reread)
+		return 0;
+	char err[256];
+	if (lv->rd) {
+		int g = reader_grow(lv->rd);
+		if (g < 0) {
+			fprintf(stderr, "mallock: %s: read error: %s\n",
+			        lv->path, strerror(errno));
+			return 1;
+		}
+		if (g > 0) /* another file now: read it from its start */
+			drop_model(lv);
+	}
+	if (!lv->rd) {
+		reader_t *r;
+		int rc = reader_open(lv->path, &r, err, sizeof err);
+		if (rc) {
+			fprintf(stderr, "mallock: %s: %s\n", lv->path, err);
+			return rc;
+		}
+		lv->rd = r;
+		lv->m = xmalloc(sizeof *lv->m);
+		aggregate_begin(lv->m, r, lv->path, true, NULL);
+	}
+	/* Events before the window's start are skipped, metadata records
+	 * kept (as load_trace's limit); the records from the watermark on
+	 * are left for the next poll. */
+	uint64_t u = load_mono_tsc(lv->rd, until_mono_ns);
+	reader_limit(lv->rd, load_mono_tsc(lv->rd, lv->from_mono_ns),
+	             UINT64_MAX);
+	reader_stop_at(lv->rd, u ? u : UINT64_MAX);
+	/* A malformed record stops the reader for good: m->info says
+	 * where, and the view of what came before goes on. */
+	lv->behind = aggregate_feed(lv->m, lv->rd, max_records) > 0;
+	return 0;
+}
+
+int live_finish(live_t *lv, uint64_t until_mono_ns, int sort)
+{
+	if (!lv->m)
+		return reread(lv, until_mono_ns, sort);
+	model_t *m = lv->m;
+	reader_t *r = lv->rd;
+	/* The metadata records past the watermark, as load_trace's limit
+	 * gives them (its events skipped). */
+	uint64_t u = load_mono_tsc(r, until_mono_ns);
+	reader_limit(r, load_mono_tsc(r, lv->from_mono_ns), u ? u : UINT64_MAX);
+	reader_stop_at(r, UINT64_MAX);
+	aggregate_feed(m, r, 0);
+	aggregate_end(m);
+	/* What a replay of the window reads (top's --pprof-dir). */
+	m->lim_from_tsc = load_mono_tsc(r, lv->from_mono_ns);
+	m->lim_until_tsc = u ? u : UINT64_MAX;
+	findings_t f = {0};
+	load_opts_t o = {.symbols = lv->symbols, .quiet = true};
+	int rc = load_finish(m, &f, &o);
+	if (!rc)
+		make_view(lv, m, &f, until_mono_ns, sort);
+	free(f.v);
+	drop_model(lv); /* ended: it can take no more events */
+	return rc;
+}
+
+/* live_finish in a child process, its view taken back: 0, 1 or 2 as
+ * live_poll, -1 when no child could be started. */
+static int finish_forked(live_t *lv, uint64_t until_mono_ns, int sort)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid_t parent = getpid();
+	pid_t c = fork();
+	if (c < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -1;
+	}
+	if (c == 0) {
+		close(p[0]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		int rc = live_finish(lv, until_mono_ns, sort);
+		if (!rc && live_pack(&lv->cur, p[1]) != 0)
+			rc = 1;
+		_exit(rc);
+	}
+	close(p[1]);
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	for (;;) {
+		if (cap - len < 65536) {
+			cap = cap ? 2 * cap : 262144;
+			buf = xrealloc(buf, cap);
+		}
+		ssize_t n = read(p[0], buf + len, cap - len);
+		if (n > 0)
+			len += (size_t)n;
+		else if (n == 0 || errno != EINTR)
+			break;
+	}
+	close(p[0]);
+	int st = 0;
+	while (waitpid(c, &st, 0) < 0 && errno == EINTR)
+		;
+	live_view_t v;
+	int bad = live_unpack(&v, buf, len);
+	free(buf);
+	if (!bad && WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+		live_push(lv, &v);
+		return 0;
+	}
+	live_view_free(&v);
+	if (WIFEXITED(st) && WEXITSTATUS(st))
+		return WEXITSTATUS(st); /* its line is on stderr */
+	if (WIFSIGNALED(st))
+		fprintf(stderr, "mallock top: a look was ended by signal %d\n",
+		        WTERMSIG(st));
+	else
+		fprintf(stderr,
+		        "mallock top: a look sent %zu bytes that are no view\n",
+		        len);
+	return 1;
+}
+
+int live_poll(live_t *lv, uint64_t until_mono_ns, int sort)
+{
+	if (!lv->reread) {
+		int rc = live_advance(lv, until_mono_ns, 0);
+		if (rc)
+			return rc;
+		rc = finish_forked(lv, until_mono_ns, sort);
+		if (rc >= 0)
+			return rc;
+	}
+	/* No process for the look (or none wanted): the window is read
+	 * again here, the running model left as it is. */
+	return reread(lv, until_mono_ns, sort);
 }
 
 static int write_all(int fd, const void *p, size_t n)

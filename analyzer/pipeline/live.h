@@ -1,25 +1,40 @@
 /*
  * live.h - `mallock top`'s engine: the window of a growing trace, seen
  * again every interval through the same pipeline as `mallock report`
- * (load_trace: reader, model, classes, finders), and what changed since
- * the last look.
+ * (reader, model, classes, finders), and what changed since the last
+ * look.
  *
- * Each poll reads the chunks already written whole (the reader stops at
- * the first incomplete one), keeps the events of the window (from its
- * start) up to a watermark (until) below which every thread's events are
- * on disk (the caller passes now minus the shim's flush deadline; a thread
- * that makes no call does not hold it back, the flush deadline has its
- * buffer written by the others), and merges the threads' streams by time
- * as the report does, so no event is applied out of order. An event that
- * arrives after its interval was shown (a thread idle past the deadline
- * while every other was idle too) is counted in the next interval's
- * differences and in the window's totals, in its place.
+ * The engine keeps the reader (its index, each thread's place) and the
+ * model between polls: each poll reads only the chunks written whole
+ * since the last (the reader stops at the first incomplete one), keeps
+ * the events of the window (from its start) up to a watermark (until)
+ * below which every thread's events are on disk (the caller passes now
+ * minus the shim's flush deadline; a thread that makes no call does not
+ * hold it back, the flush deadline has its buffer written by the
+ * others), and merges the threads' streams by time as the report does,
+ * so no event is applied out of order; the records from the watermark
+ * on stay at the heads of their streams for the next poll. An event
+ * that arrives after its interval was shown (a thread idle past the
+ * deadline while every other was idle too) is applied at the next poll,
+ * before that poll's events, and counted in its interval.
+ *
+ * What ends a model for the report (the holds still open, lock folds,
+ * lock classes, names, findings) cannot be undone, so the running model
+ * is never ended: a child process (fork) ends its copy-on-write copy,
+ * with the metadata records past the watermark a re-read would give it,
+ * and sends the view back. The result is the view load_trace of the
+ * window up to the watermark would give, but for the clock: the model
+ * converts ticks to ns with the calibration of its first poll, where a
+ * re-read calibrates with every clock pair written since (a difference
+ * of parts per million).
  *
  * What a poll keeps (live_view_t) is a copy of the named rows, owned by
- * the view: the model itself is freed after each poll, so memory is one
- * model (bounded by threads, locks, stacks and live blocks: model.h) and
- * two views, never the events. The time of a poll grows with the window's
- * events (each poll reads the window again): docs/mallock-top.md says so.
+ * the view: memory is the running model (bounded by threads, locks,
+ * stacks and live blocks: model.h; never the events), the reader's index
+ * (one small entry per chunk) and two views; a look's child adds the
+ * pages it writes. When the file is replaced or cut (another trace at
+ * the path) the engine reads it again from its start; when no child can
+ * be started, the poll re-reads the window in-process (load_trace).
  */
 #ifndef MALLOCK_LIVE_H
 #define MALLOCK_LIVE_H
@@ -101,14 +116,20 @@ typedef struct live {
 	const char *path;
 	uint64_t from_mono_ns; /* the window's start; 0: the trace's */
 	bool symbols;
+	/* every poll re-reads the window (load_trace) instead of keeping
+	 * the model: the engine's former way, kept to check it against */
+	bool reread;
 	int polls;
 	live_view_t prev, cur;
 	/* Called by each poll with the window's model and the view just
 	 * made, before the model is freed (top's --pprof-dir profiles);
-	 * NULL: none. In the process that polls (a screen's look: its
-	 * child). */
+	 * NULL: none. In the process that ends the model (a look's
+	 * child; top's own process when a look re-reads the window). */
 	void (*on_model)(void *ctx, model_t *m, const live_view_t *v);
 	void *on_model_ctx;
+	struct reader *rd; /* the running model's reader, or NULL */
+	model_t *m;        /* the running model (never ended), or NULL */
+	bool behind; /* live_advance stopped at max_records, short of until */
 } live_t;
 
 /* What live_poll sorts the classes by: the interval's value, then the
@@ -117,7 +138,10 @@ enum live_sort { LIVE_SORT_WAIT, LIVE_SORT_HOLD, LIVE_SORT_ALLOC };
 
 /*
  * Reads lv->path's window up to until_mono_ns into lv->cur (the previous
- * view moves to lv->prev) and computes the interval's differences; classes
+ * view moves to lv->prev) and computes the interval's differences: applies
+ * the new chunks (live_advance) and has a child process end the model
+ * (live_finish); until_mono_ns never goes back from one poll to the next.
+ * Classes
  * sorted by sort, sites by allocator time in holds in the interval, then
  * the window, findings by score, threads by wait in the interval and then
  * the window. Returns 0; 1 when the trace cannot be
@@ -126,6 +150,21 @@ enum live_sort { LIVE_SORT_WAIT, LIVE_SORT_HOLD, LIVE_SORT_ALLOC };
  */
 int live_poll(live_t *lv, uint64_t until_mono_ns, int sort);
 void live_free(live_t *lv);
+
+/*
+ * live_poll's two halves, for a caller that runs the second in a process
+ * of its own (cmd/top.c's screen). live_advance applies to the running
+ * model the chunks written since the last poll, up to until_mono_ns (the
+ * file read again from its start when it was replaced or cut): 0, or 1
+ * or 2 as live_poll. max_records (0: no limit) stops it after that many
+ * records with lv->behind set, so that the caller serves its keys between
+ * steps: called again (same until_mono_ns) it goes on. live_finish ends the
+ * running model and makes its view lv->cur as live_poll does, returning as
+ * live_poll: the model is then gone (the next live_advance would read the
+ * window again), so it is called in a forked child, on the child's copy.
+ */
+int live_advance(live_t *lv, uint64_t until_mono_ns, uint64_t max_records);
+int live_finish(live_t *lv, uint64_t until_mono_ns, int sort);
 
 /*
  * A poll run in another process of the same executable (the screen's

@@ -278,12 +278,16 @@ static uint64_t mono_tsc(const reader_info_t *in, uint64_t ns)
 	                                     : (uint64_t)t;
 }
 
+uint64_t load_mono_tsc(const reader_t *r, uint64_t ns)
+{
+	return mono_tsc(reader_info(r), ns);
+}
+
 static void limit_mono(reader_t *r, uint64_t from, uint64_t until,
                        uint64_t lim[2])
 {
-	const reader_info_t *in = reader_info(r);
-	uint64_t u = mono_tsc(in, until);
-	lim[0] = mono_tsc(in, from);
+	uint64_t u = load_mono_tsc(r, until);
+	lim[0] = load_mono_tsc(r, from);
 	lim[1] = u ? u : UINT64_MAX;
 	reader_limit(r, lim[0], lim[1]);
 }
@@ -292,7 +296,7 @@ int load_trace(const char *path, model_t *m, findings_t *f,
                const load_opts_t *o)
 {
 	reader_t *r;
-	char err[256], tr[400];
+	char err[256];
 	progress_pass(path, 1);
 	int rc = reader_open(path, &r, err, sizeof err);
 	memset(m, 0, sizeof *m);
@@ -310,11 +314,17 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 	m->lim_until_tsc = lim[1];
 	progress_done();
 	reader_close(r);
+	return load_finish(m, f, o);
+}
+
+int load_finish(model_t *m, findings_t *f, const load_opts_t *o)
+{
+	char tr[400];
 	if (m->info.truncated && !m->info.chunks) {
 		/* A report of nothing is no report: the damage is the
 		 * answer. */
 		fprintf(stderr, "mallock: %s: no chunk could be read: %s\n",
-		        path, truncation_text(m, tr, sizeof tr));
+		        m->path, truncation_text(m, tr, sizeof tr));
 		model_free(m);
 		memset(m, 0, sizeof *m);
 		return 1;
@@ -322,7 +332,7 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 	window_notes(m);
 	model_index_pairs(m);
 	if (m->info.truncated && !o->quiet)
-		fprintf(stderr, "mallock: %s: %s\n", path,
+		fprintf(stderr, "mallock: %s: %s\n", m->path,
 		        truncation_text(m, tr, sizeof tr));
 	sym_open(m, o->symbols, o->debug_dirs);
 	lock_names(m);

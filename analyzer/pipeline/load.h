@@ -39,6 +39,17 @@ int load_trace(const char *path, model_t *m, findings_t *f,
                const load_opts_t *o);
 void load_free(model_t *m);
 
+/* load_trace's steps for a model aggregated by the caller (`mallock
+ * top`'s engine feeds one as its trace grows: aggregate.h).
+ * load_mono_tsc is CLOCK_MONOTONIC ns as a TSC of r's trace (its PROCESS
+ * record's clock pair, its current calibration), 0 for 0 or without a
+ * pair: the bounds load_opts_t's from and until give reader_limit.
+ * load_finish takes a model whose aggregate_end was called on through
+ * symbols, names, classes and findings, returning as load_trace does
+ * (o's symbols, quiet and debug_dirs are used). */
+uint64_t load_mono_tsc(const struct reader *r, uint64_t ns);
+int load_finish(model_t *m, findings_t *f, const load_opts_t *o);
+
 /* The truncation sentence, "trace truncated at byte N: M of K chunks
  * read (why)", into buf; "" when the trace is complete. */
 const char *truncation_text(const model_t *m, char *buf, size_t len);

@@ -52,6 +52,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Clock pairs: the earliest and the latest (tsc, ns) seen. */
+typedef struct clockspan {
+	uint64_t tsc0, ns0, tsc1, ns1;
+	int n;
+} clockspan_t;
+
 typedef struct rd_chunk {
 	uint64_t off; /* file offset of the chunk header */
 	uint64_t tsc_base;
@@ -66,6 +72,7 @@ typedef struct rd_stream {
 	uint32_t tid;
 	uint32_t first, last; /* chunk indexes */
 	uint32_t cur;         /* chunk being decoded, UINT32_MAX when done */
+	uint32_t done; /* when done, its last chunk decoded; UINT32_MAX: none */
 	uint8_t *buf;
 	size_t cap;
 	fmt_dec_t dec;
@@ -91,6 +98,15 @@ struct reader {
 	size_t zcap;
 	uint64_t lim_from, lim_until; /* reader_limit: keys kept */
 	bool limited;
+	uint64_t stop_at; /* reader_stop_at: keys left for later */
+	/* pass 1's state, for reader_grow: the clock pairs so far, the
+	 * offset of the next chunk, and whether it stopped at an incomplete
+	 * chunk (the file's growing edge) rather than a damaged one. */
+	clockspan_t clk;
+	uint64_t scan_off;
+	bool stop_incomplete;
+	dev_t dev;
+	ino_t ino;
 };
 
 #define NONE UINT32_MAX
@@ -102,12 +118,6 @@ static int read_at(int fd, void *buf, size_t n, uint64_t off)
 	progress_add(n); /* progress by bytes read */
 	return 0;
 }
-
-/* Clock pairs: the earliest and the latest (tsc, ns) seen. */
-typedef struct clockspan {
-	uint64_t tsc0, ns0, tsc1, ns1;
-	int n;
-} clockspan_t;
 
 static void clock_pair(clockspan_t *c, uint64_t tsc, uint64_t ns)
 {
@@ -245,11 +255,13 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 	uint8_t hb[FMT_CHUNK_HEADER_SIZE];
 	uint8_t *buf = NULL, *zbuf = NULL;
 	size_t cap = 0, zcap = 0;
-	uint64_t off = FMT_FILE_HEADER_SIZE, size = r->info.file_size;
-	clockspan_t clk = {0};
+	uint64_t off = r->scan_off, size = r->info.file_size;
+	clockspan_t *clk = &r->clk;
 	char why[160];
 
-	r->info.tsc_min = UINT64_MAX;
+	if (!r->info.tsc_min)
+		r->info.tsc_min = UINT64_MAX;
+	r->stop_incomplete = false;
 	while (off < size) {
 		fmt_chunk_header_t h;
 		uint32_t m = (uint32_t)r->nchunk;
@@ -258,6 +270,7 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 			         m + 1);
 			stop_at(r, off, why);
 			r->info.chunks_total = m + 1;
+			r->stop_incomplete = true;
 			break;
 		}
 		if (read_at(r->fd, hb, sizeof hb, off) < 0) {
@@ -283,6 +296,7 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 			                              FMT_CHUNK_HEADER_SIZE));
 			stop_at(r, off, why);
 			r->info.chunks_total = m + 1;
+			r->stop_incomplete = true;
 			break;
 		}
 		/* Never NULL, even for an empty payload: NULL + 0 is undefined,
@@ -325,9 +339,9 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 		if (h.tid == 0) {
 			fmt_chunk_header_t hr = h;
 			hr.payload_len = nrecs;
-			scan_process(r, &hr, recs, &clk);
+			scan_process(r, &hr, recs, clk);
 		}
-		clock_pair(&clk, h.tsc_flush, h.mono_flush_ns);
+		clock_pair(clk, h.tsc_flush, h.mono_flush_ns);
 		if (h.tsc_base && h.tsc_base < r->info.tsc_min)
 			r->info.tsc_min = h.tsc_base;
 		VEC_RESERVE(r->chunk, r->capchunk, r->nchunk);
@@ -344,12 +358,13 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 	}
 	free(buf);
 	free(zbuf);
+	r->scan_off = off;
 	r->info.chunks = (uint32_t)r->nchunk;
 	if (!r->info.truncated)
 		r->info.chunks_total = r->info.chunks;
 	if (r->info.tsc_min == UINT64_MAX)
 		r->info.tsc_min = 0;
-	calibrate(&r->info, &clk);
+	calibrate(&r->info, clk);
 	return 0;
 }
 
@@ -393,6 +408,10 @@ int reader_open(const char *path, reader_t **out, char *err, size_t errlen)
 	r->path = path;
 	r->fd = fd;
 	r->info.file_size = (uint64_t)sb.st_size;
+	r->scan_off = FMT_FILE_HEADER_SIZE;
+	r->stop_at = UINT64_MAX;
+	r->dev = sb.st_dev;
+	r->ino = sb.st_ino;
 	rc = pass1(r, err, errlen);
 	if (rc) {
 		reader_close(r);
@@ -530,6 +549,7 @@ static int advance(reader_t *r, rd_stream_t *s)
 		}
 		uint32_t next = s->cur == NONE ? NONE : r->chunk[s->cur].next;
 		if (next == NONE) {
+			s->done = s->cur;
 			s->cur = NONE;
 			return 0;
 		}
@@ -575,6 +595,7 @@ void reader_rewind(reader_t *r)
 	for (uint32_t i = 0; i < r->nst; i++) {
 		rd_stream_t *s = &r->st[i];
 		s->cur = NONE;
+		s->done = NONE;
 		s->key = 0;
 		if (load_chunk(r, s, s->first) < 0 || advance(r, s) <= 0)
 			continue;
@@ -630,17 +651,94 @@ void reader_limit(reader_t *r, uint64_t from_tsc, uint64_t until_tsc)
 	r->limited = from_tsc || until_tsc != UINT64_MAX;
 }
 
+void reader_stop_at(reader_t *r, uint64_t tsc)
+{
+	r->stop_at = tsc;
+}
+
 int reader_next(reader_t *r, reader_ev_t *ev)
 {
 	int rc;
 	while ((rc = next_any(r, ev)) > 0) {
+		uint64_t key = r->st[ev->stream].key;
+		if (key >= r->stop_at) {
+			/* Left at the head of its stream, unread. */
+			r->pending = NONE;
+			return 0;
+		}
 		if (!r->limited || FMT_IS_META(ev->rec->type))
 			return rc;
-		uint64_t key = r->st[ev->stream].key;
 		if (key >= r->lim_from && key < r->lim_until)
 			return rc;
 	}
 	return rc;
+}
+
+static void sift_up(reader_t *r, uint32_t i)
+{
+	uint32_t *h = r->heap;
+	while (i > 0) {
+		uint32_t p = (i - 1) / 2;
+		if (!before(r, h[i], h[p]))
+			return;
+		uint32_t t = h[i];
+		h[i] = h[p];
+		h[p] = t;
+		i = p;
+	}
+}
+
+int reader_grow(reader_t *r)
+{
+	struct stat sb, pb;
+	if (fstat(r->fd, &sb) < 0)
+		return -1;
+	if (stat(r->path, &pb) < 0 || pb.st_dev != r->dev ||
+	    pb.st_ino != r->ino || (uint64_t)sb.st_size < r->info.file_size)
+		return 1; /* replaced or cut: not the file read so far */
+	if ((uint64_t)sb.st_size == r->info.file_size ||
+	    (r->info.truncated && !r->stop_incomplete) || r->failed)
+		return 0;
+	size_t nst = r->nst;
+	r->info.file_size = (uint64_t)sb.st_size;
+	r->info.truncated = false;
+	r->info.truncated_at = 0;
+	r->info.why[0] = 0;
+	char err[160];
+	if (pass1(r, err, sizeof err))
+		return -1;
+	if (r->nst > nst) {
+		r->heap = xrealloc(r->heap, (r->nst + 1) * sizeof *r->heap);
+		for (size_t i = nst; i < r->nst; i++) {
+			r->st[i].cur = NONE;
+			r->st[i].done = NONE;
+		}
+	}
+	/* The streams off the heap with a chunk now: those done with their
+	 * last one, and the new ones. */
+	bool *on = xcalloc(r->nst + 1, sizeof *on);
+	for (uint32_t k = 0; k < r->nheap; k++)
+		on[r->heap[k]] = true;
+	for (uint32_t i = 0; i < r->nst; i++) {
+		rd_stream_t *s = &r->st[i];
+		uint32_t c = i >= nst          ? s->first
+		             : s->done == NONE ? NONE
+		                               : r->chunk[s->done].next;
+		if (on[i] || c == NONE || s->cur != NONE)
+			continue;
+		s->done = NONE;
+		if (load_chunk(r, s, c) < 0) {
+			stop_at(r, r->chunk[c].off, "read error");
+			r->failed = true;
+			break;
+		}
+		if (advance(r, s) <= 0)
+			continue;
+		r->heap[r->nheap++] = i;
+		sift_up(r, r->nheap - 1);
+	}
+	free(on);
+	return 0;
 }
 
 int reader_walk(reader_t *r, reader_walk_fn fn, void *ctx, uint64_t *err_off)

@@ -98,6 +98,26 @@ int reader_next(reader_t *r, reader_ev_t *ev);
  * records are all given whatever their time. 0, UINT64_MAX: no limit. */
 void reader_limit(reader_t *r, uint64_t from_tsc, uint64_t until_tsc);
 
+/* Leaves the records keyed at or after tsc (metadata too) for later: at
+ * the first of them pass 2 returns 0 and keeps it at the head of its
+ * stream; after a higher stop (UINT64_MAX: none, the default) or
+ * reader_grow it goes on from there. `mallock top`'s engine applies a
+ * growing trace up to a watermark this way, look after look. */
+void reader_stop_at(reader_t *r, uint64_t tsc);
+
+/*
+ * Pass 1 again over what was appended to the file since (chunks written
+ * whole; a last chunk still incomplete stays for the next call), then
+ * pass 2 goes on over the new chunks: a stream read to its end takes up
+ * its next chunk, a new thread's stream joins the merge. Called between
+ * reader_next calls that returned 0 (never one that returned an event).
+ * The clock is calibrated again with the new chunks' pairs. Returns 0
+ * (nothing new counts too, or a read stopped by damage, which stays
+ * stopped), 1 when the path is no longer the file read so far (replaced,
+ * or shorter: to be read again from the start), -1 on an I/O error.
+ */
+int reader_grow(reader_t *r);
+
 /* Starts pass 2 over from the beginning. */
 void reader_rewind(reader_t *r);
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""The cost of `mallock top`'s looks as the window grows.
+
+usage: top_looks.py MALLOCK SHIM SVCQUEUE DIR [COUNT] [DURATION]
+
+svcqueue --producers=2 --consumers=2 --duration=DURATION (30) runs under
+SHIM with MALLOCK_START=paused, its trace in DIR; then
+/usr/bin/time -v mallock top --batch --format=json --count COUNT (20) PID.
+Per look: the window's age and events, and the look's time (its line's
+arrival less its watermark and the 0.31 s lag of the default 200 ms
+flush deadline); then top's CPU and maximum RSS (its looks' children
+included). docs/mallock-top.md quotes its numbers."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+M, SHIM, SVC, OUT = sys.argv[1:5]
+COUNT = sys.argv[5] if len(sys.argv) > 5 else "20"
+DUR = sys.argv[6] if len(sys.argv) > 6 else "30"
+os.makedirs(OUT, exist_ok=True)
+e = dict(os.environ)
+e.update(LD_PRELOAD=SHIM, MALLOCK_START="paused",
+         MALLOCK_OUTPUT=os.path.join(OUT, "t.%p.trace"))
+p = subprocess.Popen([SVC, "--producers=2", "--consumers=2",
+                      "--duration=" + DUR], env=e,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+time.sleep(1)
+t0 = time.monotonic()
+top = subprocess.Popen(["/usr/bin/time", "-v", M, "top", "--batch",
+                        "--format=json", "--count", COUNT, str(p.pid)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+LAG = 0.31
+for line in top.stdout:
+    a = time.monotonic()
+    d = json.loads(line)
+    look = a - (t0 + d["window_age_s"] + LAG)
+    print("look %2d  window %6.1f s  %10d events  look %.2f s" %
+          (d["interval"], d["window_age_s"], d["events"], look), flush=True)
+err = top.stderr.read()
+top.wait()
+for l in err.splitlines():
+    if any(k in l for k in ("User time", "System time", "Percent of CPU",
+                            "Elapsed", "Maximum resident")):
+        print(l.strip())
+p.wait()
