@@ -154,6 +154,7 @@ static inline uint64_t call_ticks(uint64_t t0, uint64_t t1)
 		uintptr_t ra = (uintptr_t)__builtin_return_address(1);         \
 		void *fp = __builtin_frame_address(1);                         \
 		_Pragma("GCC diagnostic pop");                                 \
+		(void)ra;                                                      \
 		(void)fp;                                                      \
 		cost_t c_ = {.e0 = cost_begin(t)};                             \
 		cost_t *c = &c_;                                               \

@@ -542,9 +542,14 @@ TRY_HOOK(pthread_spin_trylock, pthread_spinlock_t, FMT_KIND_SPIN, 0)
 
 /* ---- release hooks ---- */
 
+/* A release's body takes only the hook's frame address and reads the
+ * return address from its frame record (fp + 1 word, on x86-64 and
+ * AArch64 alike: the shim is built with frame pointers) after the real
+ * unlock: a return address passed in would be kept in a register across
+ * that call, two more saved registers on the unsampled path. */
 #define REL_HOOK(sym, type_t)                                                  \
 	__attribute__((always_inline)) static inline int sym##_body(           \
-	    tls_t *t, type_t *l, uintptr_t ra, void *fp, cost_t *c)            \
+	    tls_t *t, type_t *l, void *fp, cost_t *c)                          \
 	{                                                                      \
 		rel_t rl;                                                      \
 		rel_begin(t, (void *)l, &rl);                                  \
@@ -552,18 +557,18 @@ TRY_HOOK(pthread_spin_trylock, pthread_spinlock_t, FMT_KIND_SPIN, 0)
 		uint64_t r0 = cost_r0(c);                                      \
 		int r = real.sym(l);                                           \
 		cost_r1(c, r0);                                                \
-		rel_end(t, &rl, ra, fp);                                       \
+		rel_end(t, &rl, ((const uintptr_t *)fp)[1], fp);               \
 		return r;                                                      \
 	}                                                                      \
 	COST_SAMPLED(sym##_sampled, int, (tls_t * t, type_t * l),              \
-	             sym##_body(t, l, ra, fp, c))                              \
+	             sym##_body(t, l, fp, c))                                  \
 	HOOK_EXPORT int sym(type_t *l)                                         \
 	{                                                                      \
 		tls_t *t = &shim_tls;                                          \
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(real.sym(l));                      \
 		COST_RUN(t, int, sym##_sampled(t, l),                          \
-		         sym##_body(t, l, HOOK_RA(), HOOK_FP(), c))            \
+		         sym##_body(t, l, HOOK_FP(), c))                       \
 	}
 
 REL_HOOK(pthread_mutex_unlock, pthread_mutex_t)
