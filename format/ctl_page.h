@@ -77,6 +77,30 @@ typedef struct ctl_page {
 	 * does not see the program's sigaction calls: always 0 there. */
 	int32_t wake_sig;
 	uint32_t attached; /* 1: the shim was loaded by `mallock attach` */
+	/*
+	 * The shim's own cost, sampled (shim/core/cost.h): of the hook calls
+	 * that make nearly all events (the malloc family, operator new and
+	 * delete, lock, trylock and unlock of mutexes, rwlocks and spinlocks),
+	 * one in cost_every on average (a per-thread countdown of random
+	 * gaps) reads the clock at its entry and exit and around its real
+	 * call. Cumulative since the page was made; each a relaxed atomic add
+	 * made by the sampled calls only (read each with an atomic load; the
+	 * three are not a snapshot). cost_every 0: the shim keeps no such
+	 * counters (the page of a shim from before they were added: the file
+	 * is made of zeros before the shim writes it). Appended without a
+	 * new layout: a reader of layout 1 that does not know them reads the
+	 * rest of the page as before.
+	 */
+	uint32_t cost_every; /* mean gap between sampled calls (1024) */
+	uint32_t cost_pad;
+	uint64_t cost_calls;   /* hook calls the samples stand for: the sum of
+	                          the gaps that ended at a sampled call */
+	uint64_t cost_sampled; /* sampled calls */
+	uint64_t cost_ns;      /* their shim time summed, ns: (exit - entry)
+	                          - the real call's time, less the clock
+	                          reads the sample added */
+	uint64_t cost_over;    /* sampled calls left out of the sums: their
+	                          shim time passed 1 ms (descheduled) */
 } ctl_page_t;
 
 _Static_assert(sizeof(ctl_page_t) <= CTLP_SIZE, "page fits");

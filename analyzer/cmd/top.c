@@ -428,6 +428,35 @@ static bool target_alive(top_target_t *t)
 	return same_process(t->pid, t->start);
 }
 
+/* The shim's cost counters on the page and the process's CPU time, for
+ * the header's estimate (top_out.h top_cost_of). -- CMD: the page is
+ * opened at the first reading after the program made its trace (one
+ * try; the page is made before the trace). */
+static void cost_read(top_target_t *t, top_cost_read_t *r)
+{
+	static bool tried;
+	memset(r, 0, sizeof *r);
+	if (t->how == TT_CMD && !t->ctl_open && !tried &&
+	    access(t->trace, F_OK) == 0) {
+		tried = true;
+		if (ctl_target_open(&t->ctl, t->pid, 1) == 0)
+			t->ctl_open = true;
+	}
+	ctl_page_t *pg = t->ctl_open ? t->ctl.pg : NULL;
+	if (pg && __atomic_load_n(&pg->cost_every, __ATOMIC_ACQUIRE)) {
+		r->page = true;
+		r->calls = __atomic_load_n(&pg->cost_calls, __ATOMIC_RELAXED);
+		r->sampled =
+		    __atomic_load_n(&pg->cost_sampled, __ATOMIC_RELAXED);
+		r->ns = __atomic_load_n(&pg->cost_ns, __ATOMIC_RELAXED);
+		r->over = __atomic_load_n(&pg->cost_over, __ATOMIC_RELAXED);
+	}
+	uint64_t ticks = proc_cpu(t->pid);
+	long hz = sysconf(_SC_CLK_TCK);
+	r->cpu_ok = ticks && hz > 0;
+	r->cpu_ns = r->cpu_ok ? ticks * (1000000000ull / (uint64_t)hz) : 0;
+}
+
 /* Leaves the process as top found it (see the file comment). */
 static void finish(top_target_t *t, bool alive)
 {
@@ -1081,6 +1110,8 @@ int cmd_top(int argc, char **argv)
 	}
 	int shown = 0, status = 0;
 	bool alive = true;
+	top_cost_read_t cost_prev, cost_now;
+	cost_read(&t, &cost_prev);
 	long step_ms = (long)llround(interval * 1000);
 	/* The screen's first look comes after half a second (or the
 	 * interval, if shorter), not a whole interval: a person waits for
@@ -1125,12 +1156,15 @@ int cmd_top(int argc, char **argv)
 		}
 		shown++;
 		ui.s.n = shown;
+		cost_read(&t, &cost_now);
+		top_cost_of(&ui.s.cost, &cost_prev, &cost_now);
+		cost_prev = cost_now;
 		if (screen)
 			screen_draw(&lv.cur, &ui.s);
 		else if (json)
-			top_json(&lv.cur, shown, sort_name, stdout);
+			top_json(&lv.cur, shown, sort_name, &ui.s.cost, stdout);
 		else
-			top_text(&lv.cur, shown, sort_name, stdout);
+			top_text(&lv.cur, shown, sort_name, &ui.s.cost, stdout);
 		if (!alive)
 			break;
 		/* A look that took longer than the interval delays the next

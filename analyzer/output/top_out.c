@@ -76,6 +76,60 @@ const char *top_counts(char *buf, size_t len, const live_view_t *v)
 	return buf;
 }
 
+void top_cost_of(top_cost_t *c, const top_cost_read_t *a,
+                 const top_cost_read_t *b)
+{
+	memset(c, 0, sizeof *c);
+	if (!b->page) {
+		snprintf(c->why, sizeof c->why,
+		         "no control page with cost counters");
+		return;
+	}
+	if (!a->page) {
+		snprintf(c->why, sizeof c->why,
+		         "the counters' first reading: from the next interval");
+		return;
+	}
+	if (b->calls < a->calls || b->sampled < a->sampled || b->ns < a->ns) {
+		/* A new page (a fork child's, an attach after a detach). */
+		snprintf(c->why, sizeof c->why, "the counters restarted");
+		return;
+	}
+	c->calls = b->calls - a->calls;
+	c->sampled = b->sampled - a->sampled;
+	c->over = b->over >= a->over ? b->over - a->over : 0;
+	if (c->sampled < TOP_COST_MIN_SAMPLES) {
+		snprintf(c->why, sizeof c->why,
+		         "%llu call%s sampled, too few to estimate",
+		         (unsigned long long)c->sampled,
+		         c->sampled == 1 ? "" : "s");
+		return;
+	}
+	if (!a->cpu_ok || !b->cpu_ok || b->cpu_ns <= a->cpu_ns) {
+		snprintf(c->why, sizeof c->why,
+		         "no CPU time of the process in the interval");
+		return;
+	}
+	c->mean_ns = (double)(b->ns - a->ns) / (double)c->sampled;
+	c->shim_ns = c->mean_ns * (double)c->calls;
+	c->cpu_ns = (double)(b->cpu_ns - a->cpu_ns);
+	c->share = c->shim_ns < c->cpu_ns ? c->shim_ns / c->cpu_ns : 1;
+	c->ok = true;
+}
+
+const char *top_cost_line(char *buf, size_t len, const top_cost_t *c)
+{
+	if (!c->ok)
+		snprintf(buf, len, "shim cost: - (%s)", c->why);
+	else
+		snprintf(buf, len,
+		         "shim ~%.*f%% of the process's CPU (est., %llu calls "
+		         "sampled, %.0f ns each)",
+		         c->share < 0.1 ? 1 : 0, 100 * c->share,
+		         (unsigned long long)c->sampled, c->mean_ns);
+	return buf;
+}
+
 const char *top_lock_head(char *buf, size_t len, int cols, int name_w)
 {
 	static const char one[] = "%9s %7s %9s %9s %6s %9s";
@@ -151,11 +205,14 @@ const char *top_thread_row(char *buf, size_t len, const live_thread_t *t,
 	return buf;
 }
 
-void top_text(const live_view_t *v, int n, const char *sort, FILE *out)
+void top_text(const live_view_t *v, int n, const char *sort,
+              const top_cost_t *cost, FILE *out)
 {
 	char line[TOP_LINE];
 	fprintf(out, "%s\n", top_title(line, sizeof line, v, n));
 	fprintf(out, "%s\n", top_counts(line, sizeof line, v));
+	if (cost)
+		fprintf(out, "%s\n", top_cost_line(line, sizeof line, cost));
 	if (v->trunc[0])
 		fprintf(out, "note: %s\n", v->trunc);
 	fprintf(out,
@@ -214,7 +271,28 @@ static void json_stat(jw_t *w, const char *key, const lockstat_t *s, bool bound)
 	jw_end(w, '}');
 }
 
-void top_json(const live_view_t *v, int n, const char *sort, FILE *out)
+/* "shim_cost": the estimate (top_cost_t), or null figures and why. */
+static void json_cost(jw_t *w, const top_cost_t *c)
+{
+	jw_key(w, "shim_cost");
+	jw_obj(w);
+	jw_kbool(w, "estimated", c->ok);
+	if (c->ok) {
+		jw_knum(w, "share_of_cpu", c->share);
+		jw_knum(w, "shim_cpu_ns", c->shim_ns);
+		jw_knum(w, "process_cpu_ns", c->cpu_ns);
+		jw_knum(w, "mean_ns_per_call", c->mean_ns);
+	} else {
+		jw_kstr(w, "why_not", c->why);
+	}
+	jw_ku64(w, "calls", c->calls);
+	jw_ku64(w, "sampled_calls", c->sampled);
+	jw_ku64(w, "samples_left_out", c->over);
+	jw_end(w, '}');
+}
+
+void top_json(const live_view_t *v, int n, const char *sort,
+              const top_cost_t *cost, FILE *out)
 {
 	jw_t w;
 	jw_init(&w, out);
@@ -232,6 +310,8 @@ void top_json(const live_view_t *v, int n, const char *sort, FILE *out)
 	jw_ku64(&w, "interval_dropped", v->idropped);
 	jw_kbool(&w, "process_ended", v->have_end);
 	jw_kstr(&w, "sort", sort);
+	if (cost)
+		json_cost(&w, cost);
 	jw_key(&w, "locks");
 	jw_arr(&w);
 	for (size_t i = 0; i < v->nlock && i < TOP_LOCK_ROWS; i++) {

@@ -86,6 +86,7 @@ static void header(frame_t *f, const live_view_t *v, const top_screen_t *s)
 	                      : "");
 	put(f, A_BOLD, line);
 	put(f, A_NORMAL, v ? top_counts(t, sizeof t, v) : "");
+	put(f, A_NORMAL, v ? top_cost_line(t, sizeof t, &s->cost) : "");
 	/* The views' tabs, the current one in reverse video. */
 	wmove(f->w, f->y, 0);
 	for (int i = TOP_VIEW_LOCKS; i <= TOP_VIEW_THREADS; i++) {

@@ -10,6 +10,7 @@
 #define MALLOCK_TOP_SCREEN_H
 
 #include "live.h"
+#include "top_out.h"
 
 #include <curses.h>
 #include <stdbool.h>
@@ -33,6 +34,7 @@ typedef struct top_screen {
 	bool help;      /* ?: the keys over the view */
 	int n;          /* the interval the view is of (0: none yet) */
 	const char *sort;
+	top_cost_t cost;   /* the shim's cost in the view's interval */
 	char status[4200]; /* the bottom line ("" none) */
 } top_screen_t;
 

@@ -238,6 +238,7 @@ static int page_create(int quiet, int keep_old)
 		pg->exe[n] = 0;
 	}
 	pg->attached = g_attached ? 1u : 0u;
+	pg->cost_every = COST_EVERY; /* the cost_* sums are kept (cost.h) */
 	__atomic_store_n(&pg->wake_sig,
 	                 atomic_load(&ctl_handler_mine) ? ctl_signal : 0,
 	                 __ATOMIC_RELEASE);
@@ -260,6 +261,7 @@ static int page_create(int quiet, int keep_old)
 	}
 	g_ctl_seen = 0;
 	g_ctl_page = pg;
+	g_cost_page = pg;
 	return 0;
 fail:
 	if (!quiet)
@@ -664,6 +666,7 @@ void ctl_fork_child(void)
 	if (page_create(1, 0) != 0) {
 		munmap(parent, CTLP_SIZE);
 		g_ctl_page = &ctl_none;
+		g_cost_page = &ctl_none;
 		if (ctl_page_fd >= 0)
 			prim_close(ctl_page_fd);
 		ctl_page_fd = -1;

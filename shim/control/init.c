@@ -22,6 +22,7 @@
 #include "attach.h"
 #include "config.h"
 #include "control.h"
+#include "cost.h"
 #include "cxx_hooks.h"
 #include "event.h"
 #include "exit_hooks.h"
@@ -201,6 +202,7 @@ static int shim_start(void)
 		strip_preload();
 	g_tsc_hz = prim_tsc_hz();
 	prim_cpu_init();
+	cost_init();
 	g_spin_ticks = (g_tsc_hz ? g_tsc_hz : 1000000000u) / 1000000 *
 	               (uint64_t)g_cfg.spin_ns / 1000;
 	if (g_cfg.flush_ms) {

@@ -11,6 +11,7 @@
 #include "sample.h"
 
 #include "config.h"
+#include "cost.h"
 #include "prim.h"
 
 #include <math.h>
@@ -52,6 +53,12 @@ static void rng_seed(tls_t *t)
 		         1;
 }
 
+uint64_t sample_rng(tls_t *t)
+{
+	rng_seed(t);
+	return rng_next(t);
+}
+
 void sample_reset(tls_t *t)
 {
 	rng_seed(t);
@@ -89,6 +96,7 @@ void sample_thread_init(tls_t *t)
 	 * MALLOCK_HOLD_EVERY into the host's hold time. */
 	if (g_cfg.hold_every > 1)
 		t->hold_left = sample_hold_interval(t) + 1;
+	cost_thread_init(t);
 }
 
 void sample_track(const void *ptr)

@@ -66,6 +66,9 @@ uint32_t sample_time_interval(tls_t *t);
  * sample_time_interval with MALLOCK_HOLD_EVERY: uniform in
  * 1 .. 2 MALLOCK_HOLD_EVERY - 1. */
 uint32_t sample_hold_interval(tls_t *t);
+/* The thread's generator (xorshift64*, seeded on first use): for the
+ * countdowns of other samplings (cost.c). */
+uint64_t sample_rng(tls_t *t);
 /* Tracks ptr (a sampled block). Lock-free. */
 void sample_track(const void *ptr);
 /* The slow half of sample_untrack. */

@@ -78,6 +78,10 @@ typedef struct tls {
 	/* Allocator calls outside locks before the next timed one (hook.h
 	 * call_t0); 0 at the thread's start: its first call is timed. */
 	uint32_t time_left;
+	/* The shim's cost (cost.h): hook calls left before the next sampled
+	 * one (0 only before the thread is set up), and the gap drawn for
+	 * it (the calls that sample stands for). */
+	uint32_t cost_left, cost_gap;
 	/* The CPUs a timed allocator call began and ended on (hook.h call_t0,
 	 * call_t1; PRIM_CPU_NONE: unknown). */
 	uint32_t cpu0, cpu1;

@@ -11,6 +11,13 @@
  *
  * t->in_alloc is set around the real call so that the futex hook can tell
  * an allocator-internal lock wait (futex_hook.c).
+ *
+ * The shim's cost (cost.h): each hook's body is an always-inline function
+ * of a cost_t pointer, instantiated twice: in the hook with NULL (every
+ * cost_* helper folds away: the unsampled path is the body as it was),
+ * and out of line (COST_SAMPLED, hook.h), when the countdown runs out,
+ * with a sample that reads the clock at entry, around the real call and
+ * at exit.
  */
 #include "hook.h"
 
@@ -63,27 +70,70 @@ static void *realloc_boot(void *p, size_t n)
 
 /* ---- hooks ---- */
 
+__attribute__((always_inline)) static inline void *
+malloc_body(tls_t *t, size_t n, uintptr_t ra, void *fp, cost_t *c)
+{
+	int smp = SAMPLE_DECIDE(t, n);
+	if (unlikely(smp == SAMPLE_SKIP)) {
+		uint64_t r0 = cost_r0(c);
+		void *p = real.malloc(n);
+		cost_r1(c, r0);
+		return p;
+	}
+	uint64_t t0 = call_t0(t), r0 = cost_r0u(c, t0);
+	t->in_alloc = 1;
+	void *p = real.malloc(n);
+	t->in_alloc = 0;
+	uint64_t t1 = call_t1(t, t0);
+	cost_r1u(c, t0, r0, t1);
+	if (likely(p != NULL))
+		rec_alloc_s(t, smp, p, n, t0, t1, FMT_FN_MALLOC, ra, fp);
+	return p;
+}
+
+COST_SAMPLED(malloc_sampled, void *, (tls_t * t, size_t n),
+             malloc_body(t, n, ra, fp, c))
+
 HOOK_EXPORT void *malloc(size_t n)
 {
 	tls_t *t = &shim_tls;
 	if (unlikely(!hook_enter(t)))
 		return pass_malloc(n);
-	int smp = SAMPLE_DECIDE(t, n);
-	if (unlikely(smp == SAMPLE_SKIP)) {
-		void *p = real.malloc(n);
-		hook_leave(t);
-		return p;
+	COST_RUN(t, void *, malloc_sampled(t, n),
+	         malloc_body(t, n, HOOK_RA(), HOOK_FP(), c))
+}
+
+/* A free is stamped before its real call (hook.h): an untimed one
+ * reads the clock before it, so the sample adds one read after it. */
+__attribute__((always_inline)) static inline void free_body(tls_t *t, void *p,
+                                                            cost_t *c)
+{
+	if (unlikely(g_sampling) && !sample_free(t, p)) {
+		uint64_t r0 = cost_r0(c);
+		real.free(p);
+		cost_r1(c, r0);
+		return;
 	}
-	uint64_t t0 = call_t0(t);
+	uint64_t t0 = call_t0(t), t1 = t0 ? 0 : prim_tsc();
 	t->in_alloc = 1;
-	void *p = real.malloc(n);
+	real.free(p);
 	t->in_alloc = 0;
-	uint64_t t1 = call_t1(t, t0);
-	if (likely(p != NULL))
-		rec_alloc_s(t, smp, p, n, t0, t1, FMT_FN_MALLOC, HOOK_RA(),
-		            HOOK_FP());
-	hook_leave(t);
-	return p;
+	if (t0)
+		t1 = call_t1(t, t0);
+	if (c) {
+		c->real += t0 ? t1 - t0 : prim_tsc() - t1;
+		c->extra += !t0;
+	}
+	rec_free(t, p, t0, t1);
+}
+
+/* free's sampled instance (COST_SAMPLED's, for a void body). */
+__attribute__((noinline, cold)) static void free_sampled(tls_t *t, void *p)
+{
+	cost_t c = {.e0 = cost_begin(t)};
+	free_body(t, p, &c);
+	uint64_t x1 = prim_tsc();
+	cost_end(t, &c, x1);
 }
 
 HOOK_EXPORT void free(void *p)
@@ -96,42 +146,46 @@ HOOK_EXPORT void free(void *p)
 			real.free(p);
 		return;
 	}
-	if (unlikely(g_sampling) && !sample_free(t, p)) {
-		real.free(p);
+	if (unlikely(cost_due(t))) {
+		free_sampled(t, p);
 		hook_leave(t);
 		return;
 	}
-	uint64_t t0 = call_t0(t), t1 = t0 ? 0 : prim_tsc();
-	t->in_alloc = 1;
-	real.free(p);
-	t->in_alloc = 0;
-	if (t0)
-		t1 = call_t1(t, t0);
-	rec_free(t, p, t0, t1);
+	free_body(t, p, NULL);
 	hook_leave(t);
 }
+
+__attribute__((always_inline)) static inline void *
+calloc_body(tls_t *t, size_t n, size_t m, uintptr_t ra, void *fp, cost_t *c)
+{
+	int smp = SAMPLE_DECIDE(t, n * m);
+	if (unlikely(smp == SAMPLE_SKIP)) {
+		uint64_t r0 = cost_r0(c);
+		void *p = real.calloc(n, m);
+		cost_r1(c, r0);
+		return p;
+	}
+	uint64_t t0 = call_t0(t), r0 = cost_r0u(c, t0);
+	t->in_alloc = 1;
+	void *p = real.calloc(n, m);
+	t->in_alloc = 0;
+	uint64_t t1 = call_t1(t, t0);
+	cost_r1u(c, t0, r0, t1);
+	if (likely(p != NULL))
+		rec_alloc_s(t, smp, p, n * m, t0, t1, FMT_FN_CALLOC, ra, fp);
+	return p;
+}
+
+COST_SAMPLED(calloc_sampled, void *, (tls_t * t, size_t n, size_t m),
+             calloc_body(t, n, m, ra, fp, c))
 
 HOOK_EXPORT void *calloc(size_t n, size_t m)
 {
 	tls_t *t = &shim_tls;
 	if (unlikely(!hook_enter(t)))
 		return pass_calloc(n, m);
-	int smp = SAMPLE_DECIDE(t, n * m);
-	if (unlikely(smp == SAMPLE_SKIP)) {
-		void *p = real.calloc(n, m);
-		hook_leave(t);
-		return p;
-	}
-	uint64_t t0 = call_t0(t);
-	t->in_alloc = 1;
-	void *p = real.calloc(n, m);
-	t->in_alloc = 0;
-	uint64_t t1 = call_t1(t, t0);
-	if (likely(p != NULL))
-		rec_alloc_s(t, smp, p, n * m, t0, t1, FMT_FN_CALLOC, HOOK_RA(),
-		            HOOK_FP());
-	hook_leave(t);
-	return p;
+	COST_RUN(t, void *, calloc_sampled(t, n, m),
+	         calloc_body(t, n, m, HOOK_RA(), HOOK_FP(), c))
 }
 
 /*
@@ -174,6 +228,31 @@ static inline void realloc_record(tls_t *t, void *old, void *p, size_t n,
 	}
 }
 
+__attribute__((always_inline)) static inline void *
+realloc_body(tls_t *t, void *old, size_t n, uintptr_t ra, void *fp, cost_t *c)
+{
+	int smp = SAMPLE_TRACK, was_tracked = 0;
+	if (unlikely(g_sampling) &&
+	    (smp = sample_realloc(t, old, n, &was_tracked)) == SAMPLE_SKIP) {
+		uint64_t r0 = cost_r0(c);
+		void *p = real.realloc(old, n);
+		cost_r1(c, r0);
+		return p;
+	}
+	uint64_t t0 = call_t0(t), r0 = cost_r0u(c, t0);
+	t->in_alloc = 1;
+	void *p = real.realloc(old, n);
+	t->in_alloc = 0;
+	uint64_t t1 = call_t1(t, t0);
+	cost_r1u(c, t0, r0, t1);
+	realloc_record(t, old, p, n, t0, t1, FMT_FN_MALLOC, ra, fp, smp,
+	               was_tracked);
+	return p;
+}
+
+COST_SAMPLED(realloc_sampled, void *, (tls_t * t, void *old, size_t n),
+             realloc_body(t, old, n, ra, fp, c))
+
 HOOK_EXPORT void *realloc(void *old, size_t n)
 {
 	if (unlikely(old && boot_owns(old)))
@@ -184,22 +263,8 @@ HOOK_EXPORT void *realloc(void *old, size_t n)
 			return old ? NULL : boot_alloc(n, 16);
 		return real.realloc(old, n);
 	}
-	int smp = SAMPLE_TRACK, was_tracked = 0;
-	if (unlikely(g_sampling) &&
-	    (smp = sample_realloc(t, old, n, &was_tracked)) == SAMPLE_SKIP) {
-		void *p = real.realloc(old, n);
-		hook_leave(t);
-		return p;
-	}
-	uint64_t t0 = call_t0(t);
-	t->in_alloc = 1;
-	void *p = real.realloc(old, n);
-	t->in_alloc = 0;
-	uint64_t t1 = call_t1(t, t0);
-	realloc_record(t, old, p, n, t0, t1, FMT_FN_MALLOC, HOOK_RA(),
-	               HOOK_FP(), smp, was_tracked);
-	hook_leave(t);
-	return p;
+	COST_RUN(t, void *, realloc_sampled(t, old, n),
+	         realloc_body(t, old, n, HOOK_RA(), HOOK_FP(), c))
 }
 
 static void *call_reallocarray(void *old, size_t n, size_t m)
@@ -213,6 +278,34 @@ static void *call_reallocarray(void *old, size_t n, size_t m)
 	}
 	return real.realloc(old, total);
 }
+
+__attribute__((always_inline)) static inline void *
+reallocarray_body(tls_t *t, void *old, size_t n, size_t m, size_t total,
+                  uintptr_t ra, void *fp, cost_t *c)
+{
+	int smp = SAMPLE_TRACK, was_tracked = 0;
+	if (unlikely(g_sampling) &&
+	    (smp = sample_realloc(t, old, total, &was_tracked)) ==
+	        SAMPLE_SKIP) {
+		uint64_t r0 = cost_r0(c);
+		void *p = call_reallocarray(old, n, m);
+		cost_r1(c, r0);
+		return p;
+	}
+	uint64_t t0 = call_t0(t), r0 = cost_r0u(c, t0);
+	t->in_alloc = 1;
+	void *p = call_reallocarray(old, n, m);
+	t->in_alloc = 0;
+	uint64_t t1 = call_t1(t, t0);
+	cost_r1u(c, t0, r0, t1);
+	realloc_record(t, old, p, total, t0, t1, FMT_FN_REALLOCARRAY, ra, fp,
+	               smp, was_tracked);
+	return p;
+}
+
+COST_SAMPLED(reallocarray_sampled, void *,
+             (tls_t * t, void *old, size_t n, size_t m, size_t total),
+             reallocarray_body(t, old, n, m, total, ra, fp, c))
 
 HOOK_EXPORT void *reallocarray(void *old, size_t n, size_t m)
 {
@@ -229,24 +322,39 @@ HOOK_EXPORT void *reallocarray(void *old, size_t n, size_t m)
 			return old ? NULL : boot_alloc(total, 16);
 		return call_reallocarray(old, n, m);
 	}
-	int smp = SAMPLE_TRACK, was_tracked = 0;
-	if (unlikely(g_sampling) &&
-	    (smp = sample_realloc(t, old, total, &was_tracked)) ==
-	        SAMPLE_SKIP) {
-		void *p = call_reallocarray(old, n, m);
-		hook_leave(t);
-		return p;
+	COST_RUN(
+	    t, void *, reallocarray_sampled(t, old, n, m, total),
+	    reallocarray_body(t, old, n, m, total, HOOK_RA(), HOOK_FP(), c))
+}
+
+__attribute__((always_inline)) static inline int
+posix_memalign_body(tls_t *t, void **out, size_t align, size_t n, uintptr_t ra,
+                    void *fp, cost_t *c)
+{
+	int smp = SAMPLE_DECIDE(t, n);
+	if (unlikely(smp == SAMPLE_SKIP)) {
+		uint64_t r0 = cost_r0(c);
+		int r = real.posix_memalign ? real.posix_memalign(out, align, n)
+		                            : ENOMEM;
+		cost_r1(c, r0);
+		return r;
 	}
-	uint64_t t0 = call_t0(t);
+	uint64_t t0 = call_t0(t), r0 = cost_r0u(c, t0);
 	t->in_alloc = 1;
-	void *p = call_reallocarray(old, n, m);
+	int r =
+	    real.posix_memalign ? real.posix_memalign(out, align, n) : ENOMEM;
 	t->in_alloc = 0;
 	uint64_t t1 = call_t1(t, t0);
-	realloc_record(t, old, p, total, t0, t1, FMT_FN_REALLOCARRAY, HOOK_RA(),
-	               HOOK_FP(), smp, was_tracked);
-	hook_leave(t);
-	return p;
+	cost_r1u(c, t0, r0, t1);
+	if (r == 0)
+		rec_alloc_s(t, smp, *out, n, t0, t1, FMT_FN_POSIX_MEMALIGN, ra,
+		            fp);
+	return r;
 }
+
+COST_SAMPLED(posix_memalign_sampled, int,
+             (tls_t * t, void **out, size_t align, size_t n),
+             posix_memalign_body(t, out, align, n, ra, fp, c))
 
 HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 {
@@ -259,24 +367,8 @@ HOOK_EXPORT int posix_memalign(void **out, size_t align, size_t n)
 		return real.posix_memalign ? real.posix_memalign(out, align, n)
 		                           : ENOMEM;
 	}
-	int smp = SAMPLE_DECIDE(t, n);
-	if (unlikely(smp == SAMPLE_SKIP)) {
-		int r = real.posix_memalign ? real.posix_memalign(out, align, n)
-		                            : ENOMEM;
-		hook_leave(t);
-		return r;
-	}
-	uint64_t t0 = call_t0(t);
-	t->in_alloc = 1;
-	int r =
-	    real.posix_memalign ? real.posix_memalign(out, align, n) : ENOMEM;
-	t->in_alloc = 0;
-	uint64_t t1 = call_t1(t, t0);
-	if (r == 0)
-		rec_alloc_s(t, smp, *out, n, t0, t1, FMT_FN_POSIX_MEMALIGN,
-		            HOOK_RA(), HOOK_FP());
-	hook_leave(t);
-	return r;
+	COST_RUN(t, int, posix_memalign_sampled(t, out, align, n),
+	         posix_memalign_body(t, out, align, n, HOOK_RA(), HOOK_FP(), c))
 }
 
 /* The aligned family: fn picks the real function and the fn code. */

@@ -141,6 +141,50 @@ static void gate_cleanup(tls_t **tp)
 	}
 }
 
+/* A new hook's body, unsampled (c NULL) or sampled (cost.h, as
+ * alloc_hooks.c's); the gate is released by the hook's cleanup, also
+ * when the next operator new throws. */
+__attribute__((always_inline)) static inline void *
+new_body(tls_t *t, enum cxx_idx i, unsigned fn_code, size_t n, size_t al,
+         int has_al, const void *nt, int has_nt, uintptr_t ra, void *fp,
+         cost_t *c)
+{
+	int smp = SAMPLE_DECIDE(t, n);
+	if (unlikely(smp == SAMPLE_SKIP)) {
+		uint64_t r0 = cost_r0(c);
+		void *p = call_new(i, n, al, has_al, nt, has_nt);
+		cost_r1(c, r0);
+		return p;
+	}
+	uint64_t t0 = call_t0(t), r0 = cost_r0u(c, t0);
+	t->in_alloc = 1;
+	void *p = call_new(i, n, al, has_al, nt, has_nt);
+	t->in_alloc = 0;
+	uint64_t t1 = call_t1(t, t0);
+	cost_r1u(c, t0, r0, t1);
+	if (likely(p != NULL))
+		rec_alloc_s(t, smp, p, n, t0, t1, fn_code, ra, fp);
+	return p;
+}
+
+/* new_body sampled (hook.h COST_SAMPLED): out of line, cold. */
+__attribute__((noinline, cold)) static void *
+new_sampled(tls_t *t, enum cxx_idx i, unsigned fn_code, size_t n, size_t al,
+            int has_al, const void *nt, int has_nt)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wframe-address"
+	uintptr_t ra = (uintptr_t)__builtin_return_address(1);
+	void *fp = __builtin_frame_address(1);
+#pragma GCC diagnostic pop
+	cost_t c = {.e0 = cost_begin(t)};
+	void *p =
+	    new_body(t, i, fn_code, n, al, has_al, nt, has_nt, ra, fp, &c);
+	uint64_t x1 = prim_tsc();
+	cost_end(t, &c, x1);
+	return p;
+}
+
 #define NEW_HOOK(sym, idx, fn_code, has_al, has_nt, params, al_arg, nt_arg)    \
 	HOOK_EXPORT void *sym params                                           \
 	{                                                                      \
@@ -149,21 +193,12 @@ static void gate_cleanup(tls_t **tp)
 			return call_new(CXX_##idx, n, al_arg, has_al, nt_arg,  \
 			                has_nt);                               \
 		__attribute__((cleanup(gate_cleanup))) tls_t *guard = t;       \
-		int smp = SAMPLE_DECIDE(t, n);                                 \
-		if (unlikely(smp == SAMPLE_SKIP))                              \
-			return call_new(CXX_##idx, n, al_arg, has_al, nt_arg,  \
-			                has_nt);                               \
-		uint64_t t0 = call_t0(t);                                      \
-		t->in_alloc = 1;                                               \
-		void *p =                                                      \
-		    call_new(CXX_##idx, n, al_arg, has_al, nt_arg, has_nt);    \
-		t->in_alloc = 0;                                               \
-		uint64_t t1 = call_t1(t, t0);                                  \
-		if (likely(p != NULL))                                         \
-			rec_alloc_s(t, smp, p, n, t0, t1, fn_code, HOOK_RA(),  \
-			            HOOK_FP());                                \
 		(void)guard;                                                   \
-		return p;                                                      \
+		if (unlikely(cost_due(t)))                                     \
+			return new_sampled(t, CXX_##idx, fn_code, n, al_arg,   \
+			                   has_al, nt_arg, has_nt);            \
+		return new_body(t, CXX_##idx, fn_code, n, al_arg, has_al,      \
+		                nt_arg, has_nt, HOOK_RA(), HOOK_FP(), NULL);   \
 	}
 
 CXX_NEW_OPS(NEW_HOOK)
@@ -201,6 +236,42 @@ static inline void call_del(enum cxx_idx i, enum cxx_idx plain, void *p,
 		real.free(p);
 }
 
+/* A delete hook's body, as free's (alloc_hooks.c free_body). */
+__attribute__((always_inline)) static inline void
+del_body(tls_t *t, enum cxx_idx i, enum cxx_idx plain, void *p, size_t sz,
+         int has_sz, size_t al, int has_al, const void *nt, int has_nt,
+         cost_t *c)
+{
+	if (unlikely(g_sampling) && !sample_free(t, p)) {
+		uint64_t r0 = cost_r0(c);
+		call_del(i, plain, p, sz, has_sz, al, has_al, nt, has_nt);
+		cost_r1(c, r0);
+		return;
+	}
+	uint64_t t0 = call_t0(t), t1 = t0 ? 0 : prim_tsc();
+	t->in_alloc = 1;
+	call_del(i, plain, p, sz, has_sz, al, has_al, nt, has_nt);
+	t->in_alloc = 0;
+	if (t0)
+		t1 = call_t1(t, t0);
+	if (c) {
+		c->real += t0 ? t1 - t0 : prim_tsc() - t1;
+		c->extra += !t0;
+	}
+	rec_free(t, p, t0, t1);
+}
+
+/* del_body sampled (hook.h COST_SAMPLED): out of line, cold. */
+__attribute__((noinline, cold)) static void
+del_sampled(tls_t *t, enum cxx_idx i, enum cxx_idx plain, void *p, size_t sz,
+            int has_sz, size_t al, int has_al, const void *nt, int has_nt)
+{
+	cost_t c = {.e0 = cost_begin(t)};
+	del_body(t, i, plain, p, sz, has_sz, al, has_al, nt, has_nt, &c);
+	uint64_t x1 = prim_tsc();
+	cost_end(t, &c, x1);
+}
+
 #define DEL_HOOK(sym, idx, plain, has_sz, has_al, has_nt, params, sz_arg,      \
                  al_arg, nt_arg)                                               \
 	HOOK_EXPORT void sym params                                            \
@@ -214,20 +285,14 @@ static inline void call_del(enum cxx_idx i, enum cxx_idx plain, void *p,
 			return;                                                \
 		}                                                              \
 		__attribute__((cleanup(gate_cleanup))) tls_t *guard = t;       \
-		if (unlikely(g_sampling) && !sample_free(t, p)) {              \
-			call_del(CXX_##idx, CXX_##plain, p, sz_arg, has_sz,    \
-			         al_arg, has_al, nt_arg, has_nt);              \
+		(void)guard;                                                   \
+		if (unlikely(cost_due(t))) {                                   \
+			del_sampled(t, CXX_##idx, CXX_##plain, p, sz_arg,      \
+			            has_sz, al_arg, has_al, nt_arg, has_nt);   \
 			return;                                                \
 		}                                                              \
-		uint64_t t0 = call_t0(t), t1 = t0 ? 0 : prim_tsc();            \
-		t->in_alloc = 1;                                               \
-		call_del(CXX_##idx, CXX_##plain, p, sz_arg, has_sz, al_arg,    \
-		         has_al, nt_arg, has_nt);                              \
-		t->in_alloc = 0;                                               \
-		if (t0)                                                        \
-			t1 = call_t1(t, t0);                                   \
-		rec_free(t, p, t0, t1);                                        \
-		(void)guard;                                                   \
+		del_body(t, CXX_##idx, CXX_##plain, p, sz_arg, has_sz, al_arg, \
+		         has_al, nt_arg, has_nt, NULL);                        \
 	}
 
 CXX_DEL_OPS(DEL_HOOK)

@@ -69,6 +69,7 @@
 #ifndef MALLOCK_SHIM_HOOK_H
 #define MALLOCK_SHIM_HOOK_H
 
+#include "cost.h"
 #include "event.h"
 #include "lockmap.h"
 #include "real.h"
@@ -130,6 +131,51 @@ static inline uint64_t call_ticks(uint64_t t0, uint64_t t1)
 		return 0;
 	return t1 > t0 ? t1 - t0 : 1;
 }
+
+/*
+ * The shim's cost (cost.h) in a hook whose body is an always-inline
+ * function of a cost_t *c: COST_SAMPLED defines fn, the sampled instance
+ * (c set: entry and exit reads, cost_end), out of line and cold, so that
+ * the hook's own code (the unsampled instance, c NULL: every cost_*
+ * helper folds away) keeps its registers; COST_RUN ends the hook: the
+ * sampled call when the countdown ran out, else the body, then releases
+ * the gate (held: hook_enter) and returns. fn finds the hook's HOOK_RA()
+ * and HOOK_FP() (ra, fp in body_of) through the frame pointers, one frame
+ * up (the shim is built with them): passed as arguments, the hook would
+ * compute them before its fast path. A stack captured in the sampled
+ * instance starts one frame deeper (stack.h: stack_here_slow finds it;
+ * 1 call in 1024).
+ */
+#define COST_SAMPLED(fn, type, params, body_of)                                \
+	__attribute__((noinline, cold)) static type fn params                  \
+	{                                                                      \
+		_Pragma("GCC diagnostic push");                                \
+		_Pragma("GCC diagnostic ignored \"-Wframe-address\"");         \
+		uintptr_t ra = (uintptr_t)__builtin_return_address(1);         \
+		void *fp = __builtin_frame_address(1);                         \
+		_Pragma("GCC diagnostic pop");                                 \
+		(void)ra;                                                      \
+		(void)fp;                                                      \
+		cost_t c_ = {.e0 = cost_begin(t)};                             \
+		cost_t *c = &c_;                                               \
+		type r_ = body_of;                                             \
+		uint64_t x1_ = prim_tsc();                                     \
+		cost_end(t, c, x1_);                                           \
+		return r_;                                                     \
+	}
+
+#define COST_RUN(t, type, sampled_call, body_of)                               \
+	if (unlikely(cost_due(t))) {                                           \
+		type r_ = sampled_call;                                        \
+		hook_leave(t);                                                 \
+		return r_;                                                     \
+	}                                                                      \
+	{                                                                      \
+		cost_t *c = NULL;                                              \
+		type r_ = body_of;                                             \
+		hook_leave(t);                                                 \
+		return r_;                                                     \
+	}
 
 /* ALLOC_MIGRATED(from, to) at t1 before a timed call's record (t0 != 0)
  * that began on one CPU and ended on another (call_t0, call_t1). */

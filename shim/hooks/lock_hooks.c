@@ -293,10 +293,9 @@ static void rec_tryfail(tls_t *t, void *l, unsigned kind, uintptr_t ra)
  * The contended path: the trylock failed, so this thread will wait. Returns
  * the real call's result. Out of line: the uncontended path stays small.
  */
-__attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
-                                               void *l, clockid_t clk,
-                                               const struct timespec *abs,
-                                               uintptr_t ra, void *fp)
+__attribute__((noinline)) static int
+lock_wait(tls_t *t, enum lock_op op, void *l, clockid_t clk,
+          const struct timespec *abs, uintptr_t ra, void *fp, cost_t *cost)
 {
 	unsigned kind = op_kind(op);
 	lock_ent_t *e = lockmap_get(t, l, kind);
@@ -335,6 +334,8 @@ __attribute__((noinline)) static int lock_wait(tls_t *t, enum lock_op op,
 			return r;
 	}
 	t1 = prim_tsc();
+	if (cost) /* a sampled call (cost.h): the wait is the real call's */
+		cost->real += t1 - t0;
 	if (!e) {
 		if (r == 0) {
 			t->drops++;
@@ -430,22 +431,34 @@ static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 
 /* ---- acquisition hooks ---- */
 
+/* The bodies below are always-inline functions of a cost_t *c, run by
+ * COST_RUN unsampled or sampled (hook.h COST_SAMPLED, cost.h): a sample
+ * times the real trylock and unlock with reads of its own, and the wait of
+ * lock_wait with that function's. */
 #define ACQ_HOOK(sym, type_t, trylock, op, shared)                             \
+	__attribute__((always_inline)) static inline int sym##_body(           \
+	    tls_t *t, type_t *l, uintptr_t ra, void *fp, cost_t *c)            \
+	{                                                                      \
+		uint64_t r0 = cost_r0(c);                                      \
+		int r = real.trylock(l);                                       \
+		cost_r1(c, r0);                                                \
+		if (likely(r == 0) || unlikely(r == EOWNERDEAD))               \
+			rec_acq(t, shared, (void *)l, op_kind(op), ra);        \
+		else if (r == EBUSY)                                           \
+			r = lock_wait(t, op, (void *)l, 0, NULL, ra, fp, c);   \
+		if (r == 0 || r == EOWNERDEAD)                                 \
+			tls_held_inc(t);                                       \
+		return r;                                                      \
+	}                                                                      \
+	COST_SAMPLED(sym##_sampled, int, (tls_t * t, type_t * l),              \
+	             sym##_body(t, l, ra, fp, c))                              \
 	HOOK_EXPORT int sym(type_t *l)                                         \
 	{                                                                      \
 		tls_t *t = &shim_tls;                                          \
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(op_call(op, (void *)l, 0, NULL));  \
-		int r = real.trylock(l);                                       \
-		if (likely(r == 0) || unlikely(r == EOWNERDEAD))               \
-			rec_acq(t, shared, (void *)l, op_kind(op), HOOK_RA()); \
-		else if (r == EBUSY)                                           \
-			r = lock_wait(t, op, (void *)l, 0, NULL, HOOK_RA(),    \
-			              HOOK_FP());                              \
-		if (r == 0 || r == EOWNERDEAD)                                 \
-			tls_held_inc(t);                                       \
-		hook_leave(t);                                                 \
-		return r;                                                      \
+		COST_RUN(t, int, sym##_sampled(t, l),                          \
+		         sym##_body(t, l, HOOK_RA(), HOOK_FP(), c))            \
 	}
 
 ACQ_HOOK(pthread_mutex_lock, pthread_mutex_t, pthread_mutex_trylock, OP_MUTEX,
@@ -471,7 +484,7 @@ ACQ_HOOK(pthread_spin_lock, pthread_spinlock_t, pthread_spin_trylock, OP_SPIN,
 			rec_acq(t, shared, (void *)l, op_kind(op), HOOK_RA()); \
 		else if (r == EBUSY)                                           \
 			r = lock_wait(t, op, (void *)l, clk_arg, abs,          \
-			              HOOK_RA(), HOOK_FP());                   \
+			              HOOK_RA(), HOOK_FP(), NULL);             \
 		if (r == 0 || r == EOWNERDEAD)                                 \
 			tls_held_inc(t);                                       \
 		hook_leave(t);                                                 \
@@ -498,19 +511,28 @@ TIMED_HOOK(pthread_rwlock_clockwrlock, pthread_rwlock_t,
  * holds the mutex), TRY_FAIL on EBUSY ---- */
 
 #define TRY_HOOK(sym, type_t, kind, shared)                                    \
+	__attribute__((always_inline)) static inline int sym##_body(           \
+	    tls_t *t, type_t *l, uintptr_t ra, cost_t *c)                      \
+	{                                                                      \
+		uint64_t r0 = cost_r0(c);                                      \
+		int r = real.sym(l);                                           \
+		cost_r1(c, r0);                                                \
+		if (likely(r == 0) || unlikely(r == EOWNERDEAD)) {             \
+			rec_acq(t, shared, (void *)l, kind, ra);               \
+			tls_held_inc(t);                                       \
+		} else if (r == EBUSY)                                         \
+			rec_tryfail(t, (void *)l, kind, ra);                   \
+		return r;                                                      \
+	}                                                                      \
+	COST_SAMPLED(sym##_sampled, int, (tls_t * t, type_t * l),              \
+	             sym##_body(t, l, ra, c))                                  \
 	HOOK_EXPORT int sym(type_t *l)                                         \
 	{                                                                      \
 		tls_t *t = &shim_tls;                                          \
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(real.sym(l));                      \
-		int r = real.sym(l);                                           \
-		if (likely(r == 0) || unlikely(r == EOWNERDEAD)) {             \
-			rec_acq(t, shared, (void *)l, kind, HOOK_RA());        \
-			tls_held_inc(t);                                       \
-		} else if (r == EBUSY)                                         \
-			rec_tryfail(t, (void *)l, kind, HOOK_RA());            \
-		hook_leave(t);                                                 \
-		return r;                                                      \
+		COST_RUN(t, int, sym##_sampled(t, l),                          \
+		         sym##_body(t, l, HOOK_RA(), c))                       \
 	}
 
 TRY_HOOK(pthread_mutex_trylock, pthread_mutex_t, FMT_KIND_MUTEX, 0)
@@ -520,19 +542,33 @@ TRY_HOOK(pthread_spin_trylock, pthread_spinlock_t, FMT_KIND_SPIN, 0)
 
 /* ---- release hooks ---- */
 
+/* A release's body takes only the hook's frame address and reads the
+ * return address from its frame record (fp + 1 word, on x86-64 and
+ * AArch64 alike: the shim is built with frame pointers) after the real
+ * unlock: a return address passed in would be kept in a register across
+ * that call, two more saved registers on the unsampled path. */
 #define REL_HOOK(sym, type_t)                                                  \
+	__attribute__((always_inline)) static inline int sym##_body(           \
+	    tls_t *t, type_t *l, void *fp, cost_t *c)                          \
+	{                                                                      \
+		rel_t rl;                                                      \
+		rel_begin(t, (void *)l, &rl);                                  \
+		tls_held_dec(t);                                               \
+		uint64_t r0 = cost_r0(c);                                      \
+		int r = real.sym(l);                                           \
+		cost_r1(c, r0);                                                \
+		rel_end(t, &rl, ((const uintptr_t *)fp)[1], fp);               \
+		return r;                                                      \
+	}                                                                      \
+	COST_SAMPLED(sym##_sampled, int, (tls_t * t, type_t * l),              \
+	             sym##_body(t, l, fp, c))                                  \
 	HOOK_EXPORT int sym(type_t *l)                                         \
 	{                                                                      \
 		tls_t *t = &shim_tls;                                          \
 		if (unlikely(!hook_enter(t)))                                  \
 			return PASS_OR_BOOT(real.sym(l));                      \
-		rel_t rl;                                                      \
-		rel_begin(t, (void *)l, &rl);                                  \
-		tls_held_dec(t);                                               \
-		int r = real.sym(l);                                           \
-		rel_end(t, &rl, HOOK_RA(), HOOK_FP());                         \
-		hook_leave(t);                                                 \
-		return r;                                                      \
+		COST_RUN(t, int, sym##_sampled(t, l),                          \
+		         sym##_body(t, l, HOOK_FP(), c))                       \
 	}
 
 REL_HOOK(pthread_mutex_unlock, pthread_mutex_t)

@@ -121,6 +121,11 @@ int main(int argc, char **argv)
 	P_(exe);
 	P_(wake_sig);
 	P_(attached);
+	P_(cost_every);
+	P_(cost_calls);
+	P_(cost_sampled);
+	P_(cost_ns);
+	P_(cost_over);
 #undef P_
 	fprintf(o, ")\n");
 	return fclose(o) != 0;

@@ -16,6 +16,18 @@ CASE:
   attach svcqueue started without the shim: --attach PID --count 2 gives 2
          blocks, detaches (the shim's hooks out: its page gone), and the
          process runs on to a clean end (77 where ptrace is refused)
+  cost   the shim's cost, as the shim measures it (nothing forged): svcqueue
+         started paused, top --format=json --count 3 PID: the page's cost
+         counters (format/ctl_page.h cost_*) grew over the window; each
+         interval's shim_cost is an estimate with 0 < share_of_cpu < 1,
+         one call in about 1024 sampled: the page's calls per sampled call
+         within 900..1150 (the mean gap of uniform 1..2047 over thousands
+         of samples), and the window's trace's events per sampled call
+         within 512..2048 (the events the shim did not sample from:
+         condition waits, thread records); `-- CMD` --batch --count 3:
+         the text header says "shim cost: - (...)" in the first block (the
+         page is read from the second look) and "shim ~N% of the
+         process's CPU (est., ..." in one of the next two at least
   memcached  Debian's memcached (4 threads) started paused under the shim,
          loaded by 4 client threads (set/get): --batch --count 3 PID gives
          3 blocks whose locks report names so; the server keeps its pid,
@@ -36,6 +48,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "lib"))
 import pycheck  # noqa: E402
+import tracefmt  # noqa: E402
 from srvcheck import alive  # noqa: E402
 from pycheck import check  # noqa: E402
 
@@ -182,6 +195,79 @@ elif CASE == "json":
     st = ctl_status(p.pid)
     check("recording" in st, "still recording after top: %r" % st)
     p.communicate(timeout=60)
+
+elif CASE == "cost":
+    F = tracefmt.find(os.path.dirname(os.path.dirname(
+        os.path.abspath(MALLOCK))))
+    COST = ("cost_every", "cost_calls", "cost_sampled", "cost_ns",
+            "cost_over")
+
+    def cost(pid):
+        with open(page_of(pid), "rb") as f:
+            b = f.read()
+        return {k: tracefmt.get(b, F.CTL_PAGE, k) for k in COST}
+
+    p = svcqueue(20, MALLOCK_START="paused")
+    for _ in range(100):
+        if os.path.exists(page_of(p.pid)):
+            break
+        time.sleep(0.05)
+    time.sleep(0.3)
+    before = cost(p.pid)
+    r = top("--format=json", "--count", "3", str(p.pid))
+    check(r.returncode == 0, "top --format=json PID: exit %d %r"
+          % (r.returncode, r.stderr[-300:]))
+    after = cost(p.pid)
+    print("page before the window %r, after %r" % (before, after))
+    check(after["cost_every"] == 1024, "cost_every 1024")
+    check(all(after[k] > before[k] for k in COST[1:4]),
+          "the cost counters grew over the window")
+    objs = [json.loads(l) for l in r.stdout.splitlines()]
+    check(len(objs) == 3, "3 JSON lines: %d" % len(objs))
+    sc = [o["shim_cost"] for o in objs]
+    for c in sc:
+        print("interval shim_cost %r" % c)
+    est = [c for c in sc if c["estimated"]]
+    check(len(est) == 3, "each interval has an estimate: %r" % sc)
+    check(all(0 < c["share_of_cpu"] < 1 for c in est),
+          "0 < share_of_cpu < 1: %r" % [c.get("share_of_cpu") for c in sc])
+    check(all(c["sampled_calls"] >= 10 and c["calls"] > c["sampled_calls"]
+              for c in est), "calls and sampled calls counted")
+    sampled = after["cost_sampled"] + after["cost_over"] - (
+        before["cost_sampled"] + before["cost_over"])
+    per = (after["cost_calls"] - before["cost_calls"]) / max(1, sampled)
+    check(900 <= per <= 1150, "calls per sampled call %.0f in 900..1150"
+          % per)
+    # The window closed: the counters hold all its samples, the trace all
+    # its events (the shim counts nothing while paused).
+    p.communicate(timeout=60)
+    trace = os.path.join(TMP, "t.%d.trace" % p.pid)
+    rr = subprocess.run([MALLOCK, "report", "--format=json", trace],
+                        capture_output=True, text=True)
+    check(rr.returncode == 0, "report of the trace: %r" % rr.stderr[-300:])
+    events = json.loads(rr.stdout)["trace"]["events"]
+    per_ev = events / max(1, sampled)
+    print("the window's events %d, sampled calls %d: %.0f events per "
+          "sampled call" % (events, sampled, per_ev))
+    check(512 <= per_ev <= 2048, "events per sampled call %.0f in "
+          "512..2048" % per_ev)
+    # The text header of `-- CMD`: its page is read from the second look.
+    with open(os.path.join(TMP, "out"), "w+") as o:
+        r = subprocess.run([MALLOCK, "top", "--batch", "--count", "3", "--",
+                            SVC, "--producers=2", "--consumers=2",
+                            "--duration=12"], stdout=o,
+                           stderr=subprocess.PIPE, text=True, cwd=TMP,
+                           timeout=120)
+        o.seek(0)
+        head = [l for l in o.read().splitlines() if l.startswith("shim ")]
+    print("text header lines: %r" % head)
+    # A block per look; on a loaded machine the looks may outlast
+    # svcqueue's run: top then ends with it, and a look that found it
+    # ended says "-" (no CPU time).
+    check(r.returncode == 0 and len(head) >= 2 and
+          head[0].startswith("shim cost: - (") and
+          any("% of the process's CPU (est., " in l for l in head[1:]),
+          "the text header's shim share: %r" % head)
 
 elif CASE == "bad":
     # A gone PID.
