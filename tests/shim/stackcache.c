@@ -18,6 +18,7 @@
 #include "shim_test.h"
 
 #include <alloca.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/personality.h>
 
@@ -149,6 +150,13 @@ static int child(void)
 	return 0;
 }
 
+static void *child_thread(void *arg)
+{
+	(void)arg;
+	child();
+	return NULL;
+}
+
 /* ---- the driver ---- */
 
 #define MAX_ALLOCS 8192
@@ -163,7 +171,7 @@ typedef struct run {
 	uint64_t stack_id[MAX_STACKS];
 	unsigned nframes[MAX_STACKS];
 	uint64_t frames[MAX_STACKS][64];
-	long hits; /* from the NOTE; -1 if none */
+	long hits, learned; /* from the NOTE; -1 if none */
 } run_t;
 
 static int collect(const fmt_chunk_header_t *h, const fmt_record_t *r,
@@ -201,9 +209,12 @@ static int collect(const fmt_chunk_header_t *h, const fmt_record_t *r,
 		    len < sizeof buf) {
 			memcpy(buf, text, len);
 			buf[len] = 0;
-			long hits;
-			if (sscanf(buf, "stack cache: %ld hits", &hits) == 1)
+			long hits, learned;
+			if (sscanf(buf, "stack cache: %ld hits, %ld learned",
+			           &hits, &learned) == 2) {
 				x->hits = hits;
+				x->learned = learned;
+			}
 		}
 	}
 	return 0;
@@ -217,14 +228,14 @@ static int find_stack(const run_t *x, uint64_t id)
 	return -1;
 }
 
-static void load(run_t *x, const char *cache)
+static void load(run_t *x, const char *cache, const char *const *args)
 {
 	const char *env[] = {cache, "MALLOCK_STACK_DEPTH=16", NULL};
 	st_clean();
-	check_eq(st_run(NULL, env), 0);
+	check_eq(st_run(args, env), 0);
 	char files[2][800];
 	check_eq(st_files(files, 2), 1);
-	x->hits = -1;
+	x->hits = x->learned = -1;
 	/* The main thread's tid is the pid: the file name says it. */
 	const char *dot = strrchr(files[0], '/');
 	x->main_tid = (uint32_t)strtoul(dot ? dot + 3 : files[0], NULL, 10);
@@ -232,7 +243,7 @@ static void load(run_t *x, const char *cache)
 	check(tr_walk(files[0], collect, x, err, sizeof err) == 0);
 }
 
-static run_t off, on;
+static run_t off, on, thr;
 
 /* The uncached run's stack of tagged allocation i (NULL if unknown). */
 static const uint64_t *frames_of(const run_t *x, unsigned i, unsigned *n)
@@ -273,6 +284,12 @@ static void check_anchors(const run_t *x)
 
 int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], "--child") &&
+	    !strcmp(argv[2], "thread")) {
+		pthread_t th;
+		return pthread_create(&th, NULL, child_thread, NULL) ||
+		       pthread_join(th, NULL);
+	}
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child();
 	st_setup(argc, argv);
@@ -282,8 +299,8 @@ int main(int argc, char **argv)
 		       "skipped\n");
 		return 77;
 	}
-	load(&off, "MALLOCK_STACK_CACHE=0");
-	load(&on, "MALLOCK_STACK_CACHE=1");
+	load(&off, "MALLOCK_STACK_CACHE=0", NULL);
+	load(&on, "MALLOCK_STACK_CACHE=1", NULL);
 	unsigned expect = ROUNDS * 6 + ROUNDS / 50;
 	check_eq(off.nalloc, expect);
 	check_eq(on.nalloc, off.nalloc);
@@ -311,6 +328,16 @@ int main(int argc, char **argv)
 			        b >= 0 ? on.nframes[b] : 0);
 	}
 	check_eq(bad, 0);
+	/* The workload in a thread that exits before the process: the NOTE
+	 * adds the exited thread's counts to the main thread's, which only
+	 * creates and joins it. A hit is on a stack the thread learned
+	 * (each thread has its own cache). */
+	const char *targs[] = {"thread", NULL};
+	load(&thr, "MALLOCK_STACK_CACHE=1", targs);
+	check(thr.hits > 0);
+	check(thr.learned > 0);
+	printf("stackcache: the workload in a thread: %ld hits, %ld learned\n",
+	       thr.hits, thr.learned);
 	printf("stackcache: %u tagged allocations, %ld hits with the cache\n",
 	       on.nalloc, on.hits);
 	return test_done();
