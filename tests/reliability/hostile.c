@@ -12,7 +12,9 @@
  *   closeall loop|range|from   N rounds, close every fd >= 3 (a loop to
  *                              1024, close_range, closefrom; range
  *                              first puts an fd above the shim's and
- *                              checks it closed: exit 92), open a.db
+ *                              checks it closed: exit 92; before the
+ *                              range, each open fd is closed alone by
+ *                              close_range(fd, fd)), open a.db
  *                              b.db c.db (they get the freed low numbers),
  *                              then N more rounds with a record written to
  *                              each file every N/4
@@ -102,9 +104,18 @@ static int sc_closeall(const char *mode)
 		 * RLIMIT_NOFILE, below 65536): the range closes it too. */
 		struct rlimit rl;
 		int hi = -1;
+		int top = 65600;
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64)
 			hi = dup2(0, rl.rlim_cur < 65600 ? (int)rl.rlim_cur - 1
 			                                 : 65599);
+		if (hi >= 0)
+			top = hi;
+		/* Each open fd alone first, with a range that ends at it: the
+		 * shim's among them, which stay open for the shim. */
+		for (int fd = 3; fd < top; fd++)
+			if (fcntl(fd, F_GETFD) != -1 &&
+			    close_range((unsigned)fd, (unsigned)fd, 0) != 0)
+				return 93;
 		if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
 			return 90;
 		if (hi >= 0 && fcntl(hi, F_GETFD) != -1)
