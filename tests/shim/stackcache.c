@@ -12,7 +12,9 @@
  * (personality(ADDR_NO_RANDOMIZE); code addresses are then the same in both
  * runs): MALLOCK_STACK_CACHE=0 and =1. The main thread's tagged allocations
  * must carry exactly the same frames in the same order, and the cached run's
- * NOTE must report hits (the cache was used), the uncached one none.
+ * NOTE must report hits (the cache was used), the uncached one none. A third
+ * run does the workload in a thread that exits before the process: the NOTE
+ * must count the stacks it learned and unwound.
  */
 #define _GNU_SOURCE
 #include "shim_test.h"
@@ -171,7 +173,7 @@ typedef struct run {
 	uint64_t stack_id[MAX_STACKS];
 	unsigned nframes[MAX_STACKS];
 	uint64_t frames[MAX_STACKS][64];
-	long hits, learned; /* from the NOTE; -1 if none */
+	long hits, learned, walked; /* from the NOTE; -1 if none */
 } run_t;
 
 static int collect(const fmt_chunk_header_t *h, const fmt_record_t *r,
@@ -209,11 +211,14 @@ static int collect(const fmt_chunk_header_t *h, const fmt_record_t *r,
 		    len < sizeof buf) {
 			memcpy(buf, text, len);
 			buf[len] = 0;
-			long hits, learned;
-			if (sscanf(buf, "stack cache: %ld hits, %ld learned",
-			           &hits, &learned) == 2) {
+			long hits, learned, walked;
+			if (sscanf(buf,
+			           "stack cache: %ld hits, %ld learned, %ld "
+			           "unwound",
+			           &hits, &learned, &walked) == 3) {
 				x->hits = hits;
 				x->learned = learned;
+				x->walked = walked;
 			}
 		}
 	}
@@ -235,7 +240,7 @@ static void load(run_t *x, const char *cache, const char *const *args)
 	check_eq(st_run(args, env), 0);
 	char files[2][800];
 	check_eq(st_files(files, 2), 1);
-	x->hits = x->learned = -1;
+	x->hits = x->learned = x->walked = -1;
 	/* The main thread's tid is the pid: the file name says it. */
 	const char *dot = strrchr(files[0], '/');
 	x->main_tid = (uint32_t)strtoul(dot ? dot + 3 : files[0], NULL, 10);
@@ -331,13 +336,16 @@ int main(int argc, char **argv)
 	/* The workload in a thread that exits before the process: the NOTE
 	 * adds the exited thread's counts to the main thread's, which only
 	 * creates and joins it. A hit is on a stack the thread learned
-	 * (each thread has its own cache). */
+	 * (each thread has its own cache), and a stack is learned on its
+	 * second miss in a row: the first was unwound. */
 	const char *targs[] = {"thread", NULL};
 	load(&thr, "MALLOCK_STACK_CACHE=1", targs);
 	check(thr.hits > 0);
 	check(thr.learned > 0);
-	printf("stackcache: the workload in a thread: %ld hits, %ld learned\n",
-	       thr.hits, thr.learned);
+	check(thr.walked >= thr.learned);
+	printf("stackcache: the workload in a thread: %ld hits, %ld learned, "
+	       "%ld unwound\n",
+	       thr.hits, thr.learned, thr.walked);
 	printf("stackcache: %u tagged allocations, %ld hits with the cache\n",
 	       on.nalloc, on.hits);
 	return test_done();
