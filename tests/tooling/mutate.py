@@ -73,7 +73,7 @@ GUARDS = [
         "server_cap", "shim_threads1000",
         "format_compressed", "rel_hostile_signals", "groundtruth.xthread",
         "groundtruth.svcqueue_cascade", "groundtruth.reportqueue",
-        "shim_stress",
+        "rel_cut_short", "shim_stress",
     ]),
     ("analyzer/find/", ["mallock-cli", "unit_find_contention",
                         "unit_find_locks", "unit_find_allocs",
