@@ -14,7 +14,9 @@
  *                              first puts an fd above the shim's and
  *                              checks it closed: exit 92; before the
  *                              range, each open fd is closed alone by
- *                              close_range(fd, fd)), open a.db
+ *                              close_range(fd, fd), and a range of one
+ *                              fd must leave the next one open: exit 94),
+ *                              open a.db
  *                              b.db c.db (they get the freed low numbers),
  *                              then N more rounds with a record written to
  *                              each file every N/4
@@ -110,6 +112,13 @@ static int sc_closeall(const char *mode)
 			                                 : 65599);
 		if (hi >= 0)
 			top = hi;
+		/* A range below the shim's fds closes only itself. */
+		int a = open("/dev/null", O_RDONLY), b = dup(a);
+		if (a < 0 || b < 0 ||
+		    close_range((unsigned)a, (unsigned)a, 0) ||
+		    fcntl(a, F_GETFD) != -1 || fcntl(b, F_GETFD) == -1)
+			return 94;
+		close(b);
 		/* Each open fd alone first, with a range that ends at it: the
 		 * shim's among them, which stay open for the shim. */
 		for (int fd = 3; fd < top; fd++)
