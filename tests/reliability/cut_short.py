@@ -2,7 +2,8 @@
 middle of a heavy run (allocmt, 4 threads, endless; MALLOCK_FLUSH_MS=20):
 `mallock report` reads every complete chunk (exit 0), says where the trace
 stops (no END record, and the byte offset when the last chunk is cut), and
-reports findings from what was read. Done three times, killed after 0.5,
+reports findings from what was read; the notes written at the start
+(where the trace goes) are there too. Done three times, killed after 0.5,
 0.8 and 1.2 s.
 """
 import os
@@ -12,7 +13,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relcommon import Ctx  # noqa: E402
+from relcommon import Ctx, note_texts  # noqa: E402
 
 c = Ctx("cut_short", sys.argv[1])
 for i, after in enumerate((0.5, 0.8, 1.2)):
@@ -38,6 +39,9 @@ for i, after in enumerate((0.5, 0.8, 1.2)):
         c.check(not tr["clean_exit"] and tr["events"] > 10000,
                 "clean %s events %d" % (tr["clean_exit"], tr["events"]))
         c.check(len(rep["findings"]) > 0, "no findings from a cut trace")
+        c.check(any(n.startswith("tracing to ") for n in note_texts(rep)),
+                "the start's notes are not in the cut trace: %s"
+                % note_texts(rep))
         print("cut_short: killed after %.1f s: %d events in %d chunks, "
               "truncated %s, %d findings (%s)" %
               (after, tr["events"], tr["chunks_read"], tr["truncated"],

@@ -14,7 +14,8 @@
  *                              first puts an fd above the shim's and
  *                              checks it closed: exit 92, and closes
  *                              a range that ends at the trace's fd
- *                              first), open a.db
+ *                              first; a range of one fd must leave the
+ *                              next one open: exit 94), open a.db
  *                              b.db c.db (they get the freed low numbers),
  *                              then N more rounds with a record written to
  *                              each file every N/4
@@ -123,6 +124,7 @@ static int sc_closeall(const char *mode)
 		 * RLIMIT_NOFILE, below 65536): the range closes it too. */
 		struct rlimit rl;
 		int hi = -1;
+		int top = 65600;
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64)
 			hi = dup2(0, rl.rlim_cur < 65600 ? (int)rl.rlim_cur - 1
 			                                 : 65599);
@@ -131,6 +133,13 @@ static int sc_closeall(const char *mode)
 		int top = trace_fd();
 		if (top > 2 && syscall(SYS_close_range, 3u, (unsigned)top, 0u))
 			return 90;
+		/* A range below the shim's fds closes only itself. */
+		int a = open("/dev/null", O_RDONLY), b = dup(a);
+		if (a < 0 || b < 0 ||
+		    close_range((unsigned)a, (unsigned)a, 0) ||
+		    fcntl(a, F_GETFD) != -1 || fcntl(b, F_GETFD) == -1)
+			return 94;
+		close(b);
 		if (syscall(SYS_close_range, 3u, ~0u, 0u) != 0)
 			return 90;
 		if (hi >= 0 && fcntl(hi, F_GETFD) != -1)

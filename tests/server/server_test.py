@@ -159,6 +159,17 @@ elif CASE == "cap":
     check("MALLOCK_MAX_BYTES" in notes(rep), "the report shows the cap")
     check(rep["trace"]["clean_exit"] and not rep["trace"]["truncated"],
           "the capped trace is complete and ends cleanly")
+    # A cap under 1 MiB is raised to 1 MiB, with a warning: the trace
+    # fills the same window as above.
+    os.remove(traces()[0])
+    out = subprocess.run([APP, "loop", "2"], env=env(MALLOCK_MAX_BYTES=300000),
+                         capture_output=True, text=True, timeout=30)
+    check(out.returncode == 0, "program exits 0 (cap 300000)")
+    check("MALLOCK_MAX_BYTES=300000: less than 1 MiB; using 1 MiB"
+          in out.stderr, "the small cap is told: " + out.stderr.strip())
+    size = os.path.getsize(traces()[0])
+    check(cap - (256 << 10) < size <= cap,
+          "cap 300000: trace size %d within the 1 MiB it is raised to" % size)
 
 elif CASE == "sample":
     n, N = 1_000_000, 32768

@@ -2,16 +2,21 @@
  * fork - a forked child writes its own, self-contained trace (its own
  * PROCESS, modules, stacks, locks and END), with and without %p in
  * MALLOCK_OUTPUT (without: the child's file is "<path>.<pid>"); the
- * parent's trace does not contain the child's events.
+ * parent's trace does not contain the child's events. With
+ * MALLOCK_BUFFER_KB set, the child also starts a thread, which must take
+ * the buffer of a parent's thread (free in the child) instead of mapping
+ * one more.
  */
 #define _GNU_SOURCE
 #include "shim_test.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #define PARENT_ALLOCS 300
 #define CHILD_ALLOCS 200
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_int helper_ready;
 
 static void *helper(void *a)
 {
@@ -21,8 +26,50 @@ static void *helper(void *a)
 		void *volatile p = malloc(8);
 		free(p);
 	}
+	atomic_store(&helper_ready, 1);
 	usleep(100000);
 	return a;
+}
+
+static void *locker(void *a)
+{
+	pthread_mutex_lock(&mu);
+	pthread_mutex_unlock(&mu);
+	return a;
+}
+
+static long vm_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	long kb = -1;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "VmSize: %ld", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* 1 when a new thread (64 KiB of stack, one lock, no allocation) grows
+ * the process by buffer_kb or more. */
+static int thread_maps_buffer(long buffer_kb)
+{
+	pthread_attr_t a;
+	pthread_t t;
+	pthread_attr_init(&a);
+	pthread_attr_setstacksize(&a, 65536);
+	long v0 = vm_kb();
+	if (pthread_create(&t, &a, locker, NULL) || pthread_join(t, NULL))
+		return 1;
+	long v1 = vm_kb();
+	pthread_attr_destroy(&a);
+	if (v0 < 0 || v1 - v0 >= buffer_kb) {
+		fprintf(stderr, "fork child: a thread grew VmSize by %ld kB\n",
+		        v1 - v0);
+		return 1;
+	}
+	return 0;
 }
 
 static int child(void)
@@ -36,6 +83,8 @@ static int child(void)
 		free(p);
 		pthread_mutex_unlock(&mu);
 	}
+	while (!atomic_load(&helper_ready))
+		usleep(1000);
 	pid_t pid = fork();
 	if (pid == 0) {
 		pthread_setname_np(pthread_self(), "forkchild");
@@ -45,7 +94,8 @@ static int child(void)
 			free(p);
 			pthread_mutex_unlock(&mu);
 		}
-		exit(0);
+		const char *kb = getenv("MALLOCK_BUFFER_KB");
+		exit(kb && thread_maps_buffer(atol(kb)) ? 3 : 0);
 	}
 	int status;
 	waitpid(pid, &status, 0);
@@ -110,5 +160,10 @@ int main(int argc, char **argv)
 	check_eq(st_run(NULL, e), 0);
 	check_pair();
 	check(access(out, F_OK) == 0);
+
+	/* 16 MiB buffers: the child's new thread reuses the helper's. */
+	st_setup(argc, argv);
+	const char *big[] = {"MALLOCK_BUFFER_KB=16384", NULL};
+	check_eq(st_run(NULL, big), 0);
 	return test_done();
 }

@@ -1,5 +1,6 @@
 #!/bin/sh
-# output.sh SHIM TRACE_STATS TMPDIR - the trace file: mode 0600; a symlink
+# output.sh SHIM TRACE_STATS TMPDIR - the trace file: mode 0600; a relative
+# path named by its absolute path; a symlink
 # (or any file) at the output path is never followed nor overwritten (the
 # trace goes to PATH.<pid>, with a warning); an unwritable path warns once
 # and leaves the host alone; invalid settings warn in one line and use the
@@ -14,6 +15,13 @@ no() { echo "output: $*"; fail=1; }
 LD_PRELOAD=$SHIM MALLOCK_OUTPUT=$TMP/plain.trace /bin/true
 [ "$(stat -c %a "$TMP/plain.trace")" = 600 ] || no "mode is not 0600"
 "$STATS" "$TMP/plain.trace" >/dev/null || no "plain trace unreadable"
+
+# A relative path is taken from the working directory at start, and the
+# trace's first note names the file by its absolute path.
+(cd "$TMP" && LD_PRELOAD=$SHIM MALLOCK_OUTPUT=rel.trace /bin/true)
+real=$(cd "$TMP" && pwd -P)
+"$STATS" -d "$TMP/rel.trace" | grep -q -F " NOTE level=0 tracing to $real/rel.trace" ||
+	no "a relative MALLOCK_OUTPUT not named by its absolute path: $("$STATS" -d "$TMP/rel.trace" | grep -m1 NOTE)"
 
 # A symlink at the path.
 echo keep >"$TMP/victim"
