@@ -124,7 +124,6 @@ static int sc_closeall(const char *mode)
 		 * RLIMIT_NOFILE, below 65536): the range closes it too. */
 		struct rlimit rl;
 		int hi = -1;
-		int top = 65600;
 		if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur > 64)
 			hi = dup2(0, rl.rlim_cur < 65600 ? (int)rl.rlim_cur - 1
 			                                 : 65599);
@@ -136,7 +135,7 @@ static int sc_closeall(const char *mode)
 		/* A range below the shim's fds closes only itself. */
 		int a = open("/dev/null", O_RDONLY), b = dup(a);
 		if (a < 0 || b < 0 ||
-		    close_range((unsigned)a, (unsigned)a, 0) ||
+		    syscall(SYS_close_range, (unsigned)a, (unsigned)a, 0u) ||
 		    fcntl(a, F_GETFD) != -1 || fcntl(b, F_GETFD) == -1)
 			return 94;
 		close(b);
