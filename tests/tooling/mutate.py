@@ -74,7 +74,7 @@ GUARDS = [
         "server_cap", "shim_threads1000",
         "format_compressed", "rel_hostile_signals", "groundtruth.xthread",
         "groundtruth.svcqueue_cascade", "groundtruth.reportqueue",
-        "rel_cut_short", "shim_stress",
+        "rel_cut_short", "shim_stress", "server_detach",
     ]),
     ("analyzer/find/", ["mallock-cli", "unit_find_contention",
                         "unit_find_locks", "unit_find_allocs",
