@@ -113,7 +113,17 @@ void top_cost_of(top_cost_t *c, const top_cost_read_t *a,
 	c->mean_ns = (double)(b->ns - a->ns) / (double)c->sampled;
 	c->shim_ns = c->mean_ns * (double)c->calls;
 	c->cpu_ns = (double)(b->cpu_ns - a->cpu_ns);
-	c->share = c->shim_ns < c->cpu_ns ? c->shim_ns / c->cpu_ns : 1;
+	if (c->shim_ns >= c->cpu_ns) {
+		/* The samples time wall clock: a call descheduled for under
+		 * 1 ms (the shim's COST_MAX_NS) counts its wait, which a busy
+		 * machine makes larger than all the process ran. */
+		snprintf(c->why, sizeof c->why,
+		         "the estimate, %.0f ms, is more than the process's "
+		         "CPU time, %.0f ms: sampled calls were descheduled",
+		         c->shim_ns / 1e6, c->cpu_ns / 1e6);
+		return;
+	}
+	c->share = c->shim_ns / c->cpu_ns;
 	c->ok = true;
 }
 

@@ -48,7 +48,7 @@ typedef struct top_cost_read {
 
 typedef struct top_cost {
 	bool ok;        /* share is an estimate; else why says why not */
-	char why[80];   /* "no control page", "3 calls sampled", ... */
+	char why[160];  /* "no control page", "3 calls sampled", ... */
 	uint64_t calls; /* the interval's hook calls (the samples' gaps) */
 	uint64_t sampled, over;
 	double mean_ns; /* shim ns per sampled call */

@@ -19,7 +19,9 @@ CASE:
   cost   the shim's cost, as the shim measures it (nothing forged): svcqueue
          started paused, top --format=json --count 3 PID: the page's cost
          counters (format/ctl_page.h cost_*) grew over the window; each
-         interval's shim_cost is an estimate with 0 < share_of_cpu < 1,
+         interval's shim_cost is an estimate with 0 < share_of_cpu < 1
+         (or, on a busy machine, says the estimate exceeds the process's
+         CPU time; at least one is an estimate),
          one call in about 1024 sampled: the page's calls per sampled call
          within 900..1150 (the mean gap of uniform 1..2047 over thousands
          of samples), and the window's trace's events per sampled call
@@ -228,7 +230,13 @@ elif CASE == "cost":
     for c in sc:
         print("interval shim_cost %r" % c)
     est = [c for c in sc if c["estimated"]]
-    check(len(est) == 3, "each interval has an estimate: %r" % sc)
+    # An estimate over the process's CPU time (samples descheduled on a
+    # busy machine) is not shown as one: said so instead.
+    over = [c for c in sc if not c["estimated"] and
+            "more than the process's CPU time" in c.get("why_not", "")]
+    check(est and len(est) + len(over) == 3,
+          "each interval has an estimate, or says it is over the CPU "
+          "time: %r" % sc)
     check(all(0 < c["share_of_cpu"] < 1 for c in est),
           "0 < share_of_cpu < 1: %r" % [c.get("share_of_cpu") for c in sc])
     check(all(c["sampled_calls"] >= 10 and c["calls"] > c["sampled_calls"]
