@@ -64,6 +64,11 @@
 #define TOP_CTL_WAIT_MS 5000 /* how long a start/stop request is waited */
 /* Records a look applies between two turns of the keys (about 0.1 s). */
 #define TOP_STEP_RECORDS 300000
+/* How often the chunks are applied between looks. */
+#define TOP_ADVANCE_NS 100000000ull
+/* The longest the symbols are looked up ahead between two turns of the
+ * keys (live_warm). */
+#define TOP_WARM_NS 50000000ull
 
 enum {
 	OPT_INTERVAL = 256,
@@ -880,6 +885,22 @@ static bool screen_wait(top_ui_t *u, long ms, int fd)
 	return r > 0 && fd >= 0 && (p[1].revents & (POLLIN | POLLHUP));
 }
 
+/* Between looks the chunks already written are applied up to now less
+ * the lag (a step at most, the keys served around it), so that a look
+ * applies only the last moments' (its time is then mostly the model's
+ * end). The view is the same: a look's watermark is never behind the
+ * steps'. A read error is left for the look to report. Returns when it
+ * ran. */
+static uint64_t advance_between(live_t *lv, const top_target_t *t, uint64_t lag)
+{
+	struct stat st;
+	uint64_t now = mono_ns();
+	if (stat(t->trace, &st) == 0 &&
+	    live_advance(lv, now - lag, TOP_STEP_RECORDS) == 0)
+		live_warm(lv, TOP_WARM_NS);
+	return now;
+}
+
 /* One look: the new chunks applied here (live_advance, in steps with the
  * keys served between), the model ended and its view made (live_finish)
  * in a job while the keys are served: 0 with the view made lv's current
@@ -900,6 +921,8 @@ static int screen_look(top_ui_t *u, live_t *lv, uint64_t until, int sort)
 			return -1;
 		}
 	} while (!rc && lv->behind);
+	if (!rc)
+		live_warm(lv, TOP_WARM_NS);
 	int f = rc ? -1 : job_fork(&j);
 	if (rc || f < 0) {
 		u->s.reading = false;
@@ -1119,6 +1142,7 @@ int cmd_top(int argc, char **argv)
 	long first_ms = screen && step_ms > 500 ? 500 : step_ms;
 	uint64_t next = mono_ns() + (uint64_t)first_ms * 1000000ull;
 	while (!top_stop && (!count || shown < count)) {
+		uint64_t adv = 0;
 		while (!top_stop && mono_ns() < next && alive) {
 			uint64_t left = (next - mono_ns()) / 1000000ull;
 			long ms = left > 50 ? 50 : (long)left + 1;
@@ -1127,6 +1151,8 @@ int cmd_top(int argc, char **argv)
 			else
 				sleep_ms(ms);
 			alive = target_alive(&t);
+			if (alive && mono_ns() - adv >= TOP_ADVANCE_NS)
+				adv = advance_between(&lv, &t, lag);
 		}
 		if (top_stop)
 			break;

@@ -416,6 +416,43 @@ int live_finish(live_t *lv, uint64_t until_mono_ns, int sort)
 	return rc;
 }
 
+/* The table reads the running model's modules, stacks and frames, and
+ * sets only the modules' status, which the child's own table sets the
+ * same; its notes are dropped (the child writes them). */
+void live_warm(live_t *lv, uint64_t max_ns)
+{
+	model_t *m = lv->m;
+	if (!m || !lv->symbols || !m->nmod)
+		return;
+	if (m->nmod != lv->warm_mods) { /* new modules: the table differs */
+		lv->warm_mods = m->nmod;
+		lv->warm_stacks = 0;
+	}
+	if (lv->warm_stacks >= m->nstk)
+		return;
+	model_t t;
+	memset(&t, 0, sizeof t);
+	t.mod = m->mod;
+	t.nmod = m->nmod;
+	t.stk = m->stk;
+	t.nstk = m->nstk;
+	t.frames = m->frames;
+	t.nframes = m->nframes;
+	sym_open(&t, true, NULL);
+	frame_t fr[64];
+	double end = max_ns ? mono_seconds() + (double)max_ns * 1e-9 : 0;
+	size_t i = lv->warm_stacks;
+	while (i < m->nstk) {
+		stack_view(&t, (uint32_t)i++, fr, 64);
+		if (max_ns && i % 16 == 0 && mono_seconds() >= end)
+			break;
+	}
+	lv->warm_stacks = i;
+	sym_close(&t);
+	free(t.note);
+	arena_free(&t.arena);
+}
+
 /* live_finish in a child process, its view taken back: 0, 1 or 2 as
  * live_poll, -1 when no child could be started. */
 static int finish_forked(live_t *lv, uint64_t until_mono_ns, int sort)
@@ -423,6 +460,7 @@ static int finish_forked(live_t *lv, uint64_t until_mono_ns, int sort)
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) < 0)
 		return -1;
+	live_warm(lv, 0);
 	pid_t parent = getpid();
 	pid_t c = fork();
 	if (c < 0) {

@@ -130,6 +130,9 @@ typedef struct live {
 	struct reader *rd; /* the running model's reader, or NULL */
 	model_t *m;        /* the running model (never ended), or NULL */
 	bool behind; /* live_advance stopped at max_records, short of until */
+	/* the running model's stacks (and modules) whose frames this
+	 * process looked up for the looks' children to inherit */
+	size_t warm_stacks, warm_mods;
 } live_t;
 
 /* What live_poll sorts the classes by: the interval's value, then the
@@ -149,6 +152,18 @@ enum live_sort { LIVE_SORT_WAIT, LIVE_SORT_HOLD, LIVE_SORT_ALLOC };
  * mallock trace. Allocates; free with live_free().
  */
 int live_poll(live_t *lv, uint64_t until_mono_ns, int sort);
+
+/*
+ * Looks up, in this process, the frames of the running model's stacks not
+ * looked up yet, with a table closed at once: the files stay in the
+ * symbolizer's pool (dwpool.h) with libdw's decoded debug information and
+ * names, so that a look's child, which inherits them through fork, does
+ * not decode them again at every look (about 0.1 s a look on svcqueue).
+ * After max_ns (0: no limit) it stops, the rest left for the next call.
+ * live_poll calls it before its fork; a caller that forks its own child
+ * for live_finish calls it first. Nothing when symbols are off.
+ */
+void live_warm(live_t *lv, uint64_t max_ns);
 void live_free(live_t *lv);
 
 /*
