@@ -121,6 +121,24 @@ const char *fmt_core_layout(unsigned type)
 	return type < 0x80 ? core_layout[type] : NULL;
 }
 
+/* The compact forms (1.7), indexed by type byte: wire layout and base. */
+static const struct compact {
+	const char *layout;
+	uint8_t base;
+} compact[0x80] = {
+#define FMT_COMPACT_(name, code, base, layout) [code] = {layout, FMT_##base},
+    FMT_COMPACT_RECORDS(FMT_COMPACT_)
+#undef FMT_COMPACT_
+};
+
+const char *fmt_compact_layout(unsigned type, unsigned *base)
+{
+	if (type >= 0x80 || !compact[type].layout)
+		return NULL;
+	*base = compact[type].base;
+	return compact[type].layout;
+}
+
 void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
                   const uint8_t *payload)
 {
@@ -128,6 +146,7 @@ void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
 	d->end = payload + h->payload_len;
 	d->tsc = h->tsc_base;
 	d->last_ptr = 0;
+	d->last_lock = 0;
 }
 
 /* Reads the varint at q, which at least FMT_VARINT_MAX bytes follow (no
@@ -204,10 +223,54 @@ static int decode_core_inbounds(fmt_dec_t *d, fmt_record_t *r)
 	}
 	r->tsc = d->tsc = tsc;
 	d->last_ptr = last_ptr;
+	if (FMT_LOCK_RECORD(r->type))
+		d->last_lock = r->f[0];
 	d->p = q;
 	return 1;
 }
 #undef FMT_FIELD_INBOUNDS_
+
+/* fmt_decode() of a compact record (1.7) at d->p (after its type byte),
+ * as its base record. Returns 1, or -1 when malformed (d not moved). */
+static int decode_compact(fmt_dec_t *d, fmt_record_t *r, const char *layout,
+                          unsigned base)
+{
+	const uint8_t *q = d->p;
+	/* Bound checks per byte only near the payload's end. */
+	int room = d->end - q >= FMT_EVENT_MAX;
+	uint64_t v, dt, last_ptr = d->last_ptr;
+	unsigned nf = 0;
+
+	if (room ? !(q = get_u_inbounds(q, &dt)) : fmt_get_u(&q, d->end, &dt))
+		return -1;
+	for (const char *l = layout; *l; l++) {
+		switch (*l) {
+		case '0':
+			v = 0;
+			break;
+		case 'k':
+			v = d->last_lock;
+			break;
+		default:
+			if (room ? !(q = get_u_inbounds(q, &v))
+			         : fmt_get_u(&q, d->end, &v))
+				return -1;
+			if (*l == 'q') {
+				v = last_ptr + ((uint64_t)fmt_unzigzag(v) << 4);
+				last_ptr = v;
+			}
+		}
+		r->f[nf++] = v;
+	}
+	r->type = base;
+	r->nf = nf;
+	r->tsc = d->tsc += dt;
+	d->last_ptr = last_ptr;
+	if (FMT_LOCK_RECORD(base))
+		d->last_lock = r->f[0];
+	d->p = q;
+	return 1;
+}
 #undef FMT_LETTER_
 
 int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
@@ -232,8 +295,13 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 		return 1;
 	}
 	const char *layout = core_layout[r->type];
-	if (!layout)
+	if (!layout) {
+		if (compact[r->type].layout &&
+		    decode_compact(d, r, compact[r->type].layout,
+		                   compact[r->type].base) > 0)
+			return 1;
 		goto bad;
+	}
 	/* The common case: the whole record is inside the payload. */
 	if (d->end - rec >= FMT_EVENT_MAX && decode_core_inbounds(d, r))
 		return 1;
@@ -253,6 +321,8 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 		}
 		r->f[r->nf++] = v;
 	}
+	if (FMT_LOCK_RECORD(r->type))
+		d->last_lock = r->f[0];
 	return 1;
 bad:
 	*err_off = (size_t)(rec - d->start);
@@ -281,6 +351,11 @@ const char *fmt_type_name(unsigned type)
 		FMT_CORE_RECORDS(FMT_NAME_)
 		FMT_META_RECORDS(FMT_NAME_)
 #undef FMT_NAME_
+#define FMT_CNAME_(name, code, base, layout)                                   \
+	case code:                                                             \
+		return #name;
+		FMT_COMPACT_RECORDS(FMT_CNAME_)
+#undef FMT_CNAME_
 	}
 	return NULL;
 }
