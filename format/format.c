@@ -133,6 +133,10 @@ static const struct compact {
 
 const char *fmt_compact_layout(unsigned type, unsigned *base)
 {
+	if (type - FMT_REL_LAST_DT < FMT_REL_LAST_DT_CODES) {
+		*base = FMT_REL;
+		return "k";
+	}
 	if (type >= 0x80 || !compact[type].layout)
 		return NULL;
 	*base = compact[type].base;
@@ -233,7 +237,7 @@ static int decode_core_inbounds(fmt_dec_t *d, fmt_record_t *r)
 /* fmt_decode() of a compact record (1.7) at d->p (after its type byte),
  * as its base record. Returns 1, or -1 when malformed (d not moved). */
 static int decode_compact(fmt_dec_t *d, fmt_record_t *r, const char *layout,
-                          unsigned base)
+                          unsigned base, uint64_t dt_add)
 {
 	const uint8_t *q = d->p;
 	/* Bound checks per byte only near the payload's end. */
@@ -243,6 +247,7 @@ static int decode_compact(fmt_dec_t *d, fmt_record_t *r, const char *layout,
 
 	if (room ? !(q = get_u_inbounds(q, &dt)) : fmt_get_u(&q, d->end, &dt))
 		return -1;
+	dt += dt_add;
 	for (const char *l = layout; *l; l++) {
 		switch (*l) {
 		case '0':
@@ -258,6 +263,8 @@ static int decode_compact(fmt_dec_t *d, fmt_record_t *r, const char *layout,
 			if (*l == 'q') {
 				v = last_ptr + ((uint64_t)fmt_unzigzag(v) << 4);
 				last_ptr = v;
+			} else if (*l == 'z') {
+				v <<= 4;
 			}
 		}
 		r->f[nf++] = v;
@@ -296,10 +303,16 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 	}
 	const char *layout = core_layout[r->type];
 	if (!layout) {
-		if (compact[r->type].layout &&
-		    decode_compact(d, r, compact[r->type].layout,
-		                   compact[r->type].base) > 0)
+		unsigned j = r->type - FMT_REL_LAST_DT;
+		if (j < FMT_REL_LAST_DT_CODES) {
+			if (decode_compact(d, r, "k", FMT_REL,
+			                   (uint64_t)(j + 1) << 7) > 0)
+				return 1;
+		} else if (compact[r->type].layout &&
+		           decode_compact(d, r, compact[r->type].layout,
+		                          compact[r->type].base, 0) > 0) {
 			return 1;
+		}
 		goto bad;
 	}
 	/* The common case: the whole record is inside the payload. */
@@ -344,6 +357,8 @@ int fmt_get_str(const uint8_t **p, const uint8_t *end, const char **s,
 
 const char *fmt_type_name(unsigned type)
 {
+	if (type - FMT_REL_LAST_DT < FMT_REL_LAST_DT_CODES)
+		return "REL_LAST_DT";
 	switch (type) {
 #define FMT_NAME_(name, code, layout)                                          \
 	case code:                                                             \

@@ -205,10 +205,14 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
  *   'q' a pointer, as a zigzag delta from the chunk's previous pointer in
  *       units of 16 bytes (written only when the delta is a multiple of
  *       16: malloc's alignment), which it becomes;
+ *   'z' a varint times 16 (a size that is a multiple of 16);
  *   '0' not written: 0;
  *   'k' not written: the chunk's last lock (FMT_LOCK_RECORD below).
  * The writer uses a compact form whenever its conditions hold (the
  * fmt_put_* encoders below), else the base record.
+ * REL_LAST_DT is FMT_REL_LAST_DT_CODES codes: code REL_LAST_DT + j is a
+ * REL_LAST whose dt is (j + 1) * 128 plus the dt written (a hold of 128
+ * to 2047 ticks then takes one byte of dt, not two).
  */
 /* clang-format off */
 #define FMT_COMPACT_RECORDS(X)                                                 \
@@ -224,7 +228,11 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
 	X(ACQ_SAMPLED_LAST, 0x25, ACQ_SAMPLED, "ku")                           \
 	X(ACQ_SHARED_SAMPLED_LAST, 0x26, ACQ_SHARED_SAMPLED, "ku")             \
 	X(REL_LAST, 0x27, REL, "k")                                            \
-	X(LOCK_DESTROY_LAST, 0x28, LOCK_DESTROY, "k")
+	X(LOCK_DESTROY_LAST, 0x28, LOCK_DESTROY, "k")                          \
+	X(REL_LAST_DT, 0x29, REL, "k")                                         \
+	X(ALLOC_MALLOC_SIZE16, 0x38, ALLOC, "qzuu0")                           \
+	X(ALLOC_MALLOC_UNTIMED_SIZE16, 0x39, ALLOC, "qzu00")
+#define FMT_REL_LAST_DT_CODES 15 /* 0x29 to 0x37 */
 /* clang-format on */
 
 /* Metadata records: X(name, code, fields), each framed by a varint length. */
@@ -452,10 +460,15 @@ static inline uint8_t *fmt_put_alloc(uint8_t *p, fmt_enc_t *e, uint64_t tsc,
 		return fmt_put_u(p, fn);
 	}
 	e->last_ptr = ptr;
-	p = fmt_put_head(
-	    p, e, ticks ? FMT_ALLOC_MALLOC : FMT_ALLOC_MALLOC_UNTIMED, tsc);
+	unsigned type =
+	    (size & 15) ? FMT_ALLOC_MALLOC : FMT_ALLOC_MALLOC_SIZE16;
+	_Static_assert(FMT_ALLOC_MALLOC_UNTIMED == FMT_ALLOC_MALLOC + 1 &&
+	                   FMT_ALLOC_MALLOC_UNTIMED_SIZE16 ==
+	                       FMT_ALLOC_MALLOC_SIZE16 + 1,
+	               "an untimed form follows its timed one");
+	p = fmt_put_head(p, e, type + !ticks, tsc);
 	p = fmt_put_s(p, (int64_t)d >> 4);
-	p = fmt_put_u(p, size);
+	p = fmt_put_u(p, (size & 15) ? size : size >> 4);
 	p = fmt_put_u(p, stack);
 	return ticks ? fmt_put_u(p, ticks) : p;
 }
@@ -510,7 +523,18 @@ static inline uint8_t *fmt_put_lockrec(uint8_t *p, fmt_enc_t *e, unsigned type,
 		last = type == FMT_REL            ? FMT_REL_LAST
 		       : type == FMT_LOCK_DESTROY ? FMT_LOCK_DESTROY_LAST
 		                                  : fmt_acq_last(type);
-	if (last) {
+	if (last == FMT_REL_LAST) {
+		/* dt's bits 7-10 in the type byte when it has no others */
+		uint64_t dt = tsc > e->last_tsc ? tsc - e->last_tsc : 0;
+		uint64_t j = dt >> 7;
+		if (j && j <= FMT_REL_LAST_DT_CODES) {
+			*p++ = (uint8_t)(FMT_REL_LAST_DT + j - 1);
+			e->last_tsc += dt;
+			*p++ = (uint8_t)(dt & 127);
+			return p;
+		}
+		p = fmt_put_head(p, e, last, tsc);
+	} else if (last) {
 		p = fmt_put_head(p, e, last, tsc);
 	} else {
 		p = fmt_put_head(p, e, type, tsc);

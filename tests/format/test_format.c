@@ -297,6 +297,9 @@ static void test_documented_compact(void)
 	    {0x26, FMT_ACQ_SHARED_SAMPLED, "ku"},
 	    {0x27, FMT_REL, "k"},
 	    {0x28, FMT_LOCK_DESTROY, "k"},
+	    {0x29, FMT_REL, "k"},
+	    {0x38, FMT_ALLOC, "qzuu0"},
+	    {0x39, FMT_ALLOC, "qzu00"},
 	};
 	unsigned n = 0;
 #define T_(name, code, base, l) n++;
@@ -314,8 +317,14 @@ static void test_documented_compact(void)
 		check(fmt_type_name(doc[i].code) != NULL);
 	}
 	unsigned base;
+	/* REL_LAST_DT's other codes */
+	for (unsigned c = 0x2a; c <= 0x37; c++) {
+		check(fmt_compact_layout(c, &base) != NULL);
+		check_eq(base, FMT_REL);
+		check_eq(fmt_type_name(c), "REL_LAST_DT");
+	}
 	check(fmt_compact_layout(FMT_ALLOC, &base) == NULL);
-	check(fmt_compact_layout(0x29, &base) == NULL);
+	check(fmt_compact_layout(0x3a, &base) == NULL);
 	check(fmt_compact_layout(0x80, &base) == NULL);
 }
 
@@ -418,12 +427,20 @@ static void test_compact_roundtrip(void)
 	const uint64_t P = 0x7f00deadb000ull, M = UINT64_MAX;
 	const crec_t rs[] = {
 	    /* first pointer of the chunk: a delta from 0 */
-	    {FMT_ALLOC, FMT_ALLOC_MALLOC, 1010, {P, 64, 3, 21, FMT_FN_MALLOC}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC, 1010, {P, 65, 3, 21, FMT_FN_MALLOC}},
 	    /* delta 0, untimed */
 	    {FMT_FREE, FMT_FREE_UNTIMED, 1010, {P, 0}},
-	    {FMT_ALLOC, FMT_ALLOC_MALLOC_UNTIMED, 1031, {P, 64, 3, 0, 0}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_UNTIMED, 1031, {P, 63, 3, 0, 0}},
+	    /* sizes in units of 16 */
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_UNTIMED_SIZE16, 1031, {P, 0, 3, 0, 0}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_SIZE16, 1031, {P, 64, 3, 2, 0}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_SIZE16, 1031, {P, M - 15, 3, 2, 0}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC, 1031, {P, M, 3, 2, 0}},
 	    /* negative deltas, timed */
-	    {FMT_ALLOC, FMT_ALLOC_MALLOC, 1052, {P - 4096, 512, 4, 1, 0}},
+	    {FMT_ALLOC,
+	     FMT_ALLOC_MALLOC_SIZE16,
+	     1052,
+	     {P - 4096, 512, 4, 1, 0}},
 	    {FMT_FREE, FMT_FREE_ALIGNED, 1073, {P - 4096 - 16, 7}},
 	    /* unaligned pointer: the base records */
 	    {FMT_ALLOC, FMT_ALLOC, 1094, {P + 8, 24, 5, 0, 0}},
@@ -453,44 +470,51 @@ static void test_compact_roundtrip(void)
 	    /* at a chunk's start the last lock is 0 */
 	    {FMT_REL, FMT_REL_LAST, T, {0}},
 	    {FMT_ACQ, FMT_ACQ, T + 1, {5, 2}},
-	    {FMT_ALLOC, FMT_ALLOC_MALLOC, T + 2, {P, 64, 3, 21, 0}},
-	    {FMT_REL, FMT_REL_LAST, T + 300, {5}},
-	    {FMT_ACQ, FMT_ACQ_LAST, T + 3000, {5, 2}},
-	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED, T + 3001, {6, 9}},
-	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED_LAST, T + 3001, {6, 9}},
-	    {FMT_ACQ_UNTIMED, FMT_ACQ_UNTIMED_LAST, T + 3001, {6, 1}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_SIZE16, T + 2, {P, 64, 3, 21, 0}},
+	    /* a release's dt of 128 to 2047 in its type byte */
+	    {FMT_REL, FMT_REL_LAST_DT + 1, T + 300, {5}},
+	    {FMT_REL, FMT_REL_LAST, T + 427, {5}},
+	    {FMT_REL, FMT_REL_LAST_DT, T + 555, {5}},
+	    {FMT_REL, FMT_REL_LAST_DT + 14, T + 555 + 2047, {5}},
+	    {FMT_REL, FMT_REL_LAST, T + 555 + 2047 + 2048, {5}},
+	    {FMT_REL, FMT_REL_LAST, T + 555 + 2047 + 2048, {5}},
+	    {FMT_REL, FMT_REL_LAST_DT + 7, T + 555 + 2047 + 2048 + 1024, {5}},
+	    {FMT_ACQ, FMT_ACQ_LAST, T + 9000, {5, 2}},
+	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED, T + 9001, {6, 9}},
+	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED_LAST, T + 9001, {6, 9}},
+	    {FMT_ACQ_UNTIMED, FMT_ACQ_UNTIMED_LAST, T + 9001, {6, 1}},
 	    {FMT_ACQ_SHARED_UNTIMED,
 	     FMT_ACQ_SHARED_UNTIMED_LAST,
-	     T + 3001,
+	     T + 9001,
 	     {6, 1}},
-	    {FMT_ACQ_SAMPLED, FMT_ACQ_SAMPLED_LAST, T + 3002, {6, 1}},
+	    {FMT_ACQ_SAMPLED, FMT_ACQ_SAMPLED_LAST, T + 9002, {6, 1}},
 	    {FMT_ACQ_SHARED_SAMPLED,
 	     FMT_ACQ_SHARED_SAMPLED_LAST,
-	     T + 3003,
+	     T + 9003,
 	     {6, M}},
 	    /* records whose lock is not the last lock's: it stays */
-	    {FMT_TRY_FAIL, FMT_TRY_FAIL, T + 3004, {7, 2}},
-	    {FMT_COND_WAIT, FMT_COND_WAIT, T + 3005, {8, 7}},
-	    {FMT_COND_WAKE, FMT_COND_WAKE, T + 3006, {8, 7, 0}},
-	    {FMT_REL, FMT_REL_LAST, T + 3007, {6}},
+	    {FMT_TRY_FAIL, FMT_TRY_FAIL, T + 9004, {7, 2}},
+	    {FMT_COND_WAIT, FMT_COND_WAIT, T + 9005, {8, 7}},
+	    {FMT_COND_WAKE, FMT_COND_WAKE, T + 9006, {8, 7, 0}},
+	    {FMT_REL, FMT_REL_LAST, T + 9007, {6}},
 	    /* a contended acquisition and release name the lock, and it
 	     * becomes the last */
-	    {FMT_ACQ_WAIT, FMT_ACQ_WAIT, T + 4000, {M, 11, 900, 2}},
-	    {FMT_REL_CONTENDED, FMT_REL_CONTENDED, T + 4001, {M, 11}},
-	    {FMT_REL, FMT_REL_LAST, T + 4002, {M}},
-	    {FMT_LOCK_INIT, FMT_LOCK_INIT, T + 4003, {9, 12}},
-	    {FMT_ACQ, FMT_ACQ_LAST, T + 4004, {9, 2}},
-	    {FMT_REL, FMT_REL_LAST, T + 4005, {9}},
-	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY_LAST, T + 4006, {9}},
-	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY, T + 4007, {4}},
-	    {FMT_REL, FMT_REL, T + 4008, {5}},
+	    {FMT_ACQ_WAIT, FMT_ACQ_WAIT, T + 10000, {M, 11, 900, 2}},
+	    {FMT_REL_CONTENDED, FMT_REL_CONTENDED, T + 10001, {M, 11}},
+	    {FMT_REL, FMT_REL_LAST, T + 10002, {M}},
+	    {FMT_LOCK_INIT, FMT_LOCK_INIT, T + 10003, {9, 12}},
+	    {FMT_ACQ, FMT_ACQ_LAST, T + 10004, {9, 2}},
+	    {FMT_REL, FMT_REL_LAST, T + 10005, {9}},
+	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY_LAST, T + 10006, {9}},
+	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY, T + 10007, {4}},
+	    {FMT_REL, FMT_REL, T + 10008, {5}},
 	    /* signals: flags 0 is the compact form */
-	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 4009, {8, 0}},
+	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 10009, {8, 0}},
 	    {FMT_COND_SIGNAL,
 	     FMT_COND_SIGNAL,
-	     T + 4010,
+	     T + 10010,
 	     {8, FMT_SIGF_BROADCAST}},
-	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 4011, {M, 0}},
+	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 10011, {M, 0}},
 	};
 	compact_roundtrip(ls, sizeof ls / sizeof *ls);
 }
