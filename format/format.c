@@ -133,9 +133,13 @@ static const struct compact {
 
 const char *fmt_compact_layout(unsigned type, unsigned *base)
 {
-	if (type - FMT_REL_LAST_DT < FMT_REL_LAST_DT_CODES) {
+	if (type - FMT_REL_LAST_DT < FMT_DT_CODES) {
 		*base = FMT_REL;
 		return "k";
+	}
+	if (type - FMT_ACQ_LAST_DT < FMT_DT_CODES) {
+		*base = FMT_ACQ;
+		return "ku";
 	}
 	if (type >= 0x80 || !compact[type].layout)
 		return NULL;
@@ -304,9 +308,14 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 	const char *layout = core_layout[r->type];
 	if (!layout) {
 		unsigned j = r->type - FMT_REL_LAST_DT;
-		if (j < FMT_REL_LAST_DT_CODES) {
+		unsigned k = r->type - FMT_ACQ_LAST_DT;
+		if (j < FMT_DT_CODES) {
 			if (decode_compact(d, r, "k", FMT_REL,
 			                   (uint64_t)(j + 1) << 7) > 0)
+				return 1;
+		} else if (k < FMT_DT_CODES) {
+			if (decode_compact(d, r, "ku", FMT_ACQ,
+			                   (uint64_t)(k + 1) << 7) > 0)
 				return 1;
 		} else if (compact[r->type].layout &&
 		           decode_compact(d, r, compact[r->type].layout,
@@ -357,8 +366,10 @@ int fmt_get_str(const uint8_t **p, const uint8_t *end, const char **s,
 
 const char *fmt_type_name(unsigned type)
 {
-	if (type - FMT_REL_LAST_DT < FMT_REL_LAST_DT_CODES)
+	if (type - FMT_REL_LAST_DT < FMT_DT_CODES)
 		return "REL_LAST_DT";
+	if (type - FMT_ACQ_LAST_DT < FMT_DT_CODES)
+		return "ACQ_LAST_DT";
 	switch (type) {
 #define FMT_NAME_(name, code, layout)                                          \
 	case code:                                                             \

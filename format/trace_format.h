@@ -210,9 +210,10 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
  *   'k' not written: the chunk's last lock (FMT_LOCK_RECORD below).
  * The writer uses a compact form whenever its conditions hold (the
  * fmt_put_* encoders below), else the base record.
- * REL_LAST_DT is FMT_REL_LAST_DT_CODES codes: code REL_LAST_DT + j is a
- * REL_LAST whose dt is (j + 1) * 128 plus the dt written (a hold of 128
- * to 2047 ticks then takes one byte of dt, not two).
+ * REL_LAST_DT and ACQ_LAST_DT are FMT_DT_CODES codes each: code
+ * REL_LAST_DT + j is a REL_LAST whose dt is (j + 1) * 128 plus the dt
+ * written (a hold of 128 to 2047 ticks then takes one byte of dt, not
+ * two), and ACQ_LAST_DT + j the same for ACQ_LAST.
  */
 /* clang-format off */
 #define FMT_COMPACT_RECORDS(X)                                                 \
@@ -231,8 +232,9 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
 	X(LOCK_DESTROY_LAST, 0x28, LOCK_DESTROY, "k")                          \
 	X(REL_LAST_DT, 0x29, REL, "k")                                         \
 	X(ALLOC_MALLOC_SIZE16, 0x38, ALLOC, "qzuu0")                           \
-	X(ALLOC_MALLOC_UNTIMED_SIZE16, 0x39, ALLOC, "qzu00")
-#define FMT_REL_LAST_DT_CODES 15 /* 0x29 to 0x37 */
+	X(ALLOC_MALLOC_UNTIMED_SIZE16, 0x39, ALLOC, "qzu00")                   \
+	X(ACQ_LAST_DT, 0x3a, ACQ, "ku")
+#define FMT_DT_CODES 15 /* REL_LAST_DT 0x29-0x37, ACQ_LAST_DT 0x3a-0x48 */
 /* clang-format on */
 
 /* Metadata records: X(name, code, fields), each framed by a varint length. */
@@ -511,6 +513,24 @@ static inline unsigned fmt_acq_last(unsigned type)
 	return 0;
 }
 
+/* The type byte and dt of a form whose dt group starts at dt_first
+ * (REL_LAST, ACQ_LAST): dt's bits 7-10 in the type byte when it has no
+ * others, and dt's low 7 bits as a one-byte varint; else type and dt as
+ * fmt_put_head() writes them. */
+static inline uint8_t *fmt_put_head_dt(uint8_t *p, fmt_enc_t *e, unsigned type,
+                                       unsigned dt_first, uint64_t tsc)
+{
+	uint64_t dt = tsc > e->last_tsc ? tsc - e->last_tsc : 0;
+	uint64_t j = dt >> 7;
+	if (j && j <= FMT_DT_CODES) {
+		*p++ = (uint8_t)(dt_first + j - 1);
+		e->last_tsc += dt;
+		*p++ = (uint8_t)(dt & 127);
+		return p;
+	}
+	return fmt_put_head(p, e, type, tsc);
+}
+
 /* A record of a base type whose field 0 is a lock (FMT_LOCK_RECORD) with
  * one more field b (nb 1) or none (nb 0), at tsc: its _LAST form when the
  * lock is the chunk's last lock and it has one. */
@@ -524,16 +544,9 @@ static inline uint8_t *fmt_put_lockrec(uint8_t *p, fmt_enc_t *e, unsigned type,
 		       : type == FMT_LOCK_DESTROY ? FMT_LOCK_DESTROY_LAST
 		                                  : fmt_acq_last(type);
 	if (last == FMT_REL_LAST) {
-		/* dt's bits 7-10 in the type byte when it has no others */
-		uint64_t dt = tsc > e->last_tsc ? tsc - e->last_tsc : 0;
-		uint64_t j = dt >> 7;
-		if (j && j <= FMT_REL_LAST_DT_CODES) {
-			*p++ = (uint8_t)(FMT_REL_LAST_DT + j - 1);
-			e->last_tsc += dt;
-			*p++ = (uint8_t)(dt & 127);
-			return p;
-		}
-		p = fmt_put_head(p, e, last, tsc);
+		p = fmt_put_head_dt(p, e, last, FMT_REL_LAST_DT, tsc);
+	} else if (last == FMT_ACQ_LAST) {
+		p = fmt_put_head_dt(p, e, last, FMT_ACQ_LAST_DT, tsc);
 	} else if (last) {
 		p = fmt_put_head(p, e, last, tsc);
 	} else {

@@ -300,6 +300,7 @@ static void test_documented_compact(void)
 	    {0x29, FMT_REL, "k"},
 	    {0x38, FMT_ALLOC, "qzuu0"},
 	    {0x39, FMT_ALLOC, "qzu00"},
+	    {0x3a, FMT_ACQ, "ku"},
 	};
 	unsigned n = 0;
 #define T_(name, code, base, l) n++;
@@ -317,14 +318,20 @@ static void test_documented_compact(void)
 		check(fmt_type_name(doc[i].code) != NULL);
 	}
 	unsigned base;
-	/* REL_LAST_DT's other codes */
+	/* the dt groups' other codes */
 	for (unsigned c = 0x2a; c <= 0x37; c++) {
 		check(fmt_compact_layout(c, &base) != NULL);
 		check_eq(base, FMT_REL);
 		check_eq(fmt_type_name(c), "REL_LAST_DT");
 	}
+	for (unsigned c = 0x3b; c <= 0x48; c++) {
+		check(fmt_compact_layout(c, &base) != NULL);
+		check_eq(base, FMT_ACQ);
+		check_eq(fmt_type_name(c), "ACQ_LAST_DT");
+	}
 	check(fmt_compact_layout(FMT_ALLOC, &base) == NULL);
-	check(fmt_compact_layout(0x3a, &base) == NULL);
+	check(fmt_compact_layout(0x49, &base) == NULL);
+	check(fmt_type_name(0x49) == NULL);
 	check(fmt_compact_layout(0x80, &base) == NULL);
 }
 
@@ -480,41 +487,51 @@ static void test_compact_roundtrip(void)
 	    {FMT_REL, FMT_REL_LAST, T + 555 + 2047 + 2048, {5}},
 	    {FMT_REL, FMT_REL_LAST_DT + 7, T + 555 + 2047 + 2048 + 1024, {5}},
 	    {FMT_ACQ, FMT_ACQ_LAST, T + 9000, {5, 2}},
-	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED, T + 9001, {6, 9}},
-	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED_LAST, T + 9001, {6, 9}},
-	    {FMT_ACQ_UNTIMED, FMT_ACQ_UNTIMED_LAST, T + 9001, {6, 1}},
+	    /* an acquisition's too */
+	    {FMT_ACQ, FMT_ACQ_LAST_DT, T + 9128, {5, 2}},
+	    {FMT_ACQ, FMT_ACQ_LAST_DT + 14, T + 9128 + 2047, {5, M}},
+	    {FMT_ACQ, FMT_ACQ_LAST, T + 9128 + 2047 + 2048, {5, 3}},
+	    {FMT_ACQ, FMT_ACQ_LAST, T + 9128 + 2047 + 2048 + 127, {5, 3}},
+	    {FMT_ACQ,
+	     FMT_ACQ_LAST_DT + 2,
+	     T + 9128 + 2047 + 2048 + 127 + 511,
+	     {5, 3}},
+	    /* the other acquisitions' _LAST forms */
+	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED, T + 15001, {6, 9}},
+	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED_LAST, T + 15001, {6, 9}},
+	    {FMT_ACQ_UNTIMED, FMT_ACQ_UNTIMED_LAST, T + 15001, {6, 1}},
 	    {FMT_ACQ_SHARED_UNTIMED,
 	     FMT_ACQ_SHARED_UNTIMED_LAST,
-	     T + 9001,
+	     T + 15001,
 	     {6, 1}},
-	    {FMT_ACQ_SAMPLED, FMT_ACQ_SAMPLED_LAST, T + 9002, {6, 1}},
+	    {FMT_ACQ_SAMPLED, FMT_ACQ_SAMPLED_LAST, T + 15002, {6, 1}},
 	    {FMT_ACQ_SHARED_SAMPLED,
 	     FMT_ACQ_SHARED_SAMPLED_LAST,
-	     T + 9003,
+	     T + 15003,
 	     {6, M}},
 	    /* records whose lock is not the last lock's: it stays */
-	    {FMT_TRY_FAIL, FMT_TRY_FAIL, T + 9004, {7, 2}},
-	    {FMT_COND_WAIT, FMT_COND_WAIT, T + 9005, {8, 7}},
-	    {FMT_COND_WAKE, FMT_COND_WAKE, T + 9006, {8, 7, 0}},
-	    {FMT_REL, FMT_REL_LAST, T + 9007, {6}},
+	    {FMT_TRY_FAIL, FMT_TRY_FAIL, T + 15004, {7, 2}},
+	    {FMT_COND_WAIT, FMT_COND_WAIT, T + 15005, {8, 7}},
+	    {FMT_COND_WAKE, FMT_COND_WAKE, T + 15006, {8, 7, 0}},
+	    {FMT_REL, FMT_REL_LAST, T + 15007, {6}},
 	    /* a contended acquisition and release name the lock, and it
 	     * becomes the last */
-	    {FMT_ACQ_WAIT, FMT_ACQ_WAIT, T + 10000, {M, 11, 900, 2}},
-	    {FMT_REL_CONTENDED, FMT_REL_CONTENDED, T + 10001, {M, 11}},
-	    {FMT_REL, FMT_REL_LAST, T + 10002, {M}},
-	    {FMT_LOCK_INIT, FMT_LOCK_INIT, T + 10003, {9, 12}},
-	    {FMT_ACQ, FMT_ACQ_LAST, T + 10004, {9, 2}},
-	    {FMT_REL, FMT_REL_LAST, T + 10005, {9}},
-	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY_LAST, T + 10006, {9}},
-	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY, T + 10007, {4}},
-	    {FMT_REL, FMT_REL, T + 10008, {5}},
+	    {FMT_ACQ_WAIT, FMT_ACQ_WAIT, T + 16000, {M, 11, 900, 2}},
+	    {FMT_REL_CONTENDED, FMT_REL_CONTENDED, T + 16001, {M, 11}},
+	    {FMT_REL, FMT_REL_LAST, T + 16002, {M}},
+	    {FMT_LOCK_INIT, FMT_LOCK_INIT, T + 16003, {9, 12}},
+	    {FMT_ACQ, FMT_ACQ_LAST, T + 16004, {9, 2}},
+	    {FMT_REL, FMT_REL_LAST, T + 16005, {9}},
+	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY_LAST, T + 16006, {9}},
+	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY, T + 16007, {4}},
+	    {FMT_REL, FMT_REL, T + 16008, {5}},
 	    /* signals: flags 0 is the compact form */
-	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 10009, {8, 0}},
+	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 16009, {8, 0}},
 	    {FMT_COND_SIGNAL,
 	     FMT_COND_SIGNAL,
-	     T + 10010,
+	     T + 16010,
 	     {8, FMT_SIGF_BROADCAST}},
-	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 10011, {M, 0}},
+	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 16011, {M, 0}},
 	};
 	compact_roundtrip(ls, sizeof ls / sizeof *ls);
 }
