@@ -19,6 +19,21 @@
 
 static uint64_t n[256], bytes[256], fbytes[256][9];
 
+/* The wire layout of core type t: a compact form's (1.7) letters, its
+ * fields not written ('0', 'k') included (they count 0 bytes). */
+static const char *wire_layout(unsigned t)
+{
+	unsigned base;
+	const char *l = fmt_core_layout(t);
+	return l ? l : fmt_compact_layout(t, &base);
+}
+
+/* Whether layout letter c is written. */
+static int on_wire(char c)
+{
+	return c != '0' && c != 'k';
+}
+
 /* The length of the varint at p. */
 static unsigned vlen(const uint8_t *p)
 {
@@ -70,7 +85,7 @@ int main(int argc, char **argv)
 					break;
 				q += bl;
 			} else {
-				const char *l = fmt_core_layout(t);
+				const char *l = wire_layout(t);
 				if (!l)
 					break;
 				fbytes[t][0] += 1;
@@ -78,7 +93,7 @@ int main(int argc, char **argv)
 				fbytes[t][1] += k;
 				q += k;
 				for (unsigned i = 0; l[i]; i++) {
-					k = vlen(q);
+					k = on_wire(l[i]) ? vlen(q) : 0;
 					fbytes[t][2 + i] += k;
 					q += k;
 				}
@@ -97,18 +112,18 @@ int main(int argc, char **argv)
 	       (double)size / (double)events, (double)raw / (double)events);
 	printf("chunk headers: %.2f B/event\n",
 	       (double)chunks * FMT_CHUNK_HEADER_SIZE / (double)events);
-	printf("%-16s %12s %7s %7s  %s\n", "record", "count", "B/rec",
+	printf("%-24s %12s %7s %7s  %s\n", "record", "count", "B/rec",
 	       "B/event", "type dt fields... (B/rec)");
 	for (unsigned t = 0; t < 256; t++) {
 		if (!n[t])
 			continue;
 		const char *name = fmt_type_name(t);
-		printf("%-16s %12llu %7.2f %7.3f ", name ? name : "?",
+		printf("%-24s %12llu %7.2f %7.3f ", name ? name : "?",
 		       (unsigned long long)n[t],
 		       (double)bytes[t] / (double)n[t],
 		       (double)bytes[t] / (double)events);
 		if (!FMT_IS_META(t)) {
-			const char *l = fmt_core_layout(t);
+			const char *l = wire_layout(t);
 			for (unsigned i = 0; i < 2 + (l ? strlen(l) : 0); i++)
 				printf(" %.2f",
 				       (double)fbytes[t][i] / (double)n[t]);

@@ -121,6 +121,32 @@ const char *fmt_core_layout(unsigned type)
 	return type < 0x80 ? core_layout[type] : NULL;
 }
 
+/* The compact forms (1.7), indexed by type byte: wire layout and base. */
+static const struct compact {
+	const char *layout;
+	uint8_t base;
+} compact[0x80] = {
+#define FMT_COMPACT_(name, code, base, layout) [code] = {layout, FMT_##base},
+    FMT_COMPACT_RECORDS(FMT_COMPACT_)
+#undef FMT_COMPACT_
+};
+
+const char *fmt_compact_layout(unsigned type, unsigned *base)
+{
+	if (type - FMT_REL_LAST_DT < FMT_DT_CODES) {
+		*base = FMT_REL;
+		return "k";
+	}
+	if (type - FMT_ACQ_LAST_DT < FMT_DT_CODES) {
+		*base = FMT_ACQ;
+		return "ku";
+	}
+	if (type >= 0x80 || !compact[type].layout)
+		return NULL;
+	*base = compact[type].base;
+	return compact[type].layout;
+}
+
 void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
                   const uint8_t *payload)
 {
@@ -128,6 +154,7 @@ void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
 	d->end = payload + h->payload_len;
 	d->tsc = h->tsc_base;
 	d->last_ptr = 0;
+	d->last_lock = 0;
 }
 
 /* Reads the varint at q, which at least FMT_VARINT_MAX bytes follow (no
@@ -204,10 +231,57 @@ static int decode_core_inbounds(fmt_dec_t *d, fmt_record_t *r)
 	}
 	r->tsc = d->tsc = tsc;
 	d->last_ptr = last_ptr;
+	if (FMT_LOCK_RECORD(r->type))
+		d->last_lock = r->f[0];
 	d->p = q;
 	return 1;
 }
 #undef FMT_FIELD_INBOUNDS_
+
+/* fmt_decode() of a compact record (1.7) at d->p (after its type byte),
+ * as its base record. Returns 1, or -1 when malformed (d not moved). */
+static int decode_compact(fmt_dec_t *d, fmt_record_t *r, const char *layout,
+                          unsigned base, uint64_t dt_add)
+{
+	const uint8_t *q = d->p;
+	/* Bound checks per byte only near the payload's end. */
+	int room = d->end - q >= FMT_EVENT_MAX;
+	uint64_t v, dt, last_ptr = d->last_ptr;
+	unsigned nf = 0;
+
+	if (room ? !(q = get_u_inbounds(q, &dt)) : fmt_get_u(&q, d->end, &dt))
+		return -1;
+	dt += dt_add;
+	for (const char *l = layout; *l; l++) {
+		switch (*l) {
+		case '0':
+			v = 0;
+			break;
+		case 'k':
+			v = d->last_lock;
+			break;
+		default:
+			if (room ? !(q = get_u_inbounds(q, &v))
+			         : fmt_get_u(&q, d->end, &v))
+				return -1;
+			if (*l == 'q') {
+				v = last_ptr + ((uint64_t)fmt_unzigzag(v) << 4);
+				last_ptr = v;
+			} else if (*l == 'z') {
+				v <<= 4;
+			}
+		}
+		r->f[nf++] = v;
+	}
+	r->type = base;
+	r->nf = nf;
+	r->tsc = d->tsc += dt;
+	d->last_ptr = last_ptr;
+	if (FMT_LOCK_RECORD(base))
+		d->last_lock = r->f[0];
+	d->p = q;
+	return 1;
+}
 #undef FMT_LETTER_
 
 int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
@@ -232,8 +306,24 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 		return 1;
 	}
 	const char *layout = core_layout[r->type];
-	if (!layout)
+	if (!layout) {
+		unsigned j = r->type - FMT_REL_LAST_DT;
+		unsigned k = r->type - FMT_ACQ_LAST_DT;
+		if (j < FMT_DT_CODES) {
+			if (decode_compact(d, r, "k", FMT_REL,
+			                   (uint64_t)(j + 1) << 7) > 0)
+				return 1;
+		} else if (k < FMT_DT_CODES) {
+			if (decode_compact(d, r, "ku", FMT_ACQ,
+			                   (uint64_t)(k + 1) << 7) > 0)
+				return 1;
+		} else if (compact[r->type].layout &&
+		           decode_compact(d, r, compact[r->type].layout,
+		                          compact[r->type].base, 0) > 0) {
+			return 1;
+		}
 		goto bad;
+	}
 	/* The common case: the whole record is inside the payload. */
 	if (d->end - rec >= FMT_EVENT_MAX && decode_core_inbounds(d, r))
 		return 1;
@@ -253,6 +343,8 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 		}
 		r->f[r->nf++] = v;
 	}
+	if (FMT_LOCK_RECORD(r->type))
+		d->last_lock = r->f[0];
 	return 1;
 bad:
 	*err_off = (size_t)(rec - d->start);
@@ -274,6 +366,10 @@ int fmt_get_str(const uint8_t **p, const uint8_t *end, const char **s,
 
 const char *fmt_type_name(unsigned type)
 {
+	if (type - FMT_REL_LAST_DT < FMT_DT_CODES)
+		return "REL_LAST_DT";
+	if (type - FMT_ACQ_LAST_DT < FMT_DT_CODES)
+		return "ACQ_LAST_DT";
 	switch (type) {
 #define FMT_NAME_(name, code, layout)                                          \
 	case code:                                                             \
@@ -281,6 +377,11 @@ const char *fmt_type_name(unsigned type)
 		FMT_CORE_RECORDS(FMT_NAME_)
 		FMT_META_RECORDS(FMT_NAME_)
 #undef FMT_NAME_
+#define FMT_CNAME_(name, code, base, layout)                                   \
+	case code:                                                             \
+		return #name;
+		FMT_COMPACT_RECORDS(FMT_CNAME_)
+#undef FMT_CNAME_
 	}
 	return NULL;
 }

@@ -33,8 +33,9 @@
 /* 1.1: PROCESS flags and trailing fields; 1.2: zstd-compressed chunks;
  * 1.3: FUTEX_WAIT, FUTEX_WAKE, kind futex; 1.4: PROCESS time_every and
  * untimed allocator calls (ticks 0); 1.5: ALLOC_MIGRATED; 1.6: timed holds
- * (ACQ_UNTIMED, ACQ_SAMPLED and their shared forms, PROCESS hold_every) */
-#define FMT_VERSION_MINOR 6
+ * (ACQ_UNTIMED, ACQ_SAMPLED and their shared forms, PROCESS hold_every);
+ * 1.7: compact forms (FMT_COMPACT_RECORDS) */
+#define FMT_VERSION_MINOR 7
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
@@ -194,6 +195,48 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
                    FMT_ACQ_WAIT_WAITERS == FMT_ACQ_SHARED_WAIT_WAITERS,
                "acquisition records share a layout");
 
+/*
+ * Compact forms (1.7): shorter encodings of the commonest core events,
+ * X(name, code, base, layout). A reader decodes one as its base record
+ * (fmt_record_t.type is base, f[] holds all of base's fields): nothing
+ * past the decoder knows them. After the type byte and dt, one layout
+ * letter per field of base, in its order:
+ *   'u' a varint, as in base;
+ *   'q' a pointer, as a zigzag delta from the chunk's previous pointer in
+ *       units of 16 bytes (written only when the delta is a multiple of
+ *       16: malloc's alignment), which it becomes;
+ *   'z' a varint times 16 (a size that is a multiple of 16);
+ *   '0' not written: 0;
+ *   'k' not written: the chunk's last lock (FMT_LOCK_RECORD below).
+ * The writer uses a compact form whenever its conditions hold (the
+ * fmt_put_* encoders below), else the base record.
+ * REL_LAST_DT and ACQ_LAST_DT are FMT_DT_CODES codes each: code
+ * REL_LAST_DT + j is a REL_LAST whose dt is (j + 1) * 128 plus the dt
+ * written (a hold of 128 to 2047 ticks then takes one byte of dt, not
+ * two), and ACQ_LAST_DT + j the same for ACQ_LAST.
+ */
+/* clang-format off */
+#define FMT_COMPACT_RECORDS(X)                                                 \
+	X(ALLOC_MALLOC, 0x1c, ALLOC, "quuu0")                                  \
+	X(ALLOC_MALLOC_UNTIMED, 0x1d, ALLOC, "quu00")                          \
+	X(FREE_ALIGNED, 0x1e, FREE, "qu")                                      \
+	X(FREE_UNTIMED, 0x1f, FREE, "q0")                                      \
+	X(COND_SIGNAL_ONE, 0x20, COND_SIGNAL, "u0")                            \
+	X(ACQ_LAST, 0x21, ACQ, "ku")                                           \
+	X(ACQ_SHARED_LAST, 0x22, ACQ_SHARED, "ku")                             \
+	X(ACQ_UNTIMED_LAST, 0x23, ACQ_UNTIMED, "ku")                           \
+	X(ACQ_SHARED_UNTIMED_LAST, 0x24, ACQ_SHARED_UNTIMED, "ku")             \
+	X(ACQ_SAMPLED_LAST, 0x25, ACQ_SAMPLED, "ku")                           \
+	X(ACQ_SHARED_SAMPLED_LAST, 0x26, ACQ_SHARED_SAMPLED, "ku")             \
+	X(REL_LAST, 0x27, REL, "k")                                            \
+	X(LOCK_DESTROY_LAST, 0x28, LOCK_DESTROY, "k")                          \
+	X(REL_LAST_DT, 0x29, REL, "k")                                         \
+	X(ALLOC_MALLOC_SIZE16, 0x38, ALLOC, "qzuu0")                           \
+	X(ALLOC_MALLOC_UNTIMED_SIZE16, 0x39, ALLOC, "qzu00")                   \
+	X(ACQ_LAST_DT, 0x3a, ACQ, "ku")
+#define FMT_DT_CODES 15 /* REL_LAST_DT 0x29-0x37, ACQ_LAST_DT 0x3a-0x48 */
+/* clang-format on */
+
 /* Metadata records: X(name, code, fields), each framed by a varint length. */
 /* clang-format off */
 #define FMT_META_RECORDS(X)                                                    \
@@ -216,6 +259,24 @@ enum fmt_type {
 	FMT_CORE_RECORDS(FMT_ENUM_) FMT_META_RECORDS(FMT_ENUM_)
 #undef FMT_ENUM_
 };
+enum fmt_compact_type {
+#define FMT_CENUM_(name, code, base, layout) FMT_##name = code,
+	FMT_COMPACT_RECORDS(FMT_CENUM_)
+#undef FMT_CENUM_
+};
+
+/* The chunk's last lock (1.7): the lock field (field 0) of its previous
+ * record of one of these base types, 0 before the first. The writer and
+ * the reader both keep it, for the 'k' letter of compact forms. */
+#define FMT_LOCK_RECORDS_MASK                                                  \
+	((1ull << FMT_ACQ) | (1ull << FMT_ACQ_SHARED) |                        \
+	 (1ull << FMT_ACQ_WAIT) | (1ull << FMT_ACQ_SHARED_WAIT) |              \
+	 (1ull << FMT_REL) | (1ull << FMT_REL_CONTENDED) |                     \
+	 (1ull << FMT_LOCK_INIT) | (1ull << FMT_LOCK_DESTROY) |                \
+	 (1ull << FMT_ACQ_UNTIMED) | (1ull << FMT_ACQ_SHARED_UNTIMED) |        \
+	 (1ull << FMT_ACQ_SAMPLED) | (1ull << FMT_ACQ_SHARED_SAMPLED))
+#define FMT_LOCK_RECORD(type)                                                  \
+	((type) < 64 && ((FMT_LOCK_RECORDS_MASK >> (type)) & 1))
 
 #define FMT_IS_META(type) (((type)&0x80u) != 0)
 
@@ -355,8 +416,9 @@ static inline int fmt_get_u(const uint8_t **p, const uint8_t *end,
 /* ---- encoder state: one per chunk being filled ---- */
 
 typedef struct fmt_enc {
-	uint64_t last_tsc; /* timestamp of the previous core event */
-	uint64_t last_ptr; /* previous pointer (ALLOC/FREE/REALLOC) */
+	uint64_t last_tsc;  /* timestamp of the previous core event */
+	uint64_t last_ptr;  /* previous pointer (ALLOC/FREE/REALLOC) */
+	uint64_t last_lock; /* the chunk's last lock (FMT_LOCK_RECORD) */
 } fmt_enc_t;
 
 /* Worst-case bytes of one core event (type byte + 7 varints). */
@@ -378,6 +440,131 @@ static inline uint8_t *fmt_put_ptr(uint8_t *p, fmt_enc_t *e, uint64_t ptr)
 	p = fmt_put_s(p, (int64_t)(ptr - e->last_ptr));
 	e->last_ptr = ptr;
 	return p;
+}
+
+/* ---- the compact forms' encoders (1.7): each writes a whole core event,
+ * type byte included, in its shortest form; the shim's hooks and the
+ * writer's re-encoding share them ---- */
+
+/* ALLOC(ptr, size, stack, ticks, fn) at tsc. */
+static inline uint8_t *fmt_put_alloc(uint8_t *p, fmt_enc_t *e, uint64_t tsc,
+                                     uint64_t ptr, uint64_t size,
+                                     uint64_t stack, uint64_t ticks,
+                                     uint64_t fn)
+{
+	uint64_t d = ptr - e->last_ptr;
+	if (__builtin_expect(((d & 15) | fn) != 0, 0)) {
+		p = fmt_put_head(p, e, FMT_ALLOC, tsc);
+		p = fmt_put_ptr(p, e, ptr);
+		p = fmt_put_u(p, size);
+		p = fmt_put_u(p, stack);
+		p = fmt_put_u(p, ticks);
+		return fmt_put_u(p, fn);
+	}
+	e->last_ptr = ptr;
+	unsigned type =
+	    (size & 15) ? FMT_ALLOC_MALLOC : FMT_ALLOC_MALLOC_SIZE16;
+	_Static_assert(FMT_ALLOC_MALLOC_UNTIMED == FMT_ALLOC_MALLOC + 1 &&
+	                   FMT_ALLOC_MALLOC_UNTIMED_SIZE16 ==
+	                       FMT_ALLOC_MALLOC_SIZE16 + 1,
+	               "an untimed form follows its timed one");
+	p = fmt_put_head(p, e, type + !ticks, tsc);
+	p = fmt_put_s(p, (int64_t)d >> 4);
+	p = fmt_put_u(p, (size & 15) ? size : size >> 4);
+	p = fmt_put_u(p, stack);
+	return ticks ? fmt_put_u(p, ticks) : p;
+}
+
+/* FREE(ptr, ticks) at tsc. */
+static inline uint8_t *fmt_put_free(uint8_t *p, fmt_enc_t *e, uint64_t tsc,
+                                    uint64_t ptr, uint64_t ticks)
+{
+	uint64_t d = ptr - e->last_ptr;
+	if (__builtin_expect((d & 15) != 0, 0)) {
+		p = fmt_put_head(p, e, FMT_FREE, tsc);
+		p = fmt_put_ptr(p, e, ptr);
+		return fmt_put_u(p, ticks);
+	}
+	e->last_ptr = ptr;
+	p = fmt_put_head(p, e, ticks ? FMT_FREE_ALIGNED : FMT_FREE_UNTIMED,
+	                 tsc);
+	p = fmt_put_s(p, (int64_t)d >> 4);
+	return ticks ? fmt_put_u(p, ticks) : p;
+}
+
+/* The _LAST form of an uncontended acquisition type (ACQ, ACQ_SHARED and
+ * their untimed and sampled forms), or 0. */
+static inline unsigned fmt_acq_last(unsigned type)
+{
+	switch (type) {
+	case FMT_ACQ:
+		return FMT_ACQ_LAST;
+	case FMT_ACQ_SHARED:
+		return FMT_ACQ_SHARED_LAST;
+	case FMT_ACQ_UNTIMED:
+		return FMT_ACQ_UNTIMED_LAST;
+	case FMT_ACQ_SHARED_UNTIMED:
+		return FMT_ACQ_SHARED_UNTIMED_LAST;
+	case FMT_ACQ_SAMPLED:
+		return FMT_ACQ_SAMPLED_LAST;
+	case FMT_ACQ_SHARED_SAMPLED:
+		return FMT_ACQ_SHARED_SAMPLED_LAST;
+	}
+	return 0;
+}
+
+/* The type byte and dt of a form whose dt group starts at dt_first
+ * (REL_LAST, ACQ_LAST): dt's bits 7-10 in the type byte when it has no
+ * others, and dt's low 7 bits as a one-byte varint; else type and dt as
+ * fmt_put_head() writes them. */
+static inline uint8_t *fmt_put_head_dt(uint8_t *p, fmt_enc_t *e, unsigned type,
+                                       unsigned dt_first, uint64_t tsc)
+{
+	uint64_t dt = tsc > e->last_tsc ? tsc - e->last_tsc : 0;
+	uint64_t j = dt >> 7;
+	if (j && j <= FMT_DT_CODES) {
+		*p++ = (uint8_t)(dt_first + j - 1);
+		e->last_tsc += dt;
+		*p++ = (uint8_t)(dt & 127);
+		return p;
+	}
+	return fmt_put_head(p, e, type, tsc);
+}
+
+/* A record of a base type whose field 0 is a lock (FMT_LOCK_RECORD) with
+ * one more field b (nb 1) or none (nb 0), at tsc: its _LAST form when the
+ * lock is the chunk's last lock and it has one. */
+static inline uint8_t *fmt_put_lockrec(uint8_t *p, fmt_enc_t *e, unsigned type,
+                                       uint64_t tsc, uint64_t lock, int nb,
+                                       uint64_t b)
+{
+	unsigned last = 0;
+	if (lock == e->last_lock)
+		last = type == FMT_REL            ? FMT_REL_LAST
+		       : type == FMT_LOCK_DESTROY ? FMT_LOCK_DESTROY_LAST
+		                                  : fmt_acq_last(type);
+	if (last == FMT_REL_LAST) {
+		p = fmt_put_head_dt(p, e, last, FMT_REL_LAST_DT, tsc);
+	} else if (last == FMT_ACQ_LAST) {
+		p = fmt_put_head_dt(p, e, last, FMT_ACQ_LAST_DT, tsc);
+	} else if (last) {
+		p = fmt_put_head(p, e, last, tsc);
+	} else {
+		p = fmt_put_head(p, e, type, tsc);
+		p = fmt_put_u(p, lock);
+		e->last_lock = lock;
+	}
+	return nb ? fmt_put_u(p, b) : p;
+}
+
+/* COND_SIGNAL(cond, flags) at tsc. */
+static inline uint8_t *fmt_put_signal(uint8_t *p, fmt_enc_t *e, uint64_t tsc,
+                                      uint64_t cond, uint64_t flags)
+{
+	p = fmt_put_head(p, e, flags ? FMT_COND_SIGNAL : FMT_COND_SIGNAL_ONE,
+	                 tsc);
+	p = fmt_put_u(p, cond);
+	return flags ? fmt_put_u(p, flags) : p;
 }
 
 /* ---- chunk framing (format.c) ---- */
@@ -441,6 +628,7 @@ typedef struct fmt_dec {
 	const uint8_t *p, *end, *start;
 	uint64_t tsc;
 	uint64_t last_ptr;
+	uint64_t last_lock; /* the chunk's last lock (FMT_LOCK_RECORD) */
 } fmt_dec_t;
 
 void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
@@ -462,7 +650,12 @@ int fmt_get_str(const uint8_t **p, const uint8_t *end, const char **s,
  * type is not a core type. */
 const char *fmt_core_layout(unsigned type);
 
-/* The record's name ("ALLOC", ...), or NULL for an unknown type. */
+/* A compact type's wire layout (FMT_COMPACT_RECORDS) and base type in
+ * *base, or NULL when type is not a compact type. */
+const char *fmt_compact_layout(unsigned type, unsigned *base);
+
+/* The record's name ("ALLOC", ...; compact types' too), or NULL for an
+ * unknown type. */
 const char *fmt_type_name(unsigned type);
 /* The name of field i of a core type ("size", ...; FMT_CORE_FIELDS), or
  * NULL when the type has no such field. */

@@ -28,11 +28,19 @@ void acq_pend_flush(tls_t *t);
  * or old, unless a lock hold puts it off. Gate BUSY; owner only. */
 void ev_commit_slow(tls_t *t, uint64_t tsc);
 
-/* Starts an event. A pending acquisition goes first: it happened before. */
-static inline uint8_t *ev_head(tls_t *t, unsigned type, uint64_t tsc)
+/* Encodes a pending acquisition: it happened before the event about to
+ * be written, which then starts at t->pos (the fmt_put_* encoders of
+ * trace_format.h write a whole event, type byte included). */
+static inline void ev_pend(tls_t *t)
 {
 	if (unlikely(t->pend_type))
 		acq_pend_flush(t);
+}
+
+/* Starts an event. A pending acquisition goes first: it happened before. */
+static inline uint8_t *ev_head(tls_t *t, unsigned type, uint64_t tsc)
+{
+	ev_pend(t);
 	return fmt_put_head(t->pos, &t->enc, type, tsc);
 }
 

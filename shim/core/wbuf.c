@@ -99,6 +99,7 @@ static void chunk_start(tls_t *t)
 	t->chunk_tsc0 = last && last <= now ? last : now;
 	t->enc.last_tsc = t->chunk_tsc0;
 	t->enc.last_ptr = 0;
+	t->enc.last_lock = 0;
 	t->chunk_events = 0;
 	wb->drop_recs = wb->drop_vals = 0;
 	wb->done_len = 0;
@@ -276,7 +277,9 @@ static pcount_t count_payload(const uint8_t *payload, size_t len)
 }
 
 /* Re-encodes the decoded record r at p with the encoder state e (the
- * inverse of fmt_decode). Returns the end. */
+ * inverse of fmt_decode: a record the hooks would write in a compact
+ * form, trace_format.h, is written in it here too, against e's state).
+ * Returns the end. */
 static uint8_t *reencode(uint8_t *p, fmt_enc_t *e, const fmt_record_t *r)
 {
 	if (FMT_IS_META(r->type)) {
@@ -285,6 +288,25 @@ static uint8_t *reencode(uint8_t *p, fmt_enc_t *e, const fmt_record_t *r)
 		memcpy(p, r->body, r->body_len);
 		return p + r->body_len;
 	}
+	const uint64_t *f = r->f;
+	switch (r->type) {
+	case FMT_ALLOC:
+		return fmt_put_alloc(p, e, r->tsc, f[FMT_ALLOC_PTR],
+		                     f[FMT_ALLOC_SIZE], f[FMT_ALLOC_STACK],
+		                     f[FMT_ALLOC_TICKS], f[FMT_ALLOC_FN]);
+	case FMT_FREE:
+		return fmt_put_free(p, e, r->tsc, f[FMT_FREE_PTR],
+		                    f[FMT_FREE_TICKS]);
+	case FMT_COND_SIGNAL:
+		return fmt_put_signal(p, e, r->tsc, f[FMT_COND_SIGNAL_COND],
+		                      f[FMT_COND_SIGNAL_FLAGS]);
+	default:
+		if (FMT_LOCK_RECORD(r->type) && r->nf <= 2)
+			return fmt_put_lockrec(p, e, r->type, r->tsc, f[0],
+			                       r->nf == 2, f[1]);
+	}
+	if (FMT_LOCK_RECORD(r->type))
+		e->last_lock = f[0];
 	p = fmt_put_head(p, e, r->type, r->tsc);
 	const char *l = fmt_core_layout(r->type);
 	for (unsigned i = 0; l && l[i] && i < r->nf; i++) {
@@ -368,7 +390,7 @@ static void write_range(wbuf_t *wb, size_t from, size_t to, int compress)
 	fmt_dec_init(&d, &h, payload);
 	struct bounce *b = bounce_get();
 	uint8_t *out = b ? b->chunk + FMT_CHUNK_HEADER_SIZE : NULL, *q = out;
-	fmt_enc_t e = {0, 0};
+	fmt_enc_t e = {0, 0, 0};
 	uint64_t base = 0, events = 0, lost = 0, unwritten = 0;
 	for (;;) {
 		uint64_t before = d.tsc;
@@ -398,6 +420,7 @@ static void write_range(wbuf_t *wb, size_t from, size_t to, int compress)
 			base = before;
 			e.last_tsc = base;
 			e.last_ptr = 0;
+			e.last_lock = 0;
 		}
 		q = reencode(q, &e, &r);
 		events += !meta;

@@ -180,7 +180,10 @@ static void cond_signal_rec(tls_t *t, pthread_cond_t *c, unsigned flags)
 		t->drops++;
 		return;
 	}
-	rec_uu(t, FMT_COND_SIGNAL, tsc, atomic_load(&ce->id), flags);
+	ev_pend(t);
+	uint8_t *p =
+	    fmt_put_signal(t->pos, &t->enc, tsc, atomic_load(&ce->id), flags);
+	ev_commit(t, p, tsc);
 }
 
 HOOK_EXPORT int pthread_cond_signal(pthread_cond_t *c)

@@ -190,19 +190,17 @@ static inline void rec_migrated(tls_t *t, uint64_t t0, uint64_t t1)
 	}
 }
 
-/* ALLOC(ptr, size, stack, ticks, fn) at t1; ticks = call_ticks(t0, t1). */
+/* ALLOC(ptr, size, stack, ticks, fn) at t1, in its shortest form
+ * (fmt_put_alloc); ticks = call_ticks(t0, t1). */
 __attribute__((always_inline)) static inline void
 rec_alloc(tls_t *t, void *ptr, size_t size, uint64_t t0, uint64_t t1,
           unsigned fn, uintptr_t ra, void *fp)
 {
 	uint32_t stack = stack_here(t, ra, fp);
 	rec_migrated(t, t0, t1);
-	uint8_t *p = ev_head(t, FMT_ALLOC, t1);
-	p = fmt_put_ptr(p, &t->enc, (uintptr_t)ptr);
-	p = fmt_put_u(p, size);
-	p = fmt_put_u(p, stack);
-	p = fmt_put_u(p, call_ticks(t0, t1));
-	p = fmt_put_u(p, fn);
+	ev_pend(t);
+	uint8_t *p = fmt_put_alloc(t->pos, &t->enc, t1, (uintptr_t)ptr, size,
+	                           stack, call_ticks(t0, t1), fn);
 	ev_commit(t, p, t1);
 }
 
@@ -210,9 +208,9 @@ rec_alloc(tls_t *t, void *ptr, size_t size, uint64_t t0, uint64_t t1,
 static inline void rec_free(tls_t *t, void *ptr, uint64_t t0, uint64_t t1)
 {
 	rec_migrated(t, t0, t1);
-	uint8_t *p = ev_head(t, FMT_FREE, t1);
-	p = fmt_put_ptr(p, &t->enc, (uintptr_t)ptr);
-	p = fmt_put_u(p, call_ticks(t0, t1));
+	ev_pend(t);
+	uint8_t *p = fmt_put_free(t->pos, &t->enc, t1, (uintptr_t)ptr,
+	                          call_ticks(t0, t1));
 	ev_commit(t, p, t1);
 }
 
@@ -240,12 +238,9 @@ static inline void rec_alloc_call(tls_t *t, size_t size, uint64_t t0,
 {
 	uint32_t site = stack_site(t, ra);
 	rec_migrated(t, t0, t1);
-	uint8_t *p = ev_head(t, FMT_ALLOC, t1);
-	p = fmt_put_ptr(p, &t->enc, 0);
-	p = fmt_put_u(p, size);
-	p = fmt_put_u(p, site);
-	p = fmt_put_u(p, call_ticks(t0, t1));
-	p = fmt_put_u(p, fn);
+	ev_pend(t);
+	uint8_t *p = fmt_put_alloc(t->pos, &t->enc, t1, 0, size, site,
+	                           call_ticks(t0, t1), fn);
 	ev_commit(t, p, t1);
 }
 
@@ -284,7 +279,9 @@ rec_alloc_s(tls_t *t, int smp, void *ptr, size_t size, uint64_t t0, uint64_t t1,
 #define SAMPLE_DECIDE(t, n)                                                    \
 	(likely(!g_sampling) ? SAMPLE_TRACK : sample_alloc((t), (n)))
 
-/* A core event with two unsigned fields (ACQ, TRY_FAIL, COND_WAIT, ...). */
+/* A core event with two unsigned fields (TRY_FAIL, COND_WAIT, ...; not a
+ * FMT_LOCK_RECORD type: those go through rec_lock, which keeps the
+ * chunk's last lock). */
 static inline void rec_uu(tls_t *t, unsigned type, uint64_t tsc, uint64_t a,
                           uint64_t b)
 {
@@ -298,6 +295,17 @@ static inline void rec_u(tls_t *t, unsigned type, uint64_t tsc, uint64_t a)
 {
 	uint8_t *p = ev_head(t, type, tsc);
 	p = fmt_put_u(p, a);
+	ev_commit(t, p, tsc);
+}
+
+/* A FMT_LOCK_RECORD event (ACQ and its forms, REL, LOCK_INIT,
+ * LOCK_DESTROY) of lock and, when nb is 1, one more field b: its _LAST
+ * form when lock is the chunk's last lock (fmt_put_lockrec). */
+static inline void rec_lock(tls_t *t, unsigned type, uint64_t tsc,
+                            uint64_t lock, int nb, uint64_t b)
+{
+	ev_pend(t);
+	uint8_t *p = fmt_put_lockrec(t->pos, &t->enc, type, tsc, lock, nb, b);
 	ev_commit(t, p, tsc);
 }
 

@@ -264,6 +264,7 @@ __attribute__((noinline)) void acq_pend_flush(tls_t *t)
 		p = fmt_put_u(p, t->pend_stack);
 		p = fmt_put_u(p, t->pend_ticks);
 		p = fmt_put_u(p, t->pend_waiters);
+		t->enc.last_lock = t->pend_id; /* FMT_LOCK_RECORD */
 		ev_commit(t, p, t->pend_tsc);
 		return;
 	}
@@ -274,8 +275,8 @@ __attribute__((noinline)) void acq_pend_flush(tls_t *t)
 		return;
 	}
 	uint32_t site = stack_site(t, t->pend_ra);
-	rec_uu(t, type, t->pend_tsc,
-	       atomic_load_explicit(&e->id, memory_order_relaxed), site);
+	rec_lock(t, type, t->pend_tsc,
+	         atomic_load_explicit(&e->id, memory_order_relaxed), 1, site);
 }
 
 static void rec_tryfail(tls_t *t, void *l, unsigned kind, uintptr_t ra)
@@ -419,10 +420,10 @@ static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 		return;
 	uint64_t tsc = rl->tsc ? rl->tsc : t->enc.last_tsc;
 	if (unlikely(rl->contended))
-		rec_uu(t, FMT_REL_CONTENDED, tsc, rl->id,
-		       stack_here(t, ra, fp));
+		rec_lock(t, FMT_REL_CONTENDED, tsc, rl->id, 1,
+		         stack_here(t, ra, fp));
 	else
-		rec_u(t, FMT_REL, tsc, rl->id);
+		rec_lock(t, FMT_REL, tsc, rl->id, 0, 0);
 }
 
 /* Before the real functions are known (dlsym bootstrap, one thread): locks
@@ -586,7 +587,7 @@ void lock_rec_init(tls_t *t, void *l, unsigned kind, uintptr_t ra, void *fp)
 		return;
 	}
 	uint32_t stack = stack_here(t, ra, fp);
-	rec_uu(t, FMT_LOCK_INIT, prim_tsc(), atomic_load(&e->id), stack);
+	rec_lock(t, FMT_LOCK_INIT, prim_tsc(), atomic_load(&e->id), 1, stack);
 }
 
 void lock_rec_destroy(tls_t *t, void *l)
@@ -594,7 +595,7 @@ void lock_rec_destroy(tls_t *t, void *l)
 	lock_ent_t *e = lockmap_find(l);
 	if (!e)
 		return;
-	rec_u(t, FMT_LOCK_DESTROY, prim_tsc(), atomic_load(&e->id));
+	rec_lock(t, FMT_LOCK_DESTROY, prim_tsc(), atomic_load(&e->id), 0, 0);
 	lockmap_retire(e);
 }
 

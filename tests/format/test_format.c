@@ -1,7 +1,9 @@
 /*
  * test_format.c - unit tests of format/: varint and zigzag round-trips,
  * chunk seal/parse/verify, fmt_decode of every core type (encoded with
- * fmt_put_*), metadata framing, and a corrupt CRC or bad varint detected.
+ * fmt_put_*), metadata framing, and a corrupt CRC or bad varint detected;
+ * the compact forms (1.7): each chosen when its conditions hold, decoded
+ * as its base record, cut records refused.
  */
 #include "test.h"
 #include "trace_format.h"
@@ -136,7 +138,7 @@ static void test_core_roundtrip(void)
 	uint8_t payload[4096];
 	uint64_t want[sizeof types / sizeof *types][7];
 	uint64_t want_tsc[sizeof types / sizeof *types];
-	fmt_enc_t enc = {1000, 0};
+	fmt_enc_t enc = {1000, 0, 0};
 	uint8_t *p = payload;
 	uint64_t tsc = 1000;
 	for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
@@ -275,6 +277,265 @@ static void test_malformed_records(void)
 	check_eq(fmt_lock_kind_name(FMT_KIND_RWLOCK), "rwlock");
 }
 
+/* The compact forms (1.7) as docs/trace-format.md documents them. */
+static void test_documented_compact(void)
+{
+	static const struct {
+		unsigned code, base;
+		const char *layout;
+	} doc[] = {
+	    {0x1c, FMT_ALLOC, "quuu0"},
+	    {0x1d, FMT_ALLOC, "quu00"},
+	    {0x1e, FMT_FREE, "qu"},
+	    {0x1f, FMT_FREE, "q0"},
+	    {0x20, FMT_COND_SIGNAL, "u0"},
+	    {0x21, FMT_ACQ, "ku"},
+	    {0x22, FMT_ACQ_SHARED, "ku"},
+	    {0x23, FMT_ACQ_UNTIMED, "ku"},
+	    {0x24, FMT_ACQ_SHARED_UNTIMED, "ku"},
+	    {0x25, FMT_ACQ_SAMPLED, "ku"},
+	    {0x26, FMT_ACQ_SHARED_SAMPLED, "ku"},
+	    {0x27, FMT_REL, "k"},
+	    {0x28, FMT_LOCK_DESTROY, "k"},
+	    {0x29, FMT_REL, "k"},
+	    {0x38, FMT_ALLOC, "qzuu0"},
+	    {0x39, FMT_ALLOC, "qzu00"},
+	    {0x3a, FMT_ACQ, "ku"},
+	};
+	unsigned n = 0;
+#define T_(name, code, base, l) n++;
+	FMT_COMPACT_RECORDS(T_)
+#undef T_
+	check_eq(n, sizeof doc / sizeof *doc);
+	for (size_t i = 0; i < sizeof doc / sizeof *doc; i++) {
+		unsigned base = 0;
+		const char *l = fmt_compact_layout(doc[i].code, &base);
+		check(l && !strcmp(l, doc[i].layout));
+		check_eq(base, doc[i].base);
+		/* one letter per field of the base record */
+		check_eq(strlen(l), strlen(fmt_core_layout(base)));
+		check(fmt_core_layout(doc[i].code) == NULL);
+		check(fmt_type_name(doc[i].code) != NULL);
+	}
+	unsigned base;
+	/* the dt groups' other codes */
+	for (unsigned c = 0x2a; c <= 0x37; c++) {
+		check(fmt_compact_layout(c, &base) != NULL);
+		check_eq(base, FMT_REL);
+		check_eq(fmt_type_name(c), "REL_LAST_DT");
+	}
+	for (unsigned c = 0x3b; c <= 0x48; c++) {
+		check(fmt_compact_layout(c, &base) != NULL);
+		check_eq(base, FMT_ACQ);
+		check_eq(fmt_type_name(c), "ACQ_LAST_DT");
+	}
+	check(fmt_compact_layout(FMT_ALLOC, &base) == NULL);
+	check(fmt_compact_layout(0x49, &base) == NULL);
+	check(fmt_type_name(0x49) == NULL);
+	check(fmt_compact_layout(0x80, &base) == NULL);
+}
+
+/* One record of the compact round trip: what is encoded (base type and
+ * fields), and the type byte the encoder must choose. */
+typedef struct crec {
+	unsigned type, wire;
+	uint64_t tsc, f[5];
+} crec_t;
+
+/* Encodes rs[] with the fmt_put_* encoders (other types as the shim
+ * writes them, keeping the chunk's last lock), then decodes the payload
+ * and checks each record is its base record with the same fields, and
+ * that every truncation inside the payload is refused or ends on a record
+ * boundary. */
+static void compact_roundtrip(const crec_t *rs, size_t n)
+{
+	uint8_t payload[4096];
+	size_t at[64];
+	fmt_enc_t enc = {1000, 0, 0};
+	uint8_t *p = payload;
+	check(n <= 64);
+	for (size_t i = 0; i < n; i++) {
+		const crec_t *c = &rs[i];
+		at[i] = (size_t)(p - payload);
+		uint8_t *s = p;
+		switch (c->type) {
+		case FMT_ALLOC:
+			p = fmt_put_alloc(p, &enc, c->tsc, c->f[0], c->f[1],
+			                  c->f[2], c->f[3], c->f[4]);
+			break;
+		case FMT_FREE:
+			p = fmt_put_free(p, &enc, c->tsc, c->f[0], c->f[1]);
+			break;
+		case FMT_COND_SIGNAL:
+			p = fmt_put_signal(p, &enc, c->tsc, c->f[0], c->f[1]);
+			break;
+		default:
+			if (FMT_LOCK_RECORD(c->type) &&
+			    strlen(fmt_core_layout(c->type)) <= 2) {
+				p = fmt_put_lockrec(
+				    p, &enc, c->type, c->tsc, c->f[0],
+				    strlen(fmt_core_layout(c->type)) == 2,
+				    c->f[1]);
+				break;
+			}
+			p = fmt_put_head(p, &enc, c->type, c->tsc);
+			for (size_t k = 0; k < strlen(fmt_core_layout(c->type));
+			     k++)
+				p = fmt_put_u(p, c->f[k]);
+			if (FMT_LOCK_RECORD(c->type))
+				enc.last_lock = c->f[0];
+		}
+		check(p - s <= FMT_EVENT_MAX);
+		if (*s != c->wire)
+			fprintf(stderr, "record %zu: type byte %#x, want %#x\n",
+			        i, *s, c->wire);
+		check_eq(*s, c->wire);
+	}
+	size_t len = (size_t)(p - payload);
+	fmt_chunk_header_t h = {0};
+	h.payload_len = (uint32_t)len;
+	h.tsc_base = 1000;
+	fmt_dec_t d;
+	fmt_record_t r;
+	size_t eo;
+	fmt_dec_init(&d, &h, payload);
+	for (size_t i = 0; i < n; i++) {
+		const crec_t *c = &rs[i];
+		check(fmt_decode(&d, &r, &eo) == 1);
+		check_eq(r.type, c->type);
+		check_eq(r.tsc, c->tsc);
+		check_eq(r.nf, strlen(fmt_core_layout(c->type)));
+		for (unsigned k = 0; k < r.nf && k < 5; k++)
+			check_eq(r.f[k], c->f[k]);
+	}
+	check(fmt_decode(&d, &r, &eo) == 0);
+	/* Cut anywhere: the records before the cut decode, the one it cuts
+	 * is refused at its offset (the checked path, near the end). */
+	for (size_t cut = 1; cut < len; cut++) {
+		h.payload_len = (uint32_t)cut;
+		fmt_dec_init(&d, &h, payload);
+		size_t i = 0, whole = 0;
+		while (i < n && at[i] < cut &&
+		       (i + 1 == n ? len : at[i + 1]) <= cut)
+			i++, whole++;
+		for (size_t k = 0; k < whole; k++)
+			check(fmt_decode(&d, &r, &eo) == 1);
+		if (whole < n && at[whole] < cut) {
+			check(fmt_decode(&d, &r, &eo) == -1);
+			check_eq(eo, at[whole]);
+		} else {
+			check(fmt_decode(&d, &r, &eo) == 0);
+		}
+	}
+}
+
+static void test_compact_roundtrip(void)
+{
+	const uint64_t P = 0x7f00deadb000ull, M = UINT64_MAX;
+	const crec_t rs[] = {
+	    /* first pointer of the chunk: a delta from 0 */
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC, 1010, {P, 65, 3, 21, FMT_FN_MALLOC}},
+	    /* delta 0, untimed */
+	    {FMT_FREE, FMT_FREE_UNTIMED, 1010, {P, 0}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_UNTIMED, 1031, {P, 63, 3, 0, 0}},
+	    /* sizes in units of 16 */
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_UNTIMED_SIZE16, 1031, {P, 0, 3, 0, 0}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_SIZE16, 1031, {P, 64, 3, 2, 0}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_SIZE16, 1031, {P, M - 15, 3, 2, 0}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC, 1031, {P, M, 3, 2, 0}},
+	    /* negative deltas, timed */
+	    {FMT_ALLOC,
+	     FMT_ALLOC_MALLOC_SIZE16,
+	     1052,
+	     {P - 4096, 512, 4, 1, 0}},
+	    {FMT_FREE, FMT_FREE_ALIGNED, 1073, {P - 4096 - 16, 7}},
+	    /* unaligned pointer: the base records */
+	    {FMT_ALLOC, FMT_ALLOC, 1094, {P + 8, 24, 5, 0, 0}},
+	    {FMT_FREE, FMT_FREE, 1095, {P + 8 + 16 + 1, 0}},
+	    /* aligned delta from an unaligned pointer: compact again */
+	    {FMT_FREE, FMT_FREE_UNTIMED, 1096, {P + 8 + 16 + 1 - 32, 0}},
+	    /* another fn: the base record, though aligned */
+	    {FMT_ALLOC, FMT_ALLOC, 1097, {P + 9, 8, 5, 3, FMT_FN_CALLOC}},
+	    /* an unsampled call under a lock (pointer 0) */
+	    {FMT_ALLOC, FMT_ALLOC, 1098, {0, 8, 6, 0, 0}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_UNTIMED, 1098, {16, 8, 6, 0, 0}},
+	    /* deltas of extreme magnitude, in both directions */
+	    {FMT_ALLOC,
+	     FMT_ALLOC_MALLOC,
+	     1099,
+	     {0x8000000000000010ull, M, M, M, 0}},
+	    {FMT_FREE, FMT_FREE_ALIGNED, 1099, {0x10, M}},
+	    {FMT_FREE, FMT_FREE_UNTIMED, 1100, {0xfffffffffffffff0ull, 0}},
+	    {FMT_FREE, FMT_FREE_UNTIMED, 1101, {0x7ffffffffffffff0ull, 0}},
+	    /* the largest dt */
+	    {FMT_FREE, FMT_FREE_UNTIMED, 1101 + ((uint64_t)1 << 62), {0, 0}},
+	};
+	compact_roundtrip(rs, sizeof rs / sizeof *rs);
+
+	const uint64_t T = 5000;
+	const crec_t ls[] = {
+	    /* at a chunk's start the last lock is 0 */
+	    {FMT_REL, FMT_REL_LAST, T, {0}},
+	    {FMT_ACQ, FMT_ACQ, T + 1, {5, 2}},
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_SIZE16, T + 2, {P, 64, 3, 21, 0}},
+	    /* a release's dt of 128 to 2047 in its type byte */
+	    {FMT_REL, FMT_REL_LAST_DT + 1, T + 300, {5}},
+	    {FMT_REL, FMT_REL_LAST, T + 427, {5}},
+	    {FMT_REL, FMT_REL_LAST_DT, T + 555, {5}},
+	    {FMT_REL, FMT_REL_LAST_DT + 14, T + 555 + 2047, {5}},
+	    {FMT_REL, FMT_REL_LAST, T + 555 + 2047 + 2048, {5}},
+	    {FMT_REL, FMT_REL_LAST, T + 555 + 2047 + 2048, {5}},
+	    {FMT_REL, FMT_REL_LAST_DT + 7, T + 555 + 2047 + 2048 + 1024, {5}},
+	    {FMT_ACQ, FMT_ACQ_LAST, T + 9000, {5, 2}},
+	    /* an acquisition's too */
+	    {FMT_ACQ, FMT_ACQ_LAST_DT, T + 9128, {5, 2}},
+	    {FMT_ACQ, FMT_ACQ_LAST_DT + 14, T + 9128 + 2047, {5, M}},
+	    {FMT_ACQ, FMT_ACQ_LAST, T + 9128 + 2047 + 2048, {5, 3}},
+	    {FMT_ACQ, FMT_ACQ_LAST, T + 9128 + 2047 + 2048 + 127, {5, 3}},
+	    {FMT_ACQ,
+	     FMT_ACQ_LAST_DT + 2,
+	     T + 9128 + 2047 + 2048 + 127 + 511,
+	     {5, 3}},
+	    /* the other acquisitions' _LAST forms */
+	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED, T + 15001, {6, 9}},
+	    {FMT_ACQ_SHARED, FMT_ACQ_SHARED_LAST, T + 15001, {6, 9}},
+	    {FMT_ACQ_UNTIMED, FMT_ACQ_UNTIMED_LAST, T + 15001, {6, 1}},
+	    {FMT_ACQ_SHARED_UNTIMED,
+	     FMT_ACQ_SHARED_UNTIMED_LAST,
+	     T + 15001,
+	     {6, 1}},
+	    {FMT_ACQ_SAMPLED, FMT_ACQ_SAMPLED_LAST, T + 15002, {6, 1}},
+	    {FMT_ACQ_SHARED_SAMPLED,
+	     FMT_ACQ_SHARED_SAMPLED_LAST,
+	     T + 15003,
+	     {6, M}},
+	    /* records whose lock is not the last lock's: it stays */
+	    {FMT_TRY_FAIL, FMT_TRY_FAIL, T + 15004, {7, 2}},
+	    {FMT_COND_WAIT, FMT_COND_WAIT, T + 15005, {8, 7}},
+	    {FMT_COND_WAKE, FMT_COND_WAKE, T + 15006, {8, 7, 0}},
+	    {FMT_REL, FMT_REL_LAST, T + 15007, {6}},
+	    /* a contended acquisition and release name the lock, and it
+	     * becomes the last */
+	    {FMT_ACQ_WAIT, FMT_ACQ_WAIT, T + 16000, {M, 11, 900, 2}},
+	    {FMT_REL_CONTENDED, FMT_REL_CONTENDED, T + 16001, {M, 11}},
+	    {FMT_REL, FMT_REL_LAST, T + 16002, {M}},
+	    {FMT_LOCK_INIT, FMT_LOCK_INIT, T + 16003, {9, 12}},
+	    {FMT_ACQ, FMT_ACQ_LAST, T + 16004, {9, 2}},
+	    {FMT_REL, FMT_REL_LAST, T + 16005, {9}},
+	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY_LAST, T + 16006, {9}},
+	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY, T + 16007, {4}},
+	    {FMT_REL, FMT_REL, T + 16008, {5}},
+	    /* signals: flags 0 is the compact form */
+	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 16009, {8, 0}},
+	    {FMT_COND_SIGNAL,
+	     FMT_COND_SIGNAL,
+	     T + 16010,
+	     {8, FMT_SIGF_BROADCAST}},
+	    {FMT_COND_SIGNAL, FMT_COND_SIGNAL_ONE, T + 16011, {M, 0}},
+	};
+	compact_roundtrip(ls, sizeof ls / sizeof *ls);
+}
+
 int main(void)
 {
 	test_run(test_varints);
@@ -283,5 +544,7 @@ int main(void)
 	test_run(test_field_names);
 	test_run(test_core_roundtrip);
 	test_run(test_malformed_records);
+	test_run(test_documented_compact);
+	test_run(test_compact_roundtrip);
 	return test_done();
 }
