@@ -80,6 +80,9 @@ static void test_starved(void)
 		check_near(uf_ev(f, EV_BEHIND_LOCK_WAIT_NS), 40000, 1e-6);
 		check_eq(uf_ev(f, EV_AHEAD_LOCK_WAIT_SHARE), 0.0);
 		check(uf_ev(f, EV_ACQUISITIONS_CV) * 100 >= TH_STARVE_CV_PCT);
+		/* Mean waits per acquisition 0, 0, 0 and 20000 ns: mean
+		 * 5000, deviation 5000 * sqrt(3). */
+		check_near(uf_ev(f, EV_MEAN_WAIT_CV), sqrt(3.0), 1e-9);
 		check(f->score <= uf_ev(f, EV_COVERED_NS));
 		check(uf_ev(f, EV_LOST_NS) <= uf_ev(f, EV_UNWEIGHTED_LOST_NS));
 		check(strstr(f->advice, "client") != NULL);
