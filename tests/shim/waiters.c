@@ -55,8 +55,9 @@ static int child(void)
 		int seen = 0;
 		for (int i = 0; seen < 2; i++) {
 			if (i == 20000) {
-				fprintf(stderr, "waiters: thread %ld never "
-				                "slept on the mutex\n",
+				fprintf(stderr,
+				        "waiters: thread %ld never "
+				        "slept on the mutex\n",
 				        k + 1);
 				return 3;
 			}
@@ -103,7 +104,6 @@ int main(int argc, char **argv)
 	check_eq(x.n, WAITERS);
 	for (unsigned w = 0; w <= WAITERS + 1; w++)
 		check_eq(x.by[w], w >= 1 && w <= WAITERS ? 1 : 0);
-	printf("waiters: %u waits, waiters 1 to %d once each\n", x.n,
-	       WAITERS);
+	printf("waiters: %u waits, waiters 1 to %d once each\n", x.n, WAITERS);
 	return test_done();
 }
