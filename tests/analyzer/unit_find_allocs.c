@@ -74,16 +74,20 @@ static void test_xfree_few(void)
 	uf_free(&u);
 }
 
-/* 100 cross-thread frees of 1100 frees: 9 %, below XFREE_MIN_SHARE_PCT. */
+/* 100 cross-thread frees of 1100 frees: 9 %, below XFREE_MIN_SHARE_PCT,
+ * no finding; of 1000 frees: 10 %, exactly the threshold, a finding. */
 static void test_xfree_share(void)
 {
-	uf_t u;
-	uf_open(&u);
-	xfree(&u, 1100, 100);
-	if (!uf_load(&u))
-		return;
-	check_eq(uf_count(&u, FK_CROSS_THREAD_FREE), 0);
-	uf_free(&u);
+	for (int n = 1000; n <= 1100; n += 100) {
+		uf_t u;
+		uf_open(&u);
+		xfree(&u, n, 100);
+		if (!uf_load(&u))
+			return;
+		check_eq(uf_count(&u, FK_CROSS_THREAD_FREE),
+		         100 * 100 >= n * TH_XFREE_MIN_SHARE_PCT);
+		uf_free(&u);
+	}
 }
 
 /* n blocks of 32 bytes at stack 2 by thread 1, each freed life ns after
