@@ -59,7 +59,8 @@ for lk in (L, Q, R, S):
                  uv(1))
 
 # Per thread: its records and the tsc of its last one.
-TIDS = (7, 8, 9, 10, 20, 21, 22, 23, 24)
+# (the clients' chunks first, client-1 from tick 1000 as thread 7)
+TIDS = (20, 21, 22, 23, 24, 7, 8, 9, 10)
 recs = {t: [] for t in TIDS}
 last = {t: 1000 for t in TIDS}
 lastp = {t: 0 for t in TIDS}
@@ -156,16 +157,17 @@ ev(10, 2001, 0x04, [uv(5), uv(300)])
 ev(10, 2002, 0x09, [uv(5)])
 
 # The clients, 20 to 23, over the whole trace: each takes Q at its first
-# and last tick; 20-22 take L 50 times each, 23 twice, each after a wait of
-# 10% of its life.
+# and last tick; 20-22 take L 50 times each from tick 5000 (their entries
+# for L made after those of messages that fold, so a compaction moves
+# them), 23 twice, each after a wait of 10% of its life.
 T = 1000 + N * 1000
 for k, tid in enumerate((20, 21, 22, 23)):
     mt(tid, 0x85, uv(tid) + s(b"client-%d" % (k + 1)))
-    ev(tid, 1500 + k, 0x04, [uv(Q), uv(311)])
-    ev(tid, 1510 + k, 0x09, [uv(Q)])
+    ev(tid, 1000 + k, 0x04, [uv(Q), uv(311)])
+    ev(tid, 1010 + k, 0x09, [uv(Q)])
     if tid != 23:
         for i in range(50):
-            t = 2000 + i * (T // 50) + k * 300
+            t = 5000 + i * (T // 50) + k * 300
             ev(tid, t, 0x04, [uv(L), uv(310)])
             ev(tid, t + 10, 0x09, [uv(L)])
     else:
