@@ -442,4 +442,12 @@ d = report_json(path)
 eq(d["trace"]["dropped_events"], 15, "events dropped in all")
 eq({th["tid"]: th["dropped_events"] for th in d["threads"]}, {2: 10, 3: 5},
    "events dropped by each thread")
+# A trace whose events all have one time: it spans 0 ns.
+path = os.path.join(TMP, "instant.trace")
+with open(path, "wb") as f:
+    f.write(file_header(1))
+    f.write(chunk(0, proc_record(b"/bin/instant", b"instant") + lk))
+    f.write(chunk(2, lock_acq(10, 1) + lock_rel(0, 1)))
+d = report_json(path)
+eq(d["trace"]["duration_ns"], 0, "duration of a trace of one instant")
 done("analyzer_report")
