@@ -140,6 +140,30 @@ static void test_churn(void)
 	uf_free(&u);
 }
 
+/* 2000 short-lived blocks of two sizes, 32 and 4096 bytes in turn: the
+ * commonest size is half of them, CHURN_SIZE_SHARE_PCT exactly, a
+ * finding. */
+static void test_churn_size_share(void)
+{
+	uf_t u;
+	uf_open(&u);
+	ut_chunk_t *c = thread(&u, 1);
+	uint64_t t = 10000;
+	for (int i = 0; i < 2 * TH_CHURN_MIN_BLOCKS; i++, t += 200) {
+		ut_ev(c, FMT_ALLOC, t, 0x900000, i % 2 ? 4096 : 32, 2, 40,
+		      FMT_FN_MALLOC);
+		ut_ev(c, FMT_FREE, t + 100, 0x900000, 40, 0, 0, 0);
+	}
+	ut_write(u.f, c);
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_ALLOC_CHURN);
+	if (f)
+		check_eq(uf_ev(f, EV_SIZE_SHARE) * 100,
+		         TH_CHURN_SIZE_SHARE_PCT);
+	uf_free(&u);
+}
+
 /* One block short of CHURN_MIN_BLOCKS: no finding. */
 static void test_churn_few(void)
 {
@@ -264,6 +288,7 @@ int main(void)
 	test_run(test_xfree_few);
 	test_run(test_xfree_share);
 	test_run(test_churn);
+	test_run(test_churn_size_share);
 	test_run(test_churn_few);
 	test_run(test_churn_long_lived);
 	test_run(test_slow);
