@@ -189,6 +189,51 @@ static void test_top_waiter(void)
 	uf_free(&u);
 }
 
+/*
+ * Two holder stacks: thread 1 releases contended at stack 6 ten times,
+ * each after a wait of 900 ns, then at stack 5 (defined first: the lower
+ * index) ten times after waits of 100 ns. The heaviest holder stack, 6,
+ * is the finding's code and its top holder, having caused 9000 ns.
+ */
+static void test_top_holder(void)
+{
+	static const uint64_t fr[6][1] = {{0x401000}, {0x402000}, {0x403000},
+	                                  {0x404000}, {0x405000}, {0x406000}};
+	uf_t u;
+	uf_open(&u);
+	ut_chunk_t *c = u.c;
+	ut_begin(c, 1, 0, 1000);
+	for (int k = 0; k < 6; k++)
+		ut_stack(c, (uint64_t)k + 1, 1, fr[k]);
+	ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
+	for (int i = 0; i < 20; i++) {
+		uint64_t t = 10000 + (uint64_t)i * 2000;
+		ut_ev(c, FMT_ACQ, t, 1, 1, 0, 0, 0);
+		ut_ev(c, FMT_REL_CONTENDED, t + 1000, 1, i < 10 ? 6 : 5, 0, 0,
+		      0);
+	}
+	ut_write(u.f, c);
+	ut_begin(c, 2, 0, 1000);
+	for (int i = 0; i < 20; i++) {
+		uint64_t t = 10000 + (uint64_t)i * 2000 + 1001;
+		ut_ev(c, FMT_ACQ_WAIT, t, 1, 2, i < 10 ? 900 : 100, 2, 0);
+		ut_ev(c, FMT_REL, t + 10, 1, 0, 0, 0, 0);
+	}
+	ut_write(u.f, c);
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_LOCK_CONTENTION);
+	if (f) {
+		check_eq(uf_ev(f, EV_HOLDER_STACKS), 2.0);
+		check_near(uf_ev(f, EV_TOP_HOLDER_WAIT_CAUSED_NS), 9000, 1);
+		check_near(uf_ev(f, EV_TOP_HOLDER_SHARE), 0.9, 1e-9);
+		check(f->stack < u.m.nstk);
+		if (f->stack < u.m.nstk)
+			check_eq(u.m.stk[f->stack].id, 6);
+	}
+	uf_free(&u);
+}
+
 int main(void)
 {
 	test_run(test_plain);
@@ -199,5 +244,6 @@ int main(void)
 	test_run(test_alloc_explains);
 	test_run(test_allocator_lock);
 	test_run(test_top_waiter);
+	test_run(test_top_holder);
 	return test_done();
 }
