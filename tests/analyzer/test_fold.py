@@ -18,6 +18,13 @@ One in 97 is taken inside the global lock G, and one in 89 holds a second
 mutex of its class, at +0x40 of its block, made, waited for and destroyed
 inside its hold: their nests fold with them.
 
+Beside the messages, across the compactions: four threads named
+client-N take lock L (never destroyed), the fourth only twice, each
+after a long wait (a starvation finding, which counts each thread's
+acquisitions of L once, before and after a compaction renumbers L); and
+thread 24 takes lock S inside lock R ten times, the last from the start
+to the end, so a compaction finds that nest open.
+
 Checks: the JSON, text and folded reports are byte-identical with and
 without --no-fold; the class totals equal the sums computed here from the
 trace; and --stats shows the lock table stayed small while nearly every
@@ -38,18 +45,25 @@ body += s(b"/bin/fold") + s(b"fold") + s(b"h") + s(b"test")
 proc = meta(0x80, body)
 stacks = {100: [0x1100, 0x7000], 101: [0x1100, 0x7100], 102: [0x1200, 0x7200],
           103: [0x1300], 200: [0x3000, 0x7700], 300: [0x4000], 301: [0x4100],
-          302: [0x4200, 0x7000]}
+          302: [0x4200, 0x7000], 310: [0x5000], 311: [0x5100],
+          312: [0x5200], 313: [0x5300]}
 for sid, fr in stacks.items():
     b = uv(sid) + uv(len(fr)) + uv(fr[0])
     for i in range(1, len(fr)):
         b += uv(zz(fr[i] - fr[i - 1]))
     proc += meta(0x82, b)
 proc += meta(0x83, uv(G) + uv(0x9100) + uv(0) + uv(1))
+L, Q, R, S = 6, 7, 8, 9  # the clients' lock, their life span's, a nest
+for lk in (L, Q, R, S):
+    proc += meta(0x83, uv(lk) + uv(0x9300 + 0x40 * (lk - L)) + uv(0) +
+                 uv(1))
 
 # Per thread: its records and the tsc of its last one.
-recs = {7: [], 8: [], 9: [], 10: []}
-last = {7: 1000, 8: 1000, 9: 1000, 10: 1000}
-lastp = {7: 0, 8: 0, 9: 0, 10: 0}
+# (the clients' chunks first, client-1 from tick 1000 as thread 7)
+TIDS = (20, 21, 22, 23, 24, 7, 8, 9, 10)
+recs = {t: [] for t in TIDS}
+last = {t: 1000 for t in TIDS}
+lastp = {t: 0 for t in TIDS}
 
 
 def ev(tid, tsc, code, fields):
@@ -142,11 +156,40 @@ ev(10, 2000, 0x12, [uv(5), uv(103)])
 ev(10, 2001, 0x04, [uv(5), uv(300)])
 ev(10, 2002, 0x09, [uv(5)])
 
+# The clients, 20 to 23, over the whole trace: each takes Q at its first
+# and last tick; 20-22 take L 50 times each from tick 5000 (their entries
+# for L made after those of messages that fold, so a compaction moves
+# them), 23 twice, each after a wait of 10% of its life.
+T = 1000 + N * 1000
+for k, tid in enumerate((20, 21, 22, 23)):
+    mt(tid, 0x85, uv(tid) + s(b"client-%d" % (k + 1)))
+    ev(tid, 1000 + k, 0x04, [uv(Q), uv(311)])
+    ev(tid, 1010 + k, 0x09, [uv(Q)])
+    if tid != 23:
+        for i in range(50):
+            t = 5000 + i * (T // 50) + k * 300
+            ev(tid, t, 0x04, [uv(L), uv(310)])
+            ev(tid, t + 10, 0x09, [uv(L)])
+    else:
+        for t in (T * 3 // 10, T * 9 // 10):
+            ev(tid, t, 0x06, [uv(L), uv(310), uv(T // 10), uv(2)])
+            ev(tid, t + 10, 0x09, [uv(L)])
+    ev(tid, T + 1500 + k, 0x04, [uv(Q), uv(311)])
+    ev(tid, T + 1510 + k, 0x09, [uv(Q)])
+# The open nest: thread 24 takes S inside R ten times (NEST_MIN), each
+# waited for; the nine first for 10 ns, the last from the start to the end.
+for i in range(10):
+    t = 3000 + 100 * i
+    ev(24, t, 0x06, [uv(R), uv(312), uv(500), uv(2)])
+    ev(24, t + 10, 0x06, [uv(S), uv(313), uv(500), uv(2)])
+    ev(24, t + 20 if i < 9 else T + 1000, 0x09, [uv(S)])
+    ev(24, t + 30 if i < 9 else T + 1010, 0x09, [uv(R)])
+
 path = os.path.join(TMP, "fold.trace")
 with open(path, "wb") as f:
     f.write(file_header(1))
     f.write(chunk(0, proc))
-    for tid in (7, 8, 9, 10):
+    for tid in TIDS:
         f.write(chunk(tid, b"".join(recs[tid])))
 
 
@@ -170,8 +213,9 @@ for fmt in ("json", "text", "folded"):
                 break
 
 d = json.loads(report("--format=json")[0])
-# The global lock G (id 1, no init) and the live lock (id 5) apart.
-cls = [c for c in d["lock_classes"] if c["lock"] not in (G, 5)]
+# The global lock G (id 1, no init), the live lock (id 5) and the clients'
+# and the nest's locks apart.
+cls = [c for c in d["lock_classes"] if c["lock"] not in (G, 5, L, Q, R, S)]
 eq(sum(c["instances"] for c in cls), exp["instances"], "instances")
 eq(sum(c["acquisitions"] for c in cls), exp["acq"], "acquisitions")
 eq(sum(c["contended"] for c in cls), exp["contended"], "contended")
@@ -189,6 +233,25 @@ for site in ("0x1100", "0x1200"):
     got = sum(c["instances"] for c in cls
               if c["site"] and site in json.dumps(c["site"]))
     eq(got, want, "instances of the classes at %s" % site)
+
+# The clients: one starvation finding on L, over the four threads, each
+# counted once though a compaction renumbered L between their takes.
+st = [f for f in d["findings"] if f["kind"] == "starvation"]
+eq([f["evidence"].get("lock_id") for f in st], [L],
+   "starvation findings (on the clients' lock)")
+if st:
+    eq(st[0]["evidence"].get("threads"), 4, "clients of L")
+    eq(st[0]["evidence"].get("threads_behind"), 1, "clients behind on L")
+# The nest open across the compactions: S's whole hold inside R counted
+# in the nest of R and S.
+ns = [f for f in d["findings"] if f["kind"] == "nested_lock" and
+      f["lock"] == R]
+eq([f["inner_lock"] for f in ns], [S], "nested_lock findings on R")
+if ns:
+    ev_ = ns[0]["evidence"]
+    eq(ev_.get("nested_acquisitions"), 10, "S taken inside R")
+    eq(ev_.get("inner_hold_ns_while_outer_held"), 9 * 10 + T + 1000 - 3910,
+       "S's hold inside R, from before the compactions to after")
 
 _, err = report("--format=json", "--stats")
 m = re.search(r"lock records: (\d+) kept, (\d+) at most; (\d+) destroyed "

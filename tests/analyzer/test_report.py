@@ -426,4 +426,28 @@ eq(len(ids), len(set(ids)), "lock ids unique across traces")
 rc, out, err = run("report", "--per-process", p1, p2)
 eq(rc, 0, "--per-process exit")
 eq(out.count("mallock report\n"), 2, "--per-process: two reports")
+# DROP records (events a thread's buffer lost): summed per thread and in
+# all. Thread 2 lost 7 then 3 events, thread 3 lost 5.
+path = os.path.join(TMP, "drops.trace")
+lk = tracefmt.meta("LOCK_NEW", uv(1) + uv(0x1000) + uv(0) + uv(1))
+body = {2: [tracefmt.event("DROP", 10, 7), lock_acq(10, 1), lock_rel(10, 1),
+            tracefmt.event("DROP", 10, 3)],
+        3: [lock_acq(20, 1), lock_rel(10, 1), tracefmt.event("DROP", 10, 5)]}
+with open(path, "wb") as f:
+    f.write(file_header(1))
+    f.write(chunk(0, proc_record(b"/bin/drops", b"drops") + lk))
+    for tid, recs in body.items():
+        f.write(chunk(tid, b"".join(recs)))
+d = report_json(path)
+eq(d["trace"]["dropped_events"], 15, "events dropped in all")
+eq({th["tid"]: th["dropped_events"] for th in d["threads"]}, {2: 10, 3: 5},
+   "events dropped by each thread")
+# A trace whose events all have one time: it spans 0 ns.
+path = os.path.join(TMP, "instant.trace")
+with open(path, "wb") as f:
+    f.write(file_header(1))
+    f.write(chunk(0, proc_record(b"/bin/instant", b"instant") + lk))
+    f.write(chunk(2, lock_acq(10, 1) + lock_rel(0, 1)))
+d = report_json(path)
+eq(d["trace"]["duration_ns"], 0, "duration of a trace of one instant")
 done("analyzer_report")

@@ -21,6 +21,8 @@ eq(len(nested), 1, "nested_lock findings of one hierarchy")
 if nested:
     f = nested[0]
     eq(f.get("members_total"), 8, "inner locks listed in it")
+    eq(f.get("members_unit"), "score_ns",
+       "what a member's value counts (docs/report-json.md)")
     eq(len(f.get("members", [])), 4, "the worst inner locks shown")
     check(all(m["lock"] >= 8100 for m in f.get("members", [])),
           "members are the LRU locks")

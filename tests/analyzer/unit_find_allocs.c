@@ -74,16 +74,20 @@ static void test_xfree_few(void)
 	uf_free(&u);
 }
 
-/* 100 cross-thread frees of 1100 frees: 9 %, below XFREE_MIN_SHARE_PCT. */
+/* 100 cross-thread frees of 1100 frees: 9 %, below XFREE_MIN_SHARE_PCT,
+ * no finding; of 1000 frees: 10 %, exactly the threshold, a finding. */
 static void test_xfree_share(void)
 {
-	uf_t u;
-	uf_open(&u);
-	xfree(&u, 1100, 100);
-	if (!uf_load(&u))
-		return;
-	check_eq(uf_count(&u, FK_CROSS_THREAD_FREE), 0);
-	uf_free(&u);
+	for (int n = 1000; n <= 1100; n += 100) {
+		uf_t u;
+		uf_open(&u);
+		xfree(&u, n, 100);
+		if (!uf_load(&u))
+			return;
+		check_eq(uf_count(&u, FK_CROSS_THREAD_FREE),
+		         100 * 100 >= n * TH_XFREE_MIN_SHARE_PCT);
+		uf_free(&u);
+	}
 }
 
 /* n blocks of 32 bytes at stack 2 by thread 1, each freed life ns after
@@ -133,6 +137,30 @@ static void test_churn(void)
 		check_eq(uf_ev(f, EV_NODE_CONTAINER), 0.0);
 	}
 	check_eq(uf_count(&u, FK_CROSS_THREAD_FREE), 0);
+	uf_free(&u);
+}
+
+/* 2000 short-lived blocks of two sizes, 32 and 4096 bytes in turn: the
+ * commonest size is half of them, CHURN_SIZE_SHARE_PCT exactly, a
+ * finding. */
+static void test_churn_size_share(void)
+{
+	uf_t u;
+	uf_open(&u);
+	ut_chunk_t *c = thread(&u, 1);
+	uint64_t t = 10000;
+	for (int i = 0; i < 2 * TH_CHURN_MIN_BLOCKS; i++, t += 200) {
+		ut_ev(c, FMT_ALLOC, t, 0x900000, i % 2 ? 4096 : 32, 2, 40,
+		      FMT_FN_MALLOC);
+		ut_ev(c, FMT_FREE, t + 100, 0x900000, 40, 0, 0, 0);
+	}
+	ut_write(u.f, c);
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_ALLOC_CHURN);
+	if (f)
+		check_eq(uf_ev(f, EV_SIZE_SHARE) * 100,
+		         TH_CHURN_SIZE_SHARE_PCT);
 	uf_free(&u);
 }
 
@@ -260,6 +288,7 @@ int main(void)
 	test_run(test_xfree_few);
 	test_run(test_xfree_share);
 	test_run(test_churn);
+	test_run(test_churn_size_share);
 	test_run(test_churn_few);
 	test_run(test_churn_long_lived);
 	test_run(test_slow);

@@ -189,6 +189,78 @@ static void test_top_waiter(void)
 	uf_free(&u);
 }
 
+/*
+ * Two holder stacks: thread 1 releases lock 1 contended at stack 6 ten
+ * times, each after a wait of w6 ns, then at stack 5 (defined first: the
+ * lower index) ten times after waits of w5 ns; thread 2, the waiter,
+ * holds it 900 ns each time (no tail of long holds).
+ */
+static void two_holders(uf_t *u, uint64_t w6, uint64_t w5)
+{
+	static const uint64_t fr[6][1] = {{0x401000}, {0x402000}, {0x403000},
+	                                  {0x404000}, {0x405000}, {0x406000}};
+	uf_open(u);
+	ut_chunk_t *c = u->c;
+	ut_begin(c, 1, 0, 1000);
+	for (int k = 0; k < 6; k++)
+		ut_stack(c, (uint64_t)k + 1, 1, fr[k]);
+	ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
+	for (int i = 0; i < 20; i++) {
+		uint64_t t = 10000 + (uint64_t)i * 2000;
+		ut_ev(c, FMT_ACQ, t, 1, 1, 0, 0, 0);
+		ut_ev(c, FMT_REL_CONTENDED, t + 1000, 1, i < 10 ? 6 : 5, 0, 0,
+		      0);
+	}
+	ut_write(u->f, c);
+	ut_begin(c, 2, 0, 1000);
+	for (int i = 0; i < 20; i++) {
+		uint64_t t = 10000 + (uint64_t)i * 2000 + 1001;
+		ut_ev(c, FMT_ACQ_WAIT, t, 1, 2, i < 10 ? w6 : w5, 2, 0);
+		ut_ev(c, FMT_REL, t + 900, 1, 0, 0, 0, 0);
+	}
+	ut_write(u->f, c);
+}
+
+/* Waits of 900 and 100 ns: the heaviest holder stack, 6, is the
+ * finding's code and its top holder, having caused 9000 ns. */
+static void test_top_holder(void)
+{
+	uf_t u;
+	two_holders(&u, 900, 100);
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_LOCK_CONTENTION);
+	if (f) {
+		check_eq(uf_ev(f, EV_HOLDER_STACKS), 2.0);
+		check_near(uf_ev(f, EV_TOP_HOLDER_WAIT_CAUSED_NS), 9000, 1);
+		check_near(uf_ev(f, EV_TOP_HOLDER_SHARE), 0.9, 1e-9);
+		check(f->stack < u.m.nstk);
+		if (f->stack < u.m.nstk)
+			check_eq(u.m.stk[f->stack].id, 6);
+	}
+	uf_free(&u);
+}
+
+/* Waits of 500 ns at both: the top holder caused half the wait,
+ * CONT_DOMINANT_PCT exactly, and the advice names one holder. */
+static void test_dominant_holder(void)
+{
+	uf_t u;
+	two_holders(&u, 500, 500);
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_LOCK_CONTENTION);
+	if (f) {
+		check_near(uf_ev(f, EV_TOP_HOLDER_SHARE) * 100,
+		           TH_CONT_DOMINANT_PCT, 1e-9);
+		if (!check(strncmp(f->advice,
+		                   "One holder causes most of the wait",
+		                   34) == 0))
+			fprintf(stderr, "  advice: %s\n", f->advice);
+	}
+	uf_free(&u);
+}
+
 int main(void)
 {
 	test_run(test_plain);
@@ -199,5 +271,7 @@ int main(void)
 	test_run(test_alloc_explains);
 	test_run(test_allocator_lock);
 	test_run(test_top_waiter);
+	test_run(test_top_holder);
+	test_run(test_dominant_holder);
 	return test_done();
 }

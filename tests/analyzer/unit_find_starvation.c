@@ -80,6 +80,9 @@ static void test_starved(void)
 		check_near(uf_ev(f, EV_BEHIND_LOCK_WAIT_NS), 40000, 1e-6);
 		check_eq(uf_ev(f, EV_AHEAD_LOCK_WAIT_SHARE), 0.0);
 		check(uf_ev(f, EV_ACQUISITIONS_CV) * 100 >= TH_STARVE_CV_PCT);
+		/* Mean waits per acquisition 0, 0, 0 and 20000 ns: mean
+		 * 5000, deviation 5000 * sqrt(3). */
+		check_near(uf_ev(f, EV_MEAN_WAIT_CV), sqrt(3.0), 1e-9);
 		check(f->score <= uf_ev(f, EV_COVERED_NS));
 		check(uf_ev(f, EV_LOST_NS) <= uf_ev(f, EV_UNWEIGHTED_LOST_NS));
 		check(strstr(f->advice, "client") != NULL);
@@ -141,6 +144,61 @@ static void test_little_service(void)
 	uf_free(&u);
 }
 
+/*
+ * Four clients visit lock 1 and wait on condition 3 under it: clients 1-3
+ * are woken WOKEN times each, one wake a visit; client-4 visits it 20
+ * times and is woken once. The wakes add up to STARVE_MIN_OPS exactly, so
+ * service is counted by wakes, and client-4, awake and visiting, is
+ * behind: a finding. Counted by acquisitions (33, 33, 33, 20) the clients
+ * are too alike for one.
+ */
+#define WOKEN ((TH_STARVE_MIN_OPS - 1) / 3)
+_Static_assert(3 * WOKEN + 1 == TH_STARVE_MIN_OPS, "wakes add up");
+
+static void test_by_wakes(void)
+{
+	uf_t u;
+	uf_open(&u);
+	for (int k = 0; k < 4; k++) {
+		ut_chunk_t *c = u.c;
+		uint32_t tid = (uint32_t)k + 2;
+		char name[32];
+		snprintf(name, sizeof name, "client-%d", k + 1);
+		ut_begin(c, tid, 0, 1000);
+		ut_stack(c, 1, 1, s1);
+		ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
+		ut_lock_new(c, 2, 0x10080, FMT_KIND_MUTEX, 0);
+		ut_lock_new(c, 3, 0x100c0, FMT_KIND_COND, 0);
+		uf_thread_name(c, tid, name);
+		uf_hold(c, 2, 1, 10000 + (uint64_t)k, 1);
+		uint64_t n = k < 3 ? WOKEN : 20;
+		for (uint64_t i = 0; i < n; i++) {
+			uint64_t t =
+			    10100 + i * (90000 / n) + (uint64_t)k * 300;
+			ut_ev(c, FMT_ACQ, t, 1, 1, 0, 0, 0);
+			if (k < 3 || i == 0) {
+				ut_ev(c, FMT_COND_WAIT, t + 5, 3, 1, 0, 0, 0);
+				ut_ev(c, FMT_COND_WAKE, t + 15, 3, 1, 0, 0, 0);
+			}
+			ut_ev(c, FMT_REL, t + 20, 1, 0, 0, 0, 0);
+		}
+		uf_hold(c, 2, 1, 110000 + (uint64_t)k, 1);
+		ut_write(u.f, c);
+	}
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_STARVATION);
+	if (f) {
+		check_eq(uf_ev(f, EV_LOCK_ID), 1.0);
+		check_eq(uf_ev(f, EV_SERVICE_BY_COND_WAKES), 1.0);
+		check_eq(uf_ev(f, EV_SERVICE_TOTAL), (double)TH_STARVE_MIN_OPS);
+		check_eq(uf_ev(f, EV_SERVICE_MIN), 1.0);
+		check_eq(uf_ev(f, EV_SERVICE_MAX), (double)WOKEN);
+		check_eq(uf_ev(f, EV_THREADS_BEHIND), 1.0);
+	}
+	uf_free(&u);
+}
+
 int main(void)
 {
 	test_run(test_starved);
@@ -148,5 +206,6 @@ int main(void)
 	test_run(test_few_peers);
 	test_run(test_other_role);
 	test_run(test_little_service);
+	test_run(test_by_wakes);
 	return test_done();
 }

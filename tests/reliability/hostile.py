@@ -140,6 +140,25 @@ def parse(path):
     return t
 
 
+META = {"PROCESS", "MODULE", "STACK", "LOCK_NEW", "LOCK_NAME", "THREAD_NAME",
+        "END", "NOTE"}
+
+
+def end_counts(path):
+    """(the events its END records add up to, its event records): a
+    trace's ENDs together count each event once."""
+    r = subprocess.run([trace_stats, path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=60)
+    ends, events = None, 0
+    for ln in r.stdout.decode(errors="replace").splitlines():
+        f = ln.split()
+        if len(f) == 2 and f[0].isupper() and f[0] not in META:
+            events += int(f[1])
+        elif len(f) >= 3 and f[0] == "end" and f[2] == "events":
+            ends = int(f[3])
+    return ends, events
+
+
 def traces(d):
     return sorted(os.path.join(d, f) for f in os.listdir(d)
                   if ".trace" in f)
@@ -332,6 +351,11 @@ elif scen == "execfail":
     if t:
         c.check(t["ends"] == 2 and t["flags"] == 1,
                 "%d END records, last flags %s" % (t["ends"], t["flags"]))
+        # The exit's END counts the events since the failed exec's END.
+        for f in traces(d):
+            ends, events = end_counts(f)
+            c.check(ends == events, "%s: the END records count %s events, "
+                    "the file holds %d" % (os.path.basename(f), ends, events))
 elif scen == "execfail_mt":
     # Other threads' buffers at a failed exec: written up to that point;
     # what they add before their next flush cannot be written alone and

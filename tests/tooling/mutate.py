@@ -68,9 +68,11 @@ GUARDS = [
     ("shim/", ["mallock"], [
         "shim_newfail", "shim_stackcache", "shim_robust", "shim_nextalloc",
         "shim_exact", "shim_cxx_glibc", "shim_cancel", "shim_fork",
-        "shim_exec", "shim_output", "shim_lockids", "shim_preload_order",
+        "shim_exec", "shim_output", "shim_lockids", "shim_waiters",
+        "shim_sampled", "shim_preload_order",
         "shim_stackfull", "analyzer_plainlock",
-        "rel_hostile_closeall_range", "analyzer_futex", "analyzer_time_every",
+        "rel_hostile_closeall_range", "rel_hostile_execfail",
+        "analyzer_futex", "analyzer_time_every",
         "server_cap", "shim_threads1000",
         "format_compressed", "rel_hostile_signals", "groundtruth.xthread",
         "groundtruth.svcqueue_cascade", "groundtruth.reportqueue",
