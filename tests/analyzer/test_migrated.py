@@ -34,7 +34,20 @@ eq(rc, 0, "mallock dump")
 lines = out.splitlines()
 mig = [i for i, l in enumerate(lines) if "ALLOC_MIGRATED" in l]
 eq(len(mig), N, "one ALLOC_MIGRATED per malloc(777)")
-after = [lines[i + 1] for i in mig if i + 1 < len(lines)]
+
+
+def next_of_thread(i):
+    """The thread's next record after line i: a chunk may end between an
+    ALLOC_MIGRATED and its ALLOC, the ALLOC then in the thread's next
+    chunk, after chunk headers and other threads' records."""
+    tid = lines[i].split()[0]
+    for l in lines[i + 1:]:
+        if l.split()[:1] == [tid]:
+            return l
+    return ""
+
+
+after = [next_of_thread(i) for i in mig]
 check(all(" ALLOC " in l and "size=777" in l for l in after),
       "each precedes its malloc(777): %r" % [l for l in after
                                              if "size=777" not in l][:3])
