@@ -372,7 +372,7 @@ def read_equivalents(path=EQUIVALENTS):
         return out
     for ln in open(path):
         ln = ln.rstrip("\n")
-        m = re.match(r"--- (\S+):\d+ \((\w+)\)", ln)
+        m = re.match(r"--- (\S+):\d+ \(([\w-]+)\)", ln)
         if m:
             cur = [m.group(1), m.group(2), [], [], ""]
         elif cur and ln.startswith("- "):
@@ -600,6 +600,13 @@ def check(src):
         print(f"mutate: {EQUIVALENTS}: {k[0]} ({k[1]}) `{k[2]}` -> "
               f"`{k[3]}` is no longer a mutant of its file; follow the "
               f"code or drop the entry", file=sys.stderr)
+    blocks = (sum(1 for ln in open(EQUIVALENTS) if ln.startswith("--- "))
+              if os.path.exists(EQUIVALENTS) else 0)
+    if blocks != len(equiv):
+        bad += 1
+        print(f"mutate: {EQUIVALENTS}: {blocks} blocks but {len(equiv)} "
+              f"read: a block's header, lines or why: is malformed, or "
+              f"two blocks are the same mutant", file=sys.stderr)
     print(f"mutate: {len(SNIPPET_WANT)} snippet mutants, {len(equiv)} "
           f"equivalents, {bad} wrong")
     return 1 if bad else 0
