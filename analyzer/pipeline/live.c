@@ -43,6 +43,7 @@ static void drop_model(live_t *lv)
 	reader_close(lv->rd);
 	lv->m = NULL;
 	lv->rd = NULL;
+	lv->warm_stacks = lv->warm_mods = 0; /* a new model's are new */
 }
 
 void live_free(live_t *lv)
