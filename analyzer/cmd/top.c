@@ -889,13 +889,16 @@ static bool screen_wait(top_ui_t *u, long ms, int fd)
  * the lag (a step at most, the keys served around it), so that a look
  * applies only the last moments' (its time is then mostly the model's
  * end). The view is the same: a look's watermark is never behind the
- * steps'. A read error is left for the look to report. Returns when it
- * ran. */
+ * steps'. Only once a look has made the running model: the model converts
+ * ticks with the clock pairs written when it is made, and a model made a
+ * moment after the window opened would be off by parts in 10^5 from the
+ * report's conversion, where the first look's is within a millionth. A
+ * read error is left for the look to report. Returns when it ran. */
 static uint64_t advance_between(live_t *lv, const top_target_t *t, uint64_t lag)
 {
 	struct stat st;
 	uint64_t now = mono_ns();
-	if (stat(t->trace, &st) == 0 &&
+	if (lv->m && stat(t->trace, &st) == 0 &&
 	    live_advance(lv, now - lag, TOP_STEP_RECORDS) == 0)
 		live_warm(lv, TOP_WARM_NS);
 	return now;
