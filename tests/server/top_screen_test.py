@@ -16,7 +16,8 @@ Checks, in order (the first failure ends the test, exit 1):
   back to 100x30 it shows the locks again;
 - s writes a report: "report written: PATH" on the bottom line, PATH
   holds `mallock report`'s text naming the window's trace and
-  svcqueue.lock, and `mallock report` reads that trace (same #1 finding);
+  svcqueue.lock, and `mallock report` reads that trace (s's #1 finding
+  is among its findings);
 - q pressed while a look reads the window (the title says "reading")
   ends top (the time printed against the 1 s target;
   the check allows 3 s): its exit status 0, the terminal
@@ -184,11 +185,19 @@ try:
     check(r.returncode == 0, "`mallock report` reads the window's trace "
           "the report names: %d %r" % (r.returncode, r.stderr[-300:]))
 
-    def first(t):
-        m = re.search(r"^#1 (\S+) .*\n\s+lock\s+(\S+)", t, re.M)
-        return m.groups() if m else None
-    check(first(text) is not None and first(text) == first(r.stdout),
-          "the same #1 finding: %r, %r" % (first(text), first(r.stdout)))
+    # The report read now covers the window up to now, s's up to its
+    # watermark: its first seconds can differ (on a loaded machine,
+    # svcqueue's threads took turns on one CPU for 2.8 s and its lock
+    # was not contended: s's #1 was a churn finding, the whole trace's
+    # alloc_under_lock). So s's #1 finding, its kind and its lock or
+    # code, must be one of the whole trace's findings.
+    def findings(t):
+        return re.findall(r"^#\d+ (\S+) .*\n\s+(lock|code)\s+(\S+)", t,
+                          re.M)
+    mine, whole = findings(text), findings(r.stdout)
+    check(mine and mine[0] in whole,
+          "s's #1 finding is one of the trace's: %r in %r" %
+          (mine[:1], whole))
 
     # q while a look reads the window: out within 1 s. A look applies the
     # chunks written since the last in steps, the keys served between,
