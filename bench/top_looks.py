@@ -7,8 +7,8 @@ svcqueue --producers=THREADS --consumers=THREADS (2) --duration=DURATION
 (30) runs under SHIM with MALLOCK_START=paused, its trace in DIR; then
 /usr/bin/time -v mallock top --batch --format=json --count COUNT (20) PID.
 Per look: the window's age and events, the look's time (its line's
-arrival less its watermark and the 0.31 s lag of the default 200 ms
-flush deadline), the longest an event waited for the screen (the line's
+arrival less its watermark and the 0.185 s lag of the 100 ms flush
+deadline top asks for), the longest an event waited for the screen (the line's
 arrival less the previous look's watermark: an event just after it is
 shown by this look; the window's start is taken as the moment top is
 started, which makes both figures larger by top's start-up, not
@@ -38,7 +38,9 @@ top = subprocess.Popen(["/usr/bin/time", "-v", M, "top", "--batch",
                         "--format=json", "--count", COUNT, str(p.pid)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        text=True)
-LAG = 0.31
+# top's watermark lag: the 100 ms flush deadline it asks of the shim, a
+# quarter more, the 10 ms poll and 50 ms (analyzer/cmd/top.c lag_of)
+LAG = 0.185
 
 
 def top_rss():

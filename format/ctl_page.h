@@ -31,6 +31,10 @@
 #define CTLP_LAYOUT 1u
 #define CTLP_SIZE 4096u
 
+/* flush_req's floor, ms (the control poll's period is 10 ms) */
+#define CTLP_FLUSH_MIN_MS 20u
+/* flush_ms: no flush deadline in force */
+#define CTLP_FLUSH_NONE UINT32_MAX
 /* request/served: seq << 2 | command */
 #define CTLP_CMD_START 1u
 #define CTLP_CMD_STOP 2u
@@ -101,6 +105,19 @@ typedef struct ctl_page {
 	                          reads the sample added */
 	uint64_t cost_over;    /* sampled calls left out of the sums: their
 	                          shim time passed 1 ms (descheduled) */
+	/*
+	 * The flush deadline (MALLOCK_FLUSH_MS), appended as the cost_* were.
+	 * flush_req is written by a reader that shows the trace as it grows
+	 * (`mallock top`): ms, the deadline it asks for while it reads, 0
+	 * when it asks none (atomic). The shim applies it at its next control
+	 * poll or served request when it is shorter than the process's own
+	 * (and at least CTLP_FLUSH_MIN_MS), and writes the deadline in force
+	 * in flush_ms (atomic): ms, CTLP_FLUSH_NONE when there is none
+	 * (MALLOCK_FLUSH_MS=0 and no request), 0 on the page of a shim from
+	 * before these fields.
+	 */
+	uint32_t flush_req;
+	uint32_t flush_ms;
 } ctl_page_t;
 
 _Static_assert(sizeof(ctl_page_t) <= CTLP_SIZE, "page fits");

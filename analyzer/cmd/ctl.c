@@ -121,6 +121,14 @@ static void status_print(const ctl_target_t *t)
 		printf("  pending: `mallock ctl %s`, " PENDING_TEXT "\n",
 		       cmd == CTLP_CMD_START ? "start" : "stop");
 	trace_print(&c);
+	if (c.flush_req && c.flush_ms && c.flush_ms != CTLP_FLUSH_NONE)
+		printf("  flush deadline %u ms: a reader of the trace asks for "
+		       "%u ms (`mallock top`)\n",
+		       c.flush_ms, c.flush_req);
+	else if (c.flush_req)
+		printf("  flush deadline: a reader of the trace asks for %u "
+		       "ms (`mallock top`), %s\n",
+		       c.flush_req, PENDING_TEXT);
 }
 
 /* start/stop not answered: the request stays on the page. */

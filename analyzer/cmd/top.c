@@ -18,9 +18,10 @@
  * (PID: a copy of the process's trace, taken when the window closed).
  *
  * Every interval the engine (pipeline/live.h) reads the window up to a
- * watermark, now minus the shim's flush deadline (MALLOCK_FLUSH_MS of the
- * process, 200 ms by default, and a quarter more plus its 10 ms poll and
- * a margin): before it, every thread's events are on disk. With
+ * watermark, now minus the shim's flush deadline (the page's flush_ms:
+ * top asks for TOP_FLUSH_MS while it reads, else MALLOCK_FLUSH_MS of the
+ * process, 200 ms by default) and a quarter more plus its 10 ms poll and
+ * a margin: before it, every thread's events are on disk. With
  * --pprof-dir, each look also writes the interval's pprof profile
  * (output/top_pprof.h), from the process that has the look's model.
  *
@@ -62,6 +63,11 @@
 
 #define TOP_DEFAULT_OUTPUT "mallock.%e.%p.trace"
 #define TOP_CTL_WAIT_MS 5000 /* how long a start/stop request is waited */
+/* The flush deadline top asks of the shim while it reads, ms (the
+ * process's own when that is shorter): an event reaches the screen at
+ * most the interval, this deadline and a quarter, 60 ms and a look
+ * after it was made. */
+#define TOP_FLUSH_MS 100
 /* Records a look applies between two turns of the keys (about 0.1 s). */
 #define TOP_STEP_RECORDS 300000
 /* How often the chunks are applied between looks. */
@@ -177,10 +183,17 @@ static int expand(const char *pattern, long pid, const char *exe, char *out,
 	return 0;
 }
 
-/* The watermark's lag behind now, in ns: the flush deadline of pid
- * (MALLOCK_FLUSH_MS in its environment, else ours, else 200 ms), a
- * quarter more, the 10 ms control poll and 50 ms of margin
+/* The watermark's lag behind now, in ns, for a flush deadline of ms: the
+ * deadline, a quarter more, the 10 ms control poll and 50 ms of margin
  * (docs/configuration.md: what stays buffered at most). */
+static uint64_t lag_of(uint64_t ms)
+{
+	return (ms + ms / 4 + 10 + 50) * 1000000ull;
+}
+
+/* The lag for pid's flush deadline as its environment says it
+ * (MALLOCK_FLUSH_MS there, else ours, else 200 ms): for a shim whose page
+ * does not say it. */
 static uint64_t flush_lag_ns(long pid)
 {
 	char v[32] = "";
@@ -192,7 +205,7 @@ static uint64_t flush_lag_ns(long pid)
 	long ms = v[0] ? strtol(v, &end, 10) : 200;
 	if (!v[0] || *end || ms <= 0 || ms > 3600000)
 		ms = 200;
-	return (uint64_t)(ms + ms / 4 + 10 + 50) * 1000000ull;
+	return lag_of((uint64_t)ms);
 }
 
 /* Runs this executable's subcommand argv (attach, detach) with its stdout
@@ -281,17 +294,42 @@ typedef struct top_target {
 	ctl_target_t ctl;
 	bool ctl_open;
 	bool opened; /* top opened the window (PID): close it at the end */
+	bool asked;  /* top wrote flush_req on the page: withdraw it */
 	pid_t child; /* -- CMD: the program, until it was waited for */
 	int child_status;
 	char trace[PATH_MAX];
 } top_target_t;
 
-/* Opens pid's page (a line on stderr when it cannot be). */
+/* Asks t's shim for a flush deadline of ms while top reads (0: none):
+ * the page's flush_req, applied at its next control poll. */
+static void flush_ask(top_target_t *t, uint32_t ms)
+{
+	if (!t->ctl_open)
+		return;
+	__atomic_store_n(&t->ctl.pg->flush_req, ms, __ATOMIC_RELEASE);
+	t->asked = ms != 0;
+}
+
+/* The lag for the deadline in force on t's page, else for its
+ * environment's (a shim from before the page said it: fallback). */
+static uint64_t top_lag(const top_target_t *t, uint64_t fallback)
+{
+	if (!t->ctl_open)
+		return fallback;
+	uint32_t ms = __atomic_load_n(&t->ctl.pg->flush_ms, __ATOMIC_ACQUIRE);
+	if (ms == 0 || ms == CTLP_FLUSH_NONE || ms > 3600000)
+		return fallback;
+	return lag_of(ms);
+}
+
+/* Opens pid's page (a line on stderr when it cannot be) and asks for
+ * top's flush deadline. */
 static int open_page(top_target_t *t)
 {
 	if (ctl_target_open(&t->ctl, t->pid, 0) != 0)
 		return -1;
 	t->ctl_open = true;
+	flush_ask(t, TOP_FLUSH_MS);
 	return 0;
 }
 
@@ -307,6 +345,7 @@ static int start_pid(top_target_t *t)
 		if (!ctl_do(&t->ctl, CTLP_CMD_START)) {
 			/* The process made no hook call: a window it never
 			 * opened shows nothing; the request is withdrawn. */
+			flush_ask(t, 0);
 			ctl_request(&t->ctl, CTLP_CMD_STOP);
 			fprintf(stderr,
 			        "mallock top: pid %ld (%s) made no allocation "
@@ -317,6 +356,7 @@ static int start_pid(top_target_t *t)
 		}
 		t->opened = true;
 	} else {
+		flush_ask(t, 0);
 		fprintf(stderr,
 		        "mallock top: pid %ld (%s) is %s (%s): no window can "
 		        "be opened\n",
@@ -444,8 +484,10 @@ static void cost_read(top_target_t *t, top_cost_read_t *r)
 	if (t->how == TT_CMD && !t->ctl_open && !tried &&
 	    access(t->trace, F_OK) == 0) {
 		tried = true;
-		if (ctl_target_open(&t->ctl, t->pid, 1) == 0)
+		if (ctl_target_open(&t->ctl, t->pid, 1) == 0) {
 			t->ctl_open = true;
+			flush_ask(t, TOP_FLUSH_MS);
+		}
 	}
 	ctl_page_t *pg = t->ctl_open ? t->ctl.pg : NULL;
 	if (pg && __atomic_load_n(&pg->cost_every, __ATOMIC_ACQUIRE)) {
@@ -468,6 +510,8 @@ static void finish(top_target_t *t, bool alive)
 	if (t->how == TT_CMD && alive && !t->ctl_open &&
 	    ctl_target_open(&t->ctl, t->pid, 1) == 0)
 		t->ctl_open = true;
+	if (t->asked)
+		flush_ask(t, 0); /* applied by the stop, else at a poll */
 	if (alive && t->ctl_open && (t->opened || t->how == TT_CMD) &&
 	    !ctl_do(&t->ctl, CTLP_CMD_STOP))
 		fprintf(stderr,
@@ -1116,7 +1160,7 @@ int cmd_top(int argc, char **argv)
 	             .symbols = true,
 	             .on_model = pp ? top_pprof_look : NULL,
 	             .on_model_ctx = pp};
-	uint64_t lag = flush_lag_ns(t.pid);
+	uint64_t lag_env = flush_lag_ns(t.pid), lag = top_lag(&t, lag_env);
 	top_ui_t ui = {.s = {.view = TOP_VIEW_LOCKS, .sort = sort_name},
 	               .t = &t,
 	               .lv = &lv,
@@ -1154,6 +1198,7 @@ int cmd_top(int argc, char **argv)
 			else
 				sleep_ms(ms);
 			alive = target_alive(&t);
+			lag = ui.lag = top_lag(&t, lag_env);
 			if (alive && mono_ns() - adv >= TOP_ADVANCE_NS)
 				adv = advance_between(&lv, &t, lag);
 		}
@@ -1174,6 +1219,7 @@ int cmd_top(int argc, char **argv)
 			continue;
 		/* Once the process has ended its trace is whole: every event
 		 * is before now. */
+		lag = ui.lag = top_lag(&t, lag_env);
 		uint64_t until = alive ? mono_ns() - lag : mono_ns();
 		int lr = screen ? screen_look(&ui, &lv, until, sort)
 		                : live_poll(&lv, until, sort);

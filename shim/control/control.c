@@ -58,7 +58,9 @@ static _Atomic int ctl_deadline_hit;      /* MALLOCK_DURATION elapsed */
 static _Atomic int ctl_dirty;             /* the page's trace path changed */
 static uint64_t ctl_end_tsc = UINT64_MAX; /* MALLOCK_DURATION's deadline */
 static uint64_t ctl_poll_ticks;
-static _Atomic int ctl_cap_pending; /* the cap NOTE is not written yet */
+static _Atomic uint32_t ctl_flush_req; /* the page's flush_req applied */
+static atomic_flag ctl_flush_busy;     /* a thread applies flush_req */
+static _Atomic int ctl_cap_pending;    /* the cap NOTE is not written yet */
 static _Atomic int ctl_cap_warned;
 static atomic_flag ctl_serving = ATOMIC_FLAG_INIT;
 static _Atomic int ctl_signal_seen; /* a sigqueue'd wake-up arrived */
@@ -193,6 +195,37 @@ static void status_write(void)
  * other threads may still be reading it) or -1 (g_ctl_page left as it was,
  * after a warning unless quiet).
  */
+/* The flush deadline in force: the process's own (MALLOCK_FLUSH_MS, 0:
+ * none), or req ms (a reader's flush_req) when that is shorter; written
+ * to pg's flush_ms. */
+static void flush_set(ctl_page_t *pg, uint32_t req)
+{
+	uint64_t ms = (uint64_t)g_cfg.flush_ms;
+	uint64_t want =
+	    req < CTLP_FLUSH_MIN_MS && req ? CTLP_FLUSH_MIN_MS : req;
+	if (want && (!ms || want < ms))
+		ms = want;
+	uint64_t hz = g_tsc_hz ? g_tsc_hz : 1000000000u;
+	__atomic_store_n(&g_flush_ticks, ms ? hz / 1000 * ms : UINT64_MAX,
+	                 __ATOMIC_RELAXED);
+	atomic_store(&ctl_flush_req, req);
+	__atomic_store_n(&pg->flush_ms, ms ? (uint32_t)ms : CTLP_FLUSH_NONE,
+	                 __ATOMIC_RELEASE);
+}
+
+/* Applies the page's flush_req when it changed (a thread at a time: the
+ * others see it at their next poll). */
+static void flush_poll(void)
+{
+	ctl_page_t *pg = g_ctl_page;
+	uint32_t req = __atomic_load_n(&pg->flush_req, __ATOMIC_RELAXED);
+	if (req == atomic_load_explicit(&ctl_flush_req, memory_order_relaxed) ||
+	    atomic_flag_test_and_set(&ctl_flush_busy))
+		return;
+	flush_set(pg, __atomic_load_n(&pg->flush_req, __ATOMIC_ACQUIRE));
+	atomic_flag_clear(&ctl_flush_busy);
+}
+
 static int page_create(int quiet, int keep_old)
 {
 	uint32_t euid = (uint32_t)geteuid();
@@ -239,6 +272,7 @@ static int page_create(int quiet, int keep_old)
 	}
 	pg->attached = g_attached ? 1u : 0u;
 	pg->cost_every = COST_EVERY; /* the cost_* sums are kept (cost.h) */
+	flush_set(pg, 0);            /* a new page asks for no deadline */
 	__atomic_store_n(&pg->wake_sig,
 	                 atomic_load(&ctl_handler_mine) ? ctl_signal : 0,
 	                 __ATOMIC_RELEASE);
@@ -476,6 +510,7 @@ void ctl_tick(uint64_t tsc)
 	}
 	if (ctl_requested())
 		ctl_poke();
+	flush_poll();
 	uint64_t poll = tsc + ctl_poll_ticks;
 	g_stop_tsc = poll < end ? poll : end;
 }
@@ -583,6 +618,7 @@ void ctl_serve(tls_t *t)
 		/* The signal's value only woke us up: the page says what. */
 		atomic_store(&ctl_request, 0);
 		uint64_t req = __atomic_load_n(&pg->request, __ATOMIC_ACQUIRE);
+		flush_poll(); /* written before the request (a reader's) */
 		int answer = 0;
 		if (req != g_ctl_seen) {
 			g_ctl_seen = req;
@@ -653,6 +689,7 @@ void ctl_fork_child(void)
 	/* The forking thread alone survives; a serve another
 	 * thread was running, and the parent's requests, are not ours. */
 	atomic_flag_clear(&ctl_serving);
+	atomic_flag_clear(&ctl_flush_busy);
 	atomic_store(&ctl_request, 0);
 	atomic_store(&ctl_toggles, 0);
 	atomic_store(&ctl_dirty, 0);
@@ -667,6 +704,7 @@ void ctl_fork_child(void)
 		munmap(parent, CTLP_SIZE);
 		g_ctl_page = &ctl_none;
 		g_cost_page = &ctl_none;
+		flush_set(&ctl_none, 0); /* no page: no reader asks */
 		if (ctl_page_fd >= 0)
 			prim_close(ctl_page_fd);
 		ctl_page_fd = -1;

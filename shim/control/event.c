@@ -44,11 +44,11 @@ void ev_commit_slow(tls_t *t, uint64_t tsc)
 		}
 	}
 	if (t->attach_due && t->pos <= t->soft_end &&
-	    tsc - t->chunk_tsc0 <= g_flush_ticks) {
+	    tsc - t->chunk_tsc0 <= flush_ticks()) {
 		t->soft_end = t->pos; /* look again at the next event */
 		return;
 	}
-	if (t->pos > t->soft_end || tsc - t->chunk_tsc0 > g_flush_ticks) {
+	if (t->pos > t->soft_end || tsc - t->chunk_tsc0 > flush_ticks()) {
 		/* Due inside a hold: later, while the slack lasts (the
 		 * release's own event, after the real unlock, flushes). */
 		if (g_cfg.compress && tls_holds_lock(t) &&

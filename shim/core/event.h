@@ -52,7 +52,7 @@ static inline void ev_commit(tls_t *t, uint8_t *p, uint64_t tsc)
 {
 	t->chunk_events++;
 	wbuf_publish(t, p);
-	if (unlikely((p > t->soft_end) | (tsc - t->chunk_tsc0 > g_flush_ticks) |
+	if (unlikely((p > t->soft_end) | (tsc - t->chunk_tsc0 > flush_ticks()) |
 	             (tsc > g_stop_tsc)))
 		ev_commit_slow(t, tsc);
 }

@@ -134,10 +134,17 @@ extern _Atomic uint32_t g_trace_gen;
  * ev_commit (event.h), which calls ev_commit_slow -> ctl_tick past it;
  * kept by control.c. */
 extern uint64_t g_stop_tsc;
-/* MALLOCK_FLUSH_MS and MALLOCK_SPIN_NS in TSC ticks, set once by init
- * (init.c) and read by every event (event.h) and lock hook. */
+/* MALLOCK_FLUSH_MS and MALLOCK_SPIN_NS in TSC ticks, set by init (init.c)
+ * and read by every event (event.h) and lock hook. The flush deadline
+ * also changes while a reader of the growing trace asks for a shorter one
+ * (control.c): read it with flush_ticks(). UINT64_MAX: no deadline. */
 extern uint64_t g_flush_ticks;
 extern uint64_t g_spin_ticks;
+
+static inline uint64_t flush_ticks(void)
+{
+	return __atomic_load_n(&g_flush_ticks, __ATOMIC_RELAXED);
+}
 
 /*
  * The slow half of hook_enter(): resolves the real functions if needed, sets

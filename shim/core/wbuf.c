@@ -629,20 +629,20 @@ void writer_sweep(tls_t *t, uint64_t tsc)
 {
 	static _Atomic uint64_t next;
 	uint64_t due = atomic_load_explicit(&next, memory_order_relaxed);
-	if (g_flush_ticks == UINT64_MAX || tsc < due || tls_holds_lock(t) ||
-	    w_held || w_nheld || !writer_owner())
+	uint64_t fl = flush_ticks();
+	if (fl == UINT64_MAX || tsc < due || tls_holds_lock(t) || w_held ||
+	    w_nheld || !writer_owner())
 		return;
-	if (!atomic_compare_exchange_strong(&next, &due,
-	                                    tsc + g_flush_ticks / 4))
+	if (!atomic_compare_exchange_strong(&next, &due, tsc + fl / 4))
 		return; /* another thread sweeps */
-	sweep_pass(t, tsc, g_flush_ticks);
+	sweep_pass(t, tsc, fl);
 }
 
 void writer_sweep_stopped(tls_t *t, uint32_t gen)
 {
 	static _Atomic uint32_t done;
 	uint32_t d = atomic_load_explicit(&done, memory_order_relaxed);
-	if (d == gen || g_flush_ticks == UINT64_MAX || t->gate != GATE_READY ||
+	if (d == gen || flush_ticks() == UINT64_MAX || t->gate != GATE_READY ||
 	    tls_holds_lock(t) || w_held || w_nheld || !writer_owner())
 		return;
 	if (!atomic_compare_exchange_strong(&done, &d, gen))

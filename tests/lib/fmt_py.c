@@ -126,6 +126,8 @@ int main(int argc, char **argv)
 	P_(cost_sampled);
 	P_(cost_ns);
 	P_(cost_over);
+	P_(flush_req);
+	P_(flush_ms);
 #undef P_
 	fprintf(o, ")\n");
 	return fclose(o) != 0;

@@ -9,7 +9,10 @@ CASE:
   json   PID, started paused: --format=json --count 2 gives 2 JSON lines
          naming the lock and the site; the process is paused again
          afterwards, runs to its end, leaves no page, and the trace is the
-         one window; a process that was recording is left recording
+         one window; a process that was recording is left recording;
+         while top reads, the page asks for a 100 ms flush deadline and
+         the shim has it in force (ctl status says so), and both are as
+         before once top ends
   bad    a gone PID, a terminal under 80x24, a process ending mid-view:
          one line "mallock top: ..." each and exit 1; the process of the
          small terminal was not touched (still paused, never started)
@@ -115,6 +118,44 @@ def page_of(pid):
     return os.path.join("/tmp/mallock-%d" % os.geteuid(), "%d.page" % pid)
 
 
+def page_flush(pid):
+    """The page's flush_req and flush_ms (format/ctl_page.h)."""
+    F = tracefmt.find(os.path.dirname(os.path.dirname(
+        os.path.abspath(MALLOCK))))
+    with open(page_of(pid), "rb") as f:
+        b = f.read()
+    return {k: tracefmt.get(b, F.CTL_PAGE, k) for k in ("flush_req",
+                                                          "flush_ms")}
+
+
+def top_flush(pid, *args):
+    """top ARGS PID, run to its end, with the page's flush fields read
+    before and while it reads: top asks for a 100 ms flush deadline (its
+    flush_req) and the shim has it in force (flush_ms), which `ctl
+    status` says."""
+    before = page_flush(pid)
+    tp = subprocess.Popen([MALLOCK, "top", *args, str(pid)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    flush = before
+    for _ in range(100):
+        flush = page_flush(pid)
+        if flush["flush_ms"] != before["flush_ms"] or tp.poll() is not None:
+            break
+        time.sleep(0.05)
+    status = ctl_status(pid)
+    out, err = tp.communicate(timeout=120)
+    print("page's flush fields before top %r, while it reads %r"
+          % (before, flush))
+    check(before == {"flush_req": 0, "flush_ms": 200},
+          "no request before top, the default deadline in force")
+    check(flush == {"flush_req": 100, "flush_ms": 100},
+          "top's 100 ms deadline in force while it reads")
+    check("flush deadline 100 ms: a reader of the trace asks for 100 ms"
+          in status, "ctl status says so: %r" % status)
+    return subprocess.CompletedProcess(tp.args, tp.returncode, out, err)
+
+
 shutil.rmtree(TMP, ignore_errors=True)
 os.makedirs(TMP)
 
@@ -164,9 +205,11 @@ elif CASE == "json":
     p = svcqueue(12, MALLOCK_START="paused")
     time.sleep(0.5)
     kept = os.path.join(TMP, "copy.trace")
-    r = top("--format=json", "--count", "2", "-o", kept, str(p.pid))
+    r = top_flush(p.pid, "--format=json", "--count", "2", "-o", kept)
     check(r.returncode == 0, "top --format=json PID: exit %d %r"
           % (r.returncode, r.stderr))
+    check(page_flush(p.pid) == {"flush_req": 0, "flush_ms": 200},
+          "the page's flush fields restored by the stop")
     lines = r.stdout.splitlines()
     check(len(lines) == 2, "2 JSON lines: %d" % len(lines))
     objs = [json.loads(l) for l in lines]
@@ -180,7 +223,8 @@ elif CASE == "json":
     check(0 <= w["alloc_share_of_hold"] <= 1 and w["contended"] <=
           w["acquisitions"], "a share within 0..1, contended <= acquired")
     st = ctl_status(p.pid)
-    check("paused" in st, "paused again after top: %r" % st)
+    check("paused" in st and "flush" not in st,
+          "paused again after top, no flush request: %r" % st)
     check(alive(p.pid), "the process runs on")
     err = p.communicate(timeout=60)[1]
     check(p.returncode == 0, "the process ended well: %d" % p.returncode)
@@ -192,10 +236,18 @@ elif CASE == "json":
     # A process that records already is left recording.
     p = svcqueue(4)
     time.sleep(0.5)
-    r = top("--batch", "--count", "1", str(p.pid))
+    r = top_flush(p.pid, "--batch", "--count", "1")
     check(r.returncode == 0, "top on a recording process: %r" % r.stderr)
     st = ctl_status(p.pid)
     check("recording" in st, "still recording after top: %r" % st)
+    # No request is served there: the shim's next control poll (10 ms
+    # while it records) withdraws the deadline.
+    for _ in range(100):
+        if page_flush(p.pid)["flush_ms"] == 200:
+            break
+        time.sleep(0.05)
+    check(page_flush(p.pid) == {"flush_req": 0, "flush_ms": 200},
+          "the recording process's deadline restored: %r" % page_flush(p.pid))
     p.communicate(timeout=60)
 
 elif CASE == "cost":
