@@ -38,7 +38,9 @@ static void lock_cols(char *buf, size_t len, const lockstat_t *s, bool bound)
 
 /* A name cut to width keeps its head and its tail, joined by "...":
  * names of one kind share their head ("mutex taken in memcached+0x")
- * and differ at the end. */
+ * and differ at the end. The tail is the last word whole when it fits,
+ * and the head then the words before it that fit ("mutex...
+ * memcached+0x13062", not "mutex ta...memcached+0x13062"). */
 static void name_col(char *buf, size_t len, const char *name, size_t width)
 {
 	size_t n = strlen(name);
@@ -49,6 +51,17 @@ static void name_col(char *buf, size_t len, const char *name, size_t width)
 		return;
 	}
 	size_t head = (width - 3) / 3, tail = width - 3 - head;
+	const char *sp = strrchr(name, ' ');
+	size_t last = sp ? n - (size_t)(sp + 1 - name) : n;
+	if (sp && last + 4 <= width) {
+		tail = last;
+		head = width - 3 - tail;
+		for (size_t i = head; i > 0; i--)
+			if (name[i] == ' ') { /* the words before it */
+				head = i;
+				break;
+			}
+	}
 	snprintf(buf, len, "%.*s...%s", (int)head, name, name + n - tail);
 }
 

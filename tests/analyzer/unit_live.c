@@ -18,11 +18,13 @@
  * start and agree again. The chunks' clock pairs are first set on one
  * line from the PROCESS record's pair (1 ns a tick), so that every prefix
  * calibrates alike: the engine keeps its first poll's clock, a re-read
- * takes every pair written since (live.h).
+ * takes every pair written since (live.h). Also: how top's columns cut a
+ * long name (output/top_out.h).
  */
 #define _GNU_SOURCE
 #include "test.h"
 #include "live.h"
+#include "top_out.h"
 #include "reader.h"
 #include "trace_format.h"
 
@@ -327,8 +329,46 @@ static void test_grow(void)
 	free(t.low);
 }
 
+/* top's lock column: a name cut to its width keeps the last word whole
+ * (a stripped server's offsets differ only there) and whole words of its
+ * head; a name without a last word that fits is cut by characters. */
+static void test_name_cut(void)
+{
+	live_lock_t l;
+	memset(&l, 0, sizeof l);
+	char row[512], col[64];
+	struct {
+		const char *name;
+		int width;
+		const char *col;
+	} v[] = {
+	    {"mutex taken in memcached+0x13062", 28,
+	     "mutex...memcached+0x13062"},
+	    {"mutex taken in memcached+0x13062", 32,
+	     "mutex taken in memcached+0x13062"},
+	    {"mutex taken in memcached+0x13062", 24,
+	     "mute...memcached+0x13062"},
+	    {"rwlock taken in conn_pool_checkout_slow", 28,
+	     "rw...conn_pool_checkout_slow"},
+	    {"mutex taken in std::_Rb_tree_insert_and_rebalance", 28,
+	     "mutex ta...ert_and_rebalance"},
+	    {"svcqueue.lock", 28, "svcqueue.lock"},
+	};
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+		snprintf(l.name, sizeof l.name, "%s", v[i].name);
+		top_lock_row(row, sizeof row, &l, TOP_IVL, v[i].width);
+		snprintf(col, sizeof col, "%.*s", v[i].width, row + 2);
+		for (size_t k = strlen(col); k > 0 && col[k - 1] == ' '; k--)
+			col[k - 1] = 0;
+		if (!check(strcmp(col, v[i].col) == 0))
+			fprintf(stderr, "%s at %d: \"%s\", not \"%s\"\n",
+			        v[i].name, v[i].width, col, v[i].col);
+	}
+}
+
 int main(int argc, char **argv)
 {
+	test_run(test_name_cut);
 	for (int i = 1; i < argc; i++) {
 		g_trace = argv[i];
 		test_run(test_grow);
