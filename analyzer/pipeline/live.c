@@ -388,6 +388,8 @@ int live_advance(live_t *lv, uint64_t until_mono_ns, uint64_t max_records)
 	/* A malformed record stops the reader for good: m->info says
 	 * where, and the view of what came before goes on. */
 	lv->behind = aggregate_feed(lv->m, lv->rd, max_records) > 0;
+	lv->forgot += reader_forget(lv->rd, lv->forget_min ? lv->forget_min
+	                                                   : LIVE_FORGET_MIN);
 	return 0;
 }
 

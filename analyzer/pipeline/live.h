@@ -133,7 +133,13 @@ typedef struct live {
 	/* the running model's stacks (and modules) whose frames this
 	 * process looked up for the looks' children to inherit */
 	size_t warm_stacks, warm_mods;
+	/* the reader's index drops the chunks read once this many were
+	 * added (reader_forget); 0: LIVE_FORGET_MIN */
+	size_t forget_min;
+	size_t forgot; /* chunks the index dropped so far */
 } live_t;
+
+#define LIVE_FORGET_MIN 4096
 
 /* What live_poll sorts the classes by: the interval's value, then the
  * window's. */

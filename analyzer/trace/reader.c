@@ -87,6 +87,10 @@ struct reader {
 	reader_info_t info;
 	rd_chunk_t *chunk;
 	size_t nchunk, capchunk;
+	/* chunks dropped from the index by reader_forget (the file's chunk
+	 * i is chunk[i - base]), and the index's size after the last one */
+	uint32_t base;
+	size_t kept;
 	rd_stream_t *st;
 	size_t nst, capst;
 	u64map_t st_by_tid; /* tid -> stream index */
@@ -264,12 +268,12 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 	r->stop_incomplete = false;
 	while (off < size) {
 		fmt_chunk_header_t h;
-		uint32_t m = (uint32_t)r->nchunk;
+		uint32_t m = (uint32_t)r->nchunk, mo = r->base + m;
 		if (size - off < FMT_CHUNK_HEADER_SIZE) {
 			snprintf(why, sizeof why, "chunk %u: incomplete header",
-			         m + 1);
+			         mo + 1);
 			stop_at(r, off, why);
-			r->info.chunks_total = m + 1;
+			r->info.chunks_total = mo + 1;
 			r->stop_incomplete = true;
 			break;
 		}
@@ -282,7 +286,7 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 		}
 		if (fmt_chunk_parse(hb, &h) < 0) {
 			snprintf(why, sizeof why, "chunk %u: bad chunk header",
-			         m + 1);
+			         mo + 1);
 			stop_at(r, off, why);
 			r->info.chunks_total = 0;
 			break;
@@ -291,11 +295,11 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 			snprintf(why, sizeof why,
 			         "chunk %u: incomplete (%u-byte payload, %llu "
 			         "bytes left)",
-			         m + 1, h.payload_len,
+			         mo + 1, h.payload_len,
 			         (unsigned long long)(size - off -
 			                              FMT_CHUNK_HEADER_SIZE));
 			stop_at(r, off, why);
-			r->info.chunks_total = m + 1;
+			r->info.chunks_total = mo + 1;
 			r->stop_incomplete = true;
 			break;
 		}
@@ -317,10 +321,10 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 		}
 		if (fmt_chunk_verify(hb, &h, buf) < 0) {
 			snprintf(why, sizeof why, "chunk %u: CRC mismatch",
-			         m + 1);
+			         mo + 1);
 			stop_at(r, off, why);
 			uint32_t rest = count_rest(r, off);
-			r->info.chunks_total = rest ? m + rest : 0;
+			r->info.chunks_total = rest ? mo + rest : 0;
 			break;
 		}
 		const uint8_t *recs;
@@ -328,10 +332,11 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 		if (fmt_chunk_inflate(&h, buf, &zbuf, &zcap, &recs, &nrecs) <
 		    0) {
 			snprintf(why, sizeof why,
-			         "chunk %u: corrupt compressed payload", m + 1);
+			         "chunk %u: corrupt compressed payload",
+			         mo + 1);
 			stop_at(r, off, why);
 			uint32_t rest = count_rest(r, off);
-			r->info.chunks_total = rest ? m + rest : 0;
+			r->info.chunks_total = rest ? mo + rest : 0;
 			break;
 		}
 		if (h.flags & FMT_CHUNKF_ZSTD)
@@ -359,7 +364,7 @@ static int pass1(reader_t *r, char *err, size_t errlen)
 	free(buf);
 	free(zbuf);
 	r->scan_off = off;
-	r->info.chunks = (uint32_t)r->nchunk;
+	r->info.chunks = r->base + (uint32_t)r->nchunk;
 	if (!r->info.truncated)
 		r->info.chunks_total = r->info.chunks;
 	if (r->info.tsc_min == UINT64_MAX)
@@ -535,14 +540,15 @@ static int advance(reader_t *r, rd_stream_t *s)
 				    "chunk %u (thread %u): malformed record "
 				    "(type 0x%02x) at byte %zu of its "
 				    "decompressed records",
-				    s->cur + 1, ch->tid, s->dec.start[eo], eo);
+				    r->base + s->cur + 1, ch->tid,
+				    s->dec.start[eo], eo);
 			} else
 				snprintf(
 				    why, sizeof why,
 				    "chunk %u (thread %u): malformed record "
 				    "(type 0x%02x) at byte %llu",
-				    s->cur + 1, ch->tid, s->dec.start[eo],
-				    (unsigned long long)at);
+				    r->base + s->cur + 1, ch->tid,
+				    s->dec.start[eo], (unsigned long long)at);
 			stop_at(r, at, why);
 			r->failed = true;
 			return -1;
@@ -739,6 +745,56 @@ int reader_grow(reader_t *r)
 	}
 	free(on);
 	return 0;
+}
+
+size_t reader_forget(reader_t *r, size_t min_new)
+{
+	if (r->nchunk < r->kept + min_new || !r->nchunk)
+		return 0;
+	uint32_t *map = xmalloc(r->nchunk * sizeof *map);
+	for (size_t i = 0; i < r->nchunk; i++)
+		map[i] = NONE;
+	/* Each stream's chunks from the one it reads (or read last: its
+	 * next is taken up by reader_grow; or its first, not begun) on. */
+	for (uint32_t i = 0; i < r->nst; i++) {
+		const rd_stream_t *s = &r->st[i];
+		uint32_t c = s->cur != NONE    ? s->cur
+		             : s->done != NONE ? s->done
+		                               : s->first;
+		for (; c != NONE && map[c] == NONE; c = r->chunk[c].next)
+			map[c] = 0;
+	}
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < r->nchunk; i++)
+		if (map[i] != NONE) {
+			map[i] = n;
+			r->chunk[n++] = r->chunk[i];
+		}
+	for (uint32_t i = 0; i < n; i++)
+		if (r->chunk[i].next != NONE)
+			r->chunk[i].next = map[r->chunk[i].next];
+	for (uint32_t i = 0; i < r->nst; i++) {
+		rd_stream_t *s = &r->st[i];
+		uint32_t c = s->cur != NONE    ? s->cur
+		             : s->done != NONE ? s->done
+		                               : s->first;
+		s->first = map[c];
+		s->last = map[s->last];
+		if (s->cur != NONE)
+			s->cur = map[s->cur];
+		if (s->done != NONE)
+			s->done = map[s->done];
+	}
+	free(map);
+	size_t dropped = r->nchunk - n;
+	r->base += (uint32_t)dropped;
+	r->nchunk = n;
+	r->kept = n;
+	if (r->capchunk > 2 * n + 1024) { /* the pages given back */
+		r->capchunk = 2 * n + 1024;
+		r->chunk = xrealloc(r->chunk, r->capchunk * sizeof *r->chunk);
+	}
+	return dropped;
 }
 
 int reader_walk(reader_t *r, reader_walk_fn fn, void *ctx, uint64_t *err_off)

@@ -118,8 +118,18 @@ void reader_stop_at(reader_t *r, uint64_t tsc);
  */
 int reader_grow(reader_t *r);
 
-/* Starts pass 2 over from the beginning. */
+/* Starts pass 2 over from the beginning (of the chunks not forgotten). */
 void reader_rewind(reader_t *r);
+
+/*
+ * Drops from the chunk index the chunks pass 2 will not read again (each
+ * stream's before the one it reads or read last), once min_new chunks
+ * were indexed since the last call: `mallock top`'s index stays the size
+ * of what is unread, not of the file. reader_rewind and reader_walk then
+ * see only the chunks kept; messages and reader_info still count the
+ * file's chunks. Returns the chunks dropped.
+ */
+size_t reader_forget(reader_t *r, size_t min_new);
 
 /* File-order walk for `mallock dump`: calls fn for each good chunk's header
  * and then for each of its records (rec NULL for the header call). Returns
