@@ -926,12 +926,12 @@ int aggregate_feed(model_t *m, reader_t *r, uint64_t max_events)
 			continue;
 		}
 		ahead_drain(m, &q, AHEAD - 1);
+		ahead_prefetch(m, ev.rec); /* not the copy, just stored */
 		pending_t *p = &q.v[(q.head + q.n++) % AHEAD];
 		p->rec = *ev.rec;
 		p->stream = ev.stream;
 		p->tid = ev.tid;
 		p->part = ev.part;
-		ahead_prefetch(m, &p->rec);
 		if (q.n > AHEAD / 2)
 			ahead_prefetch_block(
 			    m,
