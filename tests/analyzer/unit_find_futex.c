@@ -198,6 +198,40 @@ static void test_wrapper(void)
 	uf_free(&u);
 }
 
+/*
+ * 16 lock words (ids 1 to 16, at 64-byte steps), each waited on for 1000
+ * ns and woken once by each of two threads: one finding over all 16
+ * words, 32 waits. 16 is the lock table's first size (vec_grow): the
+ * model's table is then exactly full, and a read past its last record is
+ * one past the block (AddressSanitizer in the sanitized build).
+ */
+static void test_full_table(void)
+{
+	uf_t u;
+	uf_open(&u);
+	for (uint32_t k = 1; k <= 2; k++) {
+		ut_chunk_t *c = thread(&u, k);
+		for (uint64_t w = 2; w <= 16; w++)
+			ut_lock_new(c, w, 0x10000 + w * 64, FMT_KIND_FUTEX, 0);
+		for (uint64_t w = 1; w <= 16; w++) {
+			uint64_t t = 10000 + w * 10000 + k * 3000;
+			ut_ev(c, FMT_FUTEX_WAIT, t, w, 1, 1000, 0, 0);
+			ut_ev(c, FMT_FUTEX_WAKE, t + 1, w, 2, 1, 0, 0);
+		}
+		ut_write(u.f, c);
+	}
+	if (!uf_load(&u))
+		return;
+	check_eq(u.m.nlock, 16);
+	const finding_t *f = uf_one(&u, FK_FUTEX_LOCK);
+	if (f) {
+		check_eq(uf_ev(f, EV_LOCK_WORDS), 16.0);
+		check_eq(uf_ev(f, EV_FUTEX_WAITS), 32.0);
+		check_near(uf_ev(f, EV_LOCK_WAIT_NS), 32000, 1e-6);
+	}
+	uf_free(&u);
+}
+
 int main(void)
 {
 	alarm(20);
@@ -207,5 +241,6 @@ int main(void)
 	test_run(test_small_loss);
 	test_run(test_capped);
 	test_run(test_wrapper);
+	test_run(test_full_table);
 	return test_done();
 }
