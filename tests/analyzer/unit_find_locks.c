@@ -43,6 +43,40 @@ static void test_aul_allocs(void)
 	uf_free(&u);
 }
 
+/* The allocation site (0x402000) in a module whose file name is 292
+ * characters long: its label, name+0x2000, is 299 characters, the most a
+ * site's label holds, and the advice shows it whole. */
+static void test_aul_long_site(void)
+{
+	uf_t u;
+	uf_open(&u);
+	char path[320] = "/opt/", label[300];
+	memset(path + 5, 'm', 292);
+	path[297] = 0;
+	ut_begin(u.c, 0, 1, 1000);
+	uint8_t b[400], *p = b;
+	p = fmt_put_u(p, 0x400000); /* bias */
+	p = fmt_put_u(p, 0x400000);
+	p = fmt_put_u(p, 0x500000);
+	p = fmt_put_str(p, path, strlen(path));
+	p = fmt_put_str(p, "", 0); /* no build-id */
+	ut_meta(u.c, FMT_MODULE, b, (size_t)(p - b));
+	ut_write(u.f, u.c);
+	uf_contend(&u, &(uf_contend_t){1, FMT_KIND_MUTEX, 5, 1000, 100, 0, 0});
+	if (!uf_load(&u))
+		return;
+	int n = snprintf(label, sizeof label, "%s+0x2000", path + 5);
+	check_eq(n, 299);
+	const finding_t *f = uf_one(&u, FK_ALLOC_UNDER_LOCK);
+	if (f) {
+		char want[400];
+		snprintf(want, sizeof want, "Move the allocation at %s out ",
+		         label);
+		check(strncmp(f->advice, want, strlen(want)) == 0);
+	}
+	uf_free(&u);
+}
+
 /* Frees, in the holds, of blocks allocated outside: advised as frees. */
 static void test_aul_frees(void)
 {
@@ -300,6 +334,7 @@ static void test_inversion(void)
 int main(void)
 {
 	test_run(test_aul_allocs);
+	test_run(test_aul_long_site);
 	test_run(test_aul_frees);
 	test_run(test_aul_mixed);
 	test_run(test_aul_unknown_site);
