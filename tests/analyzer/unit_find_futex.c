@@ -232,6 +232,40 @@ static void test_full_table(void)
 	uf_free(&u);
 }
 
+/*
+ * Two waiter stacks of equal weight: thread 1 waits on word 1 five times
+ * for 1000 ns at stack 3 from tick 11000, thread 2 as long at stack 1
+ * from tick 11500; both wake it at stack 2. On a tie the stack that
+ * waited first names the word (side_stacks keeps the first of the
+ * heaviest, in the order the trace shows them), although stack 1 has
+ * the lower id and index.
+ */
+static void test_tie(void)
+{
+	static const uint64_t s3[] = {0x403000};
+	uf_t u;
+	uf_open(&u);
+	for (uint32_t k = 1; k <= 2; k++) {
+		ut_chunk_t *c = thread(&u, k);
+		ut_stack(c, 3, 1, s3);
+		for (uint64_t i = 0; i < 5; i++) {
+			uint64_t t = 11000 + (k - 1) * 500 + i * 10000;
+			ut_ev(c, FMT_FUTEX_WAIT, t, 1, k == 1 ? 3 : 1, 1000, 0,
+			      0);
+			ut_ev(c, FMT_FUTEX_WAKE, t + 1, 1, 2, 1, 0, 0);
+		}
+		ut_write(u.f, c);
+	}
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_FUTEX_LOCK);
+	if (f) {
+		check_eq(uf_ev(f, EV_WAITER_STACKS), 2.0);
+		check(f->stack != NONE32 && u.m.stk[f->stack].id == 3);
+	}
+	uf_free(&u);
+}
+
 int main(void)
 {
 	alarm(20);
@@ -242,5 +276,6 @@ int main(void)
 	test_run(test_capped);
 	test_run(test_wrapper);
 	test_run(test_full_table);
+	test_run(test_tie);
 	return test_done();
 }
