@@ -6,8 +6,10 @@
  * waiters' time, never more than the trace covers; a signal word (its
  * waiters never wake it) or too few waits, or too little time lost, give
  * none. A lock whose waits and wakes go through one wrapper is named in
- * the advice by the frames past it. A finder that loops fails the test
- * by SIGALRM in 20 s, not at CTest's timeout.
+ * the advice by the frames past it. Sixteen words fill the model's lock
+ * table exactly; of two waiter stacks of equal wait, the first to wait
+ * names the word. A finder that loops fails the test by SIGALRM in 20 s,
+ * not at CTest's timeout.
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
 #include "thresholds.h"
