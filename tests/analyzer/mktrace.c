@@ -160,6 +160,12 @@
  *                     mktrace_stats_lock (+8): a data symbol
  *   --global-past     the "stats" lock lies 24 bytes past the end of the
  *                     data symbol mktrace_small_obj: no symbol holds it
+ *   --client-root start|trampoline  starve: client-1's whole stack
+ *                     (client_wait < client_main) rooted at this binary's
+ *                     _start (a program entry, no libc start code between)
+ *                     or passing, before mallock_test_thread_start, through
+ *                     thread_start::run() (a namespaced trampoline):
+ *                     either way its role is client_main
  *   --heap-queue      main allocates 128 bytes at 0x30000000 from
  *                     registry_create (not freed) before the "queue" lock
  *                     is first seen, at 0x30000028: a lock in a heap block
@@ -329,6 +335,18 @@ extern char mktrace_small_obj[];
  * stack rooted here reaches the thread's start (its entry function is the
  * next frame). */
 FRAME_FN(mallock_test_thread_start)
+
+/* A thread trampoline in a namespace (--client-root trampoline): named
+ * thread_start::run() once demangled. */
+__attribute__((noinline, used)) void
+ns_thread_start(void) __asm__("_ZN12thread_start3runEv");
+__attribute__((noinline, used)) void ns_thread_start(void)
+{
+	sink += 3;
+	sink ^= sink >> 3;
+}
+/* The program's entry point (crt1's), --client-root start. */
+extern const char _start[];
 
 static uint64_t fa(void (*fn)(void))
 {
@@ -696,6 +714,7 @@ static bool slow_realloc;        /* --slow-realloc */
 static bool slow_one_thread;     /* --slow-one-thread */
 static bool static_tcmalloc;     /* --static-tcmalloc */
 static uint64_t churn_size = 16; /* --churn-size */
+static const char *client_root;  /* --client-root */
 static bool unnamed, global_stats, global_past, heap_queue, two_lines, wrapped;
 static tw_t *idle[2];    /* --idle-waiters */
 static bool fx_uneven;   /* --fx-uneven */
@@ -749,7 +768,16 @@ static void define_stacks(tw_t *t)
 	f[0] = fa(client_wait);
 	m_stack(t, S_CLIENT_SITE, 1, f);
 	f[1] = fa(client_main), f[2] = fa(mallock_test_thread_start);
-	m_stack(t, S_CLIENT_WAIT, 3, f);
+	if (client_root && !strcmp(client_root, "start")) {
+		f[2] = (uint64_t)(uintptr_t)_start + 4;
+		m_stack(t, S_CLIENT_WAIT, 3, f);
+	} else if (client_root) {
+		f[2] = fa(ns_thread_start);
+		f[3] = fa(mallock_test_thread_start);
+		m_stack(t, S_CLIENT_WAIT, 4, f);
+	} else {
+		m_stack(t, S_CLIENT_WAIT, 3, f);
+	}
 	f[0] = fa(server_main), f[1] = fa(mallock_test_thread_start);
 	m_stack(t, S_SERVER, 2, f);
 	f[0] = fa(queue_put), f[1] = fa(producer_main);
@@ -1701,6 +1729,8 @@ int main(int argc, char **argv)
 			global_past = true;
 		else if (!strcmp(a, "--heap-queue"))
 			heap_queue = true;
+		else if (!strcmp(a, "--client-root"))
+			client_root = v, i++;
 		else if (!strcmp(a, "--churn-size"))
 			churn_size = strtoull(v, NULL, 0), i++;
 		else if (!strcmp(a, "--events"))

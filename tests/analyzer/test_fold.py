@@ -28,7 +28,9 @@ to the end, so a compaction finds that nest open.
 Checks: the JSON, text and folded reports are byte-identical with and
 without --no-fold; the class totals equal the sums computed here from the
 trace; and --stats shows the lock table stayed small while nearly every
-message's lock was folded."""
+message's lock was folded. A second trace of 4098 mutexes made and
+destroyed one after another checks when a compaction runs: --stats' peak
+of lock records and its count of compactions."""
 import re
 from common import *
 
@@ -269,4 +271,43 @@ if m:
     check(kept <= N // 97 + N // 1000 + 200, "records kept: %d" % kept)
 _, err = report("--format=json", "--stats", "--no-fold")
 check("0 destroyed locks folded" in err, "--no-fold folds none: %r" % err)
+
+# When compaction runs (lockfold.c): once 4096 records (FOLD_COMPACT_MIN),
+# and as many as the live ones, are retired, and once more at the end.
+# Thread 7 makes 4098 mutexes one after another at one init stack, takes
+# each once and destroys it: the first is its site group's first instance
+# (never retired), the 4096 after it are retired, and the 4096th
+# retirement compacts the table before the last mutex is made. --stats:
+# two compactions, and the table held at most the 4096 retired records
+# and the first instance.
+M = 4098
+proc2 = meta(0x80, body)
+for sid in (100, 300):
+    fr = stacks[sid]
+    b = uv(sid) + uv(len(fr)) + uv(fr[0])
+    for i in range(1, len(fr)):
+        b += uv(zz(fr[i] - fr[i - 1]))
+    proc2 += meta(0x82, b)
+recs2, last2 = [], 1000
+for k in range(M):
+    lid, t = 10 + k, 1000 + k * 100
+    recs2.append(meta(0x83, uv(lid) + uv(0x100000 + 64 * k) + uv(0) + uv(1)))
+    for dt, code, f in ((0, 0x12, [uv(lid), uv(100)]),
+                        (10, 0x04, [uv(lid), uv(300)]),
+                        (20, 0x09, [uv(lid)]), (30, 0x13, [uv(lid)])):
+        recs2.append(bytes([code]) + uv(t + dt - last2) + b"".join(f))
+        last2 = t + dt
+path = os.path.join(TMP, "compact.trace")
+with open(path, "wb") as f:
+    f.write(file_header(1))
+    f.write(chunk(0, proc2))
+    f.write(chunk(7, b"".join(recs2)))
+_, err = report("--format=json", "--stats")
+m = re.search(r"lock records: \d+ kept, (\d+) at most; \d+ destroyed "
+              r"locks folded into \d+ tuples \((\d+) compactions\)", err)
+check(m is not None, "--stats line: %r" % err)
+if m:
+    peak, ncomp = (int(x) for x in m.groups())
+    eq(peak, 4097, "lock records at most: 4096 retired and the first")
+    eq(ncomp, 2, "compactions: at 4096 retired records, at the end")
 done("test_fold")

@@ -298,6 +298,22 @@ d = report_json("--no-symbols", path)
 st = [x for x in d["findings"] if x["kind"] == "starvation"]
 eq(len(st), 1, "starve --no-symbols: one starvation")
 eq(st[0]["evidence"]["threads"], 5, "starve --no-symbols: 5 peers")
+# A role is the entry function past the thread's start: the one client
+# with a whole stack still runs client_main when that stack is rooted at
+# the program's _start (no libc start code between), or passes through a
+# trampoline in a namespace (thread_start::run()) on its way there; the
+# other four, known by their stem, take its role.
+for root in ("start", "trampoline"):
+    path, _ = mktrace("starve", "starve-%s.trace" % root, "--rounds", R,
+                      "--client-root", root)
+    st = [x for x in report_json(path)["findings"]
+          if x["kind"] == "starvation"]
+    eq(len(st), 1, "starve, root %s: one starvation" % root)
+    if st:
+        eq(st[0]["evidence"]["threads"], 5, "starve, root %s: 5 peers" % root)
+        check(st[0]["advice"].startswith("The 5 threads running client_main "),
+              "starve, root %s: the role is client_main: %s" %
+              (root, st[0]["advice"]))
 
 # Two roles with different but even shares of one lock (producers: 10
 # acquisitions and a wake every 10 rounds; consumers: a wake per round):

@@ -3,9 +3,10 @@
  * of one process written thread by thread with unit_trace.h, loaded with
  * its findings (load_trace: classes built, every detector run, as `mallock
  * report` does), and the findings of one kind. The process's clock pair is
- * (1000, 1000) at 1 GHz: 1 tick is 1 ns, so a test's ticks are the
- * nanoseconds the findings count. No MODULE record: frames stay addresses
- * and every frame is a user frame. Includers define _GNU_SOURCE first.
+ * (1000, 1000) at 1 GHz (uf_open_hz: another rate): 1 tick is 1 ns, so a
+ * test's ticks are the nanoseconds the findings count. No MODULE record
+ * unless a test writes one: frames stay addresses and every frame is a
+ * user frame. Includers define _GNU_SOURCE first.
  */
 #ifndef MALLOCK_UNIT_FIND_H
 #define MALLOCK_UNIT_FIND_H
@@ -24,8 +25,9 @@ typedef struct uf {
 	findings_t F;
 } uf_t;
 
-/* A new trace: the process chunk written, u->c free for the threads. */
-static inline void uf_open(uf_t *u)
+/* A new trace whose process ticks at tsc_hz: the process chunk written,
+ * u->c free for the threads. */
+static inline void uf_open_hz(uf_t *u, uint64_t tsc_hz)
 {
 	memset(u, 0, sizeof *u);
 	u->f = ut_open(u->path, sizeof u->path);
@@ -35,8 +37,14 @@ static inline void uf_open(uf_t *u)
 		exit(1);
 	}
 	ut_begin(u->c, 0, 0, 1000);
-	ut_process(u->c, 1, 1000, 1000, 1000000000);
+	ut_process(u->c, 1, 1000, 1000, tsc_hz);
 	ut_write(u->f, u->c);
+}
+
+/* A new trace at 1 GHz (1 tick is 1 ns). */
+static inline void uf_open(uf_t *u)
+{
+	uf_open_hz(u, 1000000000);
 }
 
 /* THREAD_NAME of tid into c. */

@@ -189,9 +189,10 @@ static void test_churn_long_lived(void)
 }
 
 /* Thread 1 allocates 100 blocks at stack 2, slow of them taking 5000 ns
- * and the others 50 ns, one every 10000 ns, each inside a hold of lock 1
- * when held. */
-static void slow(uf_t *u, int nslow, bool held)
+ * (the first nbig of those of big bytes) and the others 50 ns, one every
+ * 10000 ns, each inside a hold of lock 1 when held; blocks are 64 bytes
+ * unless big. */
+static void slow_sized(uf_t *u, int nslow, bool held, int nbig, uint64_t big)
 {
 	ut_chunk_t *c = thread(u, 1);
 	ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
@@ -199,12 +200,18 @@ static void slow(uf_t *u, int nslow, bool held)
 		uint64_t t = 10000 + (uint64_t)i * 10000;
 		if (held)
 			ut_ev(c, FMT_ACQ, t - 1, 1, 1, 0, 0, 0);
-		ut_ev(c, FMT_ALLOC, t, 0x900000 + (uint64_t)i * 64, 64, 2,
-		      i < nslow ? 5000 : 50, FMT_FN_MALLOC);
+		ut_ev(c, FMT_ALLOC, t, 0x1000000 + (uint64_t)i * 0x100000,
+		      i < nbig ? big : 64, 2, i < nslow ? 5000 : 50,
+		      FMT_FN_MALLOC);
 		if (held)
 			ut_ev(c, FMT_REL, t + 1, 1, 0, 0, 0, 0);
 	}
 	ut_write(u->f, c);
+}
+
+static void slow(uf_t *u, int nslow, bool held)
+{
+	slow_sized(u, nslow, held, 0, 0);
 }
 
 static void test_slow(void)
@@ -270,6 +277,39 @@ static void test_slow_capped(void)
 	uf_free(&u);
 }
 
+/* A program on jemalloc (its library loaded) whose 40 slow calls are 30
+ * of 64 KiB blocks and 10 of 64 bytes: 30 were above jemalloc's thread
+ * cache limit (32 KiB, the first of SITE_BIG_LIMITS), and the advice
+ * says so. */
+static void test_slow_jemalloc(void)
+{
+	uf_t u;
+	uf_open(&u);
+	ut_begin(u.c, 0, 1, 1000);
+	uint8_t b[256], *p = b;
+	static const char lib[] = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2";
+	p = fmt_put_u(p, 0);
+	p = fmt_put_u(p, 0x7e0000000000ull);
+	p = fmt_put_u(p, 0x7e0000100000ull);
+	p = fmt_put_str(p, lib, strlen(lib));
+	p = fmt_put_u(p, 0);
+	ut_meta(u.c, FMT_MODULE, b, (size_t)(p - b));
+	ut_write(u.f, u.c);
+	slow_sized(&u, 40, false, 30, 64 << 10);
+	if (!uf_load(&u))
+		return;
+	check(strcmp(model_allocator(&u.m), "jemalloc") == 0);
+	const finding_t *f = uf_one(&u, FK_SLOW_ALLOC);
+	if (f) {
+		check_eq(uf_ev(f, EV_SLOW_CALLS), 40.0);
+		check_eq(uf_ev(f, EV_SLOW_CALLS_ABOVE_CACHE_LIMIT), 30.0);
+		check(strstr(f->advice,
+		             "30 of the 40 slow ones were above "
+		             "jemalloc's thread cache limit") != NULL);
+	}
+	uf_free(&u);
+}
+
 /* One slow call short of SLOW_MIN_CALLS: no finding. */
 static void test_slow_few(void)
 {
@@ -294,6 +334,7 @@ int main(void)
 	test_run(test_slow);
 	test_run(test_slow_held);
 	test_run(test_slow_capped);
+	test_run(test_slow_jemalloc);
 	test_run(test_slow_few);
 	return test_done();
 }

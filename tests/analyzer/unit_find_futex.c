@@ -6,8 +6,10 @@
  * waiters' time, never more than the trace covers; a signal word (its
  * waiters never wake it) or too few waits, or too little time lost, give
  * none. A lock whose waits and wakes go through one wrapper is named in
- * the advice by the frames past it. A finder that loops fails the test
- * by SIGALRM in 20 s, not at CTest's timeout.
+ * the advice by the frames past it. Sixteen words fill the model's lock
+ * table exactly; of two waiter stacks of equal wait, the first to wait
+ * names the word. A finder that loops fails the test by SIGALRM in 20 s,
+ * not at CTest's timeout.
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
 #include "thresholds.h"
@@ -198,6 +200,74 @@ static void test_wrapper(void)
 	uf_free(&u);
 }
 
+/*
+ * 16 lock words (ids 1 to 16, at 64-byte steps), each waited on for 1000
+ * ns and woken once by each of two threads: one finding over all 16
+ * words, 32 waits. 16 is the lock table's first size (vec_grow): the
+ * model's table is then exactly full, and a read past its last record is
+ * one past the block (AddressSanitizer in the sanitized build).
+ */
+static void test_full_table(void)
+{
+	uf_t u;
+	uf_open(&u);
+	for (uint32_t k = 1; k <= 2; k++) {
+		ut_chunk_t *c = thread(&u, k);
+		for (uint64_t w = 2; w <= 16; w++)
+			ut_lock_new(c, w, 0x10000 + w * 64, FMT_KIND_FUTEX, 0);
+		for (uint64_t w = 1; w <= 16; w++) {
+			uint64_t t = 10000 + w * 10000 + k * 3000;
+			ut_ev(c, FMT_FUTEX_WAIT, t, w, 1, 1000, 0, 0);
+			ut_ev(c, FMT_FUTEX_WAKE, t + 1, w, 2, 1, 0, 0);
+		}
+		ut_write(u.f, c);
+	}
+	if (!uf_load(&u))
+		return;
+	check_eq(u.m.nlock, 16);
+	const finding_t *f = uf_one(&u, FK_FUTEX_LOCK);
+	if (f) {
+		check_eq(uf_ev(f, EV_LOCK_WORDS), 16.0);
+		check_eq(uf_ev(f, EV_FUTEX_WAITS), 32.0);
+		check_near(uf_ev(f, EV_LOCK_WAIT_NS), 32000, 1e-6);
+	}
+	uf_free(&u);
+}
+
+/*
+ * Two waiter stacks of equal weight: thread 1 waits on word 1 five times
+ * for 1000 ns at stack 3 from tick 11000, thread 2 as long at stack 1
+ * from tick 11500; both wake it at stack 2. On a tie the stack that
+ * waited first names the word (side_stacks keeps the first of the
+ * heaviest, in the order the trace shows them), although stack 1 has
+ * the lower id and index.
+ */
+static void test_tie(void)
+{
+	static const uint64_t s3[] = {0x403000};
+	uf_t u;
+	uf_open(&u);
+	for (uint32_t k = 1; k <= 2; k++) {
+		ut_chunk_t *c = thread(&u, k);
+		ut_stack(c, 3, 1, s3);
+		for (uint64_t i = 0; i < 5; i++) {
+			uint64_t t = 11000 + (k - 1) * 500 + i * 10000;
+			ut_ev(c, FMT_FUTEX_WAIT, t, 1, k == 1 ? 3 : 1, 1000, 0,
+			      0);
+			ut_ev(c, FMT_FUTEX_WAKE, t + 1, 1, 2, 1, 0, 0);
+		}
+		ut_write(u.f, c);
+	}
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_FUTEX_LOCK);
+	if (f) {
+		check_eq(uf_ev(f, EV_WAITER_STACKS), 2.0);
+		check(f->stack != NONE32 && u.m.stk[f->stack].id == 3);
+	}
+	uf_free(&u);
+}
+
 int main(void)
 {
 	alarm(20);
@@ -207,5 +277,7 @@ int main(void)
 	test_run(test_small_loss);
 	test_run(test_capped);
 	test_run(test_wrapper);
+	test_run(test_full_table);
+	test_run(test_tie);
 	return test_done();
 }

@@ -43,6 +43,40 @@ static void test_aul_allocs(void)
 	uf_free(&u);
 }
 
+/* The allocation site (0x402000) in a module whose file name is 292
+ * characters long: its label, name+0x2000, is 299 characters, the most a
+ * site's label holds, and the advice shows it whole. */
+static void test_aul_long_site(void)
+{
+	uf_t u;
+	uf_open(&u);
+	char path[320] = "/opt/", label[300];
+	memset(path + 5, 'm', 292);
+	path[297] = 0;
+	ut_begin(u.c, 0, 1, 1000);
+	uint8_t b[400], *p = b;
+	p = fmt_put_u(p, 0x400000); /* bias */
+	p = fmt_put_u(p, 0x400000);
+	p = fmt_put_u(p, 0x500000);
+	p = fmt_put_str(p, path, strlen(path));
+	p = fmt_put_str(p, "", 0); /* no build-id */
+	ut_meta(u.c, FMT_MODULE, b, (size_t)(p - b));
+	ut_write(u.f, u.c);
+	uf_contend(&u, &(uf_contend_t){1, FMT_KIND_MUTEX, 5, 1000, 100, 0, 0});
+	if (!uf_load(&u))
+		return;
+	int n = snprintf(label, sizeof label, "%s+0x2000", path + 5);
+	check_eq(n, 299);
+	const finding_t *f = uf_one(&u, FK_ALLOC_UNDER_LOCK);
+	if (f) {
+		char want[400];
+		snprintf(want, sizeof want, "Move the allocation at %s out ",
+		         label);
+		check(strncmp(f->advice, want, strlen(want)) == 0);
+	}
+	uf_free(&u);
+}
+
 /* Frees, in the holds, of blocks allocated outside: advised as frees. */
 static void test_aul_frees(void)
 {
@@ -84,6 +118,58 @@ static void test_aul_mixed(void)
 		check_eq(uf_ev(f, EV_SITES), 2.0);
 		check(strstr(f->advice, "Move the allocation") != NULL);
 		check(strstr(f->advice, "Free the blocks") != NULL);
+	}
+	uf_free(&u);
+}
+
+/*
+ * Frees in holds whose site is unknown count in the class's free time,
+ * never in a site's: 5 contended rounds as in test_aul_frees (100 ns of
+ * frees in each hold), the holds taken at stack 1, whose one frame is at
+ * address 1; thread 3 frees a block (300 ns) in a hold of lock 1 it got
+ * back from a condition wait whose acquisition is not in the trace.
+ */
+static void test_aul_unknown_site(void)
+{
+	uf_t u;
+	uf_open(&u);
+	ut_chunk_t *c = u.c;
+	static const uint64_t fr[5][1] = {
+	    {0x1}, {0x402000}, {0x403000}, {0x404000}, {0x405000}};
+	ut_begin(c, 1, 0, 1000);
+	for (int k = 0; k < 5; k++)
+		ut_stack(c, (uint64_t)k + 1, 1, fr[k]);
+	ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
+	ut_lock_new(c, 6, 0x10080, FMT_KIND_COND, 0);
+	for (uint64_t i = 0; i < 5; i++) {
+		uint64_t t = 10000 + i * 2100, blk = 0x900000 + i * 256;
+		ut_ev(c, FMT_ALLOC, t - 20, blk, 48, 3, 10, FMT_FN_MALLOC);
+		ut_ev(c, FMT_ACQ, t, 1, 1, 0, 0, 0);
+		ut_ev(c, FMT_FREE, t + 2, blk, 100, 0, 0, 0);
+		ut_ev(c, FMT_REL_CONTENDED, t + 1000, 1, 4, 0, 0, 0);
+	}
+	ut_write(u.f, c);
+	ut_begin(c, 2, 0, 1000);
+	for (uint64_t i = 0; i < 5; i++) {
+		uint64_t t = 10000 + i * 2100 + 1001;
+		ut_ev(c, FMT_ACQ_WAIT, t, 1, 5, 1000, 2, 0);
+		ut_ev(c, FMT_REL, t + 10, 1, 0, 0, 0, 0);
+	}
+	ut_write(u.f, c);
+	ut_begin(c, 3, 0, 1000);
+	ut_ev(c, FMT_ALLOC, 30000, 0x990000, 48, 3, 10, FMT_FN_MALLOC);
+	ut_ev(c, FMT_COND_WAKE, 30100, 6, 1, 0, 0, 0);
+	ut_ev(c, FMT_FREE, 30110, 0x990000, 300, 0, 0, 0);
+	ut_ev(c, FMT_REL, 30500, 1, 0, 0, 0, 0);
+	ut_write(u.f, c);
+	if (!uf_load(&u))
+		return;
+	const finding_t *f = uf_one(&u, FK_ALLOC_UNDER_LOCK);
+	if (f) {
+		check_eq(uf_cls_lock(&u, f->cls), 1);
+		check_near(uf_ev(f, EV_FREE_NS_IN_HOLDS), 800, 1e-6);
+		check_eq(uf_ev(f, EV_FREE_HOLD_SITES), 1.0);
+		check_near(uf_ev(f, EV_FREE_NS_AT_HOLD_SITE), 500, 1e-6);
 	}
 	uf_free(&u);
 }
@@ -248,8 +334,10 @@ static void test_inversion(void)
 int main(void)
 {
 	test_run(test_aul_allocs);
+	test_run(test_aul_long_site);
 	test_run(test_aul_frees);
 	test_run(test_aul_mixed);
+	test_run(test_aul_unknown_site);
 	test_run(test_aul_uncontended);
 	test_run(test_aul_min_share);
 	test_run(test_nested);

@@ -199,6 +199,53 @@ static void test_by_wakes(void)
 	uf_free(&u);
 }
 
+/*
+ * The time the trace covers for the peers behind runs from the first
+ * event of the earliest of them to the last of the latest, however early
+ * in the trace that is. At a tick of 0.0001 ns (a 10 THz clock, the
+ * fastest the reader accepts), four clients live 8000 ticks (0.8 ns)
+ * from the trace's start: clients 1-3 take lock 1 50 times each, client-4
+ * once, after a wait of 6000 ticks; client-4 (ticks 1003 to 9004) is the
+ * one behind.
+ */
+static void test_covered_early(void)
+{
+	uf_t u;
+	uf_open_hz(&u, 10000000000000ull);
+	for (int k = 0; k < 4; k++) {
+		ut_chunk_t *c = u.c;
+		uint32_t tid = (uint32_t)k + 2;
+		char name[32];
+		snprintf(name, sizeof name, "client-%d", k + 1);
+		ut_begin(c, tid, 0, 1000);
+		ut_stack(c, 1, 1, s1);
+		ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
+		ut_lock_new(c, 2, 0x10080, FMT_KIND_MUTEX, 0);
+		uf_thread_name(c, tid, name);
+		uf_hold(c, 2, 1, 1000 + (uint64_t)k, 1);
+		if (k < 3)
+			for (uint64_t i = 0; i < 50; i++)
+				uf_hold(c, 1, 1,
+				        1100 + i * 150 + (uint64_t)k * 30, 10);
+		else {
+			ut_ev(c, FMT_ACQ_WAIT, 7000, 1, 1, 6000, 2, 0);
+			ut_ev(c, FMT_REL, 7010, 1, 0, 0, 0, 0);
+		}
+		uf_hold(c, 2, 1, 9000 + (uint64_t)k, 1);
+		ut_write(u.f, c);
+	}
+	if (!uf_load(&u))
+		return;
+	check_near(u.m.ns_per_tick, 1e-4, 1e-12);
+	const finding_t *f = uf_one(&u, FK_STARVATION);
+	if (f) {
+		check_eq(uf_ev(f, EV_THREADS_BEHIND), 1.0);
+		check_near(uf_ev(f, EV_COVERED_NS), (9004 - 1003) * 1e-4, 1e-9);
+		check(f->score <= uf_ev(f, EV_COVERED_NS));
+	}
+	uf_free(&u);
+}
+
 int main(void)
 {
 	test_run(test_starved);
@@ -207,5 +254,6 @@ int main(void)
 	test_run(test_other_role);
 	test_run(test_little_service);
 	test_run(test_by_wakes);
+	test_run(test_covered_early);
 	return test_done();
 }

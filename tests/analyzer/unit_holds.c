@@ -10,7 +10,10 @@
  * 20 holds (more than the 16 running sums a thread's first snapshot array
  * holds), each with one allocation inside: the outermost lock counts all 20,
  * the innermost its own; the replay (replay.c) reports each lock's one hold, as
- * long as the model counts it.
+ * long as the model counts it. A third trace gives the replay a contended
+ * release whose acquisition is not in the trace (an instant at the release)
+ * and a wait on the allocator's lock inside a hold (its own event, ending at
+ * its record, as long as the model's allocator lock wait).
  */
 #define _GNU_SOURCE /* mkstemp, fdopen (unit_trace.h) */
 #include "load.h"
@@ -155,6 +158,78 @@ static void test_replay(void)
 	}
 }
 
+/* Thread 1 holds lock 1 from tsc 1000 to 1100 and, in it, waits 30 ticks
+ * for the allocator's lock 9 in a malloc (ALLOC_LOCK_WAIT at 1040); at
+ * 1500 it releases lock 2, contended, which it took before the trace. */
+static void write_edges(char *path, size_t len)
+{
+	FILE *f = ut_open(path, len);
+	ut_chunk_t *c = malloc(sizeof *c);
+	ut_begin(c, 0, 0, 1000);
+	ut_process(c, 1, 1000, 1000, 1000000000);
+	ut_write(f, c);
+	ut_begin(c, 1, 0, 1000);
+	static const uint64_t s5[] = {0x5000};
+	ut_stack(c, 5, 1, s5);
+	ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
+	ut_lock_new(c, 2, 0x10080, FMT_KIND_MUTEX, 0);
+	ut_ev(c, FMT_ACQ, 1000, 1, 5, 0, 0, 0);
+	ut_ev(c, FMT_ALLOC_LOCK_WAIT, 1040, 9, 30, 0, 0, 0);
+	ut_ev(c, FMT_ALLOC, 1041, 0x900000, 32, 5, 35, FMT_FN_MALLOC);
+	ut_ev(c, FMT_REL, 1100, 1, 0, 0, 0, 0);
+	ut_ev(c, FMT_REL_CONTENDED, 1500, 2, 5, 0, 0, 0);
+	ut_write(f, c);
+	fclose(f);
+	free(c);
+}
+
+typedef struct edges {
+	const model_t *m;
+	unsigned unmatched, alloc_waits;
+	replay_ev_t rel, aw;
+	uint32_t aw_held;
+} edges_t;
+
+static void on_edges(void *ctx, const replay_ev_t *e)
+{
+	edges_t *x = ctx;
+	if (e->kind == REPLAY_HOLD && !e->matched) {
+		x->unmatched++;
+		x->rel = *e;
+	} else if (e->kind == REPLAY_ALLOC_WAIT) {
+		x->alloc_waits++;
+		x->aw = *e;
+		x->aw_held = e->nheld == 1 ? e->held[0] : NONE32;
+	}
+}
+
+static void test_replay_edges(void)
+{
+	const lock_t *l1 = lock_of(&m, 1), *l2 = lock_of(&m, 2),
+	             *l9 = lock_of(&m, 9);
+	if (!l1 || !l2 || !l9)
+		return;
+	edges_t x = {.m = &m};
+	check_eq(replay(&m, on_edges, &x), 0);
+	/* 1 tick is 1 ns; times count from the trace's first event */
+	uint64_t t_rel = 1500 - m.first_tsc, t_aw = 1040 - m.first_tsc;
+	if (check_eq(x.unmatched, 1)) {
+		check_eq(x.rel.lock, (uint32_t)(l2 - m.lock));
+		check(x.rel.contended);
+		check_eq(x.rel.t1, t_rel);
+		check_eq(x.rel.t0, x.rel.t1); /* an instant: no start seen */
+		check_eq(x.rel.ns, 0);
+	}
+	if (check_eq(x.alloc_waits, 1)) {
+		check_eq(x.aw.lock, (uint32_t)(l9 - m.lock));
+		check_eq(x.aw_held, (uint32_t)(l1 - m.lock));
+		check_eq(x.aw.ns, 30);
+		check_eq(x.aw.ns, m.tot.alloc_lw_ns);
+		check_eq(x.aw.t1, t_aw);
+		check_eq(x.aw.t0, t_aw - 30);
+	}
+}
+
 static char path[256];
 
 static int load(void (*write)(char *, size_t))
@@ -176,6 +251,12 @@ int main(void)
 	if (load(write_nested)) {
 		test_run(test_nested);
 		test_run(test_replay);
+		load_free(&m);
+	}
+	unlink(path);
+	memset(&m, 0, sizeof m);
+	if (load(write_edges)) {
+		test_run(test_replay_edges);
 		load_free(&m);
 	}
 	unlink(path);
