@@ -1018,6 +1018,7 @@ int cmd_top(int argc, char **argv)
 	int sort = LIVE_SORT_WAIT;
 	const char *sort_name = "wait", *output = NULL, *pprof_dir = NULL;
 	cli_t cli = {.cmd = &top_cli};
+	ctl_who = "mallock top"; /* in the page's messages */
 	int c;
 	while ((c = cli_next(&cli, argc, argv)) != -1) {
 		char *end;

@@ -90,33 +90,34 @@ static int page_in_dir(const char *dir, unsigned uid, long pid, int *dfd_out,
 	return fd;
 }
 
+const char *ctl_who = "mallock ctl";
+
 int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 {
 	memset(t, 0, sizeof *t);
 	t->fd = -1;
 	proc_t *p = &t->p;
 	if (proc_read(pid, p) != 0) {
-		fprintf(stderr, "mallock ctl: no process %ld\n", pid);
+		fprintf(stderr, "%s: no process %ld\n", ctl_who, pid);
 		return -1;
 	}
 	if (p->maps_ok && !p->shim) {
 		if (!quiet)
 			fprintf(stderr,
-			        "mallock ctl: process %ld (%s) does not "
+			        "%s: process %ld (%s) does not "
 			        "run under libmallock.so (start it with "
 			        "LD_PRELOAD, or use `mallock attach`)\n",
-			        pid, p->comm);
+			        ctl_who, pid, p->comm);
 		return -1;
 	}
 	uid_t me = geteuid();
 	unsigned euid = p->uid[1];
 	if (me != 0 && me != euid) {
-		fprintf(
-		    stderr,
-		    "mallock ctl: process %ld (%s) runs as uid %u, "
-		    "not as you (uid %u): run `mallock ctl` as uid %u or as "
-		    "root\n",
-		    pid, p->comm, euid, (unsigned)me, euid);
+		fprintf(stderr,
+		        "%s: process %ld (%s) runs as uid %u, "
+		        "not as you (uid %u): run `%s` as uid %u or as root\n",
+		        ctl_who, pid, p->comm, euid, (unsigned)me, ctl_who,
+		        euid);
 		return -1;
 	}
 	int dfd = -1;
@@ -165,21 +166,22 @@ int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 			snprintf(why + strlen(why), sizeof why - strlen(why),
 			         "; if it started as root and changed user by "
 			         "other means than setuid/setreuid/setresuid, "
-			         "run `mallock ctl` as root");
+			         "run `%s` as root",
+			         ctl_who);
 	}
 	if (t->fd < 0) {
 		if (!quiet || p->shim)
 			fprintf(stderr,
-			        "mallock ctl: process %ld (%s): no "
+			        "%s: process %ld (%s): no "
 			        "usable control page: %s\n",
-			        pid, p->comm, why);
+			        ctl_who, pid, p->comm, why);
 		return -1;
 	}
 	t->pg =
 	    mmap(NULL, CTLP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
 	if (t->pg == MAP_FAILED) {
 		t->pg = NULL;
-		fprintf(stderr, "mallock ctl: cannot map %s: %s\n", t->where,
+		fprintf(stderr, "%s: cannot map %s: %s\n", ctl_who, t->where,
 		        strerror(errno));
 		goto fail;
 	}
@@ -213,9 +215,9 @@ int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 		bad = "names a signal MALLOCK_SIGNAL never allows";
 	if (bad) {
 		fprintf(stderr,
-		        "mallock ctl: process %ld (%s): refused: %s "
+		        "%s: process %ld (%s): refused: %s "
 		        "%s%s; no signal sent\n",
-		        pid, p->comm, t->where, bad,
+		        ctl_who, pid, p->comm, t->where, bad,
 		        stale && dfd >= 0 ? " (removed)" : "");
 		if (stale && dfd >= 0) {
 			char name[32];
@@ -333,9 +335,9 @@ int ctl_wake(ctl_target_t *t)
 		bad = "the program has just set its own handler";
 	if (bad) {
 		fprintf(stderr,
-		        "mallock ctl: process %ld (%s): --wake refused: %s; "
+		        "%s: process %ld (%s): --wake refused: %s; "
 		        "no signal sent, the request stays pending\n",
-		        t->p.pid, t->p.comm, bad);
+		        ctl_who, t->p.pid, t->p.comm, bad);
 		return -1;
 	}
 	/* To that thread alone (sigqueue would let the kernel choose any

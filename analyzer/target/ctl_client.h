@@ -40,6 +40,10 @@ typedef struct ctl_target {
 	int wake_threads;   /* the process's threads then */
 } ctl_target_t;
 
+/* The command named in the messages below ("mallock ctl" unless the
+ * command that uses them sets it: "mallock top"). */
+extern const char *ctl_who;
+
 /* Removes from the directory dfd the pages of dead processes (or of
  * earlier processes with the same pid). dfd stays open. */
 void ctl_sweep_stale(int dfd);

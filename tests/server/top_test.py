@@ -13,9 +13,11 @@ CASE:
          while top reads, the page asks for a 100 ms flush deadline and
          the shim has it in force (ctl status says so), and both are as
          before once top ends
-  bad    a gone PID, a terminal under 80x24, a process ending mid-view:
-         one line "mallock top: ..." each and exit 1; the process of the
-         small terminal was not touched (still paused, never started)
+  bad    a gone PID, a terminal under 80x24, a process of another user
+         (top run as nobody, when the test runs as root), a process ending
+         mid-view: one line "mallock top: ..." each and exit 1; the
+         processes of the small terminal and of the other user were not
+         touched (still paused, never started)
   attach svcqueue started without the shim: --attach PID --count 2 gives 2
          blocks, detaches (the shim's hooks out: its page gone), and the
          process runs on to a clean end (77 where ptrace is refused)
@@ -352,6 +354,29 @@ elif CASE == "bad":
     check(ctl_status(p.pid) == before and "paused" in before,
           "the process untouched: %r" % before)
     p.communicate(timeout=60)
+    # A process of another user: top run as nobody against root's.
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        p = svcqueue(4, MALLOCK_START="paused")
+        time.sleep(0.3)
+        before = ctl_status(p.pid)
+        mine = os.path.join(TMP, "mallock-nobody")
+        shutil.copy(MALLOCK, mine)
+        os.chmod(TMP, 0o755)
+        os.chmod(mine, 0o755)
+        r = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup",
+                            "--clear-groups", mine, "top", "--batch",
+                            str(p.pid)], capture_output=True, text=True,
+                           timeout=60)
+        check(r.returncode == 1 and r.stderr.count("\n") == 1 and
+              r.stderr.startswith("mallock top: process %d (svcqueue) runs "
+                                  "as uid 0, not as you" % p.pid),
+              "another user's process: %d %r" % (r.returncode, r.stderr))
+        check(ctl_status(p.pid) == before and "paused" in before,
+              "the process untouched: %r" % before)
+        p.communicate(timeout=60)
+    else:
+        print("not run: a process of another user (needs root to switch "
+              "users)")
     # A process ending mid-view.
     p = svcqueue(1.5, MALLOCK_START="paused")
     time.sleep(0.3)
