@@ -96,8 +96,8 @@ M = [
      "hint does not say"),
     ("a CRC mismatch is reported past its chunk's start",
      "analyzer/trace/reader.c",
-     "CRC mismatch\",\n\t\t\t         m + 1);\n\t\t\tstop_at(r, off, why);",
-     "CRC mismatch\",\n\t\t\t         m + 1);\n\t\t\t"
+     "CRC mismatch\",\n\t\t\t         mo + 1);\n\t\t\tstop_at(r, off, why);",
+     "CRC mismatch\",\n\t\t\t         mo + 1);\n\t\t\t"
      "stop_at(r, off + FMT_CHUNK_HEADER_SIZE, why);",
      r"^analyzer_malformed$", "truncated at byte"),
     ("compression reseals a corrupt chunk", "analyzer/trace/trace_compress.c",
