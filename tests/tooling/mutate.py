@@ -71,7 +71,7 @@ GUARDS = [
         "shim_exec", "shim_output", "shim_lockids", "shim_waiters",
         "shim_sampled", "shim_preload_order",
         "shim_stackfull", "analyzer_plainlock",
-        "rel_hostile_closeall_range", "rel_hostile_execfail",
+        "rel_hostile_closeall_range", "rel_hostile_execfail", "rel_resources",
         "analyzer_futex", "analyzer_time_every",
         "server_cap", "shim_threads1000",
         "format_compressed", "rel_hostile_signals", "groundtruth.xthread",
