@@ -66,7 +66,8 @@ DEFAULT_PATHS = "shim/hooks,shim/core,analyzer/model,analyzer/find"
 # ground-truth cases.
 GUARDS = [
     ("shim/", ["mallock"], [
-        "shim_newfail", "shim_stackcache", "shim_robust", "shim_nextalloc",
+        "shim_newfail", "server_toggle", "shim_stackcache", "shim_robust",
+        "shim_nextalloc",
         "shim_exact", "shim_cxx_glibc", "shim_cancel", "shim_fork",
         "shim_exec", "shim_output", "shim_lockids", "shim_waiters",
         "shim_sampled", "shim_preload_order",
