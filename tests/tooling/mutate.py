@@ -73,6 +73,7 @@ GUARDS = [
         "shim_sampled", "shim_preload_order",
         "shim_stackfull", "analyzer_plainlock",
         "rel_hostile_closeall_range", "rel_hostile_execfail", "rel_resources",
+        "rel_ending_sigexit_writer",
         "analyzer_futex", "analyzer_time_every",
         "server_cap", "shim_threads1000",
         "format_compressed", "rel_hostile_signals", "groundtruth.xthread",
