@@ -145,7 +145,7 @@ def sigexit_writer():
     if "ptrace: Operation not permitted" in g.stdout:
         c.skip("ptrace is blocked here: gdb cannot attach")
         return
-    if "hit Breakpoint 1, sweep_one" not in g.stdout:
+    if "Breakpoint 1, sweep_one" not in g.stdout:
         with open(c.shim, "rb") as f:
             if b".debug_info" not in f.read():
                 c.skip("the shim has no debug info: gdb cannot stop in it")
