@@ -31,9 +31,10 @@
  *   children       1000 rounds; a vfork child _exits at once; a forked
  *                  child makes 500 rounds and _exits; another _exits at
  *                  once; 1000 rounds, exit(0)
- *   sigexit        a SIGTERM handler calls exit(0); a second thread
+ *   sigexit [US]   a SIGTERM handler calls exit(0); a second thread
  *                  allocates under a mutex forever; main prints "ready",
- *                  then loops malloc(200)/free forever
+ *                  then loops malloc(200)/free forever (each thread
+ *                  sleeping US microseconds between rounds, if given)
  *
  * Every way but sigexit prints "made N" (allocations of the three threads)
  * before it ends.
@@ -146,6 +147,7 @@ static void on_quick(void)
 /* ---- sigexit ---- */
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static unsigned pause_us;
 
 static void on_term_exit(int s)
 {
@@ -162,12 +164,15 @@ static void *locked_allocator(void *arg)
 		*(volatile char *)p = 1;
 		free(p);
 		pthread_mutex_unlock(&mu);
+		if (pause_us)
+			usleep(pause_us);
 	}
 	return NULL;
 }
 
-static int sc_sigexit(void)
+static int sc_sigexit(const char *us)
 {
+	pause_us = us ? (unsigned)atoi(us) : 0;
 	signal(SIGTERM, on_term_exit);
 	pthread_t th;
 	if (pthread_create(&th, NULL, locked_allocator, NULL) != 0)
@@ -177,6 +182,8 @@ static int sc_sigexit(void)
 		void *p = malloc(200);
 		*(volatile char *)p = 1;
 		free(p);
+		if (pause_us)
+			usleep(pause_us);
 	}
 	return 0;
 }
@@ -187,7 +194,7 @@ int main(int argc, char **argv)
 		return 2;
 	const char *way = argv[1];
 	if (!strcmp(way, "sigexit"))
-		return sc_sigexit();
+		return sc_sigexit(argv[2]);
 	if (!strcmp(way, "children")) {
 		int st;
 		churn(1000);

@@ -33,16 +33,22 @@ same.
       exit() from a SIGTERM handler while main loops malloc(200)/free and a
       second thread allocates under a mutex: 60 runs, each must exit 0
       within 10 s with a complete trace.
+  sigexit_writer
+      the same exit() once, from a handler that interrupted the writer
+      itself (gdb stops main in a sweep, the registry lock held, and
+      delivers SIGTERM there): no buffer can be written, but the trace
+      still ends with a clean END (skipped, 77, without gdb or ptrace).
 """
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from relcommon import Ctx  # noqa: E402
+from relcommon import Ctx, note_texts  # noqa: E402
 
 build, way = sys.argv[1], sys.argv[2]
 c = Ctx("ending " + way, build)
@@ -104,8 +110,65 @@ def sigexit():
     c.check(bad == 0, "%d of %d runs failed otherwise" % (bad, runs))
 
 
+
+
+def sigexit_writer():
+    """exit() from a SIGTERM handler that interrupted the writer: gdb stops
+    main in its sweep of the other thread's buffer (the registry lock
+    held) and the signal is delivered there as gdb lets go."""
+    if not shutil.which("gdb"):
+        c.skip("gdb is not installed")
+        return
+    d = c.tmpdir("ending_sigexit_writer")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("MALLOCK_") and k != "LD_PRELOAD"}
+    env.update(c.shim_env(os.path.join(d, "t.trace"),
+                          {"MALLOCK_FLUSH_MS": "20"}))
+    p = subprocess.Popen([prog, "sigexit", "1000"], env=env, cwd=d,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, preexec_fn=os.setpgrp)
+    try:
+        c.check(p.stdout.readline() == b"ready\n", "ready")
+        g = subprocess.run(
+            ["gdb", "-q", "-batch", "-nx", "-iex",
+             "set debuginfod enabled off", "-p", str(p.pid),
+             "-ex", "break sweep_one", "-ex", "continue", "-ex", "delete",
+             "-ex", "queue-signal SIGTERM", "-ex", "detach"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            timeout=60)
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        c.check(False, "gdb or the host hung")
+        return
+    if "ptrace: Operation not permitted" in g.stdout:
+        c.skip("ptrace is blocked here: gdb cannot attach")
+        return
+    if "Breakpoint 1, sweep_one" not in g.stdout:
+        with open(c.shim, "rb") as f:
+            if b".debug_info" not in f.read():
+                c.skip("the shim has no debug info: gdb cannot stop in it")
+                return
+        c.check(False, "gdb did not stop in sweep_one: %s" % g.stdout[-300:])
+        return
+    c.check(p.returncode == 0 and not err,
+            "status %s, stderr %r" % (p.returncode, err))
+    st, rep, e = c.report(os.path.join(d, "t.trace"))
+    if c.check(st == 0, "report failed: %s" % e):
+        notes = note_texts(rep)
+        c.check(rep["trace"]["clean_exit"], "no clean END")
+        c.check(any("interrupted the writer" in n for n in notes),
+                "no note says why no buffer was written: %s" % notes)
+        print("sigexit_writer: END clean %s, notes %s" %
+              (rep["trace"]["clean_exit"], notes))
+
+
 if way == "sigexit":
     sigexit()
+    c.done()
+if way == "sigexit_writer":
+    sigexit_writer()
     c.done()
 
 if way == "children":

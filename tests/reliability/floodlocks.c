@@ -3,8 +3,11 @@
  * (`floodlocks COUNT`): each of COUNT mutexes in one mmap'd array is locked
  * and unlocked once; then, with the table full, a condition is waited on
  * (a wait that times out after 1 ms), its mutex and condition new to the
- * shim. The shim must warn once, count the lost events as drops, and
- * leave the host alone.
+ * shim. Then a thread waits for a new mutex that main holds (a contended
+ * acquisition with the table full), releases it, and is still blocked (in
+ * read) when main returns: its two lost events are counted in a DROP that
+ * main's exit writes for it. The shim must warn once, count the lost
+ * events as drops, and leave the host alone.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -13,6 +16,22 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
+
+static pthread_mutex_t xm = PTHREAD_MUTEX_INITIALIZER;
+static int through[2], never[2];
+
+static void *contender(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&xm); /* main holds it */
+	pthread_mutex_unlock(&xm);
+	char c = 1;
+	if (write(through[1], &c, 1) != 1)
+		return NULL;
+	(void)read(never[0], &c, 1); /* blocked until the process ends */
+	return NULL;
+}
 
 int main(int argc, char **argv)
 {
@@ -43,6 +62,21 @@ int main(int argc, char **argv)
 	while ((rc = pthread_cond_timedwait(&wc, &wm, &ts)) == 0)
 		; /* a spurious wake: wait on to the deadline */
 	pthread_mutex_unlock(&wm);
+
+	pthread_t th;
+	char c;
+	if (pipe(through) || pipe(never))
+		return 3;
+	pthread_mutex_lock(&xm);
+	if (pthread_create(&th, NULL, contender, NULL))
+		return 4;
+	/* glibc's lock word is 2 once a waiter sleeps on it: the thread is
+	 * past its trylock, in the contended path. */
+	while (__atomic_load_n(&xm.__data.__lock, __ATOMIC_ACQUIRE) != 2)
+		usleep(1000);
+	pthread_mutex_unlock(&xm);
+	if (read(through[0], &c, 1) != 1)
+		return 5;
 	printf("locked %ld of %ld; the condition wait %s\n", ok, n,
 	       rc == ETIMEDOUT ? "timed out" : "did not time out");
 	return 0;

@@ -5,20 +5,25 @@ stderr what it stopped doing, and what was written is readable:
   unwritable   the output directory is a read-only tmpfs (root) or mode
                0555 (not root): "cannot create trace file", no trace
   fsize0       RLIMIT_FSIZE 0: the file header cannot be written; the host
-               must not die of SIGXFSZ
+               must not die of SIGXFSZ, nor keep an fd on the file
   fsize        RLIMIT_FSIZE 256 KiB: a write fails mid-run; the trace is
                read up to its last complete chunk
+  fsizectl     the same in a process that runs on: `mallock ctl status`
+               says recording stopped, and why
   enospc       a 512 KiB tmpfs fills up (root only; skipped otherwise)
   flood        4 KiB per-thread buffers under a flood of events from 4
                threads: every event is kept (no drop), counts exact
   locktable    more distinct locks than the lock table holds: one warning,
-               the lost events counted as drops in the report
+               the lost events counted as drops in the report, those of a
+               thread blocked at exit in a DROP that main's exit writes,
+               and the END's count equal to the event records
 """
 import os
 import re
 import resource
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from relcommon import Ctx  # noqa: E402
@@ -90,6 +95,13 @@ res = c.run(ALLOCMT, env=c.shim_env(os.path.join(d, "t.trace")),
 host_ok("fsize0", res)
 one_warning("fsize0", res, r"^mallock: cannot create trace file .*File too "
             r"large; recording off$")
+# The shim gave up on the file: the host holds no fd open on it.
+res = c.run(["ls", "-l", "/proc/self/fd"],
+            env=c.shim_env(os.path.join(d, "fds.trace")), preexec=fsize(0))
+fds = res[1].decode()
+c.check(res[0] == 0 and re.search(r" 2 -> ", fds) and "fds.trace" not in fds,
+        "fsize0: the host's fds after the shim gave up: %s %r" %
+        (res[0], fds))
 
 for what, limit in (("fsize", 256 << 10), ("enospc", None)):
     d = c.tmpdir("res_" + what)
@@ -120,6 +132,31 @@ for what, limit in (("fsize", 256 << 10), ("enospc", None)):
     finally:
         if not limit:
             umount(d)
+
+# -- fsizectl: a write fails in a process that runs on: its control page
+# says recording stopped and why (`mallock ctl status`), not recording.
+d = c.tmpdir("res_fsizectl")
+env = {k: v for k, v in os.environ.items()
+       if not k.startswith("MALLOCK_") and k != "LD_PRELOAD"}
+env.update(c.shim_env(os.path.join(d, "t.trace"), {"MALLOCK_BUFFER_KB": "16"}))
+p = subprocess.Popen([c.bin("hostile"), "sigexit"], env=env,
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                     stdin=subprocess.DEVNULL, preexec_fn=fsize(256 << 10))
+try:
+    c.check(p.stdout.readline() == b"ready\n", "fsizectl: hostile started")
+    st = ""
+    for _ in range(100):  # the 256 KiB are written in well under 10 s
+        st = subprocess.run([c.mallock, "ctl", "status", str(p.pid)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, timeout=30).stdout
+        if "stopped" in st:
+            break
+        time.sleep(0.1)
+    c.check("stopped (writing the trace failed" in st,
+            "fsizectl: ctl status after the failed write: %r" % st)
+finally:
+    p.terminate()
+    p.communicate(timeout=60)
 
 # -- flood: 4 KiB buffers
 d = c.tmpdir("res_flood")
@@ -158,4 +195,27 @@ if c.check(st == 0, "locktable: report failed: %s" % err):
             "operations)" % (tr["events"], tr["dropped_events"], 2 * n))
     print("resources: locktable: %d events, %d dropped" %
           (tr["events"], tr["dropped_events"]))
+# The thread still blocked at exit lost its two events (a contended
+# acquisition and its release, of a lock the full table has no room for):
+# one DROP of 2, which main's exit wrote for it. The END record counts
+# each event record once, that DROP included.
+dump = subprocess.run([c.bin("trace_stats"), "-d", os.path.join(d, "t.trace")],
+                      stdout=subprocess.PIPE, text=True, timeout=60).stdout
+summ = subprocess.run([c.bin("trace_stats"), os.path.join(d, "t.trace")],
+                      stdout=subprocess.PIPE, text=True, timeout=60).stdout
+pid = re.search(r"^pid (\d+)$", summ, re.M)
+drops = {}
+for m in re.finditer(r"^tid=(\d+) .* DROP (\d+)$", dump, re.M):
+    drops[m.group(1)] = drops.get(m.group(1), 0) + int(m.group(2))
+other = {t: n for t, n in drops.items() if pid and t != pid.group(1)}
+c.check(list(other.values()) == [2], "locktable: the blocked thread's "
+        "drops %s (pid %s), expected one thread with 2" %
+        (other, pid and pid.group(1)))
+META = {"PROCESS", "MODULE", "STACK", "LOCK_NEW", "LOCK_NAME", "THREAD_NAME",
+        "END", "NOTE"}
+records = sum(int(f[1]) for f in (ln.split() for ln in summ.splitlines())
+              if len(f) == 2 and f[0].isupper() and f[0] not in META)
+end = re.search(r"^end 1 events (\d+) ", summ, re.M)
+c.check(end and int(end.group(1)) == records, "locktable: the END counts "
+        "%s events, the trace holds %d" % (end and end.group(1), records))
 c.done()

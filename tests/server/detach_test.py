@@ -25,6 +25,7 @@ from both threads, and defines every stack and lock id its events use
 trace open and no earlier one; `ctl status` says recording and detached in
 turn; the pid, the thread count, every answer on stdout and the empty
 stderr are as in the bare run; a detach after the last detach is refused.
+Each attach and detach answers within STEP_S (a hang fails the test).
 
 Exits 77 when gdb is missing or ptrace is blocked here.
 """
@@ -37,6 +38,10 @@ import time
 from srvcheck import SKIP, check, fail  # noqa: F401
 
 MALLOCK, APP, LIB, LIB_NOW, TMP = sys.argv[1:6]
+# An attach or a detach answers in under 0.1 s here; one that hangs (a lock
+# the shim left held, the process blocked inside the attach's call) fails the
+# test after STEP_S, the process killed, well within CTest's timeout.
+STEP_S = 30
 
 
 GOT_NAMES = ("malloc", "free", "pthread_mutex_lock", "pthread_mutex_unlock")
@@ -75,6 +80,21 @@ class App:
         rc = self.p.wait(timeout=30)
         self.err = self.p.stderr.read()
         return rc
+
+
+def step(*args):
+    """`mallock ARGS` on the attached process, which must answer within
+    STEP_S."""
+    t0 = time.time()
+    try:
+        r = subprocess.run([MALLOCK] + list(args), capture_output=True,
+                           text=True, timeout=STEP_S)
+    except subprocess.TimeoutExpired:
+        app.p.kill()
+        fail("mallock %s did not answer in %d s: the process hangs"
+             % (" ".join(args), STEP_S))
+    print("mallock %s: %.2f s" % (args[0], time.time() - t0))
+    return r
 
 
 shutil.rmtree(TMP, ignore_errors=True)
@@ -145,8 +165,7 @@ path = trace.replace("%p", str(app.p.pid))
 answers = []
 for c in SCRIPT:
     if c == "ATTACH":
-        r = subprocess.run([MALLOCK, "attach", "-o", trace, str(app.p.pid)],
-                           capture_output=True, text=True)
+        r = step("attach", "-o", trace, str(app.p.pid))
         print("attach: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
         if r.returncode == 2 or "Operation not permitted" in r.stderr:
             app.quit()
@@ -163,8 +182,7 @@ for c in SCRIPT:
         name = c[-1].lower()
         maps_before = shim_maps(app.p.pid)
         out = os.path.join(TMP, name + ".%p.trace")
-        r = subprocess.run([MALLOCK, "attach", "-o", out, str(app.p.pid)],
-                           capture_output=True, text=True)
+        r = step("attach", "-o", out, str(app.p.pid))
         print("attach again: exit %d\n%s%s" % (r.returncode, r.stdout,
                                                r.stderr))
         again[name] = out.replace("%p", str(app.p.pid))
@@ -180,8 +198,7 @@ for c in SCRIPT:
               "the process holds its new trace open, no earlier one: %s"
               % fds)
     elif c == "REDETACH":
-        r = subprocess.run([MALLOCK, "detach", str(app.p.pid)],
-                           capture_output=True, text=True)
+        r = step("detach", str(app.p.pid))
         print("detach again: exit %d\n%s%s" % (r.returncode, r.stdout,
                                                r.stderr))
         check(r.returncode == 0 and "detached:" in r.stdout,
@@ -192,8 +209,7 @@ for c in SCRIPT:
     elif c == "WAIT":
         time.sleep(1.0)  # a flush (every 20 ms here) redirects the library
     elif c == "DETACH":
-        r = subprocess.run([MALLOCK, "detach", str(app.p.pid)],
-                           capture_output=True, text=True)
+        r = step("detach", str(app.p.pid))
         print("detach: exit %d\n%s%s" % (r.returncode, r.stdout, r.stderr))
         m = re.search(r"detached: (\d+) call slots restored", r.stdout)
         check(r.returncode == 0 and m, "mallock detach answers detached")
@@ -224,8 +240,7 @@ check("detach" in st.stderr and "exited" not in st.stderr,
       + st.stderr.strip())
 check(threads(app.p.pid) == threads_before,
       "the process has its %s threads still" % threads_before)
-twice = subprocess.run([MALLOCK, "detach", str(app.p.pid)],
-                       capture_output=True, text=True)
+twice = step("detach", str(app.p.pid))
 check(twice.returncode == 1 and "already detached" in twice.stderr,
       "a detach after the detach is refused: " + twice.stderr.strip())
 check(app.quit() == 0, "the process exits 0 after the detach")

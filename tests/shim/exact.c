@@ -3,7 +3,8 @@
  * frees, reallocs, lock operations and condition waits (each timing out
  * at a deadline already past); the trace holds exactly those
  * numbers for the threads named "worker", no DROP, and a clean END whose
- * event count matches the file.
+ * event count matches the file. Their uncontended acquisitions are all
+ * timed by default, and about one in N with MALLOCK_HOLD_EVERY=N.
  */
 #define _GNU_SOURCE
 #include "shim_test.h"
@@ -127,6 +128,23 @@ int main(int argc, char **argv)
 	             st_named(&s, "worker", FMT_REL_CONTENDED),
 	         WORKERS * (excl + RW + CLK));
 	check_eq(st_named(&s, "worker", FMT_TRY_FAIL), WORKERS * TRIES);
+	/* How the uncontended nests were timed: every one by default
+	 * (MALLOCK_HOLD_EVERY 1), about one in N with N (each gap drawn from
+	 * 1 to 2N-1): the share of timed ones then within a factor of 2. */
+	uint64_t untimed = st_named(&s, "worker", FMT_ACQ_UNTIMED) +
+	                   st_named(&s, "worker", FMT_ACQ_SHARED_UNTIMED);
+	uint64_t acqs = st_acq(&s, "worker", 0) + st_acq(&s, "worker", 1);
+	const char *every = getenv("MALLOCK_HOLD_EVERY");
+	if (!every) {
+		check_eq(untimed, 0);
+	} else {
+		uint64_t n = strtoull(every, NULL, 10), timed = acqs - untimed;
+		check(n > 1 && timed * n * 2 >= acqs && timed * n <= acqs * 2);
+		printf("exact: %lu of %lu uncontended acquisitions timed "
+		       "(MALLOCK_HOLD_EVERY=%lu)\n",
+		       (unsigned long)timed, (unsigned long)acqs,
+		       (unsigned long)n);
+	}
 	check_eq(st_named(&s, "worker", FMT_COND_WAIT), WORKERS * CONDS);
 	check_eq(st_named(&s, "worker", FMT_COND_WAKE), WORKERS * CONDS);
 	check_eq(st_named(&s, "worker", FMT_LOCK_INIT), WORKERS * INITS);

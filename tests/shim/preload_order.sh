@@ -2,7 +2,8 @@
 # preload_order.sh SHIM TMPDIR - an allocator preloaded ahead of the shim
 # (LD_PRELOAD=libtcmalloc.so.4:libmallock.so) is said to be that, with
 # "put libmallock.so first", not "a statically linked allocator"; in the
-# right order no warning is given.
+# right order no warning is given, nor with the shim preloaded alone by a
+# name that does not say libmallock.
 set -eu
 SHIM=$1 TMP=$2
 rm -rf "$TMP" && mkdir -p "$TMP"
@@ -36,6 +37,16 @@ if [ -x /usr/bin/python3 ]; then
 		-c pass 2>"$TMP/pyr.err"
 	grep -q "ahead of the shim" "$TMP/pyr.err" &&
 		no "python3, right order warned: $(cat "$TMP/pyr.err")"
+	# The shim preloaded by another name (a link whose path does not say
+	# libmallock), alone: nothing in LD_PRELOAD is an allocator ahead of
+	# it, so no warning, and the program runs as without it.
+	ln -sf "$SHIM" "$TMP/shim.so"
+	if ! LD_PRELOAD=$TMP/shim.so MALLOCK_OUTPUT=$TMP/pyl.trace \
+		timeout 20 /usr/bin/python3 -c pass 2>"$TMP/pyl.err"; then
+		no "python3 with the shim preloaded as shim.so failed or hung"
+	fi
+	grep -q "ahead of the shim" "$TMP/pyl.err" &&
+		no "python3, shim.so alone warned: $(cat "$TMP/pyl.err")"
 fi
 
 LD_PRELOAD=$SHIM:$TCM MALLOCK_OUTPUT=$TMP/right.trace /bin/true 2>"$TMP/right.err"

@@ -6,7 +6,10 @@
  * frees CALLS blocks, with one sampled allocation in a MiB on average: the
  * trace must read cleanly (every record whole), with exactly CALLS
  * REALLOC records of the worker, each with the call's time, and at least
- * CALLS of its ALLOC records.
+ * CALLS of its ALLOC records. Then FRESH threads named "fresh" each make
+ * one malloc(64) and free it, under no lock: each thread's countdown
+ * starts at its own random draw (mean 1 MiB), so fewer than half of them
+ * are sampled (each is with a chance of 64 in 2^20).
  */
 #define _GNU_SOURCE
 #include "shim_test.h"
@@ -14,6 +17,7 @@
 #include <pthread.h>
 
 #define CALLS 2000
+#define FRESH 8
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static void *volatile sink;
@@ -33,11 +37,24 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void *fresh(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "fresh");
+	sink = malloc(64);
+	free(sink);
+	return NULL;
+}
+
 static int child(void)
 {
 	pthread_t t;
 	pthread_create(&t, NULL, worker, NULL);
 	pthread_join(t, NULL);
+	for (int i = 0; i < FRESH; i++) {
+		pthread_create(&t, NULL, fresh, NULL);
+		pthread_join(t, NULL);
+	}
 	return 0;
 }
 
@@ -74,12 +91,17 @@ int main(int argc, char **argv)
 	check_eq(st_named_threads(&s, "worker"), 1);
 	check_eq(st_named(&s, "worker", FMT_REALLOC), CALLS);
 	check(st_named(&s, "worker", FMT_ALLOC) >= CALLS);
+	check_eq(st_named_threads(&s, "fresh"), FRESH);
+	uint64_t fresh_allocs = st_named(&s, "fresh", FMT_ALLOC);
+	check(fresh_allocs < FRESH / 2);
 	reallocs_t x = {0};
 	char err[256];
 	check(tr_walk(files[0], collect, &x, err, sizeof err) == 0);
 	check_eq(x.n, CALLS);
 	check(x.untimed < CALLS / 10);
-	printf("sampled: %lu reallocs under a lock, %lu with 0 ticks\n",
-	       (unsigned long)x.n, (unsigned long)x.untimed);
+	printf("sampled: %lu reallocs under a lock, %lu with 0 ticks; %lu "
+	       "of %d new threads' first malloc sampled\n",
+	       (unsigned long)x.n, (unsigned long)x.untimed,
+	       (unsigned long)fresh_allocs, FRESH);
 	return test_done();
 }

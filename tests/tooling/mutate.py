@@ -66,12 +66,14 @@ DEFAULT_PATHS = "shim/hooks,shim/core,analyzer/model,analyzer/find"
 # ground-truth cases.
 GUARDS = [
     ("shim/", ["mallock"], [
-        "shim_newfail", "shim_stackcache", "shim_robust", "shim_nextalloc",
+        "shim_newfail", "server_toggle", "shim_stackcache", "shim_robust",
+        "shim_nextalloc",
         "shim_exact", "shim_cxx_glibc", "shim_cancel", "shim_fork",
         "shim_exec", "shim_output", "shim_lockids", "shim_waiters",
         "shim_sampled", "shim_preload_order",
         "shim_stackfull", "analyzer_plainlock",
-        "rel_hostile_closeall_range", "rel_hostile_execfail",
+        "rel_hostile_closeall_range", "rel_hostile_execfail", "rel_resources",
+        "rel_ending_sigexit_writer",
         "analyzer_futex", "analyzer_time_every",
         "server_cap", "shim_threads1000",
         "format_compressed", "rel_hostile_signals", "groundtruth.xthread",
