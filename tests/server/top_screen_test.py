@@ -100,9 +100,11 @@ try:
     tmux("set-option", "-g", "history-limit", "5000")
     before = os.path.join(TMP, "stty.before")
     after = os.path.join(TMP, "stty.after")
+    # The modes after top are written whole before the file gets its
+    # name: the check below reads it as soon as it exists.
     cmd = ("stty -a > %s; %s top -- %s --producers=2 --consumers=2 "
-           "--duration=45; echo top-exit=$?; stty -a > %s"
-           % (before, MALLOCK, SVC, after))
+           "--duration=45; echo top-exit=$?; stty -a > %s.tmp; mv %s.tmp %s"
+           % (before, MALLOCK, SVC, after, after, after))
     tmux("send-keys", "-t", "top", "-l", cmd)
     t0 = time.monotonic()
     key("Enter")
