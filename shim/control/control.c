@@ -187,14 +187,6 @@ static void status_write(void)
 	page_update(state_of(atomic_load(&g_off)));
 }
 
-/*
- * Creates, maps and locks this process's page in the control directory of
- * the current euid (opened now if the one we have belongs to another
- * user). The identity fields are written before the file gets its name.
- * Returns 0 (g_ctl_page set, the previous page unmapped unless keep_old:
- * other threads may still be reading it) or -1 (g_ctl_page left as it was,
- * after a warning unless quiet).
- */
 /* The flush deadline in force: the process's own (MALLOCK_FLUSH_MS, 0:
  * none), or req ms (a reader's flush_req) when that is shorter; written
  * to pg's flush_ms. */
@@ -226,6 +218,14 @@ static void flush_poll(void)
 	atomic_flag_clear(&ctl_flush_busy);
 }
 
+/*
+ * Creates, maps and locks this process's page in the control directory of
+ * the current euid (opened now if the one we have belongs to another
+ * user). The identity fields are written before the file gets its name.
+ * Returns 0 (g_ctl_page set, the previous page unmapped unless keep_old:
+ * other threads may still be reading it) or -1 (g_ctl_page left as it was,
+ * after a warning unless quiet).
+ */
 static int page_create(int quiet, int keep_old)
 {
 	uint32_t euid = (uint32_t)geteuid();
