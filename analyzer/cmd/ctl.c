@@ -270,6 +270,11 @@ int cmd_ctl(int argc, char **argv)
 	int failed = 0;
 	for (size_t i = 0; i < n; i++) {
 		if (ctl_target_open(&ts[ok], pids[i], group) == 0) {
+			/* A stop ends any reader's flush request too (one
+			 * left by a `mallock top` that was killed). */
+			if (code == CTLP_CMD_STOP)
+				__atomic_store_n(&ts[ok].pg->flush_req, 0,
+				                 __ATOMIC_RELEASE);
 			if (code != CTL_CMD_STATUS)
 				ctl_request(&ts[ok], code);
 			ok++;

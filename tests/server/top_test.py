@@ -12,7 +12,8 @@ CASE:
          one window; a process that was recording is left recording;
          while top reads, the page asks for a 100 ms flush deadline and
          the shim has it in force (ctl status says so), and both are as
-         before once top ends
+         before once top ends; a top killed by SIGKILL leaves them, and
+         `mallock ctl stop` restores them
   bad    a gone PID, a terminal under 80x24, a process of another user
          (top run as nobody, when the test runs as root), a process ending
          mid-view: one line "mallock top: ..." each and exit 1; the
@@ -250,6 +251,27 @@ elif CASE == "json":
         time.sleep(0.05)
     check(page_flush(p.pid) == {"flush_req": 0, "flush_ms": 200},
           "the recording process's deadline restored: %r" % page_flush(p.pid))
+    p.communicate(timeout=60)
+    # A top killed by SIGKILL cannot withdraw its request: `mallock ctl
+    # stop` does.
+    p = svcqueue(8, MALLOCK_START="paused")
+    time.sleep(0.5)
+    tp = subprocess.Popen([MALLOCK, "top", "--batch", str(p.pid)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if page_flush(p.pid)["flush_ms"] == 100:
+            break
+        time.sleep(0.05)
+    tp.kill()
+    tp.wait()
+    check(page_flush(p.pid) == {"flush_req": 100, "flush_ms": 100},
+          "a killed top's request stays: %r" % page_flush(p.pid))
+    r = subprocess.run([MALLOCK, "ctl", "stop", str(p.pid)],
+                       capture_output=True, text=True)
+    check(r.returncode == 0 and page_flush(p.pid) == {"flush_req": 0,
+                                                      "flush_ms": 200},
+          "ctl stop withdraws it: %d %r %r" % (r.returncode, r.stderr,
+                                               page_flush(p.pid)))
     p.communicate(timeout=60)
 
 elif CASE == "cost":
