@@ -214,6 +214,7 @@ static void flush_poll(void)
 	if (req == atomic_load_explicit(&ctl_flush_req, memory_order_relaxed) ||
 	    atomic_flag_test_and_set(&ctl_flush_busy))
 		return;
+	/* Read again under the flag: a later request than the one seen. */
 	flush_set(pg, __atomic_load_n(&pg->flush_req, __ATOMIC_ACQUIRE));
 	atomic_flag_clear(&ctl_flush_busy);
 }

@@ -29,18 +29,29 @@ static const lock_t *lock_of(const model_t *m, uint64_t id)
 	return NULL;
 }
 
-static void write_trace(char *path, size_t len)
+/* Stack 5: one frame. */
+static const uint64_t s5[] = {0x5000};
+
+/* The traces' start: a process chunk (1 ns a tick), then thread 1's chunk
+ * begun with stack 5 (one frame) and mutexes 1 and 2; *f is the file. */
+static ut_chunk_t *begin_thread(FILE **f, char *path, size_t len)
 {
-	FILE *f = ut_open(path, len);
+	*f = ut_open(path, len);
 	ut_chunk_t *c = malloc(sizeof *c);
 	ut_begin(c, 0, 0, 1000);
 	ut_process(c, 1, 1000, 1000, 1000000000);
-	ut_write(f, c);
+	ut_write(*f, c);
 	ut_begin(c, 1, 0, 1000);
-	static const uint64_t s5[] = {0x5000};
 	ut_stack(c, 5, 1, s5);
 	ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
 	ut_lock_new(c, 2, 0x10080, FMT_KIND_MUTEX, 0);
+	return c;
+}
+
+static void write_trace(char *path, size_t len)
+{
+	FILE *f;
+	ut_chunk_t *c = begin_thread(&f, path, len);
 	ut_ev(c, FMT_ACQ, 1000, 1, 5, 0, 0, 0);
 	ut_ev(c, FMT_ALLOC, 1010, 0x900000, 32, 5, 4, FMT_FN_MALLOC);
 	ut_ev(c, FMT_ALLOC, 1020, 0x900100, 64, 5, 4, FMT_FN_MALLOC);
@@ -103,7 +114,6 @@ static void write_nested(char *path, size_t len)
 	ut_process(c, 1, 1000, 1000, 1000000000);
 	ut_write(f, c);
 	ut_begin(c, 1, 0, 1000);
-	static const uint64_t s5[] = {0x5000};
 	ut_stack(c, 5, 1, s5);
 	for (uint64_t k = 0; k < NEST; k++) {
 		ut_lock_new(c, 10 + k, 0x20000 + k * 64, FMT_KIND_MUTEX, 0);
@@ -163,16 +173,8 @@ static void test_replay(void)
  * 1500 it releases lock 2, contended, which it took before the trace. */
 static void write_edges(char *path, size_t len)
 {
-	FILE *f = ut_open(path, len);
-	ut_chunk_t *c = malloc(sizeof *c);
-	ut_begin(c, 0, 0, 1000);
-	ut_process(c, 1, 1000, 1000, 1000000000);
-	ut_write(f, c);
-	ut_begin(c, 1, 0, 1000);
-	static const uint64_t s5[] = {0x5000};
-	ut_stack(c, 5, 1, s5);
-	ut_lock_new(c, 1, 0x10040, FMT_KIND_MUTEX, 0);
-	ut_lock_new(c, 2, 0x10080, FMT_KIND_MUTEX, 0);
+	FILE *f;
+	ut_chunk_t *c = begin_thread(&f, path, len);
 	ut_ev(c, FMT_ACQ, 1000, 1, 5, 0, 0, 0);
 	ut_ev(c, FMT_ALLOC_LOCK_WAIT, 1040, 9, 30, 0, 0, 0);
 	ut_ev(c, FMT_ALLOC, 1041, 0x900000, 32, 5, 35, FMT_FN_MALLOC);
