@@ -25,6 +25,10 @@
 	  "slow_alloc: a timed call this slow with no wait on the "            \
 	  "allocator's own lock, for a block under PREEMPT_MAX_BYTES, is "     \
 	  "counted as likely preemption, not allocator time")                  \
+	X(HOLD_PREEMPT_X, 8, "x",                                              \
+	  "a sampled hold (MALLOCK_HOLD_EVERY) at least PREEMPT_NS long and "  \
+	  "this many times its lock's mean timed hold is counted once, as "    \
+	  "likely preemption; the holds it stood for, at that mean")           \
 	X(PREEMPT_MAX_BYTES, 131072, "bytes",                                  \
 	  "slow_alloc: blocks this large or larger may be mapped, copied or "  \
 	  "zeroed by the allocator: their slow calls are never preemption "    \

@@ -158,6 +158,20 @@ static bool preempted(uint64_t ns1, uint64_t lw_ns, uint64_t size, bool mig)
 	               size < TH_PREEMPT_MAX_BYTES);
 }
 
+/* The weight of a timed call in a sampled nest of holds (tw > 1) that
+ * preempted() judges preemption: 1. Weighted as its nest stands for, the
+ * time its thread spent descheduled would count MALLOCK_HOLD_EVERY times
+ * in its locks' allocator time (aggregate.c hold_preempted says the same
+ * of the hold). Calls outside holds keep their weight (time_every). */
+static uint64_t held_call_weight(const model_t *m, const thread_t *t,
+                                 uint64_t tw, uint64_t ticks, uint64_t ns1,
+                                 uint64_t lw_ns, uint64_t size)
+{
+	if (tw <= 1 || !t->nheld || ticks <= m->slow_ticks)
+		return tw;
+	return preempted(ns1, lw_ns, size, t->pend_mig) ? 1 : tw;
+}
+
 /* Common accounting of one allocator call for a block of size bytes (0:
  * unknown) that took ns1 (w: its weight, call_weight()); returns whether
  * it was slow (over SLOW_ALLOC_NS, preempted or not). The site's slow and
@@ -356,8 +370,11 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
                         uint64_t ptr, uint64_t size, uint64_t stack_id,
                         uint64_t ticks, bool realloc_)
 {
-	uint64_t tw = call_weight(m, t, ticks), ns1 = to_ns(m, ticks),
-	         ns = ns1 * tw, lw_ns = t->pend_lw_ns, lw_n = t->pend_lw_n;
+	uint64_t ns1 = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
+	         lw_n = t->pend_lw_n;
+	uint64_t tw = held_call_weight(m, t, call_weight(m, t, ticks), ticks,
+	                               ns1, lw_ns, size),
+	         ns = ns1 * tw;
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	uint32_t stack = model_stack(m, stack_id);
 	site_t *s = site_of(m, stack);
@@ -407,8 +424,15 @@ static void alloc_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
 static void free_event(model_t *m, thread_t *t, uint32_t ti, uint64_t tsc,
                        uint64_t ptr, uint64_t ticks)
 {
-	uint64_t tw = call_weight(m, t, ticks), ns1 = to_ns(m, ticks),
-	         ns = ns1 * tw, lw_ns = t->pend_lw_ns, lw_n = t->pend_lw_n;
+	uint64_t ns1 = to_ns(m, ticks), lw_ns = t->pend_lw_ns,
+	         lw_n = t->pend_lw_n, tw = call_weight(m, t, ticks);
+	if (tw > 1 && t->nheld && ticks > m->slow_ticks && ptr) {
+		/* the size preempted() judges by: the block's, still live */
+		const uint32_t *v = u64map_find(&m->live, ptr);
+		tw = held_call_weight(m, t, tw, ticks, ns1, lw_ns,
+		                      v ? m->blk[*v].size : 0);
+	}
+	uint64_t ns = ns1 * tw;
 	t->pend_lw_ns = t->pend_lw_n = 0;
 	bool known = false;
 	uint64_t size = 0;

@@ -296,6 +296,8 @@ void model_free(model_t *m)
 	u64map_free(&m->lt_map);
 	u64map_free(&m->live);
 	u64map_free(&m->displaced);
+	u64map_free(&m->apart_map);
+	free(m->apart);
 	u64map_free(&m->mod_map);
 	free(m->thr);
 	free(m->thr_of_stream);

@@ -84,6 +84,9 @@ double hist_quantile(const hist_t *h, double q);
 	                   "condition wait (the thread found no work)")       \
 	X(hold_ns, S, "total hold time (timed holds weighted: an estimate "     \
 	              "when holds_timed < holds)")                             \
+	X(hold_w, S, "holds the timed ones stand for (their weights summed)")  \
+	X(holds_preempted, S, "sampled holds set apart as preemption "         \
+	                      "(aggregate.c hold_preempted)")                 \
 	X(holds_with_alloc, S, "holds that called the allocator")              \
 	X(alloc_calls, S, "allocator calls made while held")                   \
 	X(alloc_allocs, S, "of which allocations (malloc/new/realloc)")        \
@@ -312,6 +315,19 @@ typedef struct held {
 /* A thread's allocator calls made while it held at least one lock, summed
  * (aggregate.c): a hold's share is the difference between the sums at its
  * end and at its start, charged to its lock when it ends. */
+/* A sampled hold set apart as preemption (model_t.apart). */
+typedef struct hold_apart {
+	uint64_t tsc; /* its acquisition's */
+	uint32_t thread;
+	uint64_t wns; /* the time it counts for: itself once, the holds it
+	                 stood for at its lock's mean */
+} hold_apart_t;
+
+static inline uint64_t model_apart_key(uint32_t thread, uint64_t tsc)
+{
+	return tsc * 0x9e3779b97f4a7c15ull ^ thread;
+}
+
 typedef struct holdsum {
 	uint64_t calls, allocs, ns, slow, lw_ns, lw_n;
 	uint64_t free_ns; /* of ns, in frees */
@@ -440,6 +456,7 @@ typedef struct lockclass {
 	X(untimed_calls, "untimed_allocator_calls")                            \
 	X(holds, "lock_holds")                                                 \
 	X(untimed_holds, "untimed_holds")                                      \
+	X(holds_preempted, "sampled_holds_set_apart")                          \
 	X(futex_waits, "futex_waits")                                          \
 	X(futex_wait_ns, "futex_wait_ns")                                      \
 	X(futex_lost_ns, "futex_lock_wait_ns")                                 \
@@ -542,6 +559,13 @@ typedef struct model {
 	 * (lock_names.h) allocated or found holding a lock, a ring: the locks
 	 * of an array made in one of them are found past that reach. */
 	uint64_t bigblk[BIGBLK_RING];
+	/* The sampled holds set apart as preemption (aggregate.c
+	 * hold_preempted), by model_apart_key(thread, acquisition tsc): the
+	 * time each counts for, so that the replay weighs them as the model
+	 * did. Few: one per preemption inside a sampled hold. */
+	u64map_t apart_map;
+	hold_apart_t *apart;
+	size_t napart, capapart;
 	/* No block live at bigblk[k] is larger than bigsize[k] (the size of
 	 * the block the entry was written for, raised by a later large block
 	 * at that start): a lock past it needs no look-up (lock_names.c). */
@@ -565,6 +589,18 @@ typedef struct model {
 	const char **thread_filter; /* NULL-terminated tids or names, or NULL */
 	struct symtab *sym;
 } model_t;
+
+/* The time the model counted for thread's sampled hold acquired at tsc
+ * when it set the hold apart as preemption, else NULL. */
+static inline const uint64_t *model_hold_apart(const model_t *m,
+                                               uint32_t thread, uint64_t tsc)
+{
+	const uint32_t *v =
+	    u64map_find(&m->apart_map, model_apart_key(thread, tsc));
+	if (!v || m->apart[*v].tsc != tsc || m->apart[*v].thread != thread)
+		return NULL;
+	return &m->apart[*v].wns;
+}
 
 /* model_stack() and model_lock() past their caches (model.c). */
 uint32_t model_stack_slow(model_t *m, uint64_t id);

@@ -122,6 +122,11 @@ static void pop(rstate_t *s, uint32_t ti, uint32_t li, uint64_t tsc,
 		ev.w = h.w;
 		ev.t0 = h.w ? at_ns(m, h.tsc) : ev.t1;
 		ev.ns = h.w && tsc > h.tsc ? dur_ns(m, tsc - h.tsc) : 0;
+		ev.wns = ev.ns * h.w;
+		const uint64_t *apart =
+		    h.w > 1 ? model_hold_apart(m, ti, h.tsc) : NULL;
+		if (apart)
+			ev.wns = *apart;
 	}
 	s->fn(s->ctx, &ev);
 }

@@ -50,6 +50,10 @@ typedef struct replay_ev {
 	 * for N); 0 when it was not timed: ns is then 0 and a hold's t0 is
 	 * its t1 (its stamps are not its times). WAIT: 1. */
 	uint32_t w;
+	/* HOLD: the time it counts for in the model's sums: ns * w, but a
+	 * sampled hold set apart as preemption counts once, and the holds it
+	 * stood for at its lock's mean (aggregate.c hold_preempted). */
+	uint64_t wns;
 	uint64_t size;    /* ALLOC: bytes asked for (0 for a free) */
 	uint64_t waiters; /* WAIT: threads waiting when it began, itself too */
 	bool contended;   /* HOLD: released with REL_CONTENDED */

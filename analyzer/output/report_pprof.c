@@ -325,7 +325,7 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 		    report_class_matches(p->r, m, m->lock[e->lock].cls)) {
 			psample_t *s = sample(p, e->stack, e->lock, e->thread);
 			s->v[0]++;
-			s->v[1] += e->ns * e->w; /* weighted, as the model */
+			s->v[1] += e->wns; /* weighted, as the model */
 		}
 		break;
 	case METRIC_CAUSED:
@@ -336,7 +336,7 @@ static void on_replay(void *ctx, const replay_ev_t *e)
 			psample_t *s =
 			    sample(p, e->holder_stack, e->lock, e->thread);
 			s->v[0]++;
-			s->v[2] += e->ns * e->w;
+			s->v[2] += e->wns;
 		} else if (e->kind == REPLAY_WAIT &&
 		           e->holder_thread != NONE32) {
 			sample(p, e->holder_stack, e->lock, e->holder_thread)

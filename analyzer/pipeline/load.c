@@ -91,6 +91,18 @@ static void window_notes(model_t *m)
 		    (unsigned long long)h);
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
+	if (m->tot.holds_preempted) {
+		n = snprintf(
+		    t, sizeof t,
+		    "%llu sampled holds were set apart as preemption: each "
+		    "took over %llu us and %llux its lock's mean timed hold, "
+		    "so it counts once, and the holds it stood for at that "
+		    "mean (a hold truly that long is underestimated)",
+		    (unsigned long long)m->tot.holds_preempted,
+		    (unsigned long long)TH_PREEMPT_NS / 1000,
+		    (unsigned long long)TH_HOLD_PREEMPT_X);
+		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
+	}
 	if (m->tot.alloc_preempted) {
 		n = snprintf(
 		    t, sizeof t,

@@ -66,7 +66,7 @@ def locks(d):
                        lk["allocator_ns_in_holds"], lk["contended"],
                        lk["wait_ns"])
             for lk in d["locks"] if lk["kind"] == "mutex" or
-            lk["id"] in (1, 2, 3, 4)}
+            lk["id"] in (1, 2, 3, 4, 5)}
 
 
 # Sampled: lock 1's hold of 90 ns stands for 4, the contended one (30 ns)
@@ -104,4 +104,41 @@ eq(got[2][:6], (1, 1, 100, 100, 2, 18), "lock 2, all timed")
 eq(d["totals"]["untimed_holds"], 0, "no untimed holds")
 check(not [n for n in d["trace"]["notes"]
            if "MALLOCK_HOLD_EVERY" in n["text"]], "no hold note")
+
+# A sampled hold the thread most likely spent preempted (at least
+# PREEMPT_NS, 100 us, and HOLD_PREEMPT_X, 8, times its lock's mean timed
+# hold, once 4 were timed) counts once, and the 3 holds it stood for at
+# the lock's mean; a timed call in it that is preemption (150 us, a 64-byte
+# block, no allocator-lock wait) counts once in the lock's allocator time.
+# Lock 5: four contended holds of 1000 ns (mean 1000), a sampled hold of
+# 200000 ns (counts 200000 + 3 x 1000) with a 150000 ns malloc in it, then
+# a sampled hold of 5000 ns (under 100 us: 4 x 5000).
+def preempted_trace(name):
+    body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
+    body += s(b"/bin/holds") + s(b"holds") + s(b"h") + s(b"test")
+    body += uv(0) + uv(0) + uv(1) + uv(EVERY)
+    proc = tracefmt.meta("PROCESS", body)
+    enc = tracefmt.Enc()
+    t9 = b""
+    for _ in range(4):
+        t9 += lock_acq_wait(10, 5, 50) + lock_rel(1000, 5)
+    t9 += tracefmt.event("ACQ_SAMPLED", 10, 5, 0)
+    t9 += enc.event("ALLOC", 180000, 0x6000, 64, 0, 150000, FMT.FN_MALLOC)
+    t9 += lock_rel(20000, 5)
+    t9 += tracefmt.event("ACQ_SAMPLED", 10, 5, 0) + lock_rel(5000, 5)
+    path = os.path.join(TMP, name)
+    with open(path, "wb") as f:
+        f.write(file_header(6))
+        f.write(chunk(0, proc) + chunk(9, t9))
+    return path
+
+
+d = report_json("--no-symbols", preempted_trace("preempted.trace"))
+eq(locks(d)[5], (6, 6, 4 * 1000 + 200000 + 3 * 1000 + 4 * 5000, 200000, 1,
+                 150000, 4, 200), "a preempted sampled hold counts once")
+eq(d["totals"]["sampled_holds_set_apart"], 1, "holds set apart")
+notes = [n["text"] for n in d["trace"]["notes"]
+         if "set apart as preemption" in n["text"] and "hold" in n["text"]]
+check(len(notes) == 1 and notes[0].startswith("1 sampled holds"),
+      "the note says one hold was set apart: %s" % notes)
 done("analyzer_timed_holds")
