@@ -1,8 +1,10 @@
 #!/bin/sh
 # mariadb_bench.sh CFG SHIM [SECONDS] - one run of MariaDB (Debian's mariadbd, with
 # Debian's tcmalloc preloaded) under sysbench oltp_read_write, 8 threads, on
-# a fresh data directory; CFG bare*, full* (SHIM recording everything) or
-# sampled* (MALLOCK_SAMPLE_BYTES=524288); prints "CFG tps errors=N" (N:
+# a fresh data directory; CFG bare*, full* (SHIM recording everything,
+# its default timing: one uncontended nest of holds in 16 timed), timed*
+# (the same with every hold timed: MALLOCK_HOLD_EVERY=1) or sampled*
+# (MALLOCK_SAMPLE_BYTES=524288); prints "CFG tps errors=N" (N:
 # [ERROR] lines in the server log). Needs mariadb-server and sysbench; run
 # as root. Alternate the configurations and divide by the bare run.
 CFG=$1; SHIM=$2
@@ -14,6 +16,7 @@ mariadb-install-db --no-defaults --user=mysql --datadir=$W/data --auth-root-auth
 case $CFG in
 bare*) PRE=$TC; EXTRA= ;;
 full*) PRE="$SHIM:$TC"; EXTRA= ;;
+timed*) PRE="$SHIM:$TC"; EXTRA="MALLOCK_HOLD_EVERY=1" ;;
 sampled*) PRE="$SHIM:$TC"; EXTRA="MALLOCK_SAMPLE_BYTES=524288" ;;
 esac
 env LD_PRELOAD="$PRE" $EXTRA MALLOCK_EXE=mariadbd MALLOCK_OUTPUT="$W/out/mariadbd.%p.trace" /usr/sbin/mariadbd --no-defaults --user=mysql --datadir=$W/data --socket=$W/sock --skip-networking --pid-file=$W/pid --log-error=$W/err.log --innodb-buffer-pool-size=128M --max-connections=64 2>$W/stderr.log &

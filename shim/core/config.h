@@ -31,11 +31,11 @@
 	X(MAX_BYTES, max_bytes, 0, 0, LONG_MAX)                                 \
 	X(COMPRESS, compress, 0, 0, 1)                                         \
 	X(TIME_EVERY, time_every, 16, 1, 1L << 20)                             \
-	X(HOLD_EVERY, hold_every, 1, 0, 1L << 20)
+	X(HOLD_EVERY, hold_every, 0, 0, 1L << 20)
 /* clang-format on */
-/* MALLOCK_HOLD_EVERY 1 (its default) times every hold; 0 is
- * MALLOCK_TIME_EVERY's value: config_load resolves it, so that
- * g_cfg.hold_every is at least 1. */
+/* MALLOCK_HOLD_EVERY 0 (its default) is MALLOCK_TIME_EVERY's value:
+ * config_load resolves it, so that g_cfg.hold_every is at least 1; 1 times
+ * every hold. */
 
 /* Unwinders, with their PROCESS-record codes from trace_format.h. */
 enum config_unwind {

@@ -86,10 +86,18 @@ def calibrate(threads, busy, allocs, attempt):
     eq(lk["allocations_in_holds"], known["sections"] * 2 * allocs,
        what + ": allocator calls in holds")
     # Each call busy-waits at least its fixed time: the allocator time can
-    # only exceed the known one (by glibc's own time, and by preemption).
-    check(lk["allocator_ns_in_holds"] >= known["known_allocator_ns"],
-          what + ": allocator ns in holds %d >= known %d" % (
-              lk["allocator_ns_in_holds"], known["known_allocator_ns"]))
+    # only exceed the known one (by glibc's own time, and by preemption)
+    # when every hold is timed. Timed one nest in 16 (the default), it is
+    # estimated from about 1 in 16 sections, whose number varies (gaps
+    # drawn from 1 to 31: about 5% standard deviation over 2000
+    # sections), and a call spent preempted counts once: at least 0.7 of
+    # the known time (6 deviations); the shares below are ratios, which
+    # that count does not move.
+    floor = 1.0 if lk["timed_holds"] == lk["holds"] else 0.7
+    check(lk["allocator_ns_in_holds"] >= known["known_allocator_ns"] * floor,
+          what + ": allocator ns in holds %d >= %.1f x known %d" % (
+              lk["allocator_ns_in_holds"], floor,
+              known["known_allocator_ns"]))
     share = lk["allocator_ns_in_holds"] / lk["hold_ns"]
     # A contended lock's alloc_under_lock finding tells the same share.
     if lk["contended"]:

@@ -81,7 +81,9 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--child"))
 		return child();
 	st_setup(argc, argv);
-	const char *env[] = {"MALLOCK_SAMPLE_BYTES=1048576", NULL};
+	/* Every hold timed, so that each realloc under the lock is. */
+	const char *env[] = {"MALLOCK_SAMPLE_BYTES=1048576",
+	                     "MALLOCK_HOLD_EVERY=1", NULL};
 	check_eq(st_run(NULL, env), 0);
 	char files[2][800];
 	check_eq(st_files(files, 2), 1);
