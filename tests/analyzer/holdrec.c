@@ -14,7 +14,12 @@
  * CONT times each: the holder releases it only once the waiter sleeps in
  * the kernel for it (glibc's lock word 2), so each of the holder's
  * releases is contended and each of the waiter's acquisitions waited.
- * No lock is taken by this program anywhere else.
+ * A thread named "holdrec_flick" takes holdrec_flick FLICK times, nothing
+ * inside, in bursts with FLICK_MS pauses while main allocates once a
+ * millisecond (with a short MALLOCK_FLUSH_MS, main's hooks write the
+ * idle thread's buffer, and its next flush writes what came after,
+ * encoded again: shim/core/wbuf.c write_range). No lock is taken by this
+ * program anywhere else.
  *
  * Usage: holdrec (no arguments).
  */
@@ -23,6 +28,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #define PLAIN 20000
 #define RD 5000
@@ -31,6 +37,8 @@
 #define CROSS 2000
 #define ALLOC 2000
 #define CONT 20
+#define FLICK 5000 /* in 10 bursts */
+#define FLICK_MS 25
 
 pthread_mutex_t holdrec_plain = PTHREAD_MUTEX_INITIALIZER;
 pthread_rwlock_t holdrec_rw = PTHREAD_RWLOCK_INITIALIZER;
@@ -41,9 +49,17 @@ pthread_mutex_t holdrec_a = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t holdrec_b = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t holdrec_alloc = PTHREAD_MUTEX_INITIALIZER;
 pthread_mutex_t holdrec_cont = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t holdrec_flick = PTHREAD_MUTEX_INITIALIZER;
 
 static void *volatile sink;
 static int round_go, round_done; /* the contended rounds begun, ended */
+static int flick_done;
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {0, ms * 1000000};
+	nanosleep(&ts, NULL);
+}
 
 static void *worker(void *arg)
 {
@@ -120,17 +136,37 @@ static void *waiter(void *arg)
 	return NULL;
 }
 
+static void *flick(void *arg)
+{
+	(void)arg;
+	pthread_setname_np(pthread_self(), "holdrec_flick");
+	for (int k = 0; k < 10; k++) {
+		for (int i = 0; i < FLICK / 10; i++) {
+			pthread_mutex_lock(&holdrec_flick);
+			pthread_mutex_unlock(&holdrec_flick);
+		}
+		sleep_ms(FLICK_MS);
+	}
+	__atomic_store_n(&flick_done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
 int main(void)
 {
-	pthread_t t[4];
-	void *(*fn[4])(void *) = {worker, worker, holder, waiter};
+	pthread_t t[5];
+	void *(*fn[5])(void *) = {worker, worker, holder, waiter, flick};
 	pthread_spin_init(&holdrec_spin, 0);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		if (pthread_create(&t[i], NULL, fn[i], NULL)) {
 			perror("pthread_create");
 			return 1;
 		}
-	for (int i = 0; i < 4; i++)
+	while (!__atomic_load_n(&flick_done, __ATOMIC_ACQUIRE)) {
+		sink = malloc(16);
+		free(sink);
+		sleep_ms(1);
+	}
+	for (int i = 0; i < 5; i++)
 		pthread_join(t[i], NULL);
 	return 0;
 }

@@ -8,14 +8,17 @@ acquisition and a release each: the trace's acquisitions and releases of
 the threads named holdrec match, END counts every event, and the
 report's acquisitions and holds of every lock are exact, its contended
 releases too (a release a thread waited for is never a hold form).
+With MALLOCK_FLUSH_MS=3, other threads write an idle thread's buffer and
+its own flush encodes the rest again (shim/core/wbuf.c write_range), hold
+forms included: holdrec_flick's counts and END's must come out exact too.
 
 usage: test_hold_records.py MALLOCK MKTRACE SRCDIR HOLDREC TRACE_STATS"""
 import subprocess
 from common import *
 
 APP, TRACE_STATS = sys.argv[4], sys.argv[5]
-PLAIN, RD, SPIN, NEST, CROSS, ALLOC, CONT = (20000, 5000, 2000, 2000, 2000,
-                                             2000, 20)
+PLAIN, RD, SPIN, NEST, CROSS, ALLOC, CONT, FLICK = (
+    20000, 5000, 2000, 2000, 2000, 2000, 20, 5000)
 META = {"PROCESS", "MODULE", "STACK", "LOCK_NEW", "LOCK_NAME", "THREAD_NAME",
         "END", "NOTE"}
 ACQS = ("ACQ", "ACQ_SHARED", "ACQ_UNTIMED", "ACQ_SHARED_UNTIMED",
@@ -23,7 +26,7 @@ ACQS = ("ACQ", "ACQ_SHARED", "ACQ_UNTIMED", "ACQ_SHARED_UNTIMED",
 RELS = ("REL", "REL_CONTENDED")
 
 trace = os.path.join(TMP, "holdrec.trace")
-env = dict(os.environ, MALLOCK_HOLD_EVERY="16")
+env = dict(os.environ, MALLOCK_HOLD_EVERY="16", MALLOCK_FLUSH_MS="3")
 r = subprocess.run([MALLOCK, "record", "--no-compress", "-o", trace, "--",
                     APP], env=env, capture_output=True, text=True,
                    timeout=300)
@@ -76,7 +79,7 @@ for name, n in (("holdrec_plain", 2 * PLAIN), ("holdrec_rw", 2 * RD),
                 ("holdrec_spin", 2 * SPIN), ("holdrec_outer", 2 * NEST),
                 ("holdrec_inner", 2 * NEST), ("holdrec_a", 2 * CROSS),
                 ("holdrec_b", 2 * CROSS), ("holdrec_alloc", 2 * ALLOC),
-                ("holdrec_cont", 2 * CONT)):
+                ("holdrec_cont", 2 * CONT), ("holdrec_flick", FLICK)):
     lk = lock(name)
     eq(lk.get("acquisitions"), n, "%s: acquisitions" % name)
     eq(lk.get("holds"), n, "%s: holds" % name)
