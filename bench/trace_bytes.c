@@ -19,8 +19,9 @@
 
 static uint64_t n[256], bytes[256], fbytes[256][9];
 
-/* The wire layout of core type t: a compact form's (1.7) letters, its
- * fields not written ('0', 'k') included (they count 0 bytes). */
+/* The wire layout of core type t: a compact form's (1.7) or hold form's
+ * (1.8) letters, its fields not written ('0', 'k') included (they count 0
+ * bytes). */
 static const char *wire_layout(unsigned t)
 {
 	unsigned base;
@@ -97,7 +98,9 @@ int main(int argc, char **argv)
 					fbytes[t][2 + i] += k;
 					q += k;
 				}
-				events++;
+				/* a hold form (1.8): an acquisition and
+				 * its release */
+				events += 1 + (fmt_is_hold(t) != 0);
 			}
 			n[t]++;
 			bytes[t] += (uint64_t)(q - p);

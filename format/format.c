@@ -121,15 +121,21 @@ const char *fmt_core_layout(unsigned type)
 	return type < 0x80 ? core_layout[type] : NULL;
 }
 
-/* The compact forms (1.7), indexed by type byte: wire layout and base. */
+/* The compact forms (1.7) and the hold forms (1.8), indexed by type byte:
+ * wire layout, base, and whether a REL follows the base record. */
+/* clang-format off */
 static const struct compact {
 	const char *layout;
-	uint8_t base;
+	uint8_t base, hold;
 } compact[0x80] = {
-#define FMT_COMPACT_(name, code, base, layout) [code] = {layout, FMT_##base},
-    FMT_COMPACT_RECORDS(FMT_COMPACT_)
+#define FMT_COMPACT_(name, code, base, layout) [code] = {layout, FMT_##base, 0},
+	FMT_COMPACT_RECORDS(FMT_COMPACT_)
 #undef FMT_COMPACT_
+#define FMT_HOLD_(name, code, base, layout) [code] = {layout, FMT_##base, 1},
+	FMT_HOLD_RECORDS(FMT_HOLD_)
+#undef FMT_HOLD_
 };
+/* clang-format on */
 
 const char *fmt_compact_layout(unsigned type, unsigned *base)
 {
@@ -147,6 +153,11 @@ const char *fmt_compact_layout(unsigned type, unsigned *base)
 	return compact[type].layout;
 }
 
+int fmt_is_hold(unsigned type)
+{
+	return type < 0x80 && compact[type].hold;
+}
+
 void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
                   const uint8_t *payload)
 {
@@ -155,6 +166,7 @@ void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
 	d->tsc = h->tsc_base;
 	d->last_ptr = 0;
 	d->last_lock = 0;
+	d->hold_end = NULL;
 }
 
 /* Reads the varint at q, which at least FMT_VARINT_MAX bytes follow (no
@@ -284,14 +296,33 @@ static int decode_compact(fmt_dec_t *d, fmt_record_t *r, const char *layout,
 }
 #undef FMT_LETTER_
 
+/* The second record of the hold form at d->p (1.8): the release of the
+ * hold's lock, which its acquisition made the chunk's last lock, at the
+ * same time. d->p moves past the hold form. */
+static int hold_rel(fmt_dec_t *d, fmt_record_t *r)
+{
+	r->type = FMT_REL;
+	r->wire = *d->p;
+	r->tsc = d->tsc;
+	r->f[FMT_REL_LOCK] = d->last_lock;
+	r->nf = 1;
+	r->body = NULL;
+	r->body_len = 0;
+	d->p = d->hold_end;
+	d->hold_end = NULL;
+	return 1;
+}
+
 int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 {
 	const uint8_t *rec = d->p;
 	uint64_t v;
 
+	if (d->hold_end)
+		return hold_rel(d, r);
 	if (d->p >= d->end)
 		return 0;
-	r->type = *d->p++;
+	r->type = r->wire = *d->p++;
 	r->nf = 0;
 	r->body = NULL;
 	r->body_len = 0;
@@ -317,10 +348,15 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 			if (decode_compact(d, r, "ku", FMT_ACQ,
 			                   (uint64_t)(k + 1) << 7) > 0)
 				return 1;
-		} else if (compact[r->type].layout &&
-		           decode_compact(d, r, compact[r->type].layout,
-		                          compact[r->type].base, 0) > 0) {
-			return 1;
+		} else if (compact[r->type].layout) {
+			const struct compact *c = &compact[r->type];
+			if (decode_compact(d, r, c->layout, c->base, 0) > 0) {
+				if (c->hold) { /* its REL comes next */
+					d->hold_end = d->p;
+					d->p = rec;
+				}
+				return 1;
+			}
 		}
 		goto bad;
 	}
@@ -381,6 +417,7 @@ const char *fmt_type_name(unsigned type)
 	case code:                                                             \
 		return #name;
 		FMT_COMPACT_RECORDS(FMT_CNAME_)
+		FMT_HOLD_RECORDS(FMT_CNAME_)
 #undef FMT_CNAME_
 	}
 	return NULL;

@@ -34,8 +34,9 @@
  * 1.3: FUTEX_WAIT, FUTEX_WAKE, kind futex; 1.4: PROCESS time_every and
  * untimed allocator calls (ticks 0); 1.5: ALLOC_MIGRATED; 1.6: timed holds
  * (ACQ_UNTIMED, ACQ_SAMPLED and their shared forms, PROCESS hold_every);
- * 1.7: compact forms (FMT_COMPACT_RECORDS) */
-#define FMT_VERSION_MINOR 7
+ * 1.7: compact forms (FMT_COMPACT_RECORDS); 1.8: hold forms
+ * (FMT_HOLD_RECORDS) */
+#define FMT_VERSION_MINOR 8
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
@@ -237,6 +238,28 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
 #define FMT_DT_CODES 15 /* REL_LAST_DT 0x29-0x37, ACQ_LAST_DT 0x3a-0x48 */
 /* clang-format on */
 
+/*
+ * Hold forms (1.8): one record for an untimed hold, X(name, code, base,
+ * layout): an uncontended acquisition of type base (ACQ_UNTIMED or
+ * ACQ_SHARED_UNTIMED) and the release of the same lock that ended it,
+ * when the thread recorded nothing between the two and no thread waited
+ * for the lock. After the type byte and dt, one layout letter per field
+ * of base, as the compact forms' ('k': the chunk's last lock). A reader
+ * decodes one as two records at the record's time: base, then REL of the
+ * same lock (fmt_decode returns them one call after the other), so that
+ * nothing past the decoder knows them and every acquisition and release
+ * is still counted. The writer uses a hold form whenever its conditions
+ * hold (fmt_put_hold), its _LAST form when the lock is the chunk's last
+ * lock.
+ */
+/* clang-format off */
+#define FMT_HOLD_RECORDS(X)                                                    \
+	X(HOLD_UNTIMED, 0x49, ACQ_UNTIMED, "uu")                               \
+	X(HOLD_SHARED_UNTIMED, 0x4a, ACQ_SHARED_UNTIMED, "uu")                 \
+	X(HOLD_UNTIMED_LAST, 0x4b, ACQ_UNTIMED, "ku")                          \
+	X(HOLD_SHARED_UNTIMED_LAST, 0x4c, ACQ_SHARED_UNTIMED, "ku")
+/* clang-format on */
+
 /* Metadata records: X(name, code, fields), each framed by a varint length. */
 /* clang-format off */
 #define FMT_META_RECORDS(X)                                                    \
@@ -261,7 +284,7 @@ enum fmt_type {
 };
 enum fmt_compact_type {
 #define FMT_CENUM_(name, code, base, layout) FMT_##name = code,
-	FMT_COMPACT_RECORDS(FMT_CENUM_)
+	FMT_COMPACT_RECORDS(FMT_CENUM_) FMT_HOLD_RECORDS(FMT_CENUM_)
 #undef FMT_CENUM_
 };
 
@@ -557,6 +580,27 @@ static inline uint8_t *fmt_put_lockrec(uint8_t *p, fmt_enc_t *e, unsigned type,
 	return nb ? fmt_put_u(p, b) : p;
 }
 
+/* An untimed hold (1.8) of lock, acquired at site (ACQ_UNTIMED, or
+ * ACQ_SHARED_UNTIMED when shared) and released, both at tsc: its hold
+ * form, the _LAST one when lock is the chunk's last lock. */
+static inline uint8_t *fmt_put_hold(uint8_t *p, fmt_enc_t *e, int shared,
+                                    uint64_t tsc, uint64_t lock, uint64_t site)
+{
+	_Static_assert(FMT_HOLD_SHARED_UNTIMED == FMT_HOLD_UNTIMED + 1 &&
+	                   FMT_HOLD_SHARED_UNTIMED_LAST ==
+	                       FMT_HOLD_UNTIMED_LAST + 1,
+	               "a shared hold form follows its exclusive one");
+	unsigned s = shared != 0;
+	if (lock == e->last_lock) {
+		p = fmt_put_head(p, e, FMT_HOLD_UNTIMED_LAST + s, tsc);
+	} else {
+		p = fmt_put_head(p, e, FMT_HOLD_UNTIMED + s, tsc);
+		p = fmt_put_u(p, lock);
+		e->last_lock = lock;
+	}
+	return fmt_put_u(p, site);
+}
+
 /* COND_SIGNAL(cond, flags) at tsc. */
 static inline uint8_t *fmt_put_signal(uint8_t *p, fmt_enc_t *e, uint64_t tsc,
                                       uint64_t cond, uint64_t flags)
@@ -612,10 +656,13 @@ int fmt_chunk_verify(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
  * One decoded record. For core events, tsc is absolute (chunk base plus the
  * sum of dts) and f[] holds the fields in wire order, with pointer deltas
  * already resolved to absolute pointers. For metadata, body/body_len give the
- * record's bytes (use fmt_get_u and fmt_get_str on them).
+ * record's bytes (use fmt_get_u and fmt_get_str on them). wire is the type
+ * byte as stored: type, or the compact form (1.7) or hold form (1.8) that
+ * stood for it (both records of a hold form carry its code).
  */
 typedef struct fmt_record {
 	unsigned type;
+	unsigned wire;
 	uint64_t tsc;
 	uint64_t f[7];
 	unsigned nf;
@@ -623,12 +670,15 @@ typedef struct fmt_record {
 	size_t body_len;
 } fmt_record_t;
 
-/* Decoder state over one chunk payload. */
+/* Decoder state over one chunk payload. p is the next record, or the hold
+ * form (1.8) whose release is still to come: then hold_end is the byte
+ * after it (else NULL). */
 typedef struct fmt_dec {
 	const uint8_t *p, *end, *start;
 	uint64_t tsc;
 	uint64_t last_ptr;
 	uint64_t last_lock; /* the chunk's last lock (FMT_LOCK_RECORD) */
+	const uint8_t *hold_end;
 } fmt_dec_t;
 
 void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
@@ -637,7 +687,9 @@ void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
 /*
  * Decodes the next record. Returns 1 with *r filled, 0 at the end of the
  * payload, -1 on a malformed record (bad varint, length past the payload,
- * unknown core type); then *err_off is its offset inside the payload.
+ * unknown core type); then *err_off is its offset inside the payload. A
+ * compact form comes back as its base record, a hold form as two records
+ * from two calls (its acquisition, then REL).
  */
 int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off);
 
@@ -650,12 +702,15 @@ int fmt_get_str(const uint8_t **p, const uint8_t *end, const char **s,
  * type is not a core type. */
 const char *fmt_core_layout(unsigned type);
 
-/* A compact type's wire layout (FMT_COMPACT_RECORDS) and base type in
- * *base, or NULL when type is not a compact type. */
+/* A compact type's wire layout (FMT_COMPACT_RECORDS, or a hold form's:
+ * FMT_HOLD_RECORDS) and base type in *base (a hold form's: its
+ * acquisition), or NULL when type is neither. */
 const char *fmt_compact_layout(unsigned type, unsigned *base);
+/* Nonzero when type is a hold form (FMT_HOLD_RECORDS). */
+int fmt_is_hold(unsigned type);
 
-/* The record's name ("ALLOC", ...; compact types' too), or NULL for an
- * unknown type. */
+/* The record's name ("ALLOC", ...; compact types' and hold forms' too),
+ * or NULL for an unknown type. */
 const char *fmt_type_name(unsigned type);
 /* The name of field i of a core type ("size", ...; FMT_CORE_FIELDS), or
  * NULL when the type has no such field. */

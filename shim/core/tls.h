@@ -101,7 +101,9 @@ typedef struct tls {
 	uint32_t hold_left;
 	/* An acquisition not yet encoded (lock_hooks.c): its
 	 * record is written after the hold, or before the thread's next event,
-	 * whichever is first. pend_type 0: none. */
+	 * whichever is first; an untimed one that its release ends with
+	 * nothing between, in one record with it (rec_hold). pend_type 0:
+	 * none. */
 	uint8_t pend_type, pend_kind;
 	uint64_t pend_tsc; /* 0: untimed, stamped when encoded */
 	void *pend_lock;

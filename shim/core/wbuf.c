@@ -397,12 +397,16 @@ static void write_range(wbuf_t *wb, size_t from, size_t to, int compress)
 		size_t at = (size_t)(d.p - d.start);
 		if (fmt_decode(&d, &r, &off) <= 0)
 			break;
+		/* A hold form (1.8) decodes as its acquisition and then its
+		 * REL: both read here, it is written again as one record. */
+		fmt_record_t rel;
+		int hold = d.hold_end && fmt_decode(&d, &rel, &off) > 0;
 		if (at < from)
 			continue;
 		int meta = FMT_IS_META(r.type);
 		uint64_t stands = meta                 ? 0
 		                  : r.type == FMT_DROP ? r.f[FMT_DROP_COUNT]
-		                                       : 1;
+		                                       : 1 + (uint64_t)hold;
 		size_t need =
 		    meta ? 1 + FMT_VARINT_MAX + r.body_len : FMT_EVENT_MAX;
 		if (!b || need > BOUNCE_CAP) {
@@ -422,8 +426,13 @@ static void write_range(wbuf_t *wb, size_t from, size_t to, int compress)
 			e.last_ptr = 0;
 			e.last_lock = 0;
 		}
-		q = reencode(q, &e, &r);
-		events += !meta;
+		if (hold)
+			q = fmt_put_hold(
+			    q, &e, r.type == FMT_ACQ_SHARED_UNTIMED, r.tsc,
+			    r.f[FMT_ACQ_LOCK], r.f[FMT_ACQ_SITE]);
+		else
+			q = reencode(q, &e, &r);
+		events += !meta + (uint64_t)hold;
 		lost += stands;
 	}
 	if (b && q > out) {

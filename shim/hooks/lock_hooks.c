@@ -45,7 +45,13 @@
  * thread waited during this hold (the waited flag, cleared here). Its time
  * and the flag are read before the real unlock, so hold intervals never
  * overlap the next holder's; the record is encoded after it, so that the
- * encoding and the holder's stack do not lengthen the hold.
+ * encoding and the holder's stack do not lengthen the hold. The commonest
+ * hold of an untimed nest, an untimed acquisition still pending at the
+ * release of the same lock (the thread recorded nothing since) with no
+ * waiter, is written as one record (HOLD_UNTIMED, HOLD_SHARED_UNTIMED:
+ * trace format 1.8) with the lock id the release read: one table lookup,
+ * one encoding and one publish for the pair, where the ACQ and the REL
+ * took two of each.
  *
  * Spinning (MALLOCK_SPIN_NS, default 0: off): a waiter retries the trylock
  * for up to that long before it blocks. The shim lengthens every hold by
@@ -371,9 +377,11 @@ lock_wait(tls_t *t, enum lock_op op, void *l, clockid_t clk,
  * the waited flag and the clock before it (so hold intervals never overlap
  * the next holder's; no clock in an untimed nest unless a thread waited),
  * rel_end encodes REL or REL_CONTENDED after it (so the encoding and the
- * holder's stack do not lengthen the hold). */
+ * holder's stack do not lengthen the hold), or the hold form of an untimed
+ * hold (rec_hold). */
 typedef struct rel {
 	uint64_t tsc; /* 0: untimed, stamped when encoded */
+	void *lock;   /* l, when id is not 0 */
 	uint32_t id;
 	uint8_t contended;
 } rel_t;
@@ -402,6 +410,7 @@ static inline void rel_begin(tls_t *t, void *l, rel_t *rl)
 		}
 	}
 	rl->id = atomic_load_explicit(&e->id, memory_order_relaxed);
+	rl->lock = l;
 	rl->contended = 0;
 	lock_cont_t *c = lockmap_cont(e);
 	if (unlikely(atomic_load_explicit(&c->waited, memory_order_relaxed))) {
@@ -412,10 +421,46 @@ static inline void rel_begin(tls_t *t, void *l, rel_t *rl)
 	    (t->hold_clock != HOLD_UNTIMED) | rl->contended ? prim_tsc() : 0;
 }
 
+/* Whether the release rl ends the pending acquisition as an untimed hold
+ * of one record: the acquisition is untimed (ACQ_UNTIMED or
+ * ACQ_SHARED_UNTIMED) and of rl's lock, whose entry rel_begin found, and
+ * the release untimed too (rl->tsc 0: no thread waited, the nest is
+ * untimed). */
+static inline int rel_is_hold(const tls_t *t, const rel_t *rl)
+{
+	_Static_assert(FMT_ACQ_SHARED_UNTIMED == FMT_ACQ_UNTIMED + 1,
+	               "the untimed acquisitions are adjacent");
+	return rl->id && !rl->tsc &&
+	       (unsigned)(t->pend_type - FMT_ACQ_UNTIMED) < 2u &&
+	       t->pend_lock == rl->lock;
+}
+
+/* The pending untimed acquisition and its release (rel_is_hold) as one
+ * hold form (fmt_put_hold: HOLD_UNTIMED or HOLD_SHARED_UNTIMED, trace
+ * format 1.8), both stamped with the thread's previous stamp as their
+ * own records would be; id is the lock's, from rel_begin's entry. Two
+ * events. */
+static inline void rec_hold(tls_t *t, uint32_t id)
+{
+	int shared = t->pend_type == FMT_ACQ_SHARED_UNTIMED;
+	t->pend_type = 0;
+	/* May write a STACK record, or flush: before the hold form's start. */
+	uint32_t site = stack_site(t, t->pend_ra);
+	uint64_t tsc = t->enc.last_tsc;
+	uint8_t *p = fmt_put_hold(t->pos, &t->enc, shared, tsc, id, site);
+	t->chunk_events++; /* the release; ev_commit counts the acquisition */
+	ev_commit(t, p, tsc);
+}
+
 static inline void rel_end(tls_t *t, const rel_t *rl, uintptr_t ra, void *fp)
 {
-	if (t->pend_type)
+	if (t->pend_type) {
+		if (rel_is_hold(t, rl)) {
+			rec_hold(t, rl->id);
+			return;
+		}
 		acq_pend_flush(t);
+	}
 	if (unlikely(!rl->id))
 		return;
 	uint64_t tsc = rl->tsc ? rl->tsc : t->enc.last_tsc;

@@ -3,7 +3,8 @@
  * chunk seal/parse/verify, fmt_decode of every core type (encoded with
  * fmt_put_*), metadata framing, and a corrupt CRC or bad varint detected;
  * the compact forms (1.7): each chosen when its conditions hold, decoded
- * as its base record, cut records refused.
+ * as its base record, cut records refused; the hold forms (1.8): decoded
+ * as an acquisition and a REL, cut ones refused whole.
  */
 #include "test.h"
 #include "trace_format.h"
@@ -330,9 +331,136 @@ static void test_documented_compact(void)
 		check_eq(fmt_type_name(c), "ACQ_LAST_DT");
 	}
 	check(fmt_compact_layout(FMT_ALLOC, &base) == NULL);
-	check(fmt_compact_layout(0x49, &base) == NULL);
-	check(fmt_type_name(0x49) == NULL);
+	check(fmt_compact_layout(0x4d, &base) == NULL);
+	check(fmt_type_name(0x4d) == NULL);
 	check(fmt_compact_layout(0x80, &base) == NULL);
+}
+
+/* The hold forms (1.8) as docs/trace-format.md documents them. */
+static void test_documented_holds(void)
+{
+	static const struct {
+		unsigned code, base;
+		const char *layout, *name;
+	} doc[] = {
+	    {0x49, FMT_ACQ_UNTIMED, "uu", "HOLD_UNTIMED"},
+	    {0x4a, FMT_ACQ_SHARED_UNTIMED, "uu", "HOLD_SHARED_UNTIMED"},
+	    {0x4b, FMT_ACQ_UNTIMED, "ku", "HOLD_UNTIMED_LAST"},
+	    {0x4c, FMT_ACQ_SHARED_UNTIMED, "ku", "HOLD_SHARED_UNTIMED_LAST"},
+	};
+	unsigned n = 0;
+#define T_(name, code, base, l) n++;
+	FMT_HOLD_RECORDS(T_)
+#undef T_
+	check_eq(n, sizeof doc / sizeof *doc);
+	for (size_t i = 0; i < sizeof doc / sizeof *doc; i++) {
+		unsigned base = 0;
+		const char *l = fmt_compact_layout(doc[i].code, &base);
+		check(l && !strcmp(l, doc[i].layout));
+		check_eq(base, doc[i].base);
+		check_eq(strlen(l), strlen(fmt_core_layout(base)));
+		check(fmt_core_layout(doc[i].code) == NULL);
+		check(fmt_is_hold(doc[i].code));
+		check_eq(fmt_type_name(doc[i].code), doc[i].name);
+	}
+	check(!fmt_is_hold(FMT_ACQ_UNTIMED));
+	check(!fmt_is_hold(FMT_ACQ_UNTIMED_LAST));
+	check(!fmt_is_hold(FMT_REL_LAST));
+	check(!fmt_is_hold(0x4d));
+	check(!fmt_is_hold(0xc9));
+}
+
+/* The hold forms (1.8): fmt_put_hold between other lock records, each
+ * decoded as its acquisition and a REL of the same lock at the same time
+ * (wire: the hold form's code, on both); the chunk's last lock is the
+ * hold's afterwards; the decoder stays at the hold form until its REL is
+ * returned (so a reader that notes offsets sees one record); a cut hold
+ * form is refused whole, at its offset. */
+static void test_hold_roundtrip(void)
+{
+	uint8_t payload[256];
+	fmt_enc_t enc = {1000, 0, 0};
+	uint8_t *p = payload, *at[8];
+	int n = 0;
+	at[n++] = p; /* 0: a hold of lock 3, not the last lock (0) */
+	p = fmt_put_hold(p, &enc, 0, 1000, 3, 7);
+	check_eq(*at[0], FMT_HOLD_UNTIMED);
+	check_eq(enc.last_lock, 3);
+	at[n++] = p; /* 1: again, now the last lock; dt 5 */
+	p = fmt_put_hold(p, &enc, 0, 1005, 3, 8);
+	check_eq(*at[1], FMT_HOLD_UNTIMED_LAST);
+	at[n++] = p; /* 2: a REL of the last lock */
+	p = fmt_put_lockrec(p, &enc, FMT_REL, 1005, 3, 0, 0);
+	check_eq(*at[2], FMT_REL_LAST);
+	at[n++] = p; /* 3: shared, of another lock, with a large one */
+	p = fmt_put_hold(p, &enc, 1, 1006, UINT64_MAX, UINT64_MAX);
+	check_eq(*at[3], FMT_HOLD_SHARED_UNTIMED);
+	at[n++] = p; /* 4: shared, the last lock */
+	p = fmt_put_hold(p, &enc, 1, 1006, UINT64_MAX, 2);
+	check_eq(*at[4], FMT_HOLD_SHARED_UNTIMED_LAST);
+	at[n++] = p; /* 5: an acquisition of the last lock: the hold's */
+	p = fmt_put_lockrec(p, &enc, FMT_ACQ_UNTIMED, 1006, UINT64_MAX, 1, 4);
+	check_eq(*at[5], FMT_ACQ_UNTIMED_LAST);
+	size_t len = (size_t)(p - payload);
+	static const struct {
+		unsigned type, wire;
+		uint64_t tsc, lock, site;
+	} want[] = {
+	    {FMT_ACQ_UNTIMED, FMT_HOLD_UNTIMED, 1000, 3, 7},
+	    {FMT_REL, FMT_HOLD_UNTIMED, 1000, 3, 0},
+	    {FMT_ACQ_UNTIMED, FMT_HOLD_UNTIMED_LAST, 1005, 3, 8},
+	    {FMT_REL, FMT_HOLD_UNTIMED_LAST, 1005, 3, 0},
+	    {FMT_REL, FMT_REL_LAST, 1005, 3, 0},
+	    {FMT_ACQ_SHARED_UNTIMED, FMT_HOLD_SHARED_UNTIMED, 1006, UINT64_MAX,
+	     UINT64_MAX},
+	    {FMT_REL, FMT_HOLD_SHARED_UNTIMED, 1006, UINT64_MAX, 0},
+	    {FMT_ACQ_SHARED_UNTIMED, FMT_HOLD_SHARED_UNTIMED_LAST, 1006,
+	     UINT64_MAX, 2},
+	    {FMT_REL, FMT_HOLD_SHARED_UNTIMED_LAST, 1006, UINT64_MAX, 0},
+	    {FMT_ACQ_UNTIMED, FMT_ACQ_UNTIMED_LAST, 1006, UINT64_MAX, 4},
+	};
+	/* the record each decoded one comes from */
+	static const int from[] = {0, 0, 1, 1, 2, 3, 3, 4, 4, 5};
+	fmt_chunk_header_t h = {0};
+	h.payload_len = (uint32_t)len;
+	h.tsc_base = 1000;
+	fmt_dec_t d;
+	fmt_record_t r;
+	size_t eo;
+	fmt_dec_init(&d, &h, payload);
+	for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+		check(d.p == at[from[i]]);
+		check(fmt_decode(&d, &r, &eo) == 1);
+		check_eq(r.type, want[i].type);
+		check_eq(r.wire, want[i].wire);
+		check_eq(r.tsc, want[i].tsc);
+		check_eq(r.f[0], want[i].lock);
+		check_eq(r.nf, r.type == FMT_REL ? 1 : 2);
+		if (r.type != FMT_REL)
+			check_eq(r.f[1], want[i].site);
+		check_eq(d.last_lock, want[i].lock);
+	}
+	check(fmt_decode(&d, &r, &eo) == 0);
+	/* Cut inside a record: the records before it decode (a hold form's
+	 * two), the cut one is refused at its offset. */
+	for (size_t cut = 1; cut < len; cut++) {
+		h.payload_len = (uint32_t)cut;
+		fmt_dec_init(&d, &h, payload);
+		size_t whole = 0, recs = 0;
+		while (whole + 1 < (size_t)n &&
+		       (size_t)(at[whole + 1] - payload) <= cut)
+			whole++;
+		for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+			recs += (size_t)from[i] < whole;
+		for (size_t k = 0; k < recs; k++)
+			check(fmt_decode(&d, &r, &eo) == 1);
+		if ((size_t)(at[whole] - payload) < cut) {
+			check(fmt_decode(&d, &r, &eo) == -1);
+			check_eq(eo, (size_t)(at[whole] - payload));
+		} else {
+			check(fmt_decode(&d, &r, &eo) == 0);
+		}
+	}
 }
 
 /* One record of the compact round trip: what is encoded (base type and
@@ -546,5 +674,7 @@ int main(void)
 	test_run(test_malformed_records);
 	test_run(test_documented_compact);
 	test_run(test_compact_roundtrip);
+	test_run(test_documented_holds);
+	test_run(test_hold_roundtrip);
 	return test_done();
 }

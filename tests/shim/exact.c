@@ -4,7 +4,10 @@
  * at a deadline already past); the trace holds exactly those
  * numbers for the threads named "worker", no DROP, and a clean END whose
  * event count matches the file. Their uncontended acquisitions are all
- * timed by default, and about one in N with MALLOCK_HOLD_EVERY=N.
+ * timed with MALLOCK_HOLD_EVERY=1, and about one in N with N (16 by
+ * default); then most untimed holds, which nothing comes between, are
+ * written as hold forms (trace format 1.8), exclusive and shared, and
+ * still count as an acquisition and a release each.
  */
 #define _GNU_SOURCE
 #include "shim_test.h"
@@ -136,9 +139,25 @@ int main(int argc, char **argv)
 	                   st_named(&s, "worker", FMT_ACQ_SHARED_UNTIMED);
 	uint64_t acqs = st_acq(&s, "worker", 0) + st_acq(&s, "worker", 1);
 	const char *every = getenv("MALLOCK_HOLD_EVERY");
+	uint64_t holds = s.by_wire[FMT_HOLD_UNTIMED] +
+	                 s.by_wire[FMT_HOLD_UNTIMED_LAST],
+	         holds_shared = s.by_wire[FMT_HOLD_SHARED_UNTIMED] +
+	                        s.by_wire[FMT_HOLD_SHARED_UNTIMED_LAST];
 	if (every && !strcmp(every, "1")) {
 		check_eq(untimed, 0);
+		check_eq(holds + holds_shared, 0);
 	} else {
+		/* The loops' holds have nothing between acquisition and
+		 * release: most untimed ones are hold forms (all but a
+		 * lock's first, whose entry the acquisition's record makes,
+		 * and those with a condition wait or a failed trylock in
+		 * them). */
+		check(holds * 2 > st_named(&s, "worker", FMT_ACQ_UNTIMED));
+		check(holds_shared * 2 >
+		      st_named(&s, "worker", FMT_ACQ_SHARED_UNTIMED));
+		printf("exact: %lu and %lu shared untimed holds stored as "
+		       "one record\n",
+		       (unsigned long)holds, (unsigned long)holds_shared);
 		uint64_t n = every ? strtoull(every, NULL, 10) : 16,
 		         timed = acqs - untimed;
 		check(n > 1 && timed * n * 2 >= acqs && timed * n <= acqs * 2);

@@ -114,6 +114,9 @@ static int stats_cb(const fmt_chunk_header_t *h, const fmt_record_t *r,
 	const char *str;
 	size_t n;
 	s->by_type[r->type]++;
+	/* a hold form's second record is its REL */
+	if (!(fmt_is_hold(r->wire) && r->type == FMT_REL))
+		s->by_wire[r->wire]++;
 	if (h->tid) {
 		tr_thread_t *t = thread_add(s, h->tid);
 		if (t)

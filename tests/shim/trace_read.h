@@ -24,6 +24,9 @@ typedef struct tr_thread {
 
 typedef struct tr_stats {
 	uint64_t by_type[256]; /* records of each type, all chunks */
+	/* records as stored, by their type byte: a compact form (1.7) or a
+	 * hold form (1.8) once as itself, not as the records it stands for */
+	uint64_t by_wire[256];
 	uint64_t chunks, bytes;
 	uint32_t pid, ppid;
 	char exe[1024];

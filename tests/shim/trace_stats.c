@@ -1,6 +1,7 @@
 /*
  * trace_stats - prints what a trace holds, for the shim's tests and for
- * eyeballing: record counts by type, per thread, the END record.
+ * eyeballing: record counts by type (and "stored NAME n": the compact and
+ * hold forms as written), per thread, the END record.
  *
  *   trace_stats FILE           summary (one "key value" per line)
  *   trace_stats -d FILE        every record, one per line
@@ -92,6 +93,11 @@ int main(int argc, char **argv)
 		if (st.by_type[i])
 			printf("%s %" PRIu64 "\n", fmt_type_name((unsigned)i),
 			       st.by_type[i]);
+	/* the compact (1.7) and hold (1.8) forms as stored */
+	for (int i = 0; i < 0x80; i++)
+		if (st.by_wire[i] && !fmt_core_layout((unsigned)i))
+			printf("stored %s %" PRIu64 "\n",
+			       fmt_type_name((unsigned)i), st.by_wire[i]);
 	printf("end %d events %" PRIu64 " dropped %" PRIu64 " flags %" PRIu64
 	       "\n",
 	       st.have_end, st.end_events, st.end_dropped, st.end_flags);

@@ -70,7 +70,7 @@ GUARDS = [
         "shim_nextalloc",
         "shim_exact", "shim_cxx_glibc", "shim_cancel", "shim_fork",
         "shim_exec", "shim_output", "shim_lockids", "shim_waiters",
-        "shim_sampled", "shim_preload_order",
+        "shim_sampled", "analyzer_hold_records", "shim_preload_order",
         "shim_stackfull", "analyzer_plainlock",
         "rel_hostile_closeall_range", "rel_hostile_execfail", "rel_resources",
         "rel_ending_sigexit_writer",
