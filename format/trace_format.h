@@ -248,9 +248,9 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
  * decodes one as two records at the record's time: base, then REL of the
  * same lock (fmt_decode returns them one call after the other), so that
  * nothing past the decoder knows them and every acquisition and release
- * is still counted. The writer uses a hold form whenever its conditions
+ * is still counted. A writer may use a hold form whenever its conditions
  * hold (fmt_put_hold), its _LAST form when the lock is the chunk's last
- * lock.
+ * lock, or write the two records (docs/trace-format.md, "Hold forms").
  */
 /* clang-format off */
 #define FMT_HOLD_RECORDS(X)                                                    \
