@@ -20,6 +20,8 @@ A trace written here, 1 tick = 1 ns, PROCESS hold_every = 4:
     1100 REL 3; 1110 REL 2
 The same trace with every hold timed at weight 1 (ACQ for ACQ_SAMPLED,
 hold_every absent) gives the plain sums."""
+import gzip
+
 from common import *
 
 EVERY = 4
@@ -112,20 +114,22 @@ check(not [n for n in d["trace"]["notes"]
 # block, no allocator-lock wait) counts once in the lock's allocator time.
 # Lock 5: four contended holds of 1000 ns (mean 1000), a sampled hold of
 # 200000 ns (counts 200000 + 3 x 1000) with a 150000 ns malloc in it, then
-# a sampled hold of 5000 ns (under 100 us: 4 x 5000).
+# a sampled hold of 5000 ns (under 100 us: 4 x 5000); every hold at site
+# 7, so that pprof's hold profile (the replay's sums) has them too.
 def preempted_trace(name):
     body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
     body += s(b"/bin/holds") + s(b"holds") + s(b"h") + s(b"test")
     body += uv(0) + uv(0) + uv(1) + uv(EVERY)
     proc = tracefmt.meta("PROCESS", body)
+    proc += tracefmt.meta("STACK", uv(7) + uv(1) + uv(0x401000))
     enc = tracefmt.Enc()
     t9 = b""
     for _ in range(4):
-        t9 += lock_acq_wait(10, 5, 50) + lock_rel(1000, 5)
-    t9 += tracefmt.event("ACQ_SAMPLED", 10, 5, 0)
+        t9 += lock_acq_wait(10, 5, 50, site=7) + lock_rel(1000, 5)
+    t9 += tracefmt.event("ACQ_SAMPLED", 10, 5, 7)
     t9 += enc.event("ALLOC", 180000, 0x6000, 64, 0, 150000, FMT.FN_MALLOC)
     t9 += lock_rel(20000, 5)
-    t9 += tracefmt.event("ACQ_SAMPLED", 10, 5, 0) + lock_rel(5000, 5)
+    t9 += tracefmt.event("ACQ_SAMPLED", 10, 5, 7) + lock_rel(5000, 5)
     path = os.path.join(TMP, name)
     with open(path, "wb") as f:
         f.write(file_header(6))
@@ -133,9 +137,69 @@ def preempted_trace(name):
     return path
 
 
-d = report_json("--no-symbols", preempted_trace("preempted.trace"))
-eq(locks(d)[5], (6, 6, 4 * 1000 + 200000 + 3 * 1000 + 4 * 5000, 200000, 1,
-                 150000, 4, 200), "a preempted sampled hold counts once")
+def pb_fields(b):
+    """The (field, value) pairs of protobuf message b: varints as ints,
+    length-delimited fields as bytes."""
+    i = 0
+
+    def varint():
+        nonlocal i
+        v = sh = 0
+        while True:
+            c = b[i]
+            i += 1
+            v |= (c & 127) << sh
+            sh += 7
+            if c < 128:
+                return v
+    while i < len(b):
+        key = varint()
+        if key & 7 == 0:
+            yield key >> 3, varint()
+        elif key & 7 == 2:
+            n = varint()
+            yield key >> 3, b[i:i + n]
+            i += n
+        else:
+            raise SystemExit("pprof: wire type %d" % (key & 7))
+
+
+def pprof_hold_sums(path):
+    """Sample.value summed by index over the profile (Profile.sample = 2,
+    Sample.value = 2, packed varints); the hold metric's are holds, then
+    ns."""
+    data = open(path, "rb").read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    tot = [0, 0]
+    for f, sample in pb_fields(data):
+        for g, packed in pb_fields(sample) if f == 2 else ():
+            if g != 2:
+                continue
+            vals, v, sh = [], 0, 0
+            for c in packed:
+                v |= (c & 127) << sh
+                sh += 7
+                if c < 128:
+                    vals.append(v)
+                    v = sh = 0
+            for j, v in enumerate(vals[:2]):
+                tot[j] += v
+    return tot
+
+
+path = preempted_trace("preempted.trace")
+d = report_json("--no-symbols", path)
+hold_ns = 4 * 1000 + 200000 + 3 * 1000 + 4 * 5000
+eq(locks(d)[5], (6, 6, hold_ns, 200000, 1, 150000, 4, 200),
+   "a preempted sampled hold counts once")
+# The replay weighs the set-apart hold as the model did: pprof's hold
+# profile sums to the JSON's hold_ns.
+pb = os.path.join(TMP, "preempted.pb.gz")
+rc, out, err = run("report", "--no-symbols", "--format=pprof",
+                   "--metric=hold", "-o", pb, path)
+eq(rc, 0, "pprof hold profile (%s)" % err)
+eq(pprof_hold_sums(pb), [6, hold_ns], "pprof's holds and hold ns")
 eq(d["totals"]["sampled_holds_set_apart"], 1, "holds set apart")
 notes = [n["text"] for n in d["trace"]["notes"]
          if "set apart as preemption" in n["text"] and "hold" in n["text"]]
