@@ -335,7 +335,7 @@ static bool hold_preempted(const lock_t *l, const held_t *h, uint64_t hold)
 {
 	return h->w > 1 && hold >= TH_PREEMPT_NS &&
 	       l->s.holds_timed >= HOLD_PREEMPT_MIN &&
-	       hold / TH_HOLD_PREEMPT_X >= l->s.hold_ns / l->s.hold_w;
+	       hold / TH_HOLD_PREEMPT_X >= l->s.hold_ns / l->s.timed_w;
 }
 
 /* Files the sampled hold h of t, set apart, with the time wns it counts
@@ -401,9 +401,8 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 	uint64_t wh = hold * h.w;
 	hist_t *hh = lock_hist(m, l, 1);
 	if (hold_preempted(l, &h, hold)) {
-		uint64_t mean = l->s.hold_ns / l->s.hold_w;
+		uint64_t mean = l->s.hold_ns / l->s.timed_w;
 		wh = hold + mean * (h.w - 1);
-		l->s.holds_preempted++;
 		m->tot.holds_preempted++;
 		hold_apart(m, t, &h, wh);
 		hist_add(hh, hold);
@@ -412,7 +411,7 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 		hist_add_n(hh, hold, h.w);
 	}
 	l->s.holds_timed++;
-	l->s.hold_w += h.w;
+	l->s.timed_w += h.w;
 	l->s.hold_ns += wh;
 	if (hold > l->s.hold_max)
 		l->s.hold_max = hold;

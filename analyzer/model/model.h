@@ -84,9 +84,7 @@ double hist_quantile(const hist_t *h, double q);
 	                   "condition wait (the thread found no work)")       \
 	X(hold_ns, S, "total hold time (timed holds weighted: an estimate "     \
 	              "when holds_timed < holds)")                             \
-	X(hold_w, S, "holds the timed ones stand for (their weights summed)")  \
-	X(holds_preempted, S, "sampled holds set apart as preemption "         \
-	                      "(aggregate.c hold_preempted)")                 \
+	X(timed_w, S, "holds the timed ones stand for (their weights summed)") \
 	X(holds_with_alloc, S, "holds that called the allocator")              \
 	X(alloc_calls, S, "allocator calls made while held")                   \
 	X(alloc_allocs, S, "of which allocations (malloc/new/realloc)")        \
