@@ -110,3 +110,43 @@ def lock_acq_wait(dt, lk, w, site=0):
 
 def lock_rel(dt, lk):
     return tracefmt.event("REL", dt, lk)
+
+
+# ---- protobuf, read by hand (pprof's and Perfetto's outputs) ----
+
+def pb_varint(b, i):
+    """The varint at b[i]: (value, index past it)."""
+    v = sh = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7f) << sh
+        sh += 7
+        if c < 0x80:
+            return v, i
+
+
+def pb_fields(b):
+    """The (field, value) pairs of message b: varints as ints,
+    length-delimited fields as bytes."""
+    i = 0
+    while i < len(b):
+        k, i = pb_varint(b, i)
+        if k & 7 == 0:
+            v, i = pb_varint(b, i)
+            yield k >> 3, v
+        elif k & 7 == 2:
+            n, i = pb_varint(b, i)
+            yield k >> 3, b[i:i + n]
+            i += n
+        else:
+            raise SystemExit("protobuf: wire type %d" % (k & 7))
+
+
+def pb_packed(b):
+    """The varints of a packed repeated field."""
+    i, out = 0, []
+    while i < len(b):
+        v, i = pb_varint(b, i)
+        out.append(v)
+    return out

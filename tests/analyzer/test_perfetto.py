@@ -32,6 +32,7 @@ import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import MALLOCK, SRCDIR, TMP, check, done, eq, run  # noqa: E402
+from common import pb_varint as varint  # noqa: E402
 from recorded import ensure_tool, record_svcqueue  # noqa: E402
 
 protoc = ensure_tool("protoc", "protobuf-compiler")
@@ -39,17 +40,6 @@ if not protoc:
     print("SKIP: protoc (protobuf-compiler) not installable here")
     sys.exit(77)
 
-
-
-def varint(b, i):
-    v = sh = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7f) << sh
-        sh += 7
-        if c < 0x80:
-            return v, i
 
 
 def ld_fields(b):

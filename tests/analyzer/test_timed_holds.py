@@ -137,33 +137,6 @@ def preempted_trace(name):
     return path
 
 
-def pb_fields(b):
-    """The (field, value) pairs of protobuf message b: varints as ints,
-    length-delimited fields as bytes."""
-    i = 0
-
-    def varint():
-        nonlocal i
-        v = sh = 0
-        while True:
-            c = b[i]
-            i += 1
-            v |= (c & 127) << sh
-            sh += 7
-            if c < 128:
-                return v
-    while i < len(b):
-        key = varint()
-        if key & 7 == 0:
-            yield key >> 3, varint()
-        elif key & 7 == 2:
-            n = varint()
-            yield key >> 3, b[i:i + n]
-            i += n
-        else:
-            raise SystemExit("pprof: wire type %d" % (key & 7))
-
-
 def pprof_hold_sums(path):
     """Sample.value summed by index over the profile (Profile.sample = 2,
     Sample.value = 2, packed varints); the hold metric's are holds, then
@@ -176,14 +149,7 @@ def pprof_hold_sums(path):
         for g, packed in pb_fields(sample) if f == 2 else ():
             if g != 2:
                 continue
-            vals, v, sh = [], 0, 0
-            for c in packed:
-                v |= (c & 127) << sh
-                sh += 7
-                if c < 128:
-                    vals.append(v)
-                    v = sh = 0
-            for j, v in enumerate(vals[:2]):
+            for j, v in enumerate(pb_packed(packed)[:2]):
                 tot[j] += v
     return tot
 
