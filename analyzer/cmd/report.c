@@ -49,7 +49,8 @@ enum {
 	O_ALL,
 	O_DEBUGDIR,
 	O_NOFOLD,
-	O_STATS
+	O_STATS,
+	O_ASSAMPLED
 };
 
 static const cli_opt_t report_opts[] = {
@@ -82,6 +83,9 @@ static const cli_opt_t report_opts[] = {
     {"no-fold", O_NOFOLD, 0, NULL,
      "keep a record for every destroyed lock\n(same report, more memory)"},
     {"stats", O_STATS, 0, NULL, "the model's lock table on stderr"},
+    {"as-sampled", O_ASSAMPLED, 1, "N",
+     "text, json: a trace that timed every\nhold and call "
+     "(MALLOCK_TIME_EVERY=1)\nread as if one in N had been timed"},
     {"debug-dir", O_DEBUGDIR, 1, "DIR",
      "look there first for separate debug\nfiles "
      "(DIR/.build-id/xx/rest.debug,\nDIR/NAME.debug); may be repeated"},
@@ -313,6 +317,14 @@ int cmd_report(int argc, char **argv)
 		case O_STATS:
 			stats = true;
 			break;
+		case O_ASSAMPLED: {
+			long n;
+			if (cli_number("report", "--as-sampled", optarg, 2, 127,
+			               &n))
+				return CLI_EXIT_USAGE;
+			lo.as_sampled = (uint32_t)n;
+			break;
+		}
 		case O_PER:
 			r.per_process = true;
 			break;
@@ -368,6 +380,13 @@ int cmd_report(int argc, char **argv)
 		for (char *s = strtok(targ, ","); s; s = strtok(NULL, ","))
 			threads[k++] = s;
 		lo.thread_filter = threads;
+	}
+	/* The replay of the other outputs reads the records as stored. */
+	if (lo.as_sampled && format != F_TEXT && format != F_JSON) {
+		free(threads);
+		free(targ);
+		return cli_usage_error(
+		    "report", "--as-sampled: text and json output only");
 	}
 	/* A binary profile is not for a terminal. */
 	if (format >= F_PPROF && !outpath && isatty(1)) {

@@ -487,6 +487,7 @@ typedef struct model {
 	uint64_t max_bytes;    /* MALLOCK_MAX_BYTES; 0: no cap */
 	uint64_t time_every;   /* MALLOCK_TIME_EVERY (call_weight()); 1: all */
 	uint64_t hold_every;   /* MALLOCK_HOLD_EVERY (hold_weight()); 1: all */
+	uint32_t as_sampled;   /* load_opts_t's: read as if sampled; 0: not */
 	double wcarry;         /* fraction carried by sample_count() */
 	uint64_t free_n;       /* frees counted by the last block_free() */
 	char *exe, *cmdline, *hostname, *version;

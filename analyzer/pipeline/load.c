@@ -75,6 +75,15 @@ static void window_notes(model_t *m)
 		                         : "all timed");
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
+	if (m->as_sampled) {
+		n = snprintf(t, sizeof t,
+		             "read as if sampled (--as-sampled=%u): this trace "
+		             "timed every hold and allocator call, and the "
+		             "report estimates from one in %u, as the shim's "
+		             "default timing would have",
+		             m->as_sampled, m->as_sampled);
+		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
+	}
 	if (m->tot.untimed_holds) {
 		uint64_t h = m->tot.holds;
 		n = snprintf(
@@ -317,11 +326,32 @@ int load_trace(const char *path, model_t *m, findings_t *f,
 		fprintf(stderr, "mallock: %s: %s\n", path, err);
 		return rc;
 	}
+	if (o->as_sampled) {
+		const meta_process_t *p = &reader_info(r)->process;
+		if (!reader_info(r)->have_process || p->time_every != 1 ||
+		    p->hold_every != 1) {
+			progress_done();
+			fprintf(
+			    stderr,
+			    "mallock: %s: --as-sampled needs a trace that "
+			    "timed every hold and call (recorded with "
+			    "MALLOCK_TIME_EVERY=1); this one timed one in "
+			    "%llu\n",
+			    path,
+			    (unsigned long long)(p->hold_every > p->time_every
+			                             ? p->hold_every
+			                             : p->time_every));
+			reader_close(r);
+			return 2;
+		}
+		reader_as_sampled(r, o->as_sampled);
+	}
 	uint64_t lim[2] = {0, 0};
 	if (o->from_mono_ns || o->until_mono_ns)
 		limit_mono(r, o->from_mono_ns, o->until_mono_ns, lim);
 	progress_pass(path, 2);
 	aggregate(m, r, path, o->fold_locks, o->thread_filter);
+	m->as_sampled = o->as_sampled;
 	m->lim_from_tsc = lim[0];
 	m->lim_until_tsc = lim[1];
 	progress_done();

@@ -24,6 +24,9 @@ typedef struct load_opts {
 	 * until_mono_ns (CLOCK_MONOTONIC of the traced host; 0: no bound),
 	 * converted to the trace's clock by its PROCESS record's pair. */
 	uint64_t from_mono_ns, until_mono_ns;
+	/* --as-sampled: a trace that timed every hold and call read as if
+	 * one in as_sampled had been (reader_as_sampled); 0: as recorded. */
+	uint32_t as_sampled;
 } load_opts_t;
 
 /*

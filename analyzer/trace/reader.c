@@ -79,6 +79,12 @@ typedef struct rd_stream {
 	fmt_record_t rec;   /* the stream's next record (its head) */
 	uint64_t key;       /* rec's merge key (see the invariants) */
 	reader_part_t part; /* which part of rec heads the stream */
+	/* reader_as_sampled's state: locks held, the nest's timing, the
+	 * countdowns, the generator, the stream's latest stamp */
+	uint32_t depth;
+	uint8_t nest;
+	uint32_t hold_left, time_left;
+	uint64_t rng, last_tsc;
 } rd_stream_t;
 
 struct reader {
@@ -111,6 +117,7 @@ struct reader {
 	bool stop_incomplete;
 	dev_t dev;
 	ino_t ino;
+	uint32_t as_sampled; /* reader_as_sampled's n; 0: records as read */
 };
 
 #define NONE UINT32_MAX
@@ -497,6 +504,114 @@ static uint64_t call_start(const rd_stream_t *s)
 	return 0;
 }
 
+enum { NEST_UNTIMED, NEST_SAMPLED, NEST_EXACT };
+
+/* A gap of 1 to 2n - 1 draws (mean n), as the shim's countdowns draw
+ * them (shim/core/sample.c), from a generator seeded by the thread. */
+static uint32_t gap(rd_stream_t *s, uint32_t n)
+{
+	if (!s->rng)
+		s->rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)s->tid << 1 | 1);
+	s->rng ^= s->rng << 13;
+	s->rng ^= s->rng >> 7;
+	s->rng ^= s->rng << 17;
+	return 1 + (uint32_t)(s->rng % (2ull * n - 1));
+}
+
+/* Whether a countdown runs out at this draw (the next gap then begins). */
+static bool due(rd_stream_t *s, uint32_t *left, uint32_t n)
+{
+	if (!*left)
+		*left = gap(s, n);
+	if (--*left)
+		return false;
+	*left = gap(s, n);
+	return true;
+}
+
+/*
+ * reader_as_sampled: s's head record as the shim's default timing would
+ * have written it, from a trace that timed every hold and call. A nest of
+ * holds begun by an uncontended acquisition is timed one in n (its
+ * acquisitions become the sampled forms, standing for n) or not at all
+ * (the untimed forms, stamped with the stream's previous stamp, as are its
+ * uncontended releases, and its allocator calls lose their ticks); a
+ * contended acquisition or a condition wake makes the rest of its nest
+ * exact, as in the shim (lock_hooks.c). Of the allocator calls outside
+ * holds, one in n keeps its ticks; an untimed free is stamped at its
+ * start, as the shim stamps one.
+ */
+static void as_sampled(const reader_t *r, rd_stream_t *s)
+{
+	fmt_record_t *x = &s->rec;
+	uint32_t n = r->as_sampled;
+	unsigned f = 0;
+	switch (x->type) {
+	case FMT_PROCESS:
+		/* Its last two fields, time_every and hold_every, say n: 1
+		 * each (one byte), as reader_as_sampled's caller checked. */
+		if (x->body_len >= 2 && x->body[x->body_len - 1] == 1 &&
+		    x->body[x->body_len - 2] == 1) {
+			uint8_t *b = s->buf + (x->body - s->buf);
+			b[x->body_len - 1] = b[x->body_len - 2] = (uint8_t)n;
+		}
+		return;
+	case FMT_ACQ:
+	case FMT_ACQ_SHARED:
+		if (!s->depth)
+			s->nest = due(s, &s->hold_left, n) ? NEST_SAMPLED
+			                                   : NEST_UNTIMED;
+		s->depth++;
+		if (s->nest == NEST_UNTIMED) {
+			x->type = x->type == FMT_ACQ ? FMT_ACQ_UNTIMED
+			                             : FMT_ACQ_SHARED_UNTIMED;
+			if (s->last_tsc)
+				x->tsc = s->last_tsc;
+		} else if (s->nest == NEST_SAMPLED) {
+			x->type = x->type == FMT_ACQ ? FMT_ACQ_SAMPLED
+			                             : FMT_ACQ_SHARED_SAMPLED;
+		}
+		break;
+	case FMT_ACQ_WAIT:
+	case FMT_ACQ_SHARED_WAIT:
+	case FMT_COND_WAKE:
+		s->nest = NEST_EXACT;
+		s->depth++;
+		break;
+	case FMT_REL:
+		if (s->depth && s->nest == NEST_UNTIMED && s->last_tsc)
+			x->tsc = s->last_tsc;
+		/* fall through */
+	case FMT_REL_CONTENDED:
+	case FMT_COND_WAIT:
+		if (s->depth)
+			s->depth--;
+		break;
+	case FMT_ALLOC:
+		f = FMT_ALLOC_TICKS;
+		break;
+	case FMT_FREE:
+		f = FMT_FREE_TICKS;
+		break;
+	case FMT_REALLOC:
+		f = FMT_REALLOC_TICKS;
+		break;
+	default:
+		break;
+	}
+	if (f && x->f[f]) {
+		bool untimed = s->depth ? s->nest == NEST_UNTIMED
+		                        : !due(s, &s->time_left, n);
+		if (untimed) {
+			if (x->type == FMT_FREE && x->f[f] < x->tsc)
+				x->tsc -= x->f[f];
+			x->f[f] = 0;
+		}
+	}
+	if (x->tsc > s->last_tsc)
+		s->last_tsc = x->tsc;
+}
+
 /* Advances s to its next record. Returns 1, 0 when the stream is done, -1
  * on a malformed record or read error (the reader is then marked). */
 static int advance(reader_t *r, rd_stream_t *s)
@@ -506,6 +621,8 @@ static int advance(reader_t *r, rd_stream_t *s)
 		int rc = fmt_decode(&s->dec, &s->rec, &eo);
 		if (rc > 0) {
 			uint64_t back = 0;
+			if (r->as_sampled > 1)
+				as_sampled(r, s);
 			s->part = READER_WHOLE;
 			if (s->rec.type == FMT_FREE)
 				back = s->rec.f[FMT_FREE_TICKS];
@@ -591,6 +708,12 @@ static void sift_down(reader_t *r, uint32_t i)
 	}
 }
 
+void reader_as_sampled(reader_t *r, uint32_t n)
+{
+	r->as_sampled = n;
+	reader_rewind(r);
+}
+
 void reader_rewind(reader_t *r)
 {
 	free(r->heap);
@@ -603,6 +726,8 @@ void reader_rewind(reader_t *r)
 		s->cur = NONE;
 		s->done = NONE;
 		s->key = 0;
+		s->depth = s->hold_left = s->time_left = 0;
+		s->rng = s->last_tsc = 0;
 		if (load_chunk(r, s, s->first) < 0 || advance(r, s) <= 0)
 			continue;
 		r->heap[r->nheap++] = i;

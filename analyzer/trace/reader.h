@@ -118,6 +118,17 @@ void reader_stop_at(reader_t *r, uint64_t tsc);
  */
 int reader_grow(reader_t *r);
 
+/*
+ * Pass 2 over a trace that timed every hold and allocator call
+ * (MALLOCK_TIME_EVERY=1), as if the shim had timed one uncontended nest of
+ * holds in n and one allocator call outside holds in n (its default
+ * timing with MALLOCK_TIME_EVERY=n): the records as that shim would have
+ * written them (reader.c as_sampled), PROCESS saying time_every and
+ * hold_every n. `mallock report --as-sampled=N`: the estimates of one
+ * execution beside its exact figures. n from 2 to 127; starts pass 2 over.
+ */
+void reader_as_sampled(reader_t *r, uint32_t n);
+
 /* Starts pass 2 over from the beginning (of the chunks not forgotten). */
 void reader_rewind(reader_t *r);
 
