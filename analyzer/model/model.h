@@ -455,6 +455,7 @@ typedef struct lockclass {
 	X(holds, "lock_holds")                                                 \
 	X(untimed_holds, "untimed_holds")                                      \
 	X(holds_preempted, "sampled_holds_set_apart")                          \
+	X(holds_apart_ns, "sampled_holds_set_apart_ns")                        \
 	X(futex_waits, "futex_waits")                                          \
 	X(futex_wait_ns, "futex_wait_ns")                                      \
 	X(futex_lost_ns, "futex_lock_wait_ns")                                 \

@@ -11,6 +11,7 @@
 #include "reader.h"
 #include "symbols.h"
 #include "thresholds.h"
+#include "util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -101,15 +102,20 @@ static void window_notes(model_t *m)
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
 	if (m->tot.holds_preempted) {
+		char d[32];
 		n = snprintf(
 		    t, sizeof t,
 		    "%llu sampled holds were set apart as preemption: each "
 		    "took over %llu us and %llux its lock's mean timed hold, "
 		    "so it counts once, and the holds it stood for at that "
-		    "mean (a hold truly that long is underestimated)",
+		    "mean; weighted as they stood for, they would add %s of "
+		    "hold time (a lock held that long while its holder is "
+		    "descheduled, or by holds truly that long, is "
+		    "underestimated by up to as much)",
 		    (unsigned long long)m->tot.holds_preempted,
 		    (unsigned long long)TH_PREEMPT_NS / 1000,
-		    (unsigned long long)TH_HOLD_PREEMPT_X);
+		    (unsigned long long)TH_HOLD_PREEMPT_X,
+		    human_ns(d, sizeof d, (double)m->tot.holds_apart_ns));
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
 	if (m->tot.alloc_preempted) {
