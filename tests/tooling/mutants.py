@@ -137,6 +137,19 @@ M = [
      "analyzer/model/aggregate_alloc.c",
      "return t->hold_w ? t->hold_w : 1;", "return 1;",
      r"^analyzer_timed_holds$", "weighted lock figures"),
+    ("a set-apart hold adds nothing to what it would add at its weight",
+     "analyzer/model/aggregate.c",
+     "m->tot.holds_apart_ns += (hold - mean) * (h.w - 1);",
+     "m->tot.holds_apart_ns += 0;", r"^analyzer_timed_holds$",
+     "would add at its weight"),
+    ("read as sampled, an untimed nest keeps its times",
+     "analyzer/trace/reader.c",
+     "x->type = x->type == FMT_ACQ ? FMT_ACQ_UNTIMED\n"
+     "\t\t\t                             : FMT_ACQ_SHARED_UNTIMED;",
+     "(void)0;", r"^analyzer_as_sampled$", "sampled nests x N"),
+    ("read as sampled, a contended acquisition leaves its nest untimed",
+     "analyzer/trace/reader.c", "s->nest = NEST_EXACT;\n\t\ts->depth++;",
+     "s->depth++;", r"^analyzer_as_sampled$", "sampled nests x N"),
 ]
 
 

@@ -99,7 +99,7 @@ GUARDS = [
         "analyzer_unit_holds", "analyzer_unit_reader",
         "analyzer_unit_classes", "analyzer_golden", "analyzer_holds",
         "analyzer_forged_weights", "analyzer_timed_holds",
-        "analyzer_nest_overlap",
+        "analyzer_as_sampled", "analyzer_nest_overlap",
         "analyzer_nest_claim", "analyzer_pools", "analyzer_frees",
         "analyzer_striped", "analyzer_calibration_forged",
         "analyzer_inversion", "analyzer_window_names",
@@ -113,6 +113,7 @@ GUARDS = [
     ]),
     ("analyzer/", ["mallock-cli", "unit_reader", "unit_classes"], [
         "analyzer_unit_reader", "analyzer_unit_classes", "analyzer_golden",
+        "analyzer_as_sampled",
         "analyzer_holds", "analyzer_forged_weights", "analyzer_nest_overlap",
         "analyzer_nest_claim",
         "analyzer_pools", "analyzer_frees", "analyzer_striped",
