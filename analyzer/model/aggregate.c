@@ -881,7 +881,8 @@ static void lock_new_prefetch(const model_t *m, const fmt_record_t *r)
 	if (p.kind == FMT_KIND_COND || !p.addr || !m->live.n)
 		return;
 	uint64_t a = p.addr & ~7ull;
-	for (uint64_t back = 0; back < 8 * 4 && back <= a; back += 8)
+	for (uint64_t back = 0; back < 8 * LOCK_LOOK_FIRST && back <= a;
+	     back += 8)
 		u64map_prefetch(&m->live, a - back);
 }
 
