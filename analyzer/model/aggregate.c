@@ -828,6 +828,23 @@ typedef struct ahead {
 	unsigned head, n;
 } ahead_t;
 
+/* The lock id of a lock event (ahead_prefetch's types). */
+static uint64_t lock_id(const fmt_record_t *r)
+{
+	switch (r->type) {
+	case FMT_TRY_FAIL:
+		return r->f[FMT_TRY_FAIL_LOCK];
+	case FMT_REL:
+		return r->f[FMT_REL_LOCK];
+	case FMT_REL_CONTENDED:
+		return r->f[FMT_REL_CONTENDED_LOCK];
+	case FMT_LOCK_DESTROY:
+		return r->f[FMT_LOCK_DESTROY_LOCK];
+	default:
+		return r->f[FMT_ACQ_LOCK];
+	}
+}
+
 static void ahead_prefetch(const model_t *m, const fmt_record_t *r)
 {
 	switch (r->type) {
@@ -840,31 +857,78 @@ static void ahead_prefetch(const model_t *m, const fmt_record_t *r)
 		u64map_prefetch(&m->live, r->f[FMT_REALLOC_NEW]);
 		break;
 	case FMT_ACQ:
+	case FMT_ACQ_UNTIMED:
+	case FMT_ACQ_SAMPLED:
 	case FMT_ACQ_SHARED:
+	case FMT_ACQ_SHARED_UNTIMED:
+	case FMT_ACQ_SHARED_SAMPLED:
 	case FMT_ACQ_WAIT:
 	case FMT_ACQ_SHARED_WAIT:
 	case FMT_TRY_FAIL:
 	case FMT_REL:
 	case FMT_REL_CONTENDED:
-		if (!u64cache_get(&m->lock_cache, r->f[FMT_ACQ_LOCK]))
-			u64map_prefetch(&m->lock_by_id, r->f[FMT_ACQ_LOCK]);
+	case FMT_LOCK_DESTROY:
+		if (!u64cache_get(&m->lock_cache, lock_id(r)))
+			u64map_prefetch(&m->lock_by_id, lock_id(r));
 		break;
 	default:
 		break;
 	}
 }
 
-/* The second step for a free read ahead: its block's record, once its
- * live-map slot (asked for AHEAD / 2 events before) is in the cache. */
-static void ahead_prefetch_block(const model_t *m, const fmt_record_t *r)
+/* The second step for an event read ahead, once the map slots asked for
+ * AHEAD / 2 events before are in the cache: a free's block record; a lock
+ * event's lock record (a message's mutex, taken or destroyed long after
+ * it was made, is out of the lock cache and its record out of the CPU's)
+ * and, for an acquisition, its (lock, thread) slot in lt_map (lockthr: a
+ * new key for each thread that takes a message's mutex). */
+static void ahead_prefetch_rec(const model_t *m, const pending_t *p)
 {
+	const fmt_record_t *r = &p->rec;
 	uint64_t ptr;
-	if (r->type == FMT_FREE)
+	switch (r->type) {
+	case FMT_FREE:
 		ptr = r->f[FMT_FREE_PTR];
-	else if (r->type == FMT_REALLOC)
+		break;
+	case FMT_REALLOC:
 		ptr = r->f[FMT_REALLOC_OLD];
-	else
+		break;
+	case FMT_ACQ:
+	case FMT_ACQ_UNTIMED:
+	case FMT_ACQ_SAMPLED:
+	case FMT_ACQ_SHARED:
+	case FMT_ACQ_SHARED_UNTIMED:
+	case FMT_ACQ_SHARED_SAMPLED:
+	case FMT_ACQ_WAIT:
+	case FMT_ACQ_SHARED_WAIT:
+	case FMT_TRY_FAIL:
+	case FMT_REL:
+	case FMT_REL_CONTENDED:
+	case FMT_LOCK_DESTROY: {
+		uint64_t id = lock_id(r);
+		uint32_t li1 = u64cache_get(&m->lock_cache, id);
+		if (!li1) {
+			const uint32_t *v = u64map_find(&m->lock_by_id, id);
+			if (!v)
+				return;
+			li1 = *v + 1;
+		}
+		const char *l = (const char *)&m->lock[li1 - 1];
+		prefetch_line(l);
+		prefetch_line(l + 64);
+		prefetch_line(l + 128);
+		uint32_t ti1 = m->thr_of_stream[p->stream];
+		if (r->type != FMT_TRY_FAIL && r->type != FMT_REL &&
+		    r->type != FMT_REL_CONTENDED &&
+		    r->type != FMT_LOCK_DESTROY && ti1 &&
+		    m->thr[ti1 - 1].lt_lock != li1 - 1)
+			u64map_prefetch(&m->lt_map,
+			                (uint64_t)(li1 - 1) << 32 | (ti1 - 1));
 		return;
+	}
+	default:
+		return;
+	}
 	const uint32_t *v = u64map_find(&m->live, ptr);
 	if (v)
 		prefetch_line(&m->blk[*v]);
@@ -883,7 +947,8 @@ static void lock_new_prefetch(const model_t *m, const fmt_record_t *r)
 	if (p.kind == FMT_KIND_COND || !p.addr || !m->live.n)
 		return;
 	uint64_t a = p.addr & ~7ull;
-	for (uint64_t back = 0; back < 8 * 4 && back <= a; back += 8)
+	for (uint64_t back = 0; back < 8 * LOCK_LOOK_FIRST && back <= a;
+	     back += 8)
 		u64map_prefetch(&m->live, a - back);
 }
 
@@ -979,9 +1044,8 @@ int aggregate_feed(model_t *m, reader_t *r, uint64_t max_events)
 		p->tid = ev.tid;
 		p->part = ev.part;
 		if (q.n > AHEAD / 2)
-			ahead_prefetch_block(
-			    m,
-			    &q.v[(q.head + q.n - 1 - AHEAD / 2) % AHEAD].rec);
+			ahead_prefetch_rec(
+			    m, &q.v[(q.head + q.n - 1 - AHEAD / 2) % AHEAD]);
 	}
 	ahead_drain(m, &q, 0);
 	if (max_events && n > max_events)

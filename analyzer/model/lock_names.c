@@ -36,7 +36,10 @@ static void in_block(model_t *m, lock_t *l, uint64_t start, uint32_t slot)
 	m->bigblk[m->nbigblk++ % BIGBLK_RING] = start;
 }
 
-/* Look-back candidates whose map slots are fetched together. */
+/* Look-back candidates whose map slots are fetched together: the first
+ * LOCK_LOOK_FIRST (model.h: lock_new_prefetch has asked for their slots
+ * already, and a lock made inside a fresh message lies within them), then
+ * LOOK_BATCH at a time. */
 #define LOOK_BATCH 8
 
 void lock_find_block(model_t *m, lock_t *l)
@@ -60,19 +63,26 @@ void lock_find_block(model_t *m, lock_t *l)
 		}
 	}
 	/* Blocks start 8-byte aligned with every allocator mallock hooks.
-	 * The candidates' slots are asked for LOOK_BATCH at a time: each is
+	 * The candidates' slots are asked for a batch at a time: each is
 	 * a cache miss of its own, and they overlap instead of stalling the
-	 * look back one after the other. */
+	 * look back one after the other. Each candidate's hash is computed
+	 * once, for its prefetch and its find. */
 	uint64_t a = l->addr & ~7ull;
 	uint64_t last = a < LOCK_BLOCK_REACH ? a : LOCK_BLOCK_REACH;
-	for (uint64_t from = 0; from <= last; from += 8 * LOOK_BATCH) {
-		uint64_t to = from + 8 * (LOOK_BATCH - 1);
+	uint32_t h[LOOK_BATCH];
+	uint64_t batch = 8 * LOCK_LOOK_FIRST;
+	for (uint64_t from = 0; from <= last;
+	     from += batch, batch = 8 * LOOK_BATCH) {
+		uint64_t to = from + batch - 8;
 		if (to > last)
 			to = last;
-		for (uint64_t back = from; back <= to; back += 8)
-			u64map_prefetch(&m->live, a - back);
-		for (uint64_t back = from; back <= to; back += 8) {
-			const uint32_t *v = u64map_find(&m->live, a - back);
+		for (uint64_t back = from, k = 0; back <= to; back += 8, k++) {
+			h[k] = u64map_hash(a - back);
+			prefetch_line(&m->live.slot[h[k] & m->live.mask]);
+		}
+		for (uint64_t back = from, k = 0; back <= to; back += 8, k++) {
+			const uint32_t *v =
+			    u64map_find_h(&m->live, a - back, h[k]);
 			if (!v)
 				continue;
 			if (l->addr - (a - back) < m->blk[*v].size)

@@ -390,6 +390,9 @@ typedef struct note {
  * BIGBLK_RING large blocks last allocated or found holding a lock
  * (model_t.bigblk; lock_names.h). */
 #define LOCK_BLOCK_REACH 4096
+/* The look back's first candidates (addr, addr - 8, ...), whose live-map
+ * slots aggregate.c asks for when it reads a LOCK_NEW ahead. */
+#define LOCK_LOOK_FIRST 4
 #define BIGBLK_RING 32
 
 typedef struct block {

@@ -62,6 +62,21 @@ static inline uint32_t u64map_hash(uint64_t k)
 	       u64map_tab[6][k >> 48 & 255] ^ u64map_tab[7][k >> 56];
 }
 
+/* u64map_find of a key whose hash h (u64map_hash(key)) the caller has
+ * already computed (to prefetch its slot): the hash is 8 table loads. */
+static inline uint32_t *u64map_find_h(const u64map_t *m, uint64_t key,
+                                      uint32_t h)
+{
+	if (!m->slot)
+		return 0;
+	for (uint32_t i = h & m->mask;; i = (i + 1) & m->mask) {
+		if (m->slot[i].key == key)
+			return &m->slot[i].val;
+		if (m->slot[i].key == U64MAP_EMPTY)
+			return 0;
+	}
+}
+
 /* Returns a pointer to the value of key, or NULL. The pointer is valid
  * until the next insert or remove. */
 static inline uint32_t *u64map_find(const u64map_t *m, uint64_t key)
