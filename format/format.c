@@ -346,7 +346,9 @@ static int decode_init_new(fmt_dec_t *d, fmt_record_t *r, const uint8_t *rec)
 	r->type = FMT_LOCK_NEW;
 	r->body = d->new_body;
 	r->body_len = (size_t)(b - d->new_body);
-	r->tsc = d->tsc += dt;
+	/* as a LOCK_NEW before the LOCK_INIT: metadata, not advancing time */
+	r->tsc = d->tsc;
+	d->tsc += dt;
 	d->last_new = d->last_lock = id;
 	d->init_stack = v[3];
 	d->pair_end = q;

@@ -268,8 +268,9 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
  * of the chunk's previous LOCK_INIT_NEW; 0 at the chunk's start), addr as
  * a zigzag delta from the chunk's previous pointer (which it does not
  * change), kind, stack (LOCK_INIT's). A reader decodes it as two records
- * from two calls: the LOCK_NEW (metadata, its body built by the decoder),
- * then the LOCK_INIT at the record's time; its id is the chunk's last
+ * from two calls: the LOCK_NEW (metadata, its body built by the decoder,
+ * at the time before the record's dt), then the LOCK_INIT at the record's
+ * time; its id is the chunk's last
  * lock afterwards. The layout, for tools that count bytes per field:
  * 'i' the id delta, 'a' the address delta.
  */

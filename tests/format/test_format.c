@@ -715,6 +715,7 @@ static void init_new_roundtrip(const irec_t *rs, size_t n)
 	fmt_record_t r;
 	size_t eo;
 	fmt_dec_init(&d, &h, payload);
+	uint64_t before = h.tsc_base; /* the previous core record's time */
 	for (size_t i = 0; i < n; i++) {
 		const irec_t *c = &rs[i];
 		check(d.p == payload + at[i]);
@@ -722,6 +723,7 @@ static void init_new_roundtrip(const irec_t *rs, size_t n)
 		check_eq(r.wire, c->wire);
 		if (c->type != FMT_LOCK_INIT_NEW) {
 			check_eq(r.tsc, c->tsc);
+			before = c->tsc;
 			if (c->type == FMT_ALLOC || c->type == FMT_FREE) {
 				check_eq(r.type, c->type);
 				check_eq(r.f[0], c->addr);
@@ -732,6 +734,8 @@ static void init_new_roundtrip(const irec_t *rs, size_t n)
 			continue;
 		}
 		check_eq(r.type, FMT_LOCK_NEW);
+		check_eq(r.tsc, before); /* a LOCK_NEW's, as written */
+		before = c->tsc;
 		const uint8_t *b = r.body, *be = r.body + r.body_len;
 		uint64_t m[4] = {0, 0, 0, 0};
 		for (int k = 0; k < 4; k++)
