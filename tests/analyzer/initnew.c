@@ -11,9 +11,10 @@
  * 10 bursts with FLICK_MS pauses while main allocates once a millisecond
  * (with a short MALLOCK_FLUSH_MS, main's hooks write the idle thread's
  * buffer, and its next flush writes what came after, the burst's first
- * init, encoded again: shim/core/wbuf.c write_range). One static mutex, initnew_static, is taken STATIC times
- * without an init (first seen at an acquisition: a plain LOCK_NEW). No
- * other lock is initialised or taken by this program.
+ * init, encoded again: shim/core/wbuf.c write_range). One static mutex,
+ * initnew_static, is taken STATIC times without an init (first seen at an
+ * acquisition: a plain LOCK_NEW). No other lock is initialised or taken by this
+ * program.
  *
  * Usage: initnew (no arguments).
  */

@@ -100,19 +100,24 @@ d = report_json(trace, "--all")
 
 
 def cls(fn):
+    """The classes whose init site is in fn, summed (a compiler that
+    peels a loop's first call makes two sites of one)."""
     cs = [c for c in d["lock_classes"]
           if (c.get("site") or {}).get("function") == fn]
-    eq(len(cs), 1, "one lock class made by %s" % fn)
-    return cs[0] if cs else {}
+    check(len(cs) >= 1, "a lock class made by %s" % fn)
+    eq([c.get("site_kind") for c in cs], ["init"] * len(cs),
+       "%s: classes by init site" % fn)
+    return {k: sum(c.get(k, 0) for c in cs)
+            for k in ("instances", "acquisitions", "holds",
+                      "shared_acquisitions")}
 
 
 for fn, inst, acq in (("make_msg", 2 * MSGS, 2 * MSGS * HOLDS),
                       ("make_rw", NRW, NRW), ("make_flick", FLICK, FLICK)):
     c = cls(fn)
-    eq(c.get("site_kind"), "init", "%s: class by init site" % fn)
-    eq(c.get("instances"), inst, "%s: instances" % fn)
-    eq(c.get("acquisitions"), acq, "%s: acquisitions" % fn)
-    eq(c.get("holds"), acq, "%s: holds" % fn)
-eq(cls("make_rw").get("shared_acquisitions"), NRW,
+    eq(c["instances"], inst, "%s: instances" % fn)
+    eq(c["acquisitions"], acq, "%s: acquisitions" % fn)
+    eq(c["holds"], acq, "%s: holds" % fn)
+eq(cls("make_rw")["shared_acquisitions"], NRW,
    "make_rw: shared acquisitions")
 done("analyzer_init_new")
