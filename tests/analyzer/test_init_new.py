@@ -92,6 +92,10 @@ off = {n: 8 if names.get(t) == "initnew_flick" else 24
 far = [i for t, i in inits if (t, new[i][1] - off[i]) not in blocks]
 eq(far[:5], [], "each init's address in a block its thread allocated")
 eq(sorted(destroys), sorted(i for _, i in inits), "destroys of the inits")
+eq(sum(1 for _, i in inits if new[i][2] == 1), NRW, "rwlocks (kind 1)")
+# malloc's blocks are 16-aligned: a pointer decoded against the wrong
+# previous pointer (a lock's address taken for one) is not
+eq(sorted(p for _, p in blocks if p % 16)[:5], [], "blocks 16-aligned")
 statics = [k for k, n in new.items() if n[3] == 2]
 eq(len(statics), 1, "one lock first seen at an acquisition")
 
