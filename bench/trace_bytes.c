@@ -19,9 +19,11 @@
 
 static uint64_t n[256], bytes[256], fbytes[256][9];
 
-/* The wire layout of core type t: a compact form's (1.7) or hold form's
- * (1.8) letters, its fields not written ('0', 'k') included (they count 0
- * bytes). */
+/* The wire layout of core type t: a compact form's (1.7), hold form's
+ * (1.8) or LOCK_INIT_NEW's (1.9: 'i' its id, 'a' its address, each one
+ * varint) letters, its fields not written ('0', 'k') included (they count
+ * 0 bytes). A LOCK_INIT_NEW is one core event (its LOCK_INIT; the
+ * LOCK_NEW it stands for is metadata). */
 static const char *wire_layout(unsigned t)
 {
 	unsigned base;

@@ -134,6 +134,7 @@ static const struct compact {
 #define FMT_HOLD_(name, code, base, layout) [code] = {layout, FMT_##base, 1},
 	FMT_HOLD_RECORDS(FMT_HOLD_)
 #undef FMT_HOLD_
+	[FMT_LOCK_INIT_NEW] = {FMT_LOCK_INIT_NEW_LAYOUT, FMT_LOCK_INIT, 0},
 };
 /* clang-format on */
 
@@ -166,7 +167,8 @@ void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
 	d->tsc = h->tsc_base;
 	d->last_ptr = 0;
 	d->last_lock = 0;
-	d->hold_end = NULL;
+	d->last_new = 0;
+	d->pair_end = NULL;
 }
 
 /* Reads the varint at q, which at least FMT_VARINT_MAX bytes follow (no
@@ -296,20 +298,61 @@ static int decode_compact(fmt_dec_t *d, fmt_record_t *r, const char *layout,
 }
 #undef FMT_LETTER_
 
-/* The second record of the hold form at d->p (1.8): the release of the
- * hold's lock, which its acquisition made the chunk's last lock, at the
- * same time. d->p moves past the hold form. */
-static int hold_rel(fmt_dec_t *d, fmt_record_t *r)
+/* The second record of the record of two at d->p: the release of a hold
+ * form's lock (1.8), which its acquisition made the chunk's last lock, or
+ * the LOCK_INIT of a LOCK_INIT_NEW (1.9), whose id is the chunk's last new
+ * id; at the same time. d->p moves past the record. */
+static int pair_second(fmt_dec_t *d, fmt_record_t *r)
 {
-	r->type = FMT_REL;
 	r->wire = *d->p;
 	r->tsc = d->tsc;
-	r->f[FMT_REL_LOCK] = d->last_lock;
-	r->nf = 1;
 	r->body = NULL;
 	r->body_len = 0;
-	d->p = d->hold_end;
-	d->hold_end = NULL;
+	if (r->wire == FMT_LOCK_INIT_NEW) {
+		r->type = FMT_LOCK_INIT;
+		r->f[FMT_LOCK_INIT_LOCK] = d->last_new;
+		r->f[FMT_LOCK_INIT_STACK] = d->init_stack;
+		r->nf = 2;
+	} else {
+		r->type = FMT_REL;
+		r->f[FMT_REL_LOCK] = d->last_lock;
+		r->nf = 1;
+	}
+	d->p = d->pair_end;
+	d->pair_end = NULL;
+	return 1;
+}
+
+/* The first record of the LOCK_INIT_NEW at rec (1.9; d->p after its type
+ * byte): its LOCK_NEW, with the body built in d->new_body; d->p stays at
+ * rec until pair_second() returns the LOCK_INIT. Returns 1, or -1 when
+ * malformed (d not moved). */
+static int decode_init_new(fmt_dec_t *d, fmt_record_t *r, const uint8_t *rec)
+{
+	const uint8_t *q = d->p;
+	uint64_t dt, v[4];
+	if (fmt_get_u(&q, d->end, &dt) < 0)
+		return -1;
+	for (int i = 0; i < 4; i++)
+		if (fmt_get_u(&q, d->end, &v[i]) < 0)
+			return -1;
+	uint64_t id = d->last_new + 1 + (uint64_t)fmt_unzigzag(v[0]);
+	uint64_t addr = d->last_ptr + (uint64_t)fmt_unzigzag(v[1]);
+	uint8_t *b = d->new_body;
+	b = fmt_put_u(b, id);
+	b = fmt_put_u(b, addr);
+	b = fmt_put_u(b, v[2]);
+	b = fmt_put_u(b, FMT_LOCKF_INIT);
+	r->type = FMT_LOCK_NEW;
+	r->body = d->new_body;
+	r->body_len = (size_t)(b - d->new_body);
+	/* as a LOCK_NEW before the LOCK_INIT: metadata, not advancing time */
+	r->tsc = d->tsc;
+	d->tsc += dt;
+	d->last_new = d->last_lock = id;
+	d->init_stack = v[3];
+	d->pair_end = q;
+	d->p = rec;
 	return 1;
 }
 
@@ -318,8 +361,8 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 	const uint8_t *rec = d->p;
 	uint64_t v;
 
-	if (d->hold_end)
-		return hold_rel(d, r);
+	if (d->pair_end)
+		return pair_second(d, r);
 	if (d->p >= d->end)
 		return 0;
 	r->type = r->wire = *d->p++;
@@ -348,11 +391,14 @@ int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off)
 			if (decode_compact(d, r, "ku", FMT_ACQ,
 			                   (uint64_t)(k + 1) << 7) > 0)
 				return 1;
+		} else if (r->type == FMT_LOCK_INIT_NEW) {
+			if (decode_init_new(d, r, rec) > 0)
+				return 1;
 		} else if (compact[r->type].layout) {
 			const struct compact *c = &compact[r->type];
 			if (decode_compact(d, r, c->layout, c->base, 0) > 0) {
 				if (c->hold) { /* its REL comes next */
-					d->hold_end = d->p;
+					d->pair_end = d->p;
 					d->p = rec;
 				}
 				return 1;
@@ -419,6 +465,8 @@ const char *fmt_type_name(unsigned type)
 		FMT_COMPACT_RECORDS(FMT_CNAME_)
 		FMT_HOLD_RECORDS(FMT_CNAME_)
 #undef FMT_CNAME_
+	case FMT_LOCK_INIT_NEW:
+		return "LOCK_INIT_NEW";
 	}
 	return NULL;
 }

@@ -35,8 +35,8 @@
  * untimed allocator calls (ticks 0); 1.5: ALLOC_MIGRATED; 1.6: timed holds
  * (ACQ_UNTIMED, ACQ_SAMPLED and their shared forms, PROCESS hold_every);
  * 1.7: compact forms (FMT_COMPACT_RECORDS); 1.8: hold forms
- * (FMT_HOLD_RECORDS) */
-#define FMT_VERSION_MINOR 8
+ * (FMT_HOLD_RECORDS); 1.9: LOCK_INIT_NEW */
+#define FMT_VERSION_MINOR 9
 #define FMT_FILE_HEADER_SIZE 16
 
 #define FMT_CHUNK_MAGIC 0x434b4c4du /* "MLKC" as little-endian bytes */
@@ -260,6 +260,23 @@ _Static_assert(FMT_ACQ_LOCK == FMT_ACQ_WAIT_LOCK &&
 	X(HOLD_SHARED_UNTIMED_LAST, 0x4c, ACQ_SHARED_UNTIMED, "ku")
 /* clang-format on */
 
+/*
+ * LOCK_INIT_NEW (1.9): one record for a lock's definition and its init,
+ * when the lock is first seen at its init: a LOCK_NEW (flags
+ * FMT_LOCKF_INIT) and a LOCK_INIT of the same id. After the type byte and
+ * dt: id as a zigzag delta from the chunk's last new id plus 1 (the id
+ * of the chunk's previous LOCK_INIT_NEW; 0 at the chunk's start), addr as
+ * a zigzag delta from the chunk's previous pointer (which it does not
+ * change), kind, stack (LOCK_INIT's). A reader decodes it as two records
+ * from two calls: the LOCK_NEW (metadata, its body built by the decoder,
+ * at the time before the record's dt), then the LOCK_INIT at the record's
+ * time; its id is the chunk's last
+ * lock afterwards. The layout, for tools that count bytes per field:
+ * 'i' the id delta, 'a' the address delta.
+ */
+#define FMT_LOCK_INIT_NEW 0x4d
+#define FMT_LOCK_INIT_NEW_LAYOUT "iauu"
+
 /* Metadata records: X(name, code, fields), each framed by a varint length. */
 /* clang-format off */
 #define FMT_META_RECORDS(X)                                                    \
@@ -442,6 +459,7 @@ typedef struct fmt_enc {
 	uint64_t last_tsc;  /* timestamp of the previous core event */
 	uint64_t last_ptr;  /* previous pointer (ALLOC/FREE/REALLOC) */
 	uint64_t last_lock; /* the chunk's last lock (FMT_LOCK_RECORD) */
+	uint64_t last_new;  /* the chunk's last new id (LOCK_INIT_NEW) */
 } fmt_enc_t;
 
 /* Worst-case bytes of one core event (type byte + 7 varints). */
@@ -601,6 +619,20 @@ static inline uint8_t *fmt_put_hold(uint8_t *p, fmt_enc_t *e, int shared,
 	return fmt_put_u(p, site);
 }
 
+/* LOCK_NEW(id, addr, kind, FMT_LOCKF_INIT) and LOCK_INIT(id, stack) at
+ * tsc, of a lock first seen at this init, as one LOCK_INIT_NEW (1.9). */
+static inline uint8_t *fmt_put_init_new(uint8_t *p, fmt_enc_t *e, uint64_t tsc,
+                                        uint64_t id, uint64_t addr,
+                                        uint64_t kind, uint64_t stack)
+{
+	p = fmt_put_head(p, e, FMT_LOCK_INIT_NEW, tsc);
+	p = fmt_put_s(p, (int64_t)(id - e->last_new - 1));
+	p = fmt_put_s(p, (int64_t)(addr - e->last_ptr));
+	p = fmt_put_u(p, kind);
+	e->last_new = e->last_lock = id;
+	return fmt_put_u(p, stack);
+}
+
 /* COND_SIGNAL(cond, flags) at tsc. */
 static inline uint8_t *fmt_put_signal(uint8_t *p, fmt_enc_t *e, uint64_t tsc,
                                       uint64_t cond, uint64_t flags)
@@ -657,8 +689,9 @@ int fmt_chunk_verify(const uint8_t in[FMT_CHUNK_HEADER_SIZE],
  * sum of dts) and f[] holds the fields in wire order, with pointer deltas
  * already resolved to absolute pointers. For metadata, body/body_len give the
  * record's bytes (use fmt_get_u and fmt_get_str on them). wire is the type
- * byte as stored: type, or the compact form (1.7) or hold form (1.8) that
- * stood for it (both records of a hold form carry its code).
+ * byte as stored: type, or the compact form (1.7), hold form (1.8) or
+ * LOCK_INIT_NEW (1.9) that stood for it (both records of a hold form or
+ * of a LOCK_INIT_NEW carry its code).
  */
 typedef struct fmt_record {
 	unsigned type;
@@ -670,15 +703,19 @@ typedef struct fmt_record {
 	size_t body_len;
 } fmt_record_t;
 
-/* Decoder state over one chunk payload. p is the next record, or the hold
- * form (1.8) whose release is still to come: then hold_end is the byte
- * after it (else NULL). */
+/* Decoder state over one chunk payload. p is the next record, or the
+ * record of two whose second is still to come (a hold form's REL, 1.8; a
+ * LOCK_INIT_NEW's LOCK_INIT, 1.9): then pair_end is the byte after it
+ * (else NULL). new_body holds the body of a LOCK_INIT_NEW's LOCK_NEW. */
 typedef struct fmt_dec {
 	const uint8_t *p, *end, *start;
 	uint64_t tsc;
 	uint64_t last_ptr;
 	uint64_t last_lock; /* the chunk's last lock (FMT_LOCK_RECORD) */
-	const uint8_t *hold_end;
+	uint64_t last_new;  /* the chunk's last new id (LOCK_INIT_NEW) */
+	const uint8_t *pair_end;
+	uint64_t init_stack; /* the pending LOCK_INIT's stack */
+	uint8_t new_body[4 * FMT_VARINT_MAX];
 } fmt_dec_t;
 
 void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
@@ -689,7 +726,9 @@ void fmt_dec_init(fmt_dec_t *d, const fmt_chunk_header_t *h,
  * payload, -1 on a malformed record (bad varint, length past the payload,
  * unknown core type); then *err_off is its offset inside the payload. A
  * compact form comes back as its base record, a hold form as two records
- * from two calls (its acquisition, then REL).
+ * from two calls (its acquisition, then REL), a LOCK_INIT_NEW as two
+ * (LOCK_NEW, whose body lives in *d until its LOCK_INIT is returned, then
+ * LOCK_INIT).
  */
 int fmt_decode(fmt_dec_t *d, fmt_record_t *r, size_t *err_off);
 
@@ -703,8 +742,9 @@ int fmt_get_str(const uint8_t **p, const uint8_t *end, const char **s,
 const char *fmt_core_layout(unsigned type);
 
 /* A compact type's wire layout (FMT_COMPACT_RECORDS, or a hold form's:
- * FMT_HOLD_RECORDS) and base type in *base (a hold form's: its
- * acquisition), or NULL when type is neither. */
+ * FMT_HOLD_RECORDS, or LOCK_INIT_NEW's) and base type in *base (a hold
+ * form's: its acquisition; LOCK_INIT_NEW's: LOCK_INIT), or NULL when type
+ * is none of them. */
 const char *fmt_compact_layout(unsigned type, unsigned *base);
 /* Nonzero when type is a hold form (FMT_HOLD_RECORDS). */
 int fmt_is_hold(unsigned type);

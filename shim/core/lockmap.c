@@ -83,20 +83,24 @@ static lock_ent_t *slot_of(uintptr_t addr)
 	return NULL;
 }
 
-/* Gives e a new id if it has none (or always, when force). */
-static void assign(tls_t *t, lock_ent_t *e, unsigned kind, unsigned flags,
-                   int force)
+/* Gives e a new id if it has none (or always, when force). Returns the
+ * id when this call gave it (0: e kept its id, or another thread gave it
+ * one first, and wrote its LOCK_NEW); writes its LOCK_NEW when emit. */
+static uint32_t assign(tls_t *t, lock_ent_t *e, unsigned kind, unsigned flags,
+                       int force, int emit)
 {
 	uint32_t cur = atomic_load(&e->id);
 	if (cur && !force)
-		return;
+		return 0;
 	uint32_t id = atomic_fetch_add(&next_id, 1);
-	if (atomic_compare_exchange_strong(&e->id, &cur, id)) {
-		e->kind = (uint8_t)kind;
-		atomic_store(&lockmap_cont(e)->waiters, 0);
-		atomic_store(&lockmap_cont(e)->waited, 0);
+	if (!atomic_compare_exchange_strong(&e->id, &cur, id))
+		return 0;
+	e->kind = (uint8_t)kind;
+	atomic_store(&lockmap_cont(e)->waiters, 0);
+	atomic_store(&lockmap_cont(e)->waited, 0);
+	if (emit)
 		emit_new(t, id, atomic_load(&e->addr), kind, flags);
-	}
+	return id;
 }
 
 lock_ent_t *lockmap_get_slow(tls_t *t, const void *addr, unsigned kind,
@@ -105,7 +109,7 @@ lock_ent_t *lockmap_get_slow(tls_t *t, const void *addr, unsigned kind,
 	lock_ent_t *e = slot_of((uintptr_t)addr);
 	if (!e)
 		return NULL;
-	assign(t, e, kind, flags, 0);
+	assign(t, e, kind, flags, 0, 1);
 	return e;
 }
 
@@ -130,12 +134,14 @@ lock_ent_t *lockmap_find(const void *addr)
 	return NULL;
 }
 
-lock_ent_t *lockmap_fresh(tls_t *t, const void *addr, unsigned kind)
+lock_ent_t *lockmap_fresh(tls_t *t, const void *addr, unsigned kind,
+                          uint32_t *fresh)
 {
 	lock_ent_t *e = slot_of((uintptr_t)addr);
+	*fresh = 0;
 	if (!e)
 		return NULL;
-	assign(t, e, kind, FMT_LOCKF_INIT, 1);
+	*fresh = assign(t, e, kind, FMT_LOCKF_INIT, 1, 0);
 	return e;
 }
 

@@ -6,8 +6,8 @@
  * heap). A slot is claimed for an address once, by CAS, and keeps that
  * address for the life of the process; its id is assigned by CAS from 0 to a
  * fresh number, so exactly one thread writes the LOCK_NEW record (into its
- * own buffer). Destroy sets the id back to 0: the next use or init of the
- * address gets a fresh id.
+ * own buffer; at an init, as a LOCK_INIT_NEW). Destroy sets the id back to 0:
+ * the next use or init of the address gets a fresh id.
  *
  * Invariants:
  * - The uncontended path only reads the table (addr, id, waited): no atomic
@@ -86,9 +86,13 @@ static inline lock_ent_t *lockmap_get(tls_t *t, const void *addr, unsigned kind)
 /* The entry of addr if it has a live id, else NULL. Never inserts. */
 lock_ent_t *lockmap_find(const void *addr);
 
-/* At pthread_*_init: gives addr a fresh id (LOCK_NEW, FMT_LOCKF_INIT),
- * whatever it had before. NULL when the table is full. */
-lock_ent_t *lockmap_fresh(tls_t *t, const void *addr, unsigned kind);
+/* At pthread_*_init: gives addr a fresh id, whatever it had before, and
+ * sets *fresh to it; the caller writes its definition (LOCK_INIT_NEW,
+ * which stands for LOCK_NEW with FMT_LOCKF_INIT). *fresh is 0 when
+ * another thread numbered the address meanwhile (that thread wrote the
+ * LOCK_NEW). NULL when the table is full. */
+lock_ent_t *lockmap_fresh(tls_t *t, const void *addr, unsigned kind,
+                          uint32_t *fresh);
 
 /* At destroy: the id is dead; the address's next use gets a new one. */
 void lockmap_retire(lock_ent_t *e);

@@ -100,6 +100,7 @@ static void chunk_start(tls_t *t)
 	t->enc.last_tsc = t->chunk_tsc0;
 	t->enc.last_ptr = 0;
 	t->enc.last_lock = 0;
+	t->enc.last_new = 0;
 	t->chunk_events = 0;
 	wb->drop_recs = wb->drop_vals = 0;
 	wb->done_len = 0;
@@ -322,6 +323,21 @@ static uint8_t *reencode(uint8_t *p, fmt_enc_t *e, const fmt_record_t *r)
 	return p;
 }
 
+/* Re-encodes a LOCK_INIT_NEW (1.9) that decoded as new (its LOCK_NEW)
+ * and init (its LOCK_INIT) at p. Returns the end. */
+static uint8_t *reencode_init_new(uint8_t *p, fmt_enc_t *e,
+                                  const fmt_record_t *new,
+                                  const fmt_record_t *init)
+{
+	const uint8_t *q = new->body, *end = q + new->body_len;
+	uint64_t id = 0, addr = 0, kind = 0;
+	fmt_get_u(&q, end, &id);
+	fmt_get_u(&q, end, &addr);
+	fmt_get_u(&q, end, &kind);
+	return fmt_put_init_new(p, e, init->tsc, id, addr, kind,
+	                        init->f[FMT_LOCK_INIT_STACK]);
+}
+
 /* Static buffers in which the tail of a buffer that another thread wrote
  * the start of is encoded again as chunks of its own (the encoding is
  * relative to the chunk's start: the tail cannot be written as it is).
@@ -390,7 +406,7 @@ static void write_range(wbuf_t *wb, size_t from, size_t to, int compress)
 	fmt_dec_init(&d, &h, payload);
 	struct bounce *b = bounce_get();
 	uint8_t *out = b ? b->chunk + FMT_CHUNK_HEADER_SIZE : NULL, *q = out;
-	fmt_enc_t e = {0, 0, 0};
+	fmt_enc_t e = {0, 0, 0, 0};
 	uint64_t base = 0, events = 0, lost = 0, unwritten = 0;
 	for (;;) {
 		uint64_t before = d.tsc;
@@ -398,12 +414,15 @@ static void write_range(wbuf_t *wb, size_t from, size_t to, int compress)
 		if (fmt_decode(&d, &r, &off) <= 0)
 			break;
 		/* A hold form (1.8) decodes as its acquisition and then its
-		 * REL: both read here, it is written again as one record. */
-		fmt_record_t rel;
-		int hold = d.hold_end && fmt_decode(&d, &rel, &off) > 0;
+		 * REL, a LOCK_INIT_NEW (1.9) as its LOCK_NEW and then its
+		 * LOCK_INIT: both read here, it is written again as one
+		 * record, one event. */
+		fmt_record_t second;
+		int pair = d.pair_end && fmt_decode(&d, &second, &off) > 0;
+		int hold = pair && second.type == FMT_REL;
 		if (at < from)
 			continue;
-		int meta = FMT_IS_META(r.type);
+		int meta = FMT_IS_META(r.type) && !pair;
 		uint64_t stands = meta                 ? 0
 		                  : r.type == FMT_DROP ? r.f[FMT_DROP_COUNT]
 		                                       : 1 + (uint64_t)hold;
@@ -422,14 +441,15 @@ static void write_range(wbuf_t *wb, size_t from, size_t to, int compress)
 		}
 		if (q == out) {
 			base = before;
+			memset(&e, 0, sizeof e);
 			e.last_tsc = base;
-			e.last_ptr = 0;
-			e.last_lock = 0;
 		}
 		if (hold)
 			q = fmt_put_hold(
 			    q, &e, r.type == FMT_ACQ_SHARED_UNTIMED, r.tsc,
 			    r.f[FMT_ACQ_LOCK], r.f[FMT_ACQ_SITE]);
+		else if (pair)
+			q = reencode_init_new(q, &e, &r, &second);
 		else
 			q = reencode(q, &e, &r);
 		events += !meta + (uint64_t)hold;

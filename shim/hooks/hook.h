@@ -309,8 +309,8 @@ static inline void rec_lock(tls_t *t, unsigned type, uint64_t tsc,
 	ev_commit(t, p, tsc);
 }
 
-/* LOCK_NEW(fresh id, FMT_LOCKF_INIT) + LOCK_INIT(lock, init stack), and
- * LOCK_DESTROY (lock_hooks.c; shared with cond_hooks.c). */
+/* LOCK_NEW(fresh id, FMT_LOCKF_INIT) + LOCK_INIT(lock, init stack) as one
+ * LOCK_INIT_NEW, and LOCK_DESTROY (lock_hooks.c; shared with cond_hooks.c). */
 void lock_rec_init(tls_t *t, void *l, unsigned kind, uintptr_t ra, void *fp);
 void lock_rec_destroy(tls_t *t, void *l);
 

@@ -621,17 +621,27 @@ REL_HOOK(pthread_mutex_unlock, pthread_mutex_t)
 REL_HOOK(pthread_rwlock_unlock, pthread_rwlock_t)
 REL_HOOK(pthread_spin_unlock, pthread_spinlock_t)
 
-/* ---- init and destroy: LOCK_NEW + LOCK_INIT(lock, init stack), and
- * LOCK_DESTROY (the id dies; a later init of the address gets a new one) --- */
+/* ---- init and destroy: LOCK_NEW + LOCK_INIT(lock, init stack) as one
+ * LOCK_INIT_NEW, and LOCK_DESTROY (the id dies; a later init of the
+ * address gets a new one) --- */
 
 void lock_rec_init(tls_t *t, void *l, unsigned kind, uintptr_t ra, void *fp)
 {
-	lock_ent_t *e = lockmap_fresh(t, l, kind);
+	uint32_t fresh;
+	lock_ent_t *e = lockmap_fresh(t, l, kind, &fresh);
 	if (!e) {
 		t->drops++;
 		return;
 	}
 	uint32_t stack = stack_here(t, ra, fp);
+	if (likely(fresh)) {
+		ev_pend(t);
+		uint64_t tsc = prim_tsc();
+		uint8_t *p = fmt_put_init_new(t->pos, &t->enc, tsc, fresh,
+		                              (uintptr_t)l, kind, stack);
+		ev_commit(t, p, tsc);
+		return;
+	}
 	rec_lock(t, FMT_LOCK_INIT, prim_tsc(), atomic_load(&e->id), 1, stack);
 }
 

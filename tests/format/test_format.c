@@ -139,7 +139,7 @@ static void test_core_roundtrip(void)
 	uint8_t payload[4096];
 	uint64_t want[sizeof types / sizeof *types][7];
 	uint64_t want_tsc[sizeof types / sizeof *types];
-	fmt_enc_t enc = {1000, 0, 0};
+	fmt_enc_t enc = {1000, 0, 0, 0};
 	uint8_t *p = payload;
 	uint64_t tsc = 1000;
 	for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
@@ -331,8 +331,8 @@ static void test_documented_compact(void)
 		check_eq(fmt_type_name(c), "ACQ_LAST_DT");
 	}
 	check(fmt_compact_layout(FMT_ALLOC, &base) == NULL);
-	check(fmt_compact_layout(0x4d, &base) == NULL);
-	check(fmt_type_name(0x4d) == NULL);
+	check(fmt_compact_layout(0x4e, &base) == NULL);
+	check(fmt_type_name(0x4e) == NULL);
 	check(fmt_compact_layout(0x80, &base) == NULL);
 }
 
@@ -366,7 +366,8 @@ static void test_documented_holds(void)
 	check(!fmt_is_hold(FMT_ACQ_UNTIMED));
 	check(!fmt_is_hold(FMT_ACQ_UNTIMED_LAST));
 	check(!fmt_is_hold(FMT_REL_LAST));
-	check(!fmt_is_hold(0x4d));
+	check(!fmt_is_hold(0x4e));
+	check(!fmt_is_hold(FMT_LOCK_INIT_NEW));
 	check(!fmt_is_hold(0xc9));
 }
 
@@ -379,7 +380,7 @@ static void test_documented_holds(void)
 static void test_hold_roundtrip(void)
 {
 	uint8_t payload[256];
-	fmt_enc_t enc = {1000, 0, 0};
+	fmt_enc_t enc = {1000, 0, 0, 0};
 	uint8_t *p = payload, *at[8];
 	int n = 0;
 	at[n++] = p; /* 0: a hold of lock 3, not the last lock (0) */
@@ -479,7 +480,7 @@ static void compact_roundtrip(const crec_t *rs, size_t n)
 {
 	uint8_t payload[4096];
 	size_t at[64];
-	fmt_enc_t enc = {1000, 0, 0};
+	fmt_enc_t enc = {1000, 0, 0, 0};
 	uint8_t *p = payload;
 	check(n <= 64);
 	for (size_t i = 0; i < n; i++) {
@@ -664,6 +665,177 @@ static void test_compact_roundtrip(void)
 	compact_roundtrip(ls, sizeof ls / sizeof *ls);
 }
 
+/* One record of the LOCK_INIT_NEW round trip (1.9): an init_new, or
+ * another record of type kind, and what the decoder must return. */
+typedef struct irec {
+	unsigned type; /* FMT_LOCK_INIT_NEW, FMT_ALLOC, FMT_FREE, ... */
+	unsigned wire;
+	uint64_t tsc, id, addr, kind, stack;
+} irec_t;
+
+/* Encodes rs[] into one chunk from a fresh encoder, decodes it, checks
+ * each LOCK_INIT_NEW comes back as a LOCK_NEW (id, addr, kind, flags
+ * FMT_LOCKF_INIT) and then a LOCK_INIT (id, stack), both with its code as
+ * wire, the decoder at the record until the second is out, the chunk's
+ * last lock the new id afterwards, the other records as encoded; and that
+ * a cut anywhere is refused at the cut record's offset. */
+static void init_new_roundtrip(const irec_t *rs, size_t n)
+{
+	uint8_t payload[1024];
+	size_t at[32];
+	fmt_enc_t enc = {1000, 0, 0, 0};
+	uint8_t *p = payload;
+	check(n <= 32);
+	for (size_t i = 0; i < n; i++) {
+		const irec_t *c = &rs[i];
+		at[i] = (size_t)(p - payload);
+		uint8_t *s = p;
+		if (c->type == FMT_LOCK_INIT_NEW)
+			p = fmt_put_init_new(p, &enc, c->tsc, c->id, c->addr,
+			                     c->kind, c->stack);
+		else if (c->type == FMT_ALLOC)
+			p = fmt_put_alloc(p, &enc, c->tsc, c->addr, 32, 1, 0,
+			                  FMT_FN_MALLOC);
+		else if (c->type == FMT_FREE)
+			p = fmt_put_free(p, &enc, c->tsc, c->addr, 0);
+		else
+			p = fmt_put_lockrec(p, &enc, c->type, c->tsc, c->id, 0,
+			                    0);
+		check(p - s <= FMT_EVENT_MAX);
+		if (*s != c->wire)
+			fprintf(stderr, "record %zu: type byte %#x, want %#x\n",
+			        i, *s, c->wire);
+		check_eq(*s, c->wire);
+	}
+	size_t len = (size_t)(p - payload);
+	fmt_chunk_header_t h = {0};
+	h.payload_len = (uint32_t)len;
+	h.tsc_base = 1000;
+	fmt_dec_t d;
+	fmt_record_t r;
+	size_t eo;
+	fmt_dec_init(&d, &h, payload);
+	uint64_t before = h.tsc_base; /* the previous core record's time */
+	for (size_t i = 0; i < n; i++) {
+		const irec_t *c = &rs[i];
+		check(d.p == payload + at[i]);
+		check(fmt_decode(&d, &r, &eo) == 1);
+		check_eq(r.wire, c->wire);
+		if (c->type != FMT_LOCK_INIT_NEW) {
+			check_eq(r.tsc, c->tsc);
+			before = c->tsc;
+			if (c->type == FMT_ALLOC || c->type == FMT_FREE) {
+				check_eq(r.type, c->type);
+				check_eq(r.f[0], c->addr);
+			} else {
+				check_eq(r.type, c->type);
+				check_eq(r.f[0], c->id);
+			}
+			continue;
+		}
+		check_eq(r.type, FMT_LOCK_NEW);
+		check_eq(r.tsc, before); /* a LOCK_NEW's, as written */
+		before = c->tsc;
+		const uint8_t *b = r.body, *be = r.body + r.body_len;
+		uint64_t m[4] = {0, 0, 0, 0};
+		for (int k = 0; k < 4; k++)
+			check(fmt_get_u(&b, be, &m[k]) == 0);
+		check(b == be);
+		check_eq(m[0], c->id);
+		check_eq(m[1], c->addr);
+		check_eq(m[2], c->kind);
+		check_eq(m[3], FMT_LOCKF_INIT);
+		check(d.p == payload + at[i]); /* its LOCK_INIT is to come */
+		check(fmt_decode(&d, &r, &eo) == 1);
+		check_eq(r.type, FMT_LOCK_INIT);
+		check_eq(r.wire, FMT_LOCK_INIT_NEW);
+		check_eq(r.tsc, c->tsc);
+		check_eq(r.nf, 2);
+		check_eq(r.f[FMT_LOCK_INIT_LOCK], c->id);
+		check_eq(r.f[FMT_LOCK_INIT_STACK], c->stack);
+		check_eq(d.last_lock, c->id);
+		check(d.p == payload + (i + 1 < n ? at[i + 1] : len));
+	}
+	check(fmt_decode(&d, &r, &eo) == 0);
+	for (size_t cut = 1; cut < len; cut++) {
+		h.payload_len = (uint32_t)cut;
+		fmt_dec_init(&d, &h, payload);
+		size_t whole = 0;
+		while (whole < n &&
+		       (whole + 1 == n ? len : at[whole + 1]) <= cut)
+			whole++;
+		for (size_t k = 0; k < whole; k++) {
+			check(fmt_decode(&d, &r, &eo) == 1);
+			if (rs[k].type == FMT_LOCK_INIT_NEW)
+				check(fmt_decode(&d, &r, &eo) == 1);
+		}
+		if (whole < n && at[whole] < cut) {
+			check(fmt_decode(&d, &r, &eo) == -1);
+			check_eq(eo, at[whole]);
+		} else {
+			check(fmt_decode(&d, &r, &eo) == 0);
+		}
+	}
+}
+
+/* LOCK_INIT_NEW (1.9): as documented, and round trips of its edge cases:
+ * the id's delta from the chunk's last new id (first of a chunk, in
+ * order, a gap, backwards, extreme), the address's delta from the
+ * chunk's previous pointer (none yet, after an ALLOC, negative, extreme)
+ * which it leaves as it was, and the chunk's last lock it sets. */
+static void test_init_new_roundtrip(void)
+{
+	unsigned base = 0;
+	const char *l = fmt_compact_layout(FMT_LOCK_INIT_NEW, &base);
+	check(l && !strcmp(l, "iauu"));
+	check_eq(base, FMT_LOCK_INIT);
+	check(fmt_core_layout(FMT_LOCK_INIT_NEW) == NULL);
+	check_eq(fmt_type_name(FMT_LOCK_INIT_NEW), "LOCK_INIT_NEW");
+
+	const uint64_t P = 0x7f00deadb000ull, M = UINT64_MAX;
+	const unsigned N = FMT_LOCK_INIT_NEW;
+	const irec_t rs[] = {
+	    /* a chunk's first: id from 0, address from pointer 0 */
+	    {N, N, 1000, 1234567, P + 0x18, FMT_KIND_MUTEX, 3},
+	    /* the malloc'd block it lives in, then the next lock in it */
+	    {FMT_ALLOC, FMT_ALLOC_MALLOC_UNTIMED_SIZE16, 1010, 0, P + 0x100, 0,
+	     0},
+	    {N, N, 1011, 1234568, P + 0x118, FMT_KIND_MUTEX, 3},
+	    /* the chunk's last lock is the new one */
+	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY_LAST, 1012, 1234568, 0, 0, 0},
+	    /* the pointer delta stays from the ALLOC: 16-aligned */
+	    {FMT_FREE, FMT_FREE_UNTIMED, 1013, 0, P + 0x100, 0, 0},
+	    /* an id gap, a negative address delta, another kind */
+	    {N, N, 1020, 1234600, P - 0x1000, FMT_KIND_RWLOCK, 0},
+	    /* an id below the last new one (a race between threads) */
+	    {N, N, 1020, 1234590, P, FMT_KIND_COND, M},
+	    /* the same id again, an address far below */
+	    {N, N, 1021, 1234590, 8, FMT_KIND_SPIN, 1},
+	    /* extremes of both deltas */
+	    {N, N, 1022, M, M, FMT_KIND_MUTEX, 2},
+	    {N, N, 1023, 1, 0, FMT_KIND_MUTEX, 2},
+	    /* a lock record after it of another lock */
+	    {FMT_LOCK_DESTROY, FMT_LOCK_DESTROY, 1024, 1234567, 0, 0, 0},
+	    {N, N, 1000 + ((uint64_t)1 << 62), 2, P + 8, FMT_KIND_MUTEX, 5},
+	};
+	init_new_roundtrip(rs, sizeof rs / sizeof *rs);
+	/* The next chunk starts again (last new id 0, pointer 0): the same
+	 * lock numbers read alone. */
+	init_new_roundtrip(rs + 5, 3);
+	uint8_t a[64], b[64];
+	fmt_enc_t e1 = {1000, 0, 0, 0}, e2 = {1000, P, 7, 1234599};
+	size_t n1 =
+	    (size_t)(fmt_put_init_new(a, &e1, 1000, 1234600, P + 24, 0, 1) - a);
+	size_t n2 =
+	    (size_t)(fmt_put_init_new(b, &e2, 1000, 1234600, P + 24, 0, 1) - b);
+	/* in a chunk that saw the previous id and the block: 6 bytes */
+	check_eq(n2, 6);
+	check(n1 > n2);
+	check_eq(e2.last_ptr, P);
+	check_eq(e2.last_lock, 1234600);
+	check_eq(e2.last_new, 1234600);
+}
+
 int main(void)
 {
 	test_run(test_varints);
@@ -676,5 +848,6 @@ int main(void)
 	test_run(test_compact_roundtrip);
 	test_run(test_documented_holds);
 	test_run(test_hold_roundtrip);
+	test_run(test_init_new_roundtrip);
 	return test_done();
 }

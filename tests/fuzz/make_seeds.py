@@ -73,6 +73,9 @@ seeds = {
     "holdrec": record("holdrec", [
         os.path.join(BUILD, "tests", "analyzer", "holdrec")],
         MALLOCK_HOLD_EVERY="16"),
+    # definitions at init (LOCK_INIT_NEW: format 1.9)
+    "initnew": record("initnew", [
+        os.path.join(BUILD, "tests", "analyzer", "initnew")]),
     "cascade": mktrace("cascade", "--rounds", "20", "--chunk", "2000"),
     "precise": mktrace("precise", "--rounds", "20", "--chunk", "1500"),
     "mixed": mktrace("mixed", "--rounds", "10", "--chunk", "3000"),
@@ -80,10 +83,11 @@ seeds = {
                                 "--no-module"),
 }
 total = 0
-# holdrec's at half size: the corpus stays under 200 KB
+# holdrec's at half size, initnew's at a quarter: the corpus stays
+# under 200 KB
+SMALL = {"holdrec": LIMIT // 2, "initnew": LIMIT // 4}
 for name, path in sorted(seeds.items()):
-    total += cut(path, os.path.join(OUT, name),
-                 LIMIT // 2 if name == "holdrec" else LIMIT)
+    total += cut(path, os.path.join(OUT, name), SMALL.get(name, LIMIT))
 
 # Small versions of the hostile shapes (tests/analyzer/forge.c):
 # at fuzzing sizes they cost nothing, but they start the fuzzer next to

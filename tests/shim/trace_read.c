@@ -114,8 +114,10 @@ static int stats_cb(const fmt_chunk_header_t *h, const fmt_record_t *r,
 	const char *str;
 	size_t n;
 	s->by_type[r->type]++;
-	/* a hold form's second record is its REL */
-	if (!(fmt_is_hold(r->wire) && r->type == FMT_REL))
+	/* a hold form's second record is its REL; a LOCK_INIT_NEW's first
+	 * its LOCK_NEW */
+	if (!(fmt_is_hold(r->wire) && r->type == FMT_REL) &&
+	    !(r->wire == FMT_LOCK_INIT_NEW && r->type == FMT_LOCK_NEW))
 		s->by_wire[r->wire]++;
 	if (h->tid) {
 		tr_thread_t *t = thread_add(s, h->tid);
