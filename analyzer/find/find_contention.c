@@ -200,6 +200,10 @@ static void put_evidence(const model_t *m, finding_t *f, uint32_t c,
 	put_new(f, EV_HOLDS, (double)k->s.holds);
 	if (k->s.holds_timed < k->s.holds)
 		put_new(f, EV_TIMED_HOLDS, (double)k->s.holds_timed);
+	if (k->s.holds_apart) {
+		put_new(f, EV_HOLDS_SET_APART, (double)k->s.holds_apart);
+		put_new(f, EV_HOLDS_SET_APART_NS, (double)k->s.holds_apart_ns);
+	}
 	put_new(f, EV_HOLD_NS, H);
 	put_new(f, EV_HOLD_MEDIAN_NS, hold_quantile(k, 0.5));
 	put_new(f, EV_HOLD_P99_NS, hold_quantile(k, 0.99));

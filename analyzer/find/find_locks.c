@@ -366,6 +366,12 @@ void find_alloc_under_lock(model_t *m, const sites_t *S, findings_t *out)
 		if (c->s.holds_timed < c->s.holds)
 			finding_put(f, EV_TIMED_HOLDS,
 			            (double)c->s.holds_timed);
+		if (c->s.holds_apart) {
+			finding_put(f, EV_HOLDS_SET_APART,
+			            (double)c->s.holds_apart);
+			finding_put(f, EV_HOLDS_SET_APART_NS,
+			            (double)c->s.holds_apart_ns);
+		}
 		finding_put(f, EV_HOLDS_WITH_ALLOC,
 		            (double)c->s.holds_with_alloc);
 		finding_put(f, EV_ALLOCATOR_NS_IN_HOLDS, (double)c->s.alloc_ns);

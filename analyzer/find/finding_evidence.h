@@ -74,6 +74,10 @@ enum ev_unit {
 	/* only when fewer than holds (MALLOCK_HOLD_EVERY): the hold and   \
 	 * allocator figures are then estimates from the timed holds */      \
 	X(TIMED_HOLDS, "timed_holds", COUNT, EVK_CONTD, NULL)                  \
+	/* only when some were: sampled holds set apart as preemption, and  \
+	 * the hold time they would add at their weight */                   \
+	X(HOLDS_SET_APART, "holds_set_apart", COUNT, EVK_CONTD, NULL)          \
+	X(HOLDS_SET_APART_NS, "holds_set_apart_ns", NS, EVK_CONTD, NULL)       \
 	X(HOLD_NS, "hold_ns", NS, EVK_CONTD, NULL)                             \
 	X(HOLD_MEDIAN_NS, "hold_median_ns", NS, EVK_CONTD,                     \
 	  "a median hold of %s")                                               \

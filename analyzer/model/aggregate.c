@@ -406,6 +406,8 @@ static int64_t release(model_t *m, thread_t *t, uint32_t li, uint64_t tsc)
 		m->tot.holds_preempted++;
 		/* what weighing it as it stands for would add */
 		m->tot.holds_apart_ns += (hold - mean) * (h.w - 1);
+		l->s.holds_apart++;
+		l->s.holds_apart_ns += (hold - mean) * (h.w - 1);
 		hold_apart(m, t, &h, wh);
 		hist_add(hh, hold);
 		hist_add_n(hh, mean, h.w - 1);

@@ -85,6 +85,8 @@ double hist_quantile(const hist_t *h, double q);
 	X(hold_ns, S, "total hold time (timed holds weighted: an estimate "     \
 	              "when holds_timed < holds)")                             \
 	X(timed_w, S, "holds the timed ones stand for (their weights summed)") \
+	X(holds_apart, S, "sampled holds set apart as preemption")             \
+	X(holds_apart_ns, S, "hold time those would add at their weight")      \
 	X(holds_with_alloc, S, "holds that called the allocator")              \
 	X(alloc_calls, S, "allocator calls made while held")                   \
 	X(alloc_allocs, S, "of which allocations (malloc/new/realloc)")        \

@@ -225,6 +225,8 @@ static void stats_json(jw_t *w, const lockstat_t *s)
 	jw_ku64(w, "slow_allocator_calls_in_holds", s->alloc_slow);
 	jw_ku64(w, "holds", s->holds);
 	jw_ku64(w, "timed_holds", s->holds_timed);
+	jw_ku64(w, "holds_set_apart", s->holds_apart);
+	jw_ku64(w, "holds_set_apart_ns", s->holds_apart_ns);
 	jw_ku64(w, "holds_with_alloc", s->holds_with_alloc);
 	jw_ku64(w, "shared_acquisitions", s->acq_shared);
 	jw_ku64(w, "try_failures", s->try_fail);

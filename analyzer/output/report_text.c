@@ -409,10 +409,18 @@ static void print_contention(FILE *out, const finding_t *f)
 {
 	if (!finding_has(f, EV_HOLD_MEDIAN_NS))
 		return;
-	char a[32], b[32], c[32], d[32], e[32], txt[700], from[96] = "";
+	char a[32], b[32], c[32], d[32], e[32], txt[700], from[200] = "";
 	/* Estimates when some holds were not timed (MALLOCK_HOLD_EVERY). */
 	bool est = finding_has(f, EV_TIMED_HOLDS);
-	if (est)
+	if (est && finding_has(f, EV_HOLDS_SET_APART))
+		snprintf(from, sizeof from,
+		         " (about, estimated from %.0f of %.0f timed holds; "
+		         "%.0f set apart as preemption would add %s at their "
+		         "weight)",
+		         ev(f, EV_TIMED_HOLDS), ev(f, EV_HOLDS),
+		         ev(f, EV_HOLDS_SET_APART),
+		         human_ns(a, sizeof a, ev(f, EV_HOLDS_SET_APART_NS)));
+	else if (est)
 		snprintf(from, sizeof from,
 		         " (about, estimated from %.0f of %.0f timed holds)",
 		         ev(f, EV_TIMED_HOLDS), ev(f, EV_HOLDS));

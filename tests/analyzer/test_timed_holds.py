@@ -167,6 +167,9 @@ rc, out, err = run("report", "--no-symbols", "--format=pprof",
 eq(rc, 0, "pprof hold profile (%s)" % err)
 eq(pprof_hold_sums(pb), [6, hold_ns], "pprof's holds and hold ns")
 eq(d["totals"]["sampled_holds_set_apart"], 1, "holds set apart")
+lk5 = [lk for lk in d["locks"] if lk["id"] == 5][0]
+eq((lk5["holds_set_apart"], lk5["holds_set_apart_ns"]), (1, 199000 * 3),
+   "lock 5's hold set apart and what it would add at its weight")
 # What weighing it as it stood for would add: (200000 - 1000) x 3.
 eq(d["totals"]["sampled_holds_set_apart_ns"], 199000 * 3,
    "hold time the set-apart hold would add at its weight")
