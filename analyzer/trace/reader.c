@@ -550,7 +550,9 @@ static void as_sampled(const reader_t *r, rd_stream_t *s)
 	case FMT_PROCESS:
 		/* Its last two fields, time_every and hold_every, say n: 1
 		 * each (one byte), as reader_as_sampled's caller checked. */
-		if (x->body_len >= 2 && x->body[x->body_len - 1] == 1 &&
+		if (x->body >= s->buf &&
+		    x->body + x->body_len <= s->buf + s->cap &&
+		    x->body_len >= 2 && x->body[x->body_len - 1] == 1 &&
 		    x->body[x->body_len - 2] == 1) {
 			uint8_t *b = s->buf + (x->body - s->buf);
 			b[x->body_len - 1] = b[x->body_len - 2] = (uint8_t)n;
