@@ -163,13 +163,16 @@ static bool preempted(uint64_t ns1, uint64_t lw_ns, uint64_t size, bool mig)
  * time its thread spent descheduled would count MALLOCK_HOLD_EVERY times
  * in its locks' allocator time (aggregate.c hold_preempted says the same
  * of the hold). Calls outside holds keep their weight (time_every). */
-static uint64_t held_call_weight(const model_t *m, const thread_t *t,
-                                 uint64_t tw, uint64_t ticks, uint64_t ns1,
-                                 uint64_t lw_ns, uint64_t size)
+static uint64_t held_call_weight(model_t *m, const thread_t *t, uint64_t tw,
+                                 uint64_t ticks, uint64_t ns1, uint64_t lw_ns,
+                                 uint64_t size)
 {
-	if (tw <= 1 || !t->nheld || ticks <= m->slow_ticks)
+	if (tw <= 1 || !t->nheld || ticks <= m->slow_ticks ||
+	    !preempted(ns1, lw_ns, size, t->pend_mig))
 		return tw;
-	return preempted(ns1, lw_ns, size, t->pend_mig) ? 1 : tw;
+	/* what weighing it as its nest stands for would add */
+	m->tot.alloc_apart_ns += ns1 * (tw - 1);
+	return 1;
 }
 
 /* Common accounting of one allocator call for a block of size bytes (0:

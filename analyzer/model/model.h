@@ -448,6 +448,7 @@ typedef struct lockclass {
 	X(alloc_lw_n, "allocator_lock_waits")                                  \
 	X(alloc_slow, "slow_allocator_calls")                                  \
 	X(alloc_preempted, "preempted_allocator_calls")                        \
+	X(alloc_apart_ns, "preempted_allocator_ns_set_apart")                  \
 	X(alloc_migrated, "migrated_allocator_calls")                          \
 	X(alloc_calls_in_holds, "allocator_calls_in_holds")                    \
 	X(dropped, "dropped_events")                                           \

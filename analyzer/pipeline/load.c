@@ -132,6 +132,18 @@ static void window_notes(model_t *m)
 		                         m->tot.alloc_migrated),
 		    (unsigned long long)TH_PREEMPT_NS / 1000,
 		    (unsigned long long)TH_PREEMPT_MAX_BYTES / 1024);
+		if (m->tot.alloc_apart_ns && n > 0 && (size_t)n < sizeof t) {
+			char d[32];
+			n += snprintf(
+			    t + n, sizeof t - (size_t)n,
+			    "; those in sampled holds count once there: "
+			    "weighted as their holds stood for, they would add "
+			    "%s of allocator time in holds",
+			    human_ns(d, sizeof d,
+			             (double)m->tot.alloc_apart_ns));
+			if ((size_t)n >= sizeof t)
+				n = (int)sizeof t - 1;
+		}
 		model_note(m, FMT_NOTE_INFO, t, (size_t)n);
 	}
 	if ((m->proc_flags & FMT_PROCF_START_PAUSED) || m->tot.pauses ||

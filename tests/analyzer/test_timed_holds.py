@@ -167,6 +167,10 @@ rc, out, err = run("report", "--no-symbols", "--format=pprof",
 eq(rc, 0, "pprof hold profile (%s)" % err)
 eq(pprof_hold_sums(pb), [6, hold_ns], "pprof's holds and hold ns")
 eq(d["totals"]["sampled_holds_set_apart"], 1, "holds set apart")
+# The 150 us malloc in that hold counts once: at its nest's weight (4) it
+# would add 3 x 150000 ns.
+eq(d["totals"]["preempted_allocator_ns_set_apart"], 150000 * 3,
+   "allocator time the set-apart call would add at its weight")
 lk5 = [lk for lk in d["locks"] if lk["id"] == 5][0]
 eq((lk5["holds_set_apart"], lk5["holds_set_apart_ns"]), (1, 199000 * 3),
    "lock 5's hold set apart and what it would add at its weight")
@@ -174,7 +178,7 @@ eq((lk5["holds_set_apart"], lk5["holds_set_apart_ns"]), (1, 199000 * 3),
 eq(d["totals"]["sampled_holds_set_apart_ns"], 199000 * 3,
    "hold time the set-apart hold would add at its weight")
 notes = [n["text"] for n in d["trace"]["notes"]
-         if "set apart as preemption" in n["text"] and "hold" in n["text"]]
+         if "sampled holds were set apart" in n["text"]]
 check(len(notes) == 1 and notes[0].startswith("1 sampled holds"),
       "the note says one hold was set apart: %s" % notes)
 done("analyzer_timed_holds")
