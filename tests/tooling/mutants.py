@@ -142,6 +142,11 @@ M = [
      "m->tot.holds_apart_ns += (hold - mean) * (h.w - 1);",
      "m->tot.holds_apart_ns += 0;", r"^analyzer_timed_holds$",
      "would add at its weight"),
+    ("a preempted call in a sampled hold adds nothing to what it would add",
+     "analyzer/model/aggregate_alloc.c",
+     "m->tot.alloc_apart_ns += ns1 * (tw - 1);",
+     "m->tot.alloc_apart_ns += 0;", r"^analyzer_timed_holds$",
+     "set-apart call would add"),
     ("read as sampled, an untimed nest keeps its times",
      "analyzer/trace/reader.c",
      "x->type = x->type == FMT_ACQ ? FMT_ACQ_UNTIMED\n"
