@@ -830,10 +830,21 @@ typedef struct ahead {
 	unsigned head, n;
 } ahead_t;
 
-/* The lock id of a lock event (ahead_prefetch's types). */
+/* The lock id of an event the look-ahead prefetches a lock's slots for
+ * (acquisitions, failed trylocks, releases, destroys); 0 for any other
+ * (ids start at 1). */
 static uint64_t lock_id(const fmt_record_t *r)
 {
 	switch (r->type) {
+	case FMT_ACQ:
+	case FMT_ACQ_UNTIMED:
+	case FMT_ACQ_SAMPLED:
+	case FMT_ACQ_SHARED:
+	case FMT_ACQ_SHARED_UNTIMED:
+	case FMT_ACQ_SHARED_SAMPLED:
+	case FMT_ACQ_WAIT:
+	case FMT_ACQ_SHARED_WAIT:
+		return r->f[FMT_ACQ_LOCK];
 	case FMT_TRY_FAIL:
 		return r->f[FMT_TRY_FAIL_LOCK];
 	case FMT_REL:
@@ -843,7 +854,7 @@ static uint64_t lock_id(const fmt_record_t *r)
 	case FMT_LOCK_DESTROY:
 		return r->f[FMT_LOCK_DESTROY_LOCK];
 	default:
-		return r->f[FMT_ACQ_LOCK];
+		return 0;
 	}
 }
 
@@ -858,23 +869,12 @@ static void ahead_prefetch(const model_t *m, const fmt_record_t *r)
 		u64map_prefetch(&m->live, r->f[FMT_REALLOC_OLD]);
 		u64map_prefetch(&m->live, r->f[FMT_REALLOC_NEW]);
 		break;
-	case FMT_ACQ:
-	case FMT_ACQ_UNTIMED:
-	case FMT_ACQ_SAMPLED:
-	case FMT_ACQ_SHARED:
-	case FMT_ACQ_SHARED_UNTIMED:
-	case FMT_ACQ_SHARED_SAMPLED:
-	case FMT_ACQ_WAIT:
-	case FMT_ACQ_SHARED_WAIT:
-	case FMT_TRY_FAIL:
-	case FMT_REL:
-	case FMT_REL_CONTENDED:
-	case FMT_LOCK_DESTROY:
-		if (!u64cache_get(&m->lock_cache, lock_id(r)))
-			u64map_prefetch(&m->lock_by_id, lock_id(r));
+	default: {
+		uint64_t id = lock_id(r);
+		if (id && !u64cache_get(&m->lock_cache, id))
+			u64map_prefetch(&m->lock_by_id, id);
 		break;
-	default:
-		break;
+	}
 	}
 }
 
@@ -895,19 +895,10 @@ static void ahead_prefetch_rec(const model_t *m, const pending_t *p)
 	case FMT_REALLOC:
 		ptr = r->f[FMT_REALLOC_OLD];
 		break;
-	case FMT_ACQ:
-	case FMT_ACQ_UNTIMED:
-	case FMT_ACQ_SAMPLED:
-	case FMT_ACQ_SHARED:
-	case FMT_ACQ_SHARED_UNTIMED:
-	case FMT_ACQ_SHARED_SAMPLED:
-	case FMT_ACQ_WAIT:
-	case FMT_ACQ_SHARED_WAIT:
-	case FMT_TRY_FAIL:
-	case FMT_REL:
-	case FMT_REL_CONTENDED:
-	case FMT_LOCK_DESTROY: {
+	default: {
 		uint64_t id = lock_id(r);
+		if (!id)
+			return;
 		uint32_t li1 = u64cache_get(&m->lock_cache, id);
 		if (!li1) {
 			const uint32_t *v = u64map_find(&m->lock_by_id, id);
@@ -928,8 +919,6 @@ static void ahead_prefetch_rec(const model_t *m, const pending_t *p)
 			                (uint64_t)(li1 - 1) << 32 | (ti1 - 1));
 		return;
 	}
-	default:
-		return;
 	}
 	const uint32_t *v = u64map_find(&m->live, ptr);
 	if (v)
