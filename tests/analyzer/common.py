@@ -93,10 +93,14 @@ def chunk(tid, payload, base=1000):
     return tracefmt.chunk(tid, payload, base=base)
 
 
-def proc_record(exe, comm):
-    """A PROCESS record (1 tick = 1 ns) for a trace forged by hand."""
+def proc_record(exe, comm, time_every=None, hold_every=None):
+    """A PROCESS record (1 tick = 1 ns) for a trace forged by hand; with
+    time_every and hold_every, their fields (1.4, 1.6) after sample_bytes
+    and max_bytes 0."""
     body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
     body += s(exe) + s(comm) + s(b"h") + s(b"test")
+    if time_every is not None:
+        body += uv(0) + uv(0) + uv(time_every) + uv(hold_every)
     return tracefmt.meta("PROCESS", body)
 
 

@@ -22,10 +22,7 @@ K, N = 64, 16
 
 
 def trace(name, every):
-    body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
-    body += s(b"/bin/holds") + s(b"holds") + s(b"h") + s(b"test")
-    body += uv(0) + uv(0) + uv(every) + uv(every)  # time_, hold_every
-    proc = tracefmt.meta("PROCESS", body)
+    proc = proc_record(b"/bin/holds", b"holds", every, every)
     enc = tracefmt.Enc()
     t7 = b""
     for i in range(K):
