@@ -475,16 +475,14 @@ static bool target_alive(top_target_t *t)
 
 /* The shim's cost counters on the page and the process's CPU time, for
  * the header's estimate (top_out.h top_cost_of). -- CMD: the page is
- * opened at the first reading after the program made its trace (one
- * try; the page is made before the trace). */
+ * looked for, silently, at each reading after the program made its trace
+ * until it is found: the shim makes its page just after the trace, so the
+ * first look may come between the two. */
 static void cost_read(top_target_t *t, top_cost_read_t *r)
 {
-	static bool tried;
 	memset(r, 0, sizeof *r);
-	if (t->how == TT_CMD && !t->ctl_open && !tried &&
-	    access(t->trace, F_OK) == 0) {
-		tried = true;
-		if (ctl_target_open(&t->ctl, t->pid, 1) == 0) {
+	if (t->how == TT_CMD && !t->ctl_open && access(t->trace, F_OK) == 0) {
+		if (ctl_target_open(&t->ctl, t->pid, 2) == 0) {
 			t->ctl_open = true;
 			flush_ask(t, TOP_FLUSH_MS);
 		}

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,8 +98,10 @@ int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 	memset(t, 0, sizeof *t);
 	t->fd = -1;
 	proc_t *p = &t->p;
+	bool mute = quiet > 1;
 	if (proc_read(pid, p) != 0) {
-		fprintf(stderr, "%s: no process %ld\n", ctl_who, pid);
+		if (!mute)
+			fprintf(stderr, "%s: no process %ld\n", ctl_who, pid);
 		return -1;
 	}
 	if (p->maps_ok && !p->shim) {
@@ -113,11 +116,13 @@ int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 	uid_t me = geteuid();
 	unsigned euid = p->uid[1];
 	if (me != 0 && me != euid) {
-		fprintf(stderr,
-		        "%s: process %ld (%s) runs as uid %u, "
-		        "not as you (uid %u): run `%s` as uid %u or as root\n",
-		        ctl_who, pid, p->comm, euid, (unsigned)me, ctl_who,
-		        euid);
+		if (!mute)
+			fprintf(stderr,
+			        "%s: process %ld (%s) runs as uid %u, "
+			        "not as you (uid %u): run `%s` as uid %u or as "
+			        "root\n",
+			        ctl_who, pid, p->comm, euid, (unsigned)me,
+			        ctl_who, euid);
 		return -1;
 	}
 	int dfd = -1;
@@ -170,7 +175,7 @@ int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 			         ctl_who);
 	}
 	if (t->fd < 0) {
-		if (!quiet || p->shim)
+		if (!mute && (!quiet || p->shim))
 			fprintf(stderr,
 			        "%s: process %ld (%s): no "
 			        "usable control page: %s\n",
@@ -181,8 +186,9 @@ int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 	    mmap(NULL, CTLP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, t->fd, 0);
 	if (t->pg == MAP_FAILED) {
 		t->pg = NULL;
-		fprintf(stderr, "%s: cannot map %s: %s\n", ctl_who, t->where,
-		        strerror(errno));
+		if (!mute)
+			fprintf(stderr, "%s: cannot map %s: %s\n", ctl_who,
+			        t->where, strerror(errno));
 		goto fail;
 	}
 	ctl_page_t *pg = t->pg;
@@ -214,11 +220,12 @@ int ctl_target_open(ctl_target_t *t, long pid, int quiet)
 	if (!bad && pg->signal && !ctlp_signal_ok(pg->signal))
 		bad = "names a signal MALLOCK_SIGNAL never allows";
 	if (bad) {
-		fprintf(stderr,
-		        "%s: process %ld (%s): refused: %s "
-		        "%s%s; no signal sent\n",
-		        ctl_who, pid, p->comm, t->where, bad,
-		        stale && dfd >= 0 ? " (removed)" : "");
+		if (!mute)
+			fprintf(stderr,
+			        "%s: process %ld (%s): refused: %s "
+			        "%s%s; no signal sent\n",
+			        ctl_who, pid, p->comm, t->where, bad,
+			        stale && dfd >= 0 ? " (removed)" : "");
 		if (stale && dfd >= 0) {
 			char name[32];
 			ctlp_name(name, sizeof name, (uint32_t)pid);

@@ -51,8 +51,9 @@ void ctl_sweep_stale(int dfd);
  * Finds and authenticates pid's page (see the file comment). Returns 0 with
  * t->pg mapped (close it with ctl_target_close), or -1 after printing why
  * (nothing was written or sent; t->p says what /proc said, t holds nothing
- * to close). quiet: say nothing about a process that does not run under
- * the shim.
+ * to close). quiet 1: say nothing about a process that does not run
+ * under the shim; quiet 2: say nothing at all (a try that may come before
+ * the shim made its page).
  */
 int ctl_target_open(ctl_target_t *t, long pid, int quiet);
 void ctl_target_close(ctl_target_t *t);

@@ -351,7 +351,8 @@ elif CASE == "cost":
     check(r.returncode == 0 and len(head) >= 2 and
           head[0].startswith("shim cost: - (") and
           any("% of the process's CPU (est., " in l for l in head[1:]),
-          "the text header's shim share: %r" % head)
+          "the text header's shim share: %r (stderr %r)" %
+          (head, r.stderr[-600:]))
 
 elif CASE == "bad":
     # A gone PID.
