@@ -673,9 +673,12 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 			}
 		}
 		double hold = (double)c->s.hold_ns;
-		if (c->kind == FMT_KIND_FUTEX) {
-			/* Only waits that reached the kernel are seen: no
-			 * acquisitions, no holds. */
+		if (c->kind == FMT_KIND_FUTEX ||
+		    (c->kind == FMT_KIND_ALLOC_INTERNAL && !c->s.acq)) {
+			/* Only waits are seen: of a futex word, those that
+			 * reached the kernel; of the allocator's own lock,
+			 * those its calls reported. No acquisitions, no
+			 * holds. */
 			fprintf(out, "  %-34s %7s %6s %9s %9s %9s %9s %6s\n",
 			        col, "-", "-",
 			        human_ns(b, sizeof b, (double)c->s.wait_ns),
@@ -683,16 +686,21 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 			        "-", "-", "-");
 			continue;
 		}
-		fprintf(out, "  %-34s %7s %5.1f%% %9s %9s %9s %9s %5.1f%%\n",
-		        col, human_count(a, sizeof a, (double)c->s.acq),
-		        c->s.acq
-		            ? 100.0 * (double)c->s.contended / (double)c->s.acq
-		            : 0.0,
-		        human_ns(b, sizeof b, (double)c->s.wait_ns),
-		        human_ns(d, sizeof d, (double)c->s.wait_max),
-		        human_ns(e, sizeof e, hold),
-		        human_ns(g, sizeof g, (double)c->s.hold_max),
-		        hold > 0 ? 100.0 * (double)c->s.alloc_ns / hold : 0.0);
+		/* Holds none of which was timed have no hold time to tell. */
+		bool timed = c->s.holds_timed || !c->s.holds;
+		char pct[16];
+		snprintf(pct, sizeof pct, "%5.1f%%",
+		         hold > 0 ? 100.0 * (double)c->s.alloc_ns / hold : 0.0);
+		fprintf(
+		    out, "  %-34s %7s %5.1f%% %9s %9s %9s %9s %6s\n", col,
+		    human_count(a, sizeof a, (double)c->s.acq),
+		    c->s.acq ? 100.0 * (double)c->s.contended / (double)c->s.acq
+		             : 0.0,
+		    human_ns(b, sizeof b, (double)c->s.wait_ns),
+		    human_ns(d, sizeof d, (double)c->s.wait_max),
+		    timed ? human_ns(e, sizeof e, hold) : "-",
+		    timed ? human_ns(g, sizeof g, (double)c->s.hold_max) : "-",
+		    timed ? pct : "-");
 	}
 	if (n > LOCK_ROWS)
 		fprintf(out, "  ... %zu more (--format=json lists them all)\n",
@@ -711,7 +719,9 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		}
 		fprintf(out,
 		        "  (hold and alloc%%: about, estimated from %llu of "
-		        "%llu timed holds; max hold: the longest timed one)\n",
+		        "%llu timed holds;\n"
+		        "   max hold: the longest timed one; - where none of a "
+		        "lock's holds was timed)\n",
 		        (unsigned long long)k, (unsigned long long)h);
 	}
 	/* An allocator's own locks in the table: the block sizes of the

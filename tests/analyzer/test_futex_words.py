@@ -304,4 +304,18 @@ for metric in ("wait", "caused"):
                        "--metric=" + metric, path)
     eq((rc, out.strip()), (0, ""),
        f"exit wait: the {metric} profile has no lock wait, as the totals")
+# The lock table: the allocator's lock is known by its waits alone, so its
+# row says "-" for acquisitions, cont%, hold, max hold and alloc% (as a
+# futex word's), not "0  0.0%" beside a wait.
+rc, out, err = run("report", "--no-symbols", path)
+eq(rc, 0, "exit wait: text report (%s)" % err)
+table = out.split("\nLocks (")[1].split("\n\n")[0].splitlines()
+rows = []
+for l in table[2:]:
+    if l.lstrip().startswith("("):
+        break  # the notes under the table
+    rows.append(l.split())
+eq([r[-9:] for r in rows], [["-", "-", "400", "ns", "300", "ns", "-", "-",
+                             "-"]],
+   "exit wait: the allocator's lock's row:\n%s" % "\n".join(table))
 done("test_futex_words")

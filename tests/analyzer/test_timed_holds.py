@@ -181,4 +181,49 @@ notes = [n["text"] for n in d["trace"]["notes"]
          if "sampled holds were set apart" in n["text"]]
 check(len(notes) == 1 and notes[0].startswith("1 sampled holds"),
       "the note says one hold was set apart: %s" % notes)
+
+# A lock none of whose holds was timed has no hold time to tell: the lock
+# table says "-" for its hold, max hold and alloc%, not "0 ns" and 0.0%.
+# Thread 7: lock 1 held twice untimed (an untimed malloc in the first),
+# lock 2 once sampled (40 ns, x 4).
+def untimed_only_trace(name):
+    body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
+    body += s(b"/bin/holds") + s(b"holds") + s(b"h") + s(b"test")
+    body += uv(0) + uv(0) + uv(1) + uv(EVERY)
+    proc = tracefmt.meta("PROCESS", body)
+    enc = tracefmt.Enc()
+    t7 = tracefmt.event("ACQ_UNTIMED", 10, 1, 0)
+    t7 += enc.event("ALLOC", 0, 0x1000, 64, 0, 0, FMT.FN_MALLOC)
+    t7 += lock_rel(0, 1)
+    t7 += tracefmt.event("ACQ_UNTIMED", 0, 1, 0) + lock_rel(0, 1)
+    t7 += tracefmt.event("ACQ_SAMPLED", 10, 2, 0) + lock_rel(40, 2)
+    path = os.path.join(TMP, name)
+    with open(path, "wb") as f:
+        f.write(file_header(6))
+        f.write(chunk(0, proc) + chunk(7, t7))
+    return path
+
+
+path = untimed_only_trace("untimed_only.trace")
+d = report_json("--no-symbols", path)
+eq(locks(d), {1: (2, 0, 0, 0, 1, 0, 0, 0), 2: (1, 1, 160, 40, 0, 0, 0, 0)},
+   "untimed-only lock: (holds, timed, hold_ns, ...)")
+label = {lk["id"]: lk["label"] for lk in d["locks"]}
+rc, out, err = run("report", "--no-symbols", path)
+eq(rc, 0, "text report of the untimed-only trace (%s)" % err)
+table = out.split("\nLocks (")[1].split("\n\n")[0].splitlines()
+
+
+def row(lock):
+    rows = [l.split() for l in table if l.strip().startswith(label[lock])]
+    return rows[0][-7:] if len(rows) == 1 else rows
+
+
+# acq, cont%, wait, (max wait,) hold, max hold, alloc%
+eq(row(1)[-3:], ["-", "-", "-"], "lock 1's hold, max hold, alloc%%:\n%s" %
+   "\n".join(table))
+eq(row(2)[-5:], ["160", "ns", "40", "ns", "0.0%"],
+   "lock 2's hold, max hold, alloc%%:\n%s" % "\n".join(table))
+check("- where none of a lock's holds was timed" in out,
+      "the table's note says what its - means:\n" + "\n".join(table))
 done("analyzer_timed_holds")
