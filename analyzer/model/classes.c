@@ -70,6 +70,11 @@ bool stack_owner(model_t *m, uint32_t si, frame_t *out)
 			continue; /* the wrapper inlined into itself */
 		if (same_mod && (!wrap || init_wrapper(fr[i].function)))
 			continue; /* still inside the wrapping library */
+		/* The runtime calling in (libc starting main, pthread_once
+		 * running an init routine) owns nothing: a lock made in main
+		 * or in a once-routine is named by its own site. */
+		if (fr[i].fold != SYM_USER)
+			return false;
 		*out = fr[i];
 		return true;
 	}

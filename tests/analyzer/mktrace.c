@@ -156,6 +156,9 @@
  *                     wait on its condition (+10), woken at t0 + 9000,
  *                     released +10: waiting for work, not lost time
  *   --unnamed         cascade, mixed: no LOCK_NAME records
+ *   --init-via-runtime  the queue's init stack is queue_init < (the
+ *                     --module's code: libc's pthread_once, say) <
+ *                     worker_main
  *   --global-stats    the "stats" lock lives in this binary's global
  *                     mktrace_stats_lock (+8): a data symbol
  *   --global-past     the "stats" lock lies 24 bytes past the end of the
@@ -716,6 +719,8 @@ static bool static_tcmalloc;     /* --static-tcmalloc */
 static uint64_t churn_size = 16; /* --churn-size */
 static const char *client_root;  /* --client-root */
 static bool unnamed, global_stats, global_past, heap_queue, two_lines, wrapped;
+static bool init_via_runtime; /* --init-via-runtime */
+
 static tw_t *idle[2];    /* --idle-waiters */
 static bool fx_uneven;   /* --fx-uneven */
 static bool fx_heap;     /* --fx-heap */
@@ -728,7 +733,9 @@ static void define_stacks(tw_t *t)
 {
 	uint64_t f[4];
 	f[0] = fa(queue_init), f[1] = fa(worker_main);
-	m_stack(t, S_INIT, 2, f);
+	if (init_via_runtime) /* the --module's code between */
+		f[1] = 0x7e0000000100ull, f[2] = fa(worker_main);
+	m_stack(t, S_INIT, init_via_runtime ? 3 : 2, f);
 	f[0] = fa(queue_put);
 	m_stack(t, S_PUT_SITE, 1, f);
 	f[0] = fa(queue_put), f[1] = fa(producer_main);
@@ -1723,6 +1730,8 @@ int main(int argc, char **argv)
 			two_lines = true;
 		else if (!strcmp(a, "--unnamed"))
 			unnamed = true;
+		else if (!strcmp(a, "--init-via-runtime"))
+			init_via_runtime = true;
 		else if (!strcmp(a, "--global-stats"))
 			global_stats = true;
 		else if (!strcmp(a, "--global-past"))

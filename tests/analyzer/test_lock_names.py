@@ -22,6 +22,16 @@ check(lab[2].startswith("mutex taken in stats_update (mktrace.c:"),
       "first acquisition: " + lab[2])
 eq([l["name"] for l in d["locks"] if l["id"] in (1, 2)], [None, None],
    "name stays the user's (none)")
+# A lock initialised in a routine the runtime called (libc's pthread_once
+# running an init routine, libc's start code calling main) is named by its
+# own site, not by the runtime's frame above it: memcached's locks made in
+# main were "mutex initialised in __libc_start_call_main".
+d, lab = labels("--unnamed", "--init-via-runtime", "--module",
+                "/lib/x86_64-linux-gnu/libc.so.6")
+check(lab[1].startswith("mutex initialised in queue_init (mktrace.c:"),
+      "init called by the runtime: " + lab[1])
+cl = [c for c in d["lock_classes"] if c["lock"] == 1]
+eq([c["owner"] for c in cl], [None], "no owner in the runtime")
 
 # A global: the data symbol, with the offset inside it; a lock inside a
 # heap block: the block's allocation site and the offset.
