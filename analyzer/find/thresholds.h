@@ -77,6 +77,9 @@
 	X(STARVE_PARTICIPANT_PCT, 10, "%",                                     \
 	  "starvation: a peer is compared when its life in the trace is at "   \
 	  "least this share of the longest-lived peer's")                      \
+	X(STARVE_MIN_WAKE_PCT, 25, "%",                                        \
+	  "starvation: cond wakes are the measure of service only when they "  \
+	  "number this share of the role's consumers' acquisitions or more")   \
 	X(STARVE_MIN_WAIT_PCT, 5, "%",                                         \
 	  "starvation (by acquisitions): a peer behind counts only when it "   \
 	  "waited for the lock this share of its life or more")                \

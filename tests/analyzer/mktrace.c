@@ -156,6 +156,9 @@
  *                     wait on its condition (+10), woken at t0 + 9000,
  *                     released +10: waiting for work, not lost time
  *   --unnamed         cascade, mixed: no LOCK_NAME records
+ *   --refs N          starve: after its visit each client takes "jobs" N
+ *                     times more for 10 ns (a reference count), without
+ *                     waiting
  *   --init-via-runtime  the queue's init stack is queue_init < (the
  *                     --module's code: libc's pthread_once, say) <
  *                     worker_main
@@ -720,6 +723,7 @@ static uint64_t churn_size = 16; /* --churn-size */
 static const char *client_root;  /* --client-root */
 static bool unnamed, global_stats, global_past, heap_queue, two_lines, wrapped;
 static bool init_via_runtime; /* --init-via-runtime */
+static int starve_refs;       /* --refs */
 
 static tw_t *idle[2];    /* --idle-waiters */
 static bool fx_uneven;   /* --fx-uneven */
@@ -1076,6 +1080,12 @@ static void scenario_starve(tw_t *server, tw_t **cl, int rounds)
 				E(t, FMT_REL, a + 700, L_JOBS, 0, 0, 0, 0);
 			} else {
 				E(t, FMT_REL, a + 50, L_JOBS, 0, 0, 0, 0);
+			}
+			for (int k = 0; k < starve_refs; k++) {
+				uint64_t b = a + 710 + 20u * (unsigned)k;
+				E(t, FMT_ACQ, b, L_JOBS, S_CLIENT_SITE, 0, 0,
+				  0);
+				E(t, FMT_REL, b + 10, L_JOBS, 0, 0, 0, 0);
 			}
 		}
 		E(server, FMT_ACQ, t0 + 9000, L_JOBS, S_SERVER, 0, 0, 0);
@@ -1732,6 +1742,8 @@ int main(int argc, char **argv)
 			unnamed = true;
 		else if (!strcmp(a, "--init-via-runtime"))
 			init_via_runtime = true;
+		else if (!strcmp(a, "--refs"))
+			starve_refs = atoi(v), i++;
 		else if (!strcmp(a, "--global-stats"))
 			global_stats = true;
 		else if (!strcmp(a, "--global-past"))
