@@ -25,14 +25,18 @@ static double alloc_share(const lockstat_t *s)
  * alloc%, allocator-lock wait (56 characters). */
 static void lock_cols(char *buf, size_t len, const lockstat_t *s, bool bound)
 {
-	char a[32], b[32], c[40], d[32], e[32];
+	char a[32], b[32], c[40], d[32], e[32], f[16];
 	human_ns(c + 1, sizeof c - 1, (double)s->wait_max);
 	c[0] = bound ? '<' : ' ';
-	snprintf(buf, len, "%9s %7s %9s %9s %5.1f%% %9s",
+	/* Holds none of which was timed have no hold time to tell. */
+	bool timed = s->holds_timed || !s->holds;
+	snprintf(f, sizeof f, "%5.1f%%", alloc_share(s));
+	snprintf(buf, len, "%9s %7s %9s %9s %6s %9s",
 	         human_ns(a, sizeof a, (double)s->wait_ns),
 	         human_count(b, sizeof b, (double)s->contended),
 	         s->wait_max || bound ? c : "        -",
-	         human_ns(d, sizeof d, (double)s->hold_ns), alloc_share(s),
+	         timed ? human_ns(d, sizeof d, (double)s->hold_ns) : "-",
+	         timed ? f : "-",
 	         human_ns(e, sizeof e, (double)s->alloc_lw_ns));
 }
 

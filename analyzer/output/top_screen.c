@@ -254,7 +254,9 @@ static void view_help(frame_t *f)
 	            "(<X: bounded by the wait histogram), hold, alloc% (the "
 	            "allocator's share of the hold time), alloc-lw (the "
 	            "allocator calls inside the holds waiting on the "
-	            "allocator's own lock). A * marks a queue-like lock.",
+	            "allocator's own lock); hold and alloc% say - where "
+	            "none of the holds was timed. A * marks a queue-like "
+	            "lock.",
 	            room(f));
 }
 

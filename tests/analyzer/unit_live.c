@@ -369,9 +369,35 @@ static void test_name_cut(void)
 	}
 }
 
+/* top's hold and alloc% columns: "-" for an interval whose holds were all
+ * untimed (no hold time to tell), figures once one was timed. */
+static void test_untimed_cols(void)
+{
+	live_lock_t l;
+	memset(&l, 0, sizeof l);
+	snprintf(l.name, sizeof l.name, "q");
+	l.ivl.acq = l.ivl.holds = 4;
+	l.ivl.alloc_ns = 0;
+	char row[512];
+	top_lock_row(row, sizeof row, &l, TOP_IVL, 8);
+	char w[8][32];
+	int n = sscanf(row, "%31s %31s %31s %31s %31s %31s %31s %31s", w[0],
+	               w[1], w[2], w[3], w[4], w[5], w[6], w[7]);
+	/* q, wait (2 words), cont, max wait, hold, alloc%, alloc-lw... */
+	if (!check(n == 8 && !strcmp(w[5], "-") && !strcmp(w[6], "-")))
+		fprintf(stderr, "untimed holds: \"%s\"\n", row);
+	l.ivl.holds_timed = 1;
+	l.ivl.hold_ns = 2000;
+	l.ivl.alloc_ns = 500;
+	top_lock_row(row, sizeof row, &l, TOP_IVL, 8);
+	if (!check(strstr(row, "2.0 us") && strstr(row, "25.0%")))
+		fprintf(stderr, "a timed hold: \"%s\"\n", row);
+}
+
 int main(int argc, char **argv)
 {
 	test_run(test_name_cut);
+	test_run(test_untimed_cols);
 	for (int i = 1; i < argc; i++) {
 		g_trace = argv[i];
 		test_run(test_grow);
