@@ -622,6 +622,34 @@ static int by_lock_rank(const void *a, const void *b)
 }
 
 #define LOCK_ROWS 25
+#define APART_ROWS 3
+
+/* The rows whose sampled holds set apart as preemption would add a tenth
+ * of their hold time or more, weighted as they stood for: their waits can
+ * then exceed what the hold column shows (a lock whose few long holds made
+ * others wait, and were sampled). At most APART_ROWS, the largest first
+ * (the rows are by wait). */
+static void print_apart(FILE *out, model_t *m, lockclass_t **v, size_t n)
+{
+	int shown = 0;
+	for (size_t i = 0; i < n && shown < APART_ROWS; i++) {
+		const lockstat_t *s = &v[i]->s;
+		if (!s->holds_apart || s->holds_apart_ns * 10 < s->hold_ns)
+			continue;
+		char name[256], a[32], b[32], line[512];
+		lock_label(m, &m->lock[v[i]->rep], name, sizeof name);
+		snprintf(line, sizeof line,
+		         "%s: hold %s, or %s with its %llu sampled hold%s set "
+		         "apart as preemption weighted as they stood for)",
+		         name, human_ns(a, sizeof a, (double)s->hold_ns),
+		         human_ns(b, sizeof b,
+		                  (double)(s->hold_ns + s->holds_apart_ns)),
+		         (unsigned long long)s->holds_apart,
+		         s->holds_apart == 1 ? "" : "s");
+		wrap_print(out, 3, "  (", line);
+		shown++;
+	}
+}
 
 static void print_locks(FILE *out, const report_t *r, model_t *m)
 {
@@ -724,6 +752,7 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 		        "lock's holds was timed)\n",
 		        (unsigned long long)k, (unsigned long long)h);
 	}
+	print_apart(out, m, v, n < LOCK_ROWS ? n : LOCK_ROWS);
 	/* An allocator's own locks in the table: the block sizes of the
 	 * calls that waited on them (a central free list's size class). */
 	for (size_t i = 0; i < n && i < LOCK_ROWS; i++) {

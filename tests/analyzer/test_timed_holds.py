@@ -181,6 +181,16 @@ notes = [n["text"] for n in d["trace"]["notes"]
          if "sampled holds were set apart" in n["text"]]
 check(len(notes) == 1 and notes[0].startswith("1 sampled holds"),
       "the note says one hold was set apart: %s" % notes)
+# The lock table says it under the table, for the lock whose set-apart
+# hold would add a tenth of its hold time or more: a wait longer than the
+# hold column is then no contradiction.
+rc, out, err = run("report", "--no-symbols", path)
+eq(rc, 0, "text report of the preempted trace (%s)" % err)
+flat = " ".join(out.split())
+want = ("(%s: hold 227.0 us, or 824.0 us with its 1 sampled hold set apart "
+        "as preemption weighted as they stood for)" % lk5["label"])
+check(want in flat, "the lock table's set-apart line %r in:\n%s" %
+      (want, out))
 
 # A lock none of whose holds was timed has no hold time to tell: the lock
 # table says "-" for its hold, max hold and alloc%, not "0 ns" and 0.0%.
