@@ -627,8 +627,8 @@ static int by_lock_rank(const void *a, const void *b)
 /* The rows whose sampled holds set apart as preemption would add a tenth
  * of their hold time or more, weighted as they stood for: their waits can
  * then exceed what the hold column shows (a lock whose few long holds made
- * others wait, and were sampled). At most APART_ROWS, the largest first
- * (the rows are by wait). */
+ * others wait, and were sampled). At most APART_ROWS, in the table's
+ * order (by wait). */
 static void print_apart(FILE *out, model_t *m, lockclass_t **v, size_t n)
 {
 	int shown = 0;
