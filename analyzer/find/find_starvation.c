@@ -300,6 +300,13 @@ static int by_lock_role(const void *a, const void *b)
  * Rates (service per ns of the thread's life) are compared, so a thread
  * that lived half the run is not starved for doing half the work.
  */
+/* A peer that signals the lock's conditions more than twice as often as
+ * it is woken on them hands work out: wakes are not its service. */
+static bool hands_work_out(const lockthr_t *lt)
+{
+	return lt->signals > 2 * lt->wakes;
+}
+
 static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 {
 	double wakes = 0, acq = 0, maxspan = 0, cacq = 0;
@@ -308,8 +315,8 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 		wakes += (double)(lt->wakes - lt->timeouts);
 		acq += (double)lt->acq;
 		maxspan = fmax(maxspan, p[i].span_ns);
-		if (lt->signals <= 2 * lt->wakes)
-			cacq += (double)lt->acq; /* a consumer's (below) */
+		if (!hands_work_out(lt))
+			cacq += (double)lt->acq; /* a consumer's */
 	}
 	/* Wakes are the service where the role comes for them: one wake in
 	 * every few of its consumers' acquisitions. A role that takes the
@@ -329,7 +336,7 @@ static void starve_group(model_t *m, peer_t *p, size_t k, findings_t *out)
 		 * than twice as often as it is woken hands work out (varnish's
 		 * acceptor, a pool task on a worker thread): wakes are not
 		 * its service. */
-		if (by_wakes && p[i].lt->signals > 2 * p[i].lt->wakes) {
+		if (by_wakes && hands_work_out(p[i].lt)) {
 			producers++;
 			continue;
 		}

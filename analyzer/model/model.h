@@ -113,6 +113,13 @@ typedef struct lockstat {
 /* dst += src (sums and maxima). */
 void lockstat_add(lockstat_t *dst, const lockstat_t *src);
 
+/* Whether s has a hold time to tell: a hold was timed, or there was none
+ * (holds none of which was timed are printed as -, not 0). */
+static inline bool lockstat_hold_known(const lockstat_t *s)
+{
+	return s->holds_timed || !s->holds;
+}
+
 typedef struct lock {
 	uint64_t id, addr;
 	uint32_t kind; /* FMT_KIND_*, or LOCK_KIND_UNKNOWN */

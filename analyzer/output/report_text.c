@@ -714,8 +714,7 @@ static void print_locks(FILE *out, const report_t *r, model_t *m)
 			        "-", "-", "-");
 			continue;
 		}
-		/* Holds none of which was timed have no hold time to tell. */
-		bool timed = c->s.holds_timed || !c->s.holds;
+		bool timed = lockstat_hold_known(&c->s);
 		char pct[16];
 		snprintf(pct, sizeof pct, "%5.1f%%",
 		         hold > 0 ? 100.0 * (double)c->s.alloc_ns / hold : 0.0);

@@ -28,8 +28,7 @@ static void lock_cols(char *buf, size_t len, const lockstat_t *s, bool bound)
 	char a[32], b[32], c[40], d[32], e[32], f[16];
 	human_ns(c + 1, sizeof c - 1, (double)s->wait_max);
 	c[0] = bound ? '<' : ' ';
-	/* Holds none of which was timed have no hold time to tell. */
-	bool timed = s->holds_timed || !s->holds;
+	bool timed = lockstat_hold_known(s);
 	snprintf(f, sizeof f, "%5.1f%%", alloc_share(s));
 	snprintf(buf, len, "%9s %7s %9s %9s %6s %9s",
 	         human_ns(a, sizeof a, (double)s->wait_ns),

@@ -117,10 +117,7 @@ check(not [n for n in d["trace"]["notes"]
 # a sampled hold of 5000 ns (under 100 us: 4 x 5000); every hold at site
 # 7, so that pprof's hold profile (the replay's sums) has them too.
 def preempted_trace(name):
-    body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
-    body += s(b"/bin/holds") + s(b"holds") + s(b"h") + s(b"test")
-    body += uv(0) + uv(0) + uv(1) + uv(EVERY)
-    proc = tracefmt.meta("PROCESS", body)
+    proc = proc_record(b"/bin/holds", b"holds", 1, EVERY)
     proc += tracefmt.meta("STACK", uv(7) + uv(1) + uv(0x401000))
     enc = tracefmt.Enc()
     t9 = b""
@@ -197,10 +194,7 @@ check(want in flat, "the lock table's set-apart line %r in:\n%s" %
 # Thread 7: lock 1 held twice untimed (an untimed malloc in the first),
 # lock 2 once sampled (40 ns, x 4).
 def untimed_only_trace(name):
-    body = b"".join(uv(v) for v in (42, 1, 0, 1000, 1000, 10**9, 16, 1, 0))
-    body += s(b"/bin/holds") + s(b"holds") + s(b"h") + s(b"test")
-    body += uv(0) + uv(0) + uv(1) + uv(EVERY)
-    proc = tracefmt.meta("PROCESS", body)
+    proc = proc_record(b"/bin/holds", b"holds", 1, EVERY)
     enc = tracefmt.Enc()
     t7 = tracefmt.event("ACQ_UNTIMED", 10, 1, 0)
     t7 += enc.event("ALLOC", 0, 0x1000, 64, 0, 0, FMT.FN_MALLOC)
